@@ -1,0 +1,125 @@
+"""Message shapes of every topic (design §2). All values are UTF-8 JSON."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+# ------------------------------------------------------------ channel topics
+class InboundMessage(_Event):
+    """``channel.inbound.messages``, key = conversation id."""
+
+    schema_version: Literal[1] = 1
+    message_id: str = Field(min_length=1, max_length=256, description="unique, from the channel")
+    account_id: int = Field(gt=0)
+    inbox_id: int = Field(gt=0)
+    conversation_id: str = Field(min_length=1, max_length=128)
+    contact_id: int = Field(gt=0)
+    unit_id: int | None = None
+    channel: str = Field(min_length=1, max_length=32)
+    text: str = Field(min_length=1, max_length=8000)
+    sent_at: datetime
+
+
+class OutboundReply(_Event):
+    """``channel.outbound.replies``, key = conversation id."""
+
+    schema_version: Literal[1] = 1
+    reply_id: str
+    in_reply_to: str = Field(description="the inbound message_id")
+    account_id: int
+    conversation_id: str
+    contact_id: int
+    text: str
+    intent: str
+    strategy: Literal["required", "optional", "none"]
+    memory_ids: list[int] = []
+    chunk_ids: list[UUID] = []
+    degraded: list[str] = Field(default_factory=list, description="reasons the reply was degraded")
+    created_at: datetime
+
+
+# --------------------------------------------- outbox payloads (value only)
+# Topic ``outbox.event.<aggregatetype>``; key = aggregateid; headers ``id``
+# (outbox row UUID, for de-duplication) and ``type``. Events are pointers:
+# consumers re-read the current rows.
+class ChunkEvent(_Event):
+    """aggregatetype ``chunk``; types ``chunk.upserted`` and ``chunk.deleted``."""
+
+    schema_version: Literal[1] = 1
+    chunk_id: UUID
+    account_id: int
+    document_id: UUID
+
+
+class ConversationEvent(_Event):
+    """aggregatetype ``conversation``; types ``conversation.resolved`` and ``conversation.silent``."""
+
+    schema_version: Literal[1] = 1
+    conversation_id: int
+    account_id: int
+    contact_id: int
+    reason: Literal["resolved", "silent", "replay"] = "resolved"
+
+
+class MemoryEvent(_Event):
+    """aggregatetype ``memory``; types ``memory.created``, ``memory.reinforced``,
+    ``memory.updated``, ``memory.superseded``, ``memory.deleted``."""
+
+    schema_version: Literal[1] = 1
+    memory_id: int
+    account_id: int
+    contact_id: int
+
+
+class ContactEvent(_Event):
+    """aggregatetype ``contact``; types ``contact.forgotten`` and ``contact.erased``."""
+
+    schema_version: Literal[1] = 1
+    account_id: int
+    contact_id: int
+
+
+class DeadLetterHeaders(_Event):
+    """Headers of a record on ``<source topic>.dlq``; the value is the original bytes."""
+
+    error_class: str
+    error_message: str
+    source_topic: str
+    source_partition: int
+    source_offset: int
+    first_seen: datetime
+
+
+OUTBOX_PAYLOADS: dict[str, type[_Event]] = {
+    "chunk": ChunkEvent,
+    "conversation": ConversationEvent,
+    "memory": MemoryEvent,
+    "contact": ContactEvent,
+}
+
+EVENT_TYPES: dict[str, frozenset[str]] = {
+    "chunk": frozenset({"chunk.upserted", "chunk.deleted"}),
+    "conversation": frozenset({"conversation.resolved", "conversation.silent"}),
+    "memory": frozenset({"memory.created", "memory.reinforced", "memory.updated",
+                         "memory.superseded", "memory.deleted"}),
+    "contact": frozenset({"contact.forgotten", "contact.erased"}),
+}
+
+EVENT_MODELS: dict[str, type[BaseModel]] = {
+    "inbound_message.v1": InboundMessage,
+    "outbound_reply.v1": OutboundReply,
+    "outbox_chunk.v1": ChunkEvent,
+    "outbox_conversation.v1": ConversationEvent,
+    "outbox_memory.v1": MemoryEvent,
+    "outbox_contact.v1": ContactEvent,
+    "dead_letter_headers.v1": DeadLetterHeaders,
+}

