@@ -1,0 +1,52 @@
+# memoria — one command to run the main job, one to run the tests.
+SHELL := /bin/bash
+VENV  := .venv
+PY    := $(VENV)/bin/python
+PIP   := $(VENV)/bin/pip
+STAMP := $(VENV)/.installed
+
+.PHONY: install up down status test demo bench bench-ingest bench-memory bench-responder eval-memory eval-recall schemas clean
+
+install: $(STAMP)
+$(STAMP): pyproject.toml
+	@test -x $(PY) || python3.11 -m venv $(VENV) || python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	# CPU torch first (a local wheel here; otherwise PyPI's CPU build), then the project.
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e '.[stack,dev]'
+	@touch $(STAMP)
+
+up: install
+	$(PY) infra/localstack.py up
+
+down:
+	@if [ -x $(PY) ]; then $(PY) infra/localstack.py down; fi
+
+status: install
+	$(PY) infra/localstack.py status
+
+test: install
+	$(PY) infra/localstack.py up --no-worker
+	$(PY) -m pytest -q
+
+schemas: install
+	$(PY) -m schemas.export
+
+eval-memory: install
+	$(PY) -m streams.learn.evaluate
+
+eval-recall: install
+	$(PY) -m streams.respond.evaluate_recall
+
+bench: bench-ingest
+
+bench-ingest: install
+	$(PY) infra/localstack.py up --no-worker
+	$(PY) -m benchmarks.ingest
+
+demo: install
+	$(PY) infra/localstack.py up
+	$(VENV)/bin/memoria demo
+
+clean: down
+	rm -rf .stack

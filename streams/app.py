@@ -1,0 +1,133 @@
+"""The Faust application: thin wiring of agents, timers and services.
+
+Each agent: take a batch of raw records → hand them to a plain handler (in a
+thread) → dead-letter what can never succeed → only then acknowledge the
+offsets. State lives in Postgres, never in Faust tables (design §7).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Callable, Sequence
+
+import faust
+
+from streams.bootstrap import Container
+from streams.kafka.consume import DeadLetterWriter, Handler, Record, process_batch
+from streams.kafka.topics import outbox_topic, qualified
+from streams.settings import Settings
+
+log = logging.getLogger(__name__)
+
+ALL_ROLES = ("relay", "ingest", "learn", "respond", "maintain")
+
+
+def _record(event) -> Record:
+    m = event.message
+    headers = m.headers.items() if isinstance(m.headers, dict) else (m.headers or ())
+    return Record(m.topic, m.partition, m.offset, m.key, m.value,
+                  tuple((k, v if isinstance(v, bytes) else str(v).encode()) for k, v in headers))
+
+
+def build_app(settings: Settings, roles: Sequence[str], container: Container | None = None) -> faust.App:
+    unknown = set(roles) - set(ALL_ROLES)
+    if unknown:
+        raise ValueError(f"unknown roles {sorted(unknown)}; known: {', '.join(ALL_ROLES)}")
+    c = container or Container(settings)
+    app = faust.App(
+        f"{settings.topic_prefix}{settings.consumer_group}",
+        broker=f"kafka://{settings.kafka_bootstrap_servers}",
+        key_serializer="raw",
+        value_serializer="raw",
+        topic_partitions=settings.topic_partitions,
+        topic_replication_factor=settings.topic_replication_factor,
+        broker_session_timeout=settings.kafka_session_timeout,
+        broker_heartbeat_interval=settings.kafka_heartbeat_interval,
+        broker_rebalance_timeout=settings.kafka_rebalance_timeout,
+        consumer_auto_offset_reset="earliest",
+        processing_guarantee="at_least_once",
+        store="memory://",
+        web_enabled=False,
+        producer_acks=-1,
+        broker_commit_interval=1.0,
+    )
+    app.conf.memoria_roles = list(roles)
+    state: dict = {}
+
+    @app.service
+    class Edges(faust.Service):
+        """Shared producer for dead letters, the web server and metrics."""
+
+        async def on_start(self) -> None:
+            from aiokafka import AIOKafkaProducer
+            from prometheus_client import start_http_server
+
+            from streams.web import build_web_app, start_web
+
+            prod = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, acks="all",
+                                    enable_idempotence=False)
+            await prod.start()
+            state["producer"] = prod
+            state["dlq"] = DeadLetterWriter(prod)
+            store = None
+            if set(roles) & {"ingest", "respond"} and not settings.qdrant_url:
+                store = await asyncio.to_thread(lambda: c.vector_store)
+            if settings.metrics_port:
+                try:
+                    start_http_server(settings.metrics_port, addr=settings.worker_web_host)
+                except OSError as e:
+                    log.warning("metrics port %s unavailable: %s", settings.metrics_port, e)
+            state["web"] = await start_web(build_web_app(roles=list(roles), store=store),
+                                           settings.worker_web_host, settings.worker_web_port)
+            log.info("worker roles=%s web=%s:%s", ",".join(roles), settings.worker_web_host,
+                     settings.worker_web_port)
+
+        async def on_stop(self) -> None:
+            if "web" in state:
+                await state["web"].cleanup()
+            if "producer" in state:
+                await state["producer"].stop()
+
+    def batch_agent(topic_name: str, make_handler: Callable[[], Handler], *, name: str) -> None:
+        topic = app.topic(qualified(settings, topic_name), key_type=bytes, value_type=bytes,
+                          key_serializer="raw", value_serializer="raw")
+
+        @app.agent(topic, name=name)
+        async def agent(stream):
+            handler = await asyncio.to_thread(make_handler)
+            async for events in stream.take_events(settings.ingest_batch_max,
+                                                   within=settings.ingest_batch_interval):
+                records = [_record(e) for e in events]
+                work = asyncio.ensure_future(process_batch(records, handler, state["dlq"]))
+                try:
+                    await asyncio.shield(work)
+                except asyncio.CancelledError:
+                    # shutting down: finish the in-flight batch before its offsets are acked
+                    await asyncio.wait_for(work, 60)
+                    raise
+
+    if "relay" in roles:
+        @app.task
+        async def relay() -> None:
+            from streams.outbox.relay import run_relay
+
+            stop = asyncio.Event()
+            try:
+                await run_relay(settings, stop)
+            finally:
+                stop.set()
+
+    if "ingest" in roles:
+        def make_ingest() -> Handler:
+            from streams.ingest.handler import ChunkEventHandler
+
+            return ChunkEventHandler(pool=c.pool, store=c.vector_store, domain=settings.vector_domain,
+                                     embedder=c.embedder, embedder_for=c.embedder_for)
+
+        batch_agent(outbox_topic("chunk"), make_ingest, name="ingest")
+
+    from streams import roles as extra_roles
+
+    extra_roles.register(app, settings, c, roles, batch_agent=batch_agent, state=state)
+    return app

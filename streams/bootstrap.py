@@ -1,0 +1,68 @@
+"""The composition root: builds real dependencies from settings, once.
+
+CLI commands, the worker and the tests all get their adapters from here.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import cached_property
+
+from psycopg_pool import ConnectionPool
+
+from streams.embedding import Embedder, build_embedder
+from streams.settings import Settings, get_settings
+from streams.vectors.store import VectorStore, open_vector_store
+
+# model name (as in collection names) -> embedding provider
+MODEL_PROVIDERS = {
+    "all-minilm-l6-v2": "sentence-transformers",
+    "use-multilingual-v3": "use",
+    "multilingual-e5-small": "e5",
+}
+
+
+class Container:
+    def __init__(self, settings: Settings | None = None, *, vector_store: VectorStore | None = None):
+        self.settings = settings or get_settings()
+        self._store = vector_store
+        self._lock = threading.Lock()
+
+    @cached_property
+    def pool(self) -> ConnectionPool:
+        from streams.store.db import make_pool
+
+        return make_pool(self.settings)
+
+    @property
+    def vector_store(self) -> VectorStore:
+        with self._lock:
+            if self._store is None:
+                self._store = open_vector_store(self.settings)
+            return self._store
+
+    @property
+    def embedder(self) -> Embedder:
+        """The configured embedder (new collections and fact embeddings use it)."""
+        s = self.settings
+        return build_embedder(s.embedding_provider, s.embedding_model, base_url=s.embedding_base_url,
+                              api_key=s.embedding_api_key, batch_size=s.embedding_batch_size)
+
+    def embedder_for(self, model: str) -> Embedder:
+        """The embedder matching a collection's model (index and query must agree)."""
+        configured = self.embedder
+        if model == configured.name:
+            return configured
+        provider = MODEL_PROVIDERS.get(model)
+        if provider is None:
+            if self.settings.embedding_provider == "openai":
+                return build_embedder("openai", model, base_url=self.settings.embedding_base_url,
+                                      api_key=self.settings.embedding_api_key)
+            raise ValueError(f"no embedding provider known for model {model!r}")
+        return build_embedder(provider, model)
+
+    def close(self) -> None:
+        if "pool" in self.__dict__:
+            self.pool.close()
+        if self._store is not None and hasattr(self._store, "close"):
+            self._store.close()

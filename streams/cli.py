@@ -1,0 +1,197 @@
+"""The ``memoria`` command line (Typer). Every command builds its dependencies
+through ``streams.bootstrap`` and calls plain domain functions."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+
+from streams.settings import get_settings
+
+app = typer.Typer(help="memoria: Kafka-native memory and knowledge layer for chat agents",
+                  no_args_is_help=True, pretty_exceptions_enable=False)
+topics_app = typer.Typer(help="Kafka topics", no_args_is_help=True)
+app.add_typer(topics_app, name="topics")
+console = Console(stderr=True)
+
+
+def _logging(level: str = "INFO") -> None:
+    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO),
+                        format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
+
+
+@app.callback()
+def _main(log_level: str = typer.Option("WARNING", envvar="MEMORIA_LOG_LEVEL")) -> None:
+    _logging(log_level)
+
+
+@app.command()
+def migrate() -> None:
+    """Apply pending SQL migrations (safe to run twice)."""
+    from streams.store.db import migrate as run
+
+    applied = run(get_settings().database_url)
+    console.print(f"migrations applied: {', '.join(applied) if applied else 'none (up to date)'}")
+
+
+@topics_app.command("create")
+def topics_create() -> None:
+    """Create every topic explicitly with the configured partition count."""
+    from streams.kafka.topics import create_topics_sync
+
+    s = get_settings()
+    created = create_topics_sync(s)
+    console.print(f"topics: {len(created)} created ({s.topic_partitions} partitions each)")
+
+
+@topics_app.command("list")
+def topics_list() -> None:
+    from streams.kafka.topics import base_topics, qualified
+
+    for t in base_topics():
+        print(qualified(get_settings(), t))
+
+
+@app.command()
+def worker(
+    roles: str = typer.Option(",".join(("relay", "ingest", "learn", "respond", "maintain")),
+                              help="comma-separated roles to run in this process"),
+    loglevel: str = typer.Option("info"),
+) -> None:
+    """Run worker roles (relay, ingest, learn, respond, maintain) in one process."""
+    import faust
+
+    from streams.app import build_app
+
+    wanted = [r.strip() for r in roles.split(",") if r.strip()]
+    s = get_settings()
+    fapp = build_app(s, wanted)
+    w = faust.Worker(fapp, loglevel=loglevel, quiet=True, redirect_stdouts=False)
+    w.execute_from_commandline()
+
+
+@app.command()
+def ingest(
+    paths: List[Path] = typer.Argument(..., help="Markdown/text files or folders"),
+    account: int = typer.Option(..., "--account", help="account id"),
+    chunk_size: Optional[int] = typer.Option(None, help="characters per chunk"),
+    chunk_overlap: Optional[int] = typer.Option(None, help="characters of overlap"),
+) -> None:
+    """Write documents and their chunks (with outbox events) to Postgres."""
+    from streams.ingest.documents import iter_sources, read_source, write_document
+    from streams.store.db import connect
+
+    s = get_settings()
+    try:
+        files = iter_sources(paths)
+    except FileNotFoundError as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2)
+    if not files:
+        console.print("[red]error:[/red] no Markdown or text files found")
+        raise typer.Exit(2)
+    totals = dict(inserted=0, moved=0, unchanged=0, tombstoned=0)
+    with connect(s) as conn:
+        for f in files:
+            try:
+                title, text = read_source(f)
+            except (ValueError, UnicodeDecodeError) as e:
+                console.print(f"[red]error:[/red] {e}")
+                raise typer.Exit(2)
+            r = write_document(conn, account_id=account, source=str(f.resolve()), text=text, title=title,
+                               chunk_size=chunk_size or s.chunk_size,
+                               chunk_overlap=chunk_overlap if chunk_overlap is not None else s.chunk_overlap)
+            for k in totals:
+                totals[k] += getattr(r, k)
+            console.print(f"{f}: +{r.inserted} new, {r.moved} moved, {r.unchanged} unchanged, "
+                          f"-{r.tombstoned} removed")
+    console.print(f"done: {len(files)} documents; {totals['inserted']} chunks to embed, "
+                  f"{totals['tombstoned']} to delete, {totals['unchanged']} unchanged")
+
+
+@app.command()
+def search(
+    question: str = typer.Argument(...),
+    account: int = typer.Option(..., "--account"),
+    limit: int = typer.Option(3, "--limit"),
+    max_distance: Optional[float] = typer.Option(None, "--max-distance", help="cosine distance cut"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Top chunks of an account with their cosine distance."""
+    from streams.bootstrap import Container
+    from streams.ingest.knowledge import search_chunks
+
+    c = Container()
+    try:
+        hits = search_chunks(question, account_id=account, pool=c.pool, store=c.vector_store,
+                             domain=c.settings.vector_domain, embedder_for=c.embedder_for,
+                             limit=limit, max_distance=max_distance)
+    finally:
+        c.close()
+    if as_json:
+        for h in hits:
+            print(json.dumps({"chunk_id": h.chunk_id, "document_id": h.document_id, "seq": h.seq,
+                              "distance": h.distance, "source": h.source, "content": h.content},
+                             ensure_ascii=False))
+        return
+    if not hits:
+        console.print("no chunks found")
+    for i, h in enumerate(hits, 1):
+        print(f"{i}. distance={h.distance:.4f} chunk={h.chunk_id} {Path(h.source).name}#{h.seq}")
+        print("   " + h.content[:300].replace("\n", " "))
+
+
+@app.command()
+def reindex(
+    model: str = typer.Option(..., "--model", help="all-minilm-l6-v2 | use-multilingual-v3 | "
+                                                   "multilingual-e5-small | an OpenAI embeddings model"),
+) -> None:
+    """Blue-green re-embed of every live chunk into a new collection, then swap the alias."""
+    from rich.progress import Progress
+
+    from streams.bootstrap import Container
+    from streams.ingest.knowledge import reindex as run
+
+    c = Container()
+    emb = c.embedder_for(model)
+    try:
+        with Progress(console=console) as progress:
+            task = progress.add_task(f"re-embedding with {emb.name}", total=None)
+            res = run(pool=c.pool, store=c.vector_store, domain=c.settings.vector_domain, embedder=emb,
+                      progress=lambda done, total: progress.update(task, completed=done, total=total))
+    finally:
+        c.close()
+    console.print(f"alias {c.settings.vector_domain}__text__chunks: {res.old_collection} → "
+                  f"{res.new_collection}; {res.backfilled} chunks backfilled, {res.caught_up} caught up, "
+                  f"verified, {res.seconds:.1f}s")
+
+
+@app.command()
+def reconcile(
+    account: Optional[int] = typer.Option(None, "--account"),
+    repair: bool = typer.Option(False, "--repair", help="re-enqueue drifted chunks"),
+) -> None:
+    """Compare Postgres chunks with the vector store; --repair re-enqueues drift."""
+    from streams.bootstrap import Container
+    from streams.ingest.knowledge import reconcile as run
+
+    c = Container()
+    try:
+        drifts = run(pool=c.pool, store=c.vector_store, domain=c.settings.vector_domain,
+                     account_id=account, repair=repair)
+    finally:
+        c.close()
+    if not drifts:
+        console.print("in sync: no drift")
+        return
+    for d in drifts:
+        print(json.dumps({"account_id": d.account_id, "missing": len(d.missing), "stale": len(d.stale),
+                          "extra": len(d.extra), "requeued": d.requeued}))
+    if not repair:
+        raise typer.Exit(1)

@@ -1,0 +1,1 @@
+"""Knowledge ingestion (design §4A): chunk → Postgres + outbox → embed → Qdrant."""

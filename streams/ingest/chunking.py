@@ -1,0 +1,108 @@
+"""Deterministic chunking of Markdown and plain text.
+
+Text is split into blocks (Markdown headings start a section; blank lines end
+a paragraph), blocks are packed greedily up to ``size`` characters, and a
+block longer than ``size`` is cut at sentence, then word boundaries. Each
+chunk after the first of a section starts with the last ``overlap``
+characters of the previous one (cut at a word boundary), so a fact that spans
+a boundary stays retrievable. The same input always gives the same chunks, so
+an unchanged paragraph keeps its content_hash and is not re-embedded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+\S")
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    seq: int
+    content: str
+
+    @property
+    def content_hash(self) -> str:
+        return content_hash(self.content)
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _sections(text: str) -> list[list[str]]:
+    """Sections of paragraphs; a Markdown heading opens a new section."""
+    sections: list[list[str]] = [[]]
+    para: list[str] = []
+
+    def flush() -> None:
+        if para:
+            sections[-1].append(" ".join(s.strip() for s in para).strip())
+            para.clear()
+
+    for line in text.replace("\r\n", "\n").split("\n"):
+        if _HEADING.match(line):
+            flush()
+            sections.append([line.strip()])
+        elif not line.strip():
+            flush()
+        else:
+            para.append(line)
+    flush()
+    return [[p for p in s if p] for s in sections if any(p for p in s)]
+
+
+def _split_long(block: str, size: int) -> list[str]:
+    if len(block) <= size:
+        return [block]
+    out: list[str] = []
+    cur = ""
+    for piece in _SENTENCE_END.split(block):
+        while len(piece) > size:  # a single sentence longer than size: cut at words
+            cut = piece.rfind(" ", 0, size)
+            cut = cut if cut > size // 2 else size
+            head, piece = piece[:cut].strip(), piece[cut:].strip()
+            if cur:
+                out.append(cur)
+                cur = ""
+            out.append(head)
+        if cur and len(cur) + 1 + len(piece) > size:
+            out.append(cur)
+            cur = piece
+        else:
+            cur = f"{cur} {piece}".strip()
+    if cur:
+        out.append(cur)
+    return out
+
+
+def _tail(text: str, overlap: int) -> str:
+    if overlap <= 0 or len(text) <= overlap:
+        return "" if overlap <= 0 else text
+    tail = text[-overlap:]
+    sp = tail.find(" ")
+    return tail[sp + 1:] if 0 <= sp < len(tail) - 1 else tail
+
+
+def chunk_text(text: str, size: int = 800, overlap: int = 120) -> list[Chunk]:
+    if size < 50:
+        raise ValueError("chunk size must be at least 50 characters")
+    if not 0 <= overlap < size // 2:
+        raise ValueError("chunk overlap must be >= 0 and smaller than half the chunk size")
+    pieces: list[str] = []
+    for section in _sections(text):
+        blocks = [b for p in section for b in _split_long(p, size - overlap)]
+        cur = ""
+        for b in blocks:
+            if cur and len(cur) + 2 + len(b) > size:
+                pieces.append(cur)
+                prefix = _tail(cur, overlap)
+                cur = f"{prefix} {b}".strip() if prefix and len(prefix) + 1 + len(b) <= size else b
+            else:
+                cur = f"{cur}\n\n{b}" if cur else b
+        if cur:
+            pieces.append(cur)
+    return [Chunk(i, p) for i, p in enumerate(pieces)]

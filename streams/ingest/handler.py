@@ -1,0 +1,57 @@
+"""The ingestion use-case for a batch of ``outbox.event.chunk`` records."""
+
+from __future__ import annotations
+
+import logging
+from typing import Sequence
+
+from psycopg_pool import ConnectionPool
+
+from streams import metrics
+from streams.embedding import Embedder
+from streams.ingest.knowledge import EmbedderFor, IndexStats, ensure_chunk_collection, index_chunks, model_of
+from streams.kafka.consume import DeadLetter, Record
+from streams.kafka.envelope import DecodeError, decode_outbox
+from streams.store.events import mark_processed, unprocessed
+from streams.vectors.store import VectorStore
+
+log = logging.getLogger(__name__)
+
+
+class ChunkEventHandler:
+    consumer = "ingest"
+
+    def __init__(self, *, pool: ConnectionPool, store: VectorStore, domain: str,
+                 embedder: Embedder, embedder_for: EmbedderFor):
+        self.pool, self.store, self.domain = pool, store, domain
+        self.embedder, self.embedder_for = embedder, embedder_for
+        self.last_stats = IndexStats()
+
+    def __call__(self, records: Sequence[Record]) -> list[DeadLetter]:
+        dead: list[DeadLetter] = []
+        events = []
+        for r in records:
+            try:
+                events.append(decode_outbox("chunk", r.key, r.value, r.headers))
+            except DecodeError as e:
+                dead.append(DeadLetter(r, e.error_class, str(e)))
+        if not events:
+            return dead
+        fresh = unprocessed(self.pool, self.consumer, [e.event_id for e in events])
+        if len(fresh) < len(events):
+            metrics.EVENTS_DUPLICATE.labels(records[0].topic).inc(len(events) - len(fresh))
+        todo = [e for e in events if e.event_id in fresh]
+        if todo:
+            collection = ensure_chunk_collection(self.store, self.domain, self.embedder)
+            embedder = self.embedder_for(model_of(collection))
+            with metrics.EMBEDDING_LATENCY.labels("chunks").time():
+                stats = index_chunks([str(e.payload.chunk_id) for e in todo], pool=self.pool,
+                                     store=self.store, collection=collection, embedder=embedder)
+            self.last_stats = stats
+            metrics.CHUNKS_EMBEDDED.inc(stats.embedded)
+            metrics.CHUNK_POINTS_DELETED.inc(stats.deleted)
+            log.info("indexed chunks events=%d embedded=%d payload_updates=%d unchanged=%d deleted=%d "
+                     "seconds=%.3f", len(todo), stats.embedded, stats.payload_updates, stats.unchanged,
+                     stats.deleted, stats.seconds)
+            mark_processed(self.pool, self.consumer, [e.event_id for e in todo])
+        return dead

@@ -1,0 +1,298 @@
+"""The chunk collection: naming, indexing, search, re-embedding and reconciliation.
+
+Plain functions over three ports: a Postgres connection source, a
+``VectorStore`` and an embedder factory. Nothing here knows about Kafka.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+from psycopg_pool import ConnectionPool
+
+from streams.embedding import Embedder
+from streams.embedding.providers import model_slug
+from streams.outbox.write import add_events, outbox_row
+from streams.vectors.store import Hit, VectorStore
+
+log = logging.getLogger(__name__)
+
+EmbedderFor = Callable[[str], Embedder]   # model name -> embedder for that model
+
+
+# ------------------------------------------------------------------ naming
+def chunk_alias(domain: str) -> str:
+    return f"{domain}__text__chunks"
+
+
+def chunk_collection(domain: str, model: str, version: int = 1) -> str:
+    base = f"{domain}__text__chunks__{model_slug(model)}"
+    return base if version == 1 else f"{base}__v{version}"
+
+
+def model_of(collection: str) -> str:
+    """The embedding model a collection is bound to (its name says it)."""
+    parts = collection.split("__")
+    if len(parts) < 4 or parts[1:3] != ["text", "chunks"]:
+        raise ValueError(f"{collection!r} is not a chunk collection name")
+    return parts[3]
+
+
+def ensure_chunk_collection(store: VectorStore, domain: str, embedder: Embedder) -> str:
+    """The collection behind the alias, created for ``embedder`` if there is none."""
+    alias = chunk_alias(domain)
+    target = store.alias_target(alias)
+    if target is None:
+        target = chunk_collection(domain, embedder.name)
+        store.create_collection(target, embedder.dim)
+        store.point_alias(alias, target)
+        log.info("created chunk collection %s (alias %s, dim %d)", target, alias, embedder.dim)
+    return target
+
+
+# ------------------------------------------------------------------- index
+@dataclass
+class IndexStats:
+    embedded: int = 0
+    payload_updates: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    seconds: float = 0.0
+
+
+def _load_chunks(pool: ConnectionPool, ids: Sequence[str]) -> dict[str, dict]:
+    with pool.connection() as conn:
+        rows = conn.execute(
+            "SELECT id::text, account_id, document_id::text, seq, content, content_hash, deleted_at "
+            "FROM chunks WHERE id = ANY(%s::uuid[])", (list(ids),)).fetchall()
+    return {r["id"]: r for r in rows}
+
+
+def point_payload(row: dict) -> dict:
+    return {"account_id": int(row["account_id"]), "document_id": row["document_id"],
+            "seq": int(row["seq"]), "content_hash": row["content_hash"].strip()}
+
+
+def index_chunks(chunk_ids: Iterable[str], *, pool: ConnectionPool, store: VectorStore,
+                 collection: str, embedder: Embedder) -> IndexStats:
+    """Make the collection match Postgres for these chunks (idempotent).
+
+    Live chunk → upsert its point (embedding only when the point's
+    content_hash differs); tombstoned or missing chunk → delete its point.
+    """
+    t0 = time.perf_counter()
+    ids = list(dict.fromkeys(str(i) for i in chunk_ids))
+    stats = IndexStats()
+    if not ids:
+        return stats
+    rows = _load_chunks(pool, ids)
+    live = [rows[i] for i in ids if i in rows and rows[i]["deleted_at"] is None]
+    gone = [i for i in ids if i not in rows or rows[i]["deleted_at"] is not None]
+    existing = store.retrieve(collection, [r["id"] for r in live])
+    to_embed, to_patch = [], []
+    for r in live:
+        want = point_payload(r)
+        have = existing.get(r["id"])
+        if have is None or have.get("content_hash") != want["content_hash"]:
+            to_embed.append(r)
+        elif have != want:
+            to_patch.append((r["id"], want))
+        else:
+            stats.unchanged += 1
+    if to_embed:
+        vecs = embedder.embed_passages([r["content"] for r in to_embed])
+        store.upsert(collection, [r["id"] for r in to_embed], vecs, [point_payload(r) for r in to_embed])
+        stats.embedded = len(to_embed)
+    if to_patch:
+        store.set_payloads(collection, to_patch)
+        stats.payload_updates = len(to_patch)
+    if gone:
+        store.delete(collection, gone)
+        stats.deleted = len(gone)
+    stats.seconds = time.perf_counter() - t0
+    return stats
+
+
+# ------------------------------------------------------------------ search
+@dataclass(frozen=True)
+class ChunkHit:
+    chunk_id: str
+    document_id: str
+    seq: int
+    distance: float
+    content: str
+    source: str = ""
+
+
+def search_chunks(query: str | None, *, account_id: int, pool: ConnectionPool, store: VectorStore,
+                  domain: str, embedder_for: EmbedderFor, limit: int = 3,
+                  max_distance: float | None = None, query_vector=None) -> list[ChunkHit]:
+    """Top chunks of one account by cosine distance; texts come from Postgres.
+
+    A point whose chunk is no longer live in Postgres is dropped (Postgres wins).
+    """
+    collection = chunk_alias(domain)
+    target = store.alias_target(collection)
+    if target is None:
+        return []
+    if query_vector is None:
+        query_vector = embedder_for(model_of(target)).embed_queries([query])[0]
+    min_score = None if max_distance is None else 1.0 - max_distance
+    hits: list[Hit] = store.search(target, query_vector, account_id=account_id, limit=limit,
+                                   min_score=min_score)
+    if not hits:
+        return []
+    with pool.connection() as conn:
+        rows = conn.execute(
+            "SELECT c.id::text, c.content, c.document_id::text, c.seq, d.source FROM chunks c "
+            "JOIN documents d ON d.id = c.document_id "
+            "WHERE c.id = ANY(%s::uuid[]) AND c.account_id = %s AND c.deleted_at IS NULL",
+            ([h.id for h in hits], account_id)).fetchall()
+    by_id = {r["id"]: r for r in rows}
+    return [ChunkHit(h.id, by_id[h.id]["document_id"], by_id[h.id]["seq"], round(h.distance, 6),
+                     by_id[h.id]["content"], by_id[h.id]["source"]) for h in hits if h.id in by_id]
+
+
+# ----------------------------------------------------------------- reindex
+@dataclass
+class ReindexResult:
+    old_collection: str | None
+    new_collection: str
+    backfilled: int
+    caught_up: int
+    verified: bool
+    seconds: float
+
+
+def _live_chunk_batches(pool: ConnectionPool, batch: int, since=None):
+    last = "00000000-0000-0000-0000-000000000000"
+    while True:
+        with pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT id::text, account_id, document_id::text, seq, content, content_hash "
+                "FROM chunks WHERE deleted_at IS NULL AND id > %s::uuid "
+                + ("AND updated_at >= %s " if since else "") +
+                "ORDER BY id LIMIT %s",
+                (last, since, batch) if since else (last, batch)).fetchall()
+        if not rows:
+            return
+        yield rows
+        last = rows[-1]["id"]
+
+
+def _count_live(pool: ConnectionPool) -> int:
+    with pool.connection() as conn:
+        return conn.execute("SELECT count(*) AS n FROM chunks WHERE deleted_at IS NULL").fetchone()["n"]
+
+
+def reindex(*, pool: ConnectionPool, store: VectorStore, domain: str, embedder: Embedder,
+            batch: int = 128, progress: Callable[[int, int], None] | None = None) -> ReindexResult:
+    """Blue-green re-embed: build a new collection from Postgres, verify, swap the alias, drop the old.
+
+    Searches keep using the old collection until the atomic alias swap.
+    Changes committed during the backfill are caught up before the swap.
+    """
+    t0 = time.perf_counter()
+    alias = chunk_alias(domain)
+    old = store.alias_target(alias)
+    existing = set(store.list_collections())
+    version = 1
+    new = chunk_collection(domain, embedder.name, version)
+    while new in existing or new == old:
+        version += 1
+        new = chunk_collection(domain, embedder.name, version)
+    store.create_collection(new, embedder.dim)
+    with pool.connection() as conn:
+        started = conn.execute("SELECT now() AS t").fetchone()["t"]
+    total = _count_live(pool)
+    done = 0
+    for rows in _live_chunk_batches(pool, batch):
+        vecs = embedder.embed_passages([r["content"] for r in rows])
+        store.upsert(new, [r["id"] for r in rows], vecs, [point_payload(r) for r in rows])
+        done += len(rows)
+        if progress:
+            progress(done, total)
+    # catch up with changes committed while we were backfilling (re-read state)
+    with pool.connection() as conn:
+        changed = [r["id"] for r in conn.execute(
+            "SELECT id::text FROM chunks WHERE updated_at >= %s", (started,)).fetchall()]
+    caught = index_chunks(changed, pool=pool, store=store, collection=new, embedder=embedder)
+    # drop points of chunks that are not live any more
+    live_ids = set()
+    for rows in _live_chunk_batches(pool, 5000):
+        live_ids.update(r["id"] for r in rows)
+    extra = [pid for pid in store.scroll(new) if pid not in live_ids]
+    store.delete(new, extra)
+    n_points = store.count(new)
+    verified = n_points == len(live_ids)
+    if not verified:
+        store.drop_collection(new)
+        raise RuntimeError(f"reindex verification failed: {n_points} points in {new} but "
+                           f"{len(live_ids)} live chunks in Postgres; alias left on {old}")
+    store.point_alias(alias, new)
+    if old and old != new:
+        store.drop_collection(old)
+    return ReindexResult(old, new, done, caught.embedded + caught.deleted, verified,
+                         time.perf_counter() - t0)
+
+
+# --------------------------------------------------------------- reconcile
+@dataclass
+class Drift:
+    account_id: int
+    missing: list[str] = field(default_factory=list)   # live in Postgres, no point
+    stale: list[str] = field(default_factory=list)     # point with another content_hash
+    extra: list[str] = field(default_factory=list)     # point without a live chunk
+    requeued: int = 0
+
+    @property
+    def total(self) -> int:
+        return len(self.missing) + len(self.stale) + len(self.extra)
+
+
+def reconcile(*, pool: ConnectionPool, store: VectorStore, domain: str, account_id: int | None = None,
+              repair: bool = False) -> list[Drift]:
+    """Compare Postgres and the vector store per account; with ``repair``,
+    re-enqueue an outbox event for every drifted chunk (the indexer fixes it)."""
+    target = store.alias_target(chunk_alias(domain))
+    with pool.connection() as conn:
+        q = ("SELECT id::text, account_id, document_id::text, content_hash FROM chunks "
+             "WHERE deleted_at IS NULL" + (" AND account_id = %s" if account_id else ""))
+        live = conn.execute(q, (account_id,) if account_id else ()).fetchall()
+    points = store.scroll(target, account_id) if target else {}
+    drifts: dict[int, Drift] = {}
+
+    def d(acc: int) -> Drift:
+        return drifts.setdefault(acc, Drift(acc))
+
+    live_by_id = {r["id"]: r for r in live}
+    for r in live:
+        p = points.get(r["id"])
+        if p is None:
+            d(r["account_id"]).missing.append(r["id"])
+        elif p.get("content_hash") != r["content_hash"].strip() or p.get("account_id") != r["account_id"]:
+            d(r["account_id"]).stale.append(r["id"])
+    for pid, p in points.items():
+        if pid not in live_by_id:
+            d(int(p.get("account_id", 0))).extra.append(pid)
+    out = sorted((x for x in drifts.values() if x.total), key=lambda x: x.account_id)
+    if repair and out:
+        with pool.connection() as conn, conn.transaction():
+            rows = []
+            for x in out:
+                for cid in x.missing + x.stale:
+                    r = live_by_id[cid]
+                    rows.append(outbox_row("chunk", cid, "chunk.upserted", {
+                        "schema_version": 1, "chunk_id": cid, "account_id": x.account_id,
+                        "document_id": r["document_id"]}))
+                for cid in x.extra:
+                    doc = points[cid].get("document_id") or "00000000-0000-0000-0000-000000000000"
+                    rows.append(outbox_row("chunk", cid, "chunk.deleted", {
+                        "schema_version": 1, "chunk_id": cid, "account_id": x.account_id,
+                        "document_id": doc}))
+                x.requeued = x.total
+            add_events(conn, rows)
+    return out

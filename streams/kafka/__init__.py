@@ -1,0 +1,1 @@
+"""Kafka edges: topic names and admin, the producer and the dead-letter writer."""

@@ -1,0 +1,65 @@
+"""Topic names (design §2) and explicit creation: never rely on auto-create."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import TopicAlreadyExistsError
+
+from streams.settings import Settings
+
+log = logging.getLogger(__name__)
+
+INBOUND = "channel.inbound.messages"
+OUTBOUND = "channel.outbound.replies"
+AGGREGATE_TYPES = ("chunk", "conversation", "memory", "contact")
+
+
+def outbox_topic(aggregatetype: str) -> str:
+    return f"outbox.event.{aggregatetype}"
+
+
+def dlq_topic(source_topic: str) -> str:
+    return f"{source_topic}.dlq"
+
+
+def base_topics() -> list[str]:
+    names = [INBOUND, OUTBOUND] + [outbox_topic(a) for a in AGGREGATE_TYPES]
+    return names + [dlq_topic(n) for n in names]
+
+
+def qualified(settings: Settings, name: str) -> str:
+    return f"{settings.topic_prefix}{name}"
+
+
+async def create_topics(settings: Settings, names: list[str] | None = None) -> list[str]:
+    """Create every topic with the configured partition count; returns the new ones."""
+    names = [qualified(settings, n) for n in (names or base_topics())]
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap_servers,
+                                request_timeout_ms=15000)
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+        missing = [n for n in names if n not in existing]
+        created = []
+        for name in missing:
+            try:
+                await admin.create_topics([NewTopic(name, settings.topic_partitions,
+                                                    settings.topic_replication_factor)])
+                created.append(name)
+            except TopicAlreadyExistsError:
+                pass
+        # Tansu answers create before metadata settles; wait until all are visible.
+        for _ in range(50):
+            if set(names) <= set(await admin.list_topics()):
+                break
+            await asyncio.sleep(0.1)
+        return created
+    finally:
+        await admin.close()
+
+
+def create_topics_sync(settings: Settings, names: list[str] | None = None) -> list[str]:
+    return asyncio.run(create_topics(settings, names))

@@ -1,0 +1,1 @@
+"""The transactional outbox: writing events with the change, and the relay."""

@@ -1,0 +1,98 @@
+"""Recall@5 of the responder's memory scoring, per offline embedder, side by side.
+
+    python -m streams.respond.evaluate_recall [FILE] [--providers st,use,e5] [--floors 0.2,0.3]
+
+recall@5 = mean, over the cases that have relevant facts, of
+|relevant ∩ top5| / |relevant|. Cases whose ``relevant`` list is empty have
+no recall to measure and are left out of the mean; they are reported apart as
+``empty_ok``: the share of them for which nothing is injected (only a
+relevance floor can achieve that). recall@3 (same definition, first 3) is
+printed too: with 5–12 facts per case, recall@5 saturates quickly. Each floor is also shown, so the cost of
+a floor in recall@5 and its gain on the empty cases are visible together.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from streams.respond.rank import build_configured_embedder, load_cases, rank_case
+from streams.respond.recall import TOP_K
+
+DEFAULT_FILE = Path("/work/shared/fixtures/recall.jsonl")
+ALL_PROVIDERS = ("sentence-transformers", "use", "e5")
+
+
+def recall_at_k(cases, tops) -> tuple[float, float, int]:
+    """(recall@k over cases with relevant facts, share of empty cases with nothing injected, n)."""
+    scores, empty_ok, empty_n = [], 0, 0
+    for case, top in zip(cases, tops):
+        rel = set(case.get("relevant", []))
+        if not rel:
+            empty_n += 1
+            empty_ok += (len(top) == 0)
+            continue
+        scores.append(len(rel & set(top)) / len(rel))
+    mean = sum(scores) / len(scores) if scores else 0.0
+    return mean, (empty_ok / empty_n if empty_n else 1.0), len(scores)
+
+
+def evaluate(provider: str, cases, floors: list[float | None]) -> dict:
+    t0 = time.perf_counter()
+    embedder = build_configured_embedder(provider)
+    embedder.embed_queries(["aquecimento"])  # some engines load lazily: count it as load
+    embedder.embed_passages(["aquecimento"])
+    load_s = time.perf_counter() - t0
+    out = {"provider": provider, "model": embedder.name, "dim": embedder.dim,
+           "load_s": round(load_s, 2), "floors": {}}
+    for floor in floors:
+        t1 = time.perf_counter()
+        tops = [rank_case(c, embedder, TOP_K, floor) for c in cases]
+        secs = time.perf_counter() - t1
+        r, empty_ok, n = recall_at_k(cases, tops)
+        r3, _, _ = recall_at_k(cases, [t[:3] for t in tops])
+        out["floors"][str(floor)] = {"recall@5": round(r, 3), "recall@3": round(r3, 3), "empty_ok": round(empty_ok, 2),
+                                     "mean_injected": round(sum(map(len, tops)) / len(tops), 2),
+                                     "cases": n, "rank_s": round(secs, 2),
+                                     "ms_per_case": round(1000 * secs / len(cases), 1)}
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("file", nargs="?", default=str(DEFAULT_FILE))
+    p.add_argument("--providers", default=",".join(ALL_PROVIDERS))
+    p.add_argument("--floors", default="0.2,0.3,0.8", help="relevance floors to compare with none")
+    p.add_argument("--json", action="store_true", help="one JSON line per provider")
+    a = p.parse_args(argv)
+    cases = load_cases(a.file)
+    floors: list[float | None] = [None] + [float(x) for x in a.floors.split(",") if x.strip()]
+    results = []
+    for prov in [x.strip() for x in a.providers.split(",") if x.strip()]:
+        try:
+            res = evaluate(prov, cases, floors)
+        except Exception as e:  # a missing optional model must not hide the others
+            res = {"provider": prov, "error": f"{type(e).__name__}: {e}"}
+        results.append(res)
+        if a.json:
+            print(json.dumps(res, ensure_ascii=False), flush=True)
+    if a.json:
+        return
+    print(f"recall cases: {len(cases)} ({sum(1 for c in cases if not c.get('relevant'))} with no relevant fact, "
+          "excluded from recall@5; 'empty_ok' = share of those with nothing injected)")
+    print(f"{'provider':22} {'model':24} {'floor':>6} {'recall@5':>9} {'recall@3':>9} {'empty_ok':>9} {'inj/case':>9} "
+          f"{'ms/case':>8} {'load s':>7}")
+    for res in results:
+        if "error" in res:
+            print(f"{res['provider']:22} ERROR {res['error']}")
+            continue
+        for floor, m in res["floors"].items():
+            print(f"{res['provider']:22} {res['model']:24} {floor:>6} {m['recall@5']:>9.3f} "
+                  f"{m['recall@3']:>9.3f} {m['empty_ok']:>9.2f} {m['mean_injected']:>9.2f} {m['ms_per_case']:>8.1f} "
+                  f"{res['load_s']:>7.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,216 @@
+"""Reply generators: an OpenAI-compatible chat model, or an offline composer.
+
+Both implement the ``Generator`` port: ``generate(ReplyRequest) -> Generation``.
+
+The offline composer is deterministic and grounded: apart from a few fixed
+Portuguese sentences, every sentence it writes is copied verbatim from the
+retrieved chunks, picked by word overlap with the message. It therefore
+never states a price that is not in the chunks (``unsupported_prices`` is
+also applied to every generator's output by the handler as a guard).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections import Counter
+from typing import Sequence
+
+from tenacity import (Retrying, retry_if_exception, stop_after_attempt,
+                      wait_exponential_jitter)
+
+from streams.respond import intent as i
+from streams.respond.model import Generation, KnowledgeChunk, ReplyRequest, Usage
+from streams.respond.recall import ScoredFact
+from streams.respond.text import content_tokens, fold, stem
+
+log = logging.getLogger(__name__)
+
+FALLBACK_NO_KNOWLEDGE = "Vou verificar isso com a equipe e já retorno."
+FALLBACK_LOOP = "Deixa eu confirmar esses detalhes com a equipe."
+GREETING_REPLY = "Olá! Tudo bem? Como posso te ajudar?"
+CONFIRMATION_REPLY = "Perfeito! Qualquer dúvida é só chamar por aqui."
+GENERAL_NO_KNOWLEDGE = "Entendi! Vou verificar isso com a equipe e já retorno."
+
+FORBIDDEN_WORDS = ("memória", "memoria", "registro")
+
+_PRICE = re.compile(r"R\$\s*(\d{1,3}(?:\.\d{3})*(?:,\d{1,2})?|\d+(?:,\d{1,2})?)", re.IGNORECASE)
+
+
+# --------------------------------------------------------------- price guard
+def _norm_amount(raw: str) -> str:
+    whole, _, cents = raw.replace(".", "").partition(",")
+    cents = (cents + "00")[:2] if cents else "00"
+    return f"{int(whole)},{cents}"
+
+
+def price_amounts(text: str) -> set[str]:
+    """Normalised "R$" amounts in a text (``R$ 1.200`` and ``R$1200,00`` are equal)."""
+    return {_norm_amount(m.group(1)) for m in _PRICE.finditer(text)}
+
+
+def unsupported_prices(reply: str, chunks: Sequence[KnowledgeChunk]) -> set[str]:
+    """R$ amounts in ``reply`` that appear in none of the retrieved chunks."""
+    allowed: set[str] = set()
+    for c in chunks:
+        allowed |= price_amounts(c.text)
+    return price_amounts(reply) - allowed
+
+
+# ---------------------------------------------------------- offline composer
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-ZÀ-Ý0-9\"“(])|\n+")
+
+
+def split_sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_SPLIT.split(text) if s and len(s.strip()) > 2]
+
+
+class OfflineComposer:
+    """Deterministic replies from retrieved text and fixed sentences only."""
+
+    name = "offline"
+
+    def __init__(self, max_sentences: int = 2, min_overlap: float = 1.0):
+        self.max_sentences = max_sentences
+        self.min_overlap = min_overlap
+
+    def generate(self, request: ReplyRequest) -> Generation:
+        return Generation(text=self.compose(request), usage=Usage(), model="offline",
+                          provider="offline")
+
+    def compose(self, r: ReplyRequest) -> str:
+        if r.intent == i.GREETING:
+            return self._with_memory(GREETING_REPLY, r.memories, r.chunks)
+        if r.intent == i.CONFIRMATION:
+            return CONFIRMATION_REPLY
+        picked = self.pick_sentences(r.message, r.chunks, r.intent)
+        if not picked:
+            return FALLBACK_NO_KNOWLEDGE if r.retrieval == "required" else GENERAL_NO_KNOWLEDGE
+        opener = "Entendo! " if r.intent == i.OBJECTION else ""
+        return self._with_memory(opener + " ".join(picked), r.memories, r.chunks)
+
+    def pick_sentences(self, message: str, chunks: Sequence[KnowledgeChunk], intent: str) -> list[str]:
+        """Up to ``max_sentences`` chunk sentences sharing the most (idf-weighted) words."""
+        sentences: list[str] = []
+        for c in chunks:
+            for s in split_sentences(c.text):
+                if s not in sentences:
+                    sentences.append(s)
+        if not sentences:
+            return []
+        stems = [{stem(t) for t in content_tokens(s)} for s in sentences]
+        df = Counter(t for st in stems for t in st)
+        n = len(sentences)
+        query = {stem(t) for t in content_tokens(message)}
+        wants_price = intent in (i.PRICE, i.OBJECTION)
+        scored = []
+        for idx, (s, st) in enumerate(zip(sentences, stems)):
+            common = query & st
+            if not common:
+                continue
+            overlap = sum(1.0 + math.log(n / df[t]) for t in common)
+            if wants_price and "R$" in s:
+                overlap += 1.0
+            scored.append((overlap, -idx, s))
+        scored.sort(reverse=True)
+        best = [s for ov, _, s in scored if ov >= self.min_overlap][: self.max_sentences]
+        # keep the documents' own order for readability
+        return sorted(best, key=sentences.index)
+
+    @staticmethod
+    def _with_memory(text: str, memories: Sequence[ScoredFact], chunks: Sequence[KnowledgeChunk]) -> str:
+        """Weave at most one recalled preference in, without naming where it came from."""
+        line = memory_sentence(memories)
+        return f"{text} {line}" if line else text
+
+
+_PREFERE = re.compile(r"^(?:prefere|gosta de|costuma pedir)\s+(.+?)\.?$", re.IGNORECASE)
+
+
+def memory_sentence(memories: Sequence[ScoredFact], min_similarity: float = 0.0) -> str:
+    """One natural sentence from the best recalled preference, or ``""``.
+
+    Only ``preferencia`` facts phrased "Prefere X"/"Gosta de X" qualify, never
+    one holding a price or a forbidden word: a reply must not leak amounts the
+    knowledge base does not state, nor say where the detail came from.
+    """
+    for m in memories:
+        f = m.fact
+        if fold(f.memory_type) != "preferencia" or m.similarity < min_similarity:
+            continue
+        content = " ".join(f.content.split())
+        if "R$" in content or any(w in fold(content) for w in ("memoria", "registro")):
+            continue
+        match = _PREFERE.match(content)
+        if match:
+            what = match.group(1).rstrip(".")
+            return f"Se quiser, já vejo {what} pra você."
+    return ""
+
+
+# ---------------------------------------------------------- OpenAI-compatible
+def _retryable(exc: BaseException) -> bool:
+    import openai
+
+    if isinstance(exc, (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError,
+                        openai.InternalServerError)):
+        return True
+    return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
+
+
+class OpenAIChatGenerator:
+    """Any OpenAI-compatible ``/chat/completions`` endpoint (OpenAI, vLLM, Ollama...).
+
+    The client's own retries are off; tenacity retries connection errors,
+    timeouts, 429 and 5xx ``max_retries`` times with jittered backoff; 4xx fail
+    at once. Per-inbox ``model``/``temperature`` in the request win over the
+    defaults given here.
+    """
+
+    name = "openai"
+
+    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
+                 temperature: float = 0.7, timeout: float = 20.0, max_retries: int = 3,
+                 max_tokens: int = 300, backoff_max: float = 4.0):
+        from openai import OpenAI
+
+        self.model = model
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.max_retries = max_retries
+        self.backoff_max = backoff_max
+        self._client = OpenAI(base_url=base_url, api_key=api_key or "not-needed",
+                              timeout=timeout, max_retries=0)
+
+    def generate(self, request: ReplyRequest) -> Generation:
+        model = request.model or self.model
+        temperature = self.temperature if request.temperature is None else request.temperature
+        retrying = Retrying(stop=stop_after_attempt(self.max_retries + 1),
+                            wait=wait_exponential_jitter(initial=0.2, max=self.backoff_max),
+                            retry=retry_if_exception(_retryable), reraise=True)
+        for attempt in retrying:
+            with attempt:
+                resp = self._client.chat.completions.create(
+                    model=model, messages=request.messages, temperature=temperature,
+                    max_tokens=self.max_tokens)
+        text = (resp.choices[0].message.content or "").strip() if resp.choices else ""
+        u = resp.usage
+        usage = Usage(prompt_tokens=getattr(u, "prompt_tokens", 0) or 0,
+                      completion_tokens=getattr(u, "completion_tokens", 0) or 0)
+        return Generation(text=text, usage=usage, model=resp.model or model, provider="openai")
+
+
+def build_generator(provider: str, settings=None):
+    """The generator a configuration names: ``offline`` or ``openai``."""
+    if provider in ("offline", "rules"):
+        return OfflineComposer()
+    if provider == "openai":
+        if settings is None:
+            from streams.settings import get_settings
+
+            settings = get_settings()
+        return OpenAIChatGenerator(settings.llm_model, base_url=settings.openai_base_url,
+                                   api_key=settings.openai_api_key, timeout=settings.llm_timeout,
+                                   max_retries=settings.llm_max_retries)
+    raise ValueError(f"unknown reply provider {provider!r} (offline, openai)")

@@ -1,0 +1,249 @@
+"""The responder use-case (design §4C) as one async function over ports.
+
+    outcome = await respond(msg, deps)   # None: duplicate, nothing to send
+
+Steps: store the inbound message once (a duplicate gets no reply) → intent →
+strategy → in parallel: recall (only if the account's flag is on; embedding
++ fetch + scoring within ``recall_budget_s``) and knowledge retrieval (top
+``rag_max_results`` within ``rag_distance_threshold``) → fallback sentences
+or prompt + generate → price guard → OutboundReply → lead state, saved with
+the reply in one store call.
+
+Async: the Faust agent awaits this. Port methods may be sync (run in a
+worker thread) or async (awaited). Recall runs as its own task under
+``asyncio.wait_for``: on timeout the task is cancelled (an async port is
+really cancelled; a blocking port's thread is abandoned and should bound
+itself with the ``timeout_s`` it receives), and the reply goes on without
+memory, marked ``degraded=["recall_timeout"]``. Memory never blocks a reply.
+
+The message is embedded once: when the memory and knowledge embedders are
+the same model (same ``name``), the recall vector is reused for retrieval.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Awaitable, Callable, Sequence, TypeVar
+
+import numpy as np
+
+from schemas.events import InboundMessage, OutboundReply
+from streams.respond.generate import (FALLBACK_LOOP, FALLBACK_NO_KNOWLEDGE,
+                                      unsupported_prices)
+from streams.respond.intent import detect_intent
+from streams.respond.lead import next_lead_state
+from streams.respond.model import ConversationContext, Generation, KnowledgeChunk, ReplyRequest, Usage
+from streams.respond.ports import (Clock, ConversationStore, Embedder, Generator, KnowledgeSearch,
+                                   MemoryRecall)
+from streams.respond.prompt import HISTORY_MESSAGES, build_messages
+from streams.respond.recall import TOP_K, ScoredFact, score_memories
+from streams.respond.strategy import Strategy, decide
+
+log = logging.getLogger(__name__)
+
+RECALL_BUDGET_S = 0.5
+MAX_RETRIEVALS = 5  # a 6th retrieval in one conversation triggers loop protection
+REPLY_NAMESPACE = uuid.UUID("6f1c9a52-2d43-4c1e-9a57-6d2f0e3b8a10")
+
+T = TypeVar("T")
+
+
+class SystemClock:
+    def now(self) -> datetime:
+        return datetime.now(timezone.utc)
+
+
+@dataclass
+class Responder:
+    """The ports one responder needs (built once by the composition root)."""
+
+    store: ConversationStore
+    memory: MemoryRecall
+    knowledge: KnowledgeSearch
+    memory_embedder: Embedder
+    knowledge_embedder: Embedder
+    generator: Generator
+    clock: Clock = field(default_factory=SystemClock)
+    recall_budget_s: float = RECALL_BUDGET_S
+    max_retrievals: int = MAX_RETRIEVALS
+    top_k_memories: int = TOP_K
+    min_memory_score: float | None = None
+
+
+@dataclass(frozen=True)
+class RespondOutcome:
+    reply: OutboundReply
+    lead_state: dict[str, Any] | None
+    usage: Usage
+    provider: str
+    model: str
+    recall_ms: float | None  # None: recall not attempted (flag off)
+    total_ms: float
+    memories: tuple[ScoredFact, ...] = ()
+    chunks: tuple[KnowledgeChunk, ...] = ()
+
+
+async def _call(fn: Callable[..., T | Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+    """Await an async port, or run a blocking one in a worker thread."""
+    if inspect.iscoroutinefunction(fn):
+        return await fn(*args, **kwargs)
+    return await asyncio.to_thread(fn, *args, **kwargs)
+
+
+def reply_id_for(msg: InboundMessage) -> str:
+    """Deterministic: a redelivered message maps to the same reply id."""
+    return str(uuid.uuid5(REPLY_NAMESPACE, f"{msg.account_id}:{msg.message_id}"))
+
+
+def _as_chunk(hit: Any) -> KnowledgeChunk:
+    if isinstance(hit, KnowledgeChunk):
+        return hit
+    chunk_id, document_id, distance, text = hit
+    return KnowledgeChunk(uuid.UUID(str(chunk_id)), uuid.UUID(str(document_id)), float(distance), str(text))
+
+
+async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None:
+    t0 = time.perf_counter()
+    if not await _call(deps.store.store_inbound, msg):
+        log.info("respond duplicate message_id=%s conversation_id=%s", msg.message_id, msg.conversation_id)
+        return None
+    ctx: ConversationContext = await _call(deps.store.load_context, msg, HISTORY_MESSAGES)
+    inbox = ctx.inbox
+    detected = detect_intent(msg.text, inbox.intent_keywords)
+    strategy: Strategy = decide(detected.intent)
+    degraded: list[str] = []
+
+    wants_knowledge = strategy.retrieves
+    over_limit = wants_knowledge and ctx.retrieval_count >= deps.max_retrievals
+    retrieve = wants_knowledge and not over_limit
+    same_model = deps.memory_embedder.name == deps.knowledge_embedder.name
+
+    # The message vector, computed once and shared when the models match.
+    memory_vec: asyncio.Task[np.ndarray] | None = None
+    if ctx.recall_enabled or (retrieve and same_model):
+        memory_vec = asyncio.create_task(_embed(deps.memory_embedder, msg.text))
+
+    async def recall() -> list[ScoredFact]:
+        assert memory_vec is not None
+        facts, vec = await asyncio.gather(
+            _call(deps.memory.live_facts, msg.account_id, msg.contact_id, timeout_s=deps.recall_budget_s),
+            asyncio.shield(memory_vec))
+        return score_memories(vec, facts, msg.unit_id, top_k=deps.top_k_memories,
+                              min_score=deps.min_memory_score)
+
+    async def knowledge() -> list[KnowledgeChunk]:
+        if same_model and memory_vec is not None:
+            vec = await asyncio.shield(memory_vec)
+        else:
+            vec = await _embed(deps.knowledge_embedder, msg.text)
+        hits = await _call(deps.knowledge.search, vec, msg.account_id, inbox.rag_max_results,
+                           inbox.rag_distance_threshold)
+        chunks = [c for c in map(_as_chunk, hits) if c.distance <= inbox.rag_distance_threshold]
+        chunks.sort(key=lambda c: c.distance)
+        return chunks[: inbox.rag_max_results]
+
+    recall_task = None
+    recall_started = time.perf_counter()
+    if ctx.recall_enabled:
+        recall_task = asyncio.create_task(asyncio.wait_for(recall(), timeout=deps.recall_budget_s))
+    knowledge_task = asyncio.create_task(knowledge()) if retrieve else None
+
+    memories: list[ScoredFact] = []
+    recall_ms: float | None = None
+    if recall_task is not None:
+        try:
+            memories = await recall_task
+        except asyncio.TimeoutError:
+            degraded.append("recall_timeout")
+            log.warning("recall timeout conversation_id=%s budget_s=%.3f", msg.conversation_id,
+                        deps.recall_budget_s)
+        except Exception as e:  # memory never blocks a reply
+            degraded.append("recall_error")
+            log.warning("recall error conversation_id=%s error=%r", msg.conversation_id, e)
+        recall_ms = (time.perf_counter() - recall_started) * 1000
+        log.info("recall conversation_id=%s contact_id=%s memory_ids=%s ms=%.1f", msg.conversation_id,
+                 msg.contact_id, [m.fact.id for m in memories], recall_ms)
+
+    chunks: list[KnowledgeChunk] = []
+    retrieval_count = ctx.retrieval_count
+    if knowledge_task is not None:
+        retrieval_count += 1
+        try:
+            chunks = await knowledge_task
+        except Exception as e:
+            degraded.append("knowledge_error")
+            log.warning("knowledge error conversation_id=%s error=%r", msg.conversation_id, e)
+    if memory_vec is not None:
+        if not memory_vec.done():
+            memory_vec.cancel()
+        elif not memory_vec.cancelled():
+            memory_vec.exception()  # already reported through recall/knowledge
+
+    generation = Generation(text="", usage=Usage(), model="none", provider="none")
+    used_memories: list[ScoredFact] = []
+    used_chunks: list[KnowledgeChunk] = []
+    if over_limit and strategy.retrieval == "required":
+        text = FALLBACK_LOOP
+        degraded.append("retrieval_limit")
+    elif strategy.retrieval == "required" and not chunks:
+        text = FALLBACK_NO_KNOWLEDGE
+    else:
+        used_memories, used_chunks = memories, chunks
+        messages = build_messages(msg.text, system_prompt=inbox.system_prompt,
+                                  playbook=inbox.playbook_prompt, lead_state=ctx.lead_state,
+                                  memories=used_memories, chunks=used_chunks if retrieve else None,
+                                  history=ctx.history)
+        request = ReplyRequest(messages=messages, message=msg.text, intent=detected.intent,
+                               retrieval=strategy.retrieval, chunks=tuple(used_chunks),
+                               memories=tuple(used_memories), model=inbox.model,
+                               temperature=inbox.temperature)
+        try:
+            generation = await _call(deps.generator.generate, request)
+            text = generation.text.strip()
+            if not text:
+                degraded.append("empty_generation")
+                text = FALLBACK_NO_KNOWLEDGE
+        except Exception as e:
+            degraded.append("generation_error")
+            log.warning("generation error conversation_id=%s error=%r", msg.conversation_id, e)
+            text = FALLBACK_NO_KNOWLEDGE
+        if unsupported_prices(text, used_chunks):
+            degraded.append("ungrounded_price")
+            log.warning("ungrounded price conversation_id=%s reply=%r", msg.conversation_id, text)
+            text = FALLBACK_NO_KNOWLEDGE
+
+    now = deps.clock.now()
+    reply = OutboundReply(
+        reply_id=reply_id_for(msg), in_reply_to=msg.message_id, account_id=msg.account_id,
+        conversation_id=msg.conversation_id, contact_id=msg.contact_id, text=text,
+        intent=detected.intent, strategy=strategy.retrieval,
+        memory_ids=[m.fact.id for m in used_memories], chunk_ids=[c.chunk_id for c in used_chunks],
+        degraded=degraded, created_at=now)
+    lead_state = next_lead_state(ctx.lead_state, intent=detected.intent,
+                                 retrieval_count=retrieval_count, now=now)
+    await _call(deps.store.save_reply, reply, lead_state)
+    total_ms = (time.perf_counter() - t0) * 1000
+    log.info("reply conversation_id=%s intent=%s strategy=%s chunks=%d memories=%d degraded=%s ms=%.1f",
+             msg.conversation_id, detected.intent, strategy.retrieval, len(used_chunks),
+             len(used_memories), degraded, total_ms)
+    return RespondOutcome(reply=reply, lead_state=lead_state, usage=generation.usage,
+                          provider=generation.provider, model=generation.model,
+                          recall_ms=recall_ms, total_ms=total_ms, memories=tuple(used_memories),
+                          chunks=tuple(used_chunks))
+
+
+async def _embed(embedder: Embedder, text: str) -> np.ndarray:
+    vecs = await asyncio.to_thread(embedder.embed_queries, [text])
+    return np.asarray(vecs[0], dtype=np.float32)
+
+
+async def close_conversation(store: ConversationStore, account_id: int, conversation_id: str) -> None:
+    """Lead state is cleared when the conversation closes (design §3)."""
+    await _call(store.clear_lead_state, account_id, conversation_id)
+

@@ -1,0 +1,65 @@
+"""Ports of the respond flow. Adapters (Postgres, Qdrant, models) live at the edges.
+
+Every port method may be plain (blocking) or ``async``: the handler awaits
+async methods directly and runs plain ones in a worker thread
+(``asyncio.to_thread``), so the sync psycopg pool can be used as is without
+blocking the Faust event loop.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Mapping, Protocol, Sequence
+from uuid import UUID
+
+import numpy as np
+
+from schemas.events import InboundMessage, OutboundReply
+from streams.embedding import Embedder  # noqa: F401  (re-exported: embed_queries/embed_passages, name, dim)
+from streams.respond.model import ConversationContext, Generation, KnowledgeChunk, ReplyRequest
+from streams.respond.recall import MemoryFact
+
+
+class ConversationStore(Protocol):
+    def store_inbound(self, msg: InboundMessage) -> bool:
+        """Store the message once (unique on the channel message id; creates the
+        contact/conversation rows if needed). Returns True when this message still
+        needs a reply: it is new, or an earlier delivery stored it but no reply
+        was recorded (the worker died in between). False → the handler stops."""
+
+    def load_context(self, msg: InboundMessage, history: int) -> ConversationContext:
+        """Account recall flag, inbox config, the last ``history`` messages before
+        this one (oldest first), lead state, retrievals so far, status."""
+
+    def save_reply(self, reply: OutboundReply, lead_state: Mapping[str, Any] | None) -> None:
+        """In ONE transaction: store the agent message and the new lead state
+        (≤ 4 KB, already enforced; None clears it). Idempotent on reply.reply_id."""
+
+    def clear_lead_state(self, account_id: int, conversation_id: str) -> None:
+        """Called when the conversation closes (resolved)."""
+
+
+class MemoryRecall(Protocol):
+    def live_facts(self, account_id: int, contact_id: int, *, timeout_s: float) -> Sequence[MemoryFact]:
+        """The contact's live facts (not deleted, not superseded, embedded or not),
+        with ``weight`` already applied by aging (0.7 for expired "reduce weight"
+        facts). ``timeout_s`` is the remaining recall budget: a blocking adapter
+        should bound its query with it (``SET LOCAL statement_timeout``) because a
+        thread cannot be cancelled from outside; an async adapter is cancelled."""
+
+
+class KnowledgeSearch(Protocol):
+    def search(self, query_vec: np.ndarray, account_id: int, limit: int,
+               max_distance: float) -> Sequence[KnowledgeChunk | tuple[UUID, UUID, float, str]]:
+        """The account's live chunks nearest to ``query_vec`` (cosine distance ≤
+        ``max_distance``), at most ``limit``, nearest first, as
+        (chunk_id, document_id, distance, text). The text is re-read from Postgres
+        (the vector store holds no text)."""
+
+
+class Generator(Protocol):
+    def generate(self, request: ReplyRequest) -> Generation: ...
+
+
+class Clock(Protocol):
+    def now(self) -> datetime: ...

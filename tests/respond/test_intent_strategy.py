@@ -1,0 +1,67 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from streams.respond.intent import detect_intent
+from streams.respond.strategy import decide
+
+QUESTIONS = Path("/work/shared/fixtures/questions.jsonl")
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("Quanto custa a suíte Luxo?", "price_question"),
+    ("QUANTO CUSTA A SUITE LUXO", "price_question"),
+    ("qual o preço do pernoite", "price_question"),
+    ("Qual o PREÇO?", "price_question"),
+    ("Achei muito caro, tem algo mais barato?", "objection"),
+    ("Posso cancelar a reserva?", "policy"),
+    ("Vcs aceitam pet? posso levar meu cachorro", "policy"),
+    ("Que horas abre a unidade Centro?", "info_request"),
+    ("Dá pra parcelar no cartão?", "info_request"),
+    ("Olá, boa tarde!", "greeting"),
+    ("ola boa noite", "greeting"),
+    ("Oi", "greeting"),
+    ("Ok, obrigado!", "confirmation"),
+    ("Perfeito, pode confirmar", "confirmation"),
+    ("Meu sobrinho mora em Curitiba", "general"),
+    ("Boa noite, quanto fica o pernoite?", "price_question"),
+    # word boundaries: "caro" inside "carona"/"caroço" is no objection, "oi" inside "oitenta" no greeting
+    ("Vocês dão carona até o centro?", "general"),
+    ("oitenta", "general"),
+    # greeting words followed by a real question are not small talk
+    ("Oi, tudo bem? Meu marido esqueceu um casaco aí ontem à noite", "general"),
+])
+def test_intent_cases(text, expected):
+    assert detect_intent(text).intent == expected
+
+
+def test_inbox_dictionary_extends_and_overrides():
+    kw = {"price_question": ["pacote"], "booking": ["reservar"]}
+    assert detect_intent("Tem pacote de fim de semana?").intent == "info_request"
+    assert detect_intent("Tem pacote de fim de semana?", kw).intent == "price_question"
+    assert detect_intent("Quero reservar sexta", kw).intent == "booking"
+    # replace: the default "cancel*" no longer means policy for this inbox
+    replaced = {"policy": {"keywords": {"regulamento": 2}, "replace": True}}
+    assert detect_intent("Posso cancelar?", replaced).intent != "policy"
+    assert detect_intent("Onde vejo o regulamento?", replaced).intent == "policy"
+    # accents in inbox keywords are folded too
+    assert detect_intent("tem promocao?", {"price_question": ["promoção"]}).intent == "price_question"
+
+
+def test_intent_accuracy_on_dev_questions():
+    rows = [json.loads(l) for l in QUESTIONS.read_text(encoding="utf-8").splitlines() if l.strip()]
+    wrong = [(r["text"], r["intent"], detect_intent(r["text"]).intent) for r in rows
+             if detect_intent(r["text"]).intent != r["intent"]]
+    acc = 1 - len(wrong) / len(rows)
+    print(f"intent accuracy on dev questions: {acc:.3f} ({len(rows) - len(wrong)}/{len(rows)}) wrong={wrong}")
+    assert acc >= 0.9
+
+
+def test_strategy_table():
+    assert {i: decide(i).retrieval for i in ["price_question", "info_request", "policy"]} == \
+        dict.fromkeys(["price_question", "info_request", "policy"], "required")
+    assert decide("objection").retrieval == decide("general").retrieval == "optional"
+    assert decide("greeting").retrieval == decide("confirmation").retrieval == "none"
+    assert decide("booking").retrieval == "optional"  # an inbox-defined intent
+    assert not decide("greeting").retrieves and decide("general").retrieves
