@@ -26,6 +26,7 @@ class Container:
     def __init__(self, settings: Settings | None = None, *, vector_store: VectorStore | None = None):
         self.settings = settings or get_settings()
         self._store = vector_store
+        self._owns_store = vector_store is None
         self._lock = threading.Lock()
 
     @cached_property
@@ -64,5 +65,5 @@ class Container:
     def close(self) -> None:
         if "pool" in self.__dict__:
             self.pool.close()
-        if self._store is not None and hasattr(self._store, "close"):
+        if self._owns_store and self._store is not None and hasattr(self._store, "close"):
             self._store.close()

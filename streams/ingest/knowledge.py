@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import timedelta
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
@@ -129,20 +130,30 @@ class ChunkHit:
 
 def search_chunks(query: str | None, *, account_id: int, pool: ConnectionPool, store: VectorStore,
                   domain: str, embedder_for: EmbedderFor, limit: int = 3,
-                  max_distance: float | None = None, query_vector=None) -> list[ChunkHit]:
+                  max_distance: float | None = None, query_vector=None,
+                  query_model: str | None = None) -> list[ChunkHit]:
     """Top chunks of one account by cosine distance; texts come from Postgres.
 
     A point whose chunk is no longer live in Postgres is dropped (Postgres wins).
     """
-    collection = chunk_alias(domain)
-    target = store.alias_target(collection)
-    if target is None:
-        return []
-    if query_vector is None:
-        query_vector = embedder_for(model_of(target)).embed_queries([query])[0]
     min_score = None if max_distance is None else 1.0 - max_distance
-    hits: list[Hit] = store.search(target, query_vector, account_id=account_id, limit=limit,
-                                   min_score=min_score)
+    hits: list[Hit] = []
+    for attempt in range(3):
+        target = store.alias_target(chunk_alias(domain))
+        if target is None:
+            return []
+        model = model_of(target)
+        # a caller's query vector is reused only when it comes from the collection's model
+        vec = query_vector if query_vector is not None and query_model == model else None
+        if vec is None:
+            vec = embedder_for(model).embed_queries([query])[0]
+        try:
+            hits = store.search(target, vec, account_id=account_id, limit=limit, min_score=min_score)
+            break
+        except Exception:
+            # the alias moved and the old collection was dropped mid-query (reindex): re-resolve
+            if attempt == 2 or store.alias_target(chunk_alias(domain)) == target:
+                raise
     if not hits:
         return []
     with pool.connection() as conn:
@@ -165,6 +176,9 @@ class ReindexResult:
     caught_up: int
     verified: bool
     seconds: float
+
+
+_CATCHUP_MARGIN = timedelta(seconds=5)   # covers transactions in flight at the swap
 
 
 def _live_chunk_batches(pool: ConnectionPool, batch: int, since=None):
@@ -218,7 +232,8 @@ def reindex(*, pool: ConnectionPool, store: VectorStore, domain: str, embedder: 
     # catch up with changes committed while we were backfilling (re-read state)
     with pool.connection() as conn:
         changed = [r["id"] for r in conn.execute(
-            "SELECT id::text FROM chunks WHERE updated_at >= %s", (started,)).fetchall()]
+            "SELECT id::text FROM chunks WHERE updated_at >= %s",
+            (started - _CATCHUP_MARGIN,)).fetchall()]
     caught = index_chunks(changed, pool=pool, store=store, collection=new, embedder=embedder)
     # drop points of chunks that are not live any more
     live_ids = set()
@@ -232,11 +247,20 @@ def reindex(*, pool: ConnectionPool, store: VectorStore, domain: str, embedder: 
         store.drop_collection(new)
         raise RuntimeError(f"reindex verification failed: {n_points} points in {new} but "
                            f"{len(live_ids)} live chunks in Postgres; alias left on {old}")
+    with pool.connection() as conn:
+        swap_started = conn.execute("SELECT now() AS t").fetchone()["t"]
     store.point_alias(alias, new)
+    # The indexer may have written a change to the old collection between the
+    # first catch-up and the swap: re-read everything touched since then.
+    with pool.connection() as conn:
+        late = [r["id"] for r in conn.execute(
+            "SELECT id::text FROM chunks WHERE updated_at >= %s", (swap_started - _CATCHUP_MARGIN,)
+        ).fetchall()]
+    late_stats = index_chunks(late, pool=pool, store=store, collection=new, embedder=embedder)
     if old and old != new:
         store.drop_collection(old)
-    return ReindexResult(old, new, done, caught.embedded + caught.deleted, verified,
-                         time.perf_counter() - t0)
+    return ReindexResult(old, new, done, caught.embedded + caught.deleted + late_stats.embedded
+                         + late_stats.deleted, verified, time.perf_counter() - t0)
 
 
 # --------------------------------------------------------------- reconcile

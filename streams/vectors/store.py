@@ -66,6 +66,7 @@ class QdrantStore:
         from qdrant_client import QdrantClient
 
         self.location = url or path or ":memory:"
+        self._server = bool(url)
         try:
             if url:
                 self._c = QdrantClient(url=url, api_key=api_key, timeout=10)
@@ -103,10 +104,8 @@ class QdrantStore:
                 return
             self._c.create_collection(
                 name, vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE))
-            try:  # server only; local mode filters without indexes
+            if self._server:  # local mode filters without payload indexes
                 self._c.create_payload_index(name, "account_id", models.PayloadSchemaType.INTEGER)
-            except Exception:
-                pass
 
     def drop_collection(self, name: str) -> None:
         with self._lock:

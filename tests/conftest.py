@@ -1,0 +1,29 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def stack():
+    """Kafka and Postgres of the local stack (started if needed, idempotent)."""
+    r = subprocess.run([sys.executable, str(REPO / "infra" / "localstack.py"), "up", "--no-worker"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.fail(f"local stack did not start:\n{r.stdout}\n{r.stderr}")
+    return True
+
+
+@pytest.fixture
+def env(stack, tmp_path, request):
+    from tests.harness import Env
+
+    e = Env(tmp_path, name=request.node.name[:20].lower().replace("[", "_").replace("]", "").replace("-", "_"))
+    yield e
+    e.close()

@@ -1,0 +1,118 @@
+"""Ingestion handler in-process: real Postgres, Qdrant (in-memory local mode) and MiniLM."""
+
+import json
+import uuid
+
+import pytest
+
+from streams.bootstrap import Container
+from streams.ingest.documents import write_document
+from streams.ingest.handler import ChunkEventHandler
+from streams.ingest.knowledge import chunk_alias, reconcile, search_chunks
+from streams.kafka.consume import Record
+from streams.vectors.store import QdrantStore
+
+TEXT = "\n\n".join(f"Seção {i}. " + f"A suíte número {i} tem hidromassagem e custa R$ {100 + i}. " * 4
+                   for i in range(8))
+
+
+@pytest.fixture
+def ctx(env):
+    store = QdrantStore(path=":memory:")
+    c = Container(env.settings, vector_store=store)
+    h = ChunkEventHandler(pool=c.pool, store=store, domain="t", embedder=c.embedder, embedder_for=c.embedder_for)
+    yield env, c, store, h
+    c.close()
+
+
+def _records(env, rows=None):
+    rows = rows or env.q("SELECT id::text, aggregateid, type, payload FROM outbox ORDER BY created_at")
+    return [Record("outbox.event.chunk", 0, i, r["aggregateid"].encode(), json.dumps(r["payload"]).encode(),
+                   (("id", r["id"].encode()), ("type", r["type"].encode()))) for i, r in enumerate(rows)]
+
+
+def _state(env, store):
+    live = {r["id"]: r["content_hash"].strip() for r in env.q(
+        "SELECT id::text, content_hash FROM chunks WHERE deleted_at IS NULL")}
+    target = store.alias_target(chunk_alias("t"))
+    points = {k: v["content_hash"] for k, v in store.scroll(target).items()} if target else {}
+    return live, points
+
+
+def test_edit_reembeds_only_changed_chunks_and_deletes_removed(ctx):
+    env, c, store, h = ctx
+    with env.conn() as conn:
+        r1 = write_document(conn, account_id=1, source="doc.md", text=TEXT, chunk_size=300, chunk_overlap=0)
+    assert r1.inserted >= 6
+    assert h(_records(env)) == []
+    assert h.last_stats.embedded == r1.inserted
+    env.q("DELETE FROM outbox")
+    paras = TEXT.split("\n\n")
+    paras[2] = paras[2].replace("hidromassagem", "sauna seca")     # one changed paragraph
+    del paras[5]                                                    # one removed paragraph
+    with env.conn() as conn:
+        r2 = write_document(conn, account_id=1, source="doc.md", text="\n\n".join(paras),
+                            chunk_size=300, chunk_overlap=0)
+    assert (r2.inserted, r2.tombstoned) == (1, 2)  # the edited chunk is new, old version + removed one go
+    assert r2.moved == 2                             # later chunks shifted up by one
+    assert h(_records(env)) == []
+    assert h.last_stats.embedded == 1                # only the changed chunk is embedded
+    assert h.last_stats.payload_updates == 2
+    assert h.last_stats.deleted == 2
+    live, points = _state(env, store)
+    assert live == points
+
+
+def test_duplicated_and_out_of_order_events_converge(ctx):
+    env, c, store, h = ctx
+    with env.conn() as conn:
+        write_document(conn, account_id=1, source="a.md", text=TEXT, chunk_size=300, chunk_overlap=0)
+        write_document(conn, account_id=1, source="a.md", text=TEXT.replace("Seção 1.", "Seção um."),
+                       chunk_size=300, chunk_overlap=0)
+        write_document(conn, account_id=1, source="a.md", text=TEXT.split("\n\n")[0], chunk_size=300,
+                       chunk_overlap=0)
+    recs = _records(env)
+    shuffled = list(reversed(recs)) + recs[::2] + recs  # reversed, then duplicates
+    # deliver in several small batches, newest first
+    for i in range(0, len(shuffled), 3):
+        assert h(shuffled[i:i + 3]) == []
+    live, points = _state(env, store)
+    assert live == points and len(live) == 1
+
+
+def test_unknown_chunk_deletes_point_and_poison_is_reported(ctx):
+    env, c, store, h = ctx
+    with env.conn() as conn:
+        write_document(conn, account_id=1, source="a.md", text=TEXT, chunk_size=300, chunk_overlap=0)
+    h(_records(env))
+    ghost = str(uuid.uuid4())
+    target = store.alias_target(chunk_alias("t"))
+    store.upsert(target, [ghost], [[0.1] * c.embedder.dim], [{"account_id": 1, "content_hash": "x"}])
+    bad = Record("outbox.event.chunk", 0, 99, b"k", b"{oops", (("id", str(uuid.uuid4()).encode()),
+                                                               ("type", b"chunk.upserted")))
+    ghost_ev = Record("outbox.event.chunk", 0, 100, ghost.encode(), json.dumps(
+        {"schema_version": 1, "chunk_id": ghost, "account_id": 1, "document_id": ghost}).encode(),
+        (("id", str(uuid.uuid4()).encode()), ("type", b"chunk.deleted")))
+    dead = h([bad, ghost_ev])
+    assert [d.error_class for d in dead] == ["InvalidJSON"]
+    live, points = _state(env, store)
+    assert live == points
+
+
+def test_search_is_scoped_to_the_account_and_reconcile_finds_drift(ctx):
+    env, c, store, h = ctx
+    with env.conn() as conn:
+        write_document(conn, account_id=1, source="a.md", text="O café da manhã é servido das 7h às 10h.")
+        write_document(conn, account_id=2, source="b.md", text="O café da manhã é servido das 6h às 9h.")
+    h(_records(env))
+    for acc, want in ((1, "7h"), (2, "6h")):
+        hits = search_chunks("que horas é o café da manhã?", account_id=acc, pool=c.pool, store=store,
+                             domain="t", embedder_for=c.embedder_for, limit=5)
+        assert hits and all(want in x.content for x in hits)
+    assert reconcile(pool=c.pool, store=store, domain="t") == []
+    target = store.alias_target(chunk_alias("t"))
+    victim = next(iter(store.scroll(target, 2)))
+    store.delete(target, [victim])
+    drift = reconcile(pool=c.pool, store=store, domain="t", account_id=2)
+    assert [(d.account_id, d.missing) for d in drift] == [(2, [victim])]
+    assert reconcile(pool=c.pool, store=store, domain="t", account_id=1) == []
