@@ -91,7 +91,7 @@ DRINK_STOP = re.compile(
     r"|n (?:bebo|bebe)\b|sem alcool pra mim|sem poder beber|nao (?:pode|posso|podemos) (?:mais )?(?:beber|tomar (?:bebida|alcool))|proibid\w* de beber|i don'?t drink|i do not drink|stopped drinking|quit drinking"
 )
 DRINK_BACK = re.compile(r"voltei a beber|voltou a beber|started drinking again|drinking again")
-DIET = re.compile(r"\bsou (?P<d>vegetarian[oa]|vegan[oa])|\bi'?m (?:a )?(?P<e>vegetarian|vegan)|nao como (?P<obj>carne|porco|carne vermelha|peixe)")
+DIET = re.compile(r"\bsou (?P<d>vegetarian[oa]|vegan[oa])|\b(?:i'?m|i am|we'?re|we are) (?:a |both )?(?P<e>vegetarian|vegan)|nao como (?P<obj>carne|porco|carne vermelha|peixe)")
 FORBIDDEN = re.compile(r"(?P<obj>[\w ]{3,30}?)\s+(?:continua|e|eh|ta|esta|sao|continuam)\s+proibid[oa]s?\s+(?:pra|para)\s+mim|nao posso comer (?P<obj2>\w)")
 ACCESS = re.compile(
     r"cadeirante|cadeira de rodas|mobilidade reduzida|deficien\w* (?:visual|auditiva|fisica)|sou ceg[oa]|sou surd[oa]|"
@@ -261,37 +261,45 @@ CELEBRATION = re.compile(
 
 
 def rule_data_comemorativa(s: Sentence, ctx: Context) -> Iterator[Hit]:
-    f = s.folded
-    cue = CELEBRATION.search(f)
-    if not cue:
-        return
-    value = S.date_value(f)
-    if not value:
-        return
-    d, mo = value.split("-")
-    shown = f"{d}/{mo}"
+    """Each date in the sentence, read with the text since the previous date."""
+    dates = list(S.DATE_RE.finditer(s.folded))
+    window_start = 0
+    for m in dates:
+        lo = window_start
+        window_start = m.end()
+        f = s.folded[lo:m.end()]
+        if not CELEBRATION.search(f):
+            continue
+        value = S.date_value(s.folded[m.start():m.end()])
+        if not value:
+            continue
+        key, label = _celebration(f, ctx)
+        d, mo = value.split("-")
+        span = (lo, m.end()) if len(dates) > 1 else None
+        yield Hit("data_comemorativa", key, value, f"{label} em {d}/{mo}", 0.9, span=span)
+
+
+def _celebration(f: str, ctx: Context) -> tuple[str, str]:
     if re.search(r"casamos|casei|casad[oa]s|casamento|bodas|wedding|married", f):
-        key, label = "wedding_anniversary", "Aniversário de casamento"
-    elif re.search(r"namoro|namorar|dating", f):
-        key, label = "dating_anniversary", "Aniversário de namoro"
-    elif re.search(r"\b(?:meu|my) (?:aniversario|niver|birthday)|faco (?:aniversario|anos)|fazer anos|i turn", f):
-        key, label = "birthday", "Aniversário do(a) cliente"
+        return "wedding_anniversary", "Aniversário de casamento"
+    if re.search(r"namoro|namorar|dating", f):
+        return "dating_anniversary", "Aniversário de namoro"
+    if re.search(r"\b(?:meu|my) (?:aniversario|niver|birthday)|faco (?:aniversario|anos)|fazer anos|i turn", f):
+        return "birthday", "Aniversário do(a) cliente"
+    scope = f + " " + fold(ctx.message)
+    rel = re.search(rf"\b(?:meu|minha|my)\s+({S.REL_ALT})\b", scope)
+    relation = S.relation_of(rel.group(1)) if rel else None
+    if relation and relation[0] == "partner":
+        key = "birthday_partner"
+    elif relation and relation[0] == "child":
+        key = "birthday_child"
+    elif relation:
+        key = f"birthday_{relation[0]}"
     else:
-        scope = f + " " + fold(ctx.message)
-        rel = re.search(rf"\b(?:meu|minha|my)\s+({S.REL_ALT})\b", scope)
-        relation = S.relation_of(rel.group(1)) if rel else None
-        if relation and relation[0] == "partner":
-            key = "birthday_partner"
-        elif relation and relation[0] == "child":
-            key = "birthday_child"
-        elif relation:
-            key = f"birthday_{relation[0]}"
-        else:
-            key = "birthday_other"
-        names = [n for n in re.findall(r"[A-ZÀ-Ý][\wÀ-ÿ]+", ctx.message) if fold(n) not in S.NOT_NAMES and not fold(n) in S.MONTHS]
-        who = (rel.group(1) if rel else "") + (f" {names[0]}" if names else "")
-        label = f"Aniversário {('de ' + who.strip()) if who.strip() else 'de pessoa próxima'}"
-    yield Hit("data_comemorativa", key, value, f"{label} em {shown}", 0.9)
+        key = "birthday_other"
+    names = [n for n in re.findall(r"[A-ZÀ-Ý][\wÀ-ÿ]+", ctx.message) if fold(n) not in S.NOT_NAMES and fold(n) not in S.MONTHS]
+    who = ((rel.group(1) if rel else "") + (f" {names[0]}" if names else "")).strip()
+    return key, f"Aniversário {('de ' + who) if who else 'de pessoa próxima'}"
 
 
 # ---------------------------------------------------------------------------
@@ -557,7 +565,8 @@ PROF = (
 )
 PROFESSION = re.compile(rf"\b(?:sou|eu sou|trabalho como|i'?m an?|i am an?|i'?m|i am)\s+(?:um |uma )?(?P<prof>{PROF})\b")
 SHIFT = re.compile(r"plant(?:ao|oes)\s+(?:da |de )?(?P<p>noite|dia|madrugada)|plant(?:ao|oes) (?P<p2>noturno|diurno)s?|turno da (?P<p3>noite|manha|tarde)|(?P<p4>night|day) shifts?")
-CITY = re.compile(r"\b(?:moro|moramos|vivo|vivemos|resido|i live|we live)\s+(?:em|no|na|in|at)\s+(?P<city>\w)")
+CITY = re.compile(r"\b(?:moro|moramos|vivo|vivemos|resido|i live|we live)\s+(?:em|no|na|in|at)\s+(?P<city>\w)"
+                  r"|\b(?:mudei|mudamos|me mudei|nos mudamos|i moved|we moved)\s+(?:pra|para|to)\s+(?P<city2>\w)")
 PET_WORDS = r"cachorr\w*|\bcao\b|cadel\w*|gat[oa]\w*|\bpet\b|\bdog\b|\bcat\b|golden|labrador|poodle|vira-?lata|shih-?tzu|\bpug\b|bulldog|yorkshire|spitz|beagle|dachshund|salsicha"
 PET_NAMED = re.compile(rf"\b(?:o|a)\s+(?P<name>\w+),?\s+(?:[^.!?]{{0,30}}?\s)?(?:meu|minha|nosso|nossa)\s+(?P<pet>{PET_WORDS})|\b(?:meu|minha|nosso|nossa|my)\s+(?P<pet2>{PET_WORDS}),?\s+(?:(?:o|a)\s+)?(?P<name2>\w+)")
 PREGNANT = re.compile(r"\b(?:estou|to|tou)\s+gravida|\bgestante\b|i'?m pregnant")
@@ -579,9 +588,10 @@ def rule_contexto(s: Sentence, ctx: Context) -> Iterator[Hit]:
         yield Hit(t, "occupation", fold(prof), f"{prof.capitalize()}{extra}{more}", 0.85)
     m = CITY.search(f)
     if m:
-        city = S.org_at(s.text, m.start("city"))
+        g = "city" if m.group("city") else "city2"
+        city = S.org_at(s.text, m.start(g))
         if city:
-            yield Hit(t, "city", fold(city), f"Mora em {city}", 0.85, span=(m.start(), m.start("city") + len(city)))
+            yield Hit(t, "city", fold(city), f"Mora em {city}", 0.85, span=(m.start(), m.start(g) + len(city)))
     m = PET_NAMED.search(f)
     if m:
         ng, pg = ("name", "pet") if m.group("name") else ("name2", "pet2")

@@ -62,7 +62,7 @@ RELATIONS: list[tuple[str, str, str]] = [
     (r"namorad[oa]s?|boyfriend|girlfriend", "partner", "dating"),
     (r"noiv[oa]s?|fiance[e]?", "partner", "engaged"),
     (r"espos[oa]|marido|mulher|wife|husband|conjuge", "partner", "married"),
-    (r"companheir[oa]|parceir[oa] de vida", "partner", "partner"),
+    (r"companheir[oa]|parceir[oa] de vida|partner", "partner", "partner"),
     (r"filh[oa]s?|criancas|kids|children|son|daughter", "child", "child"),
     (r"mae|pai|mother|father|mom|dad", "parent", "parent"),
     (r"irma[o]?s?|brother|sister", "sibling", "sibling"),
@@ -169,7 +169,7 @@ TOPICS: list[tuple[str, str]] = [
 
 PROBLEM = re.compile(
     r"nao funcion\w*|n funcion\w*|parou de funcionar|quebrad\w*|estragad\w*|pingan\w*|pingou|vazan\w*|vazou|"
-    r"goteira|sem pressao|manchad\w*|entupid\w*|suj[oa]\b|sujeira|\bmofo|demor\w*|eternidade|atrasad\w*|atrasou|so sai\w* agua|"
+    r"goteira|sem pressao|deix\w* a desejar|nao foi (?:trocad|limp|arrumad)\w*|manchad\w*|entupid\w*|suj[oa]\b|sujeira|\bmofo|demor\w*|eternidade|atrasad\w*|atrasou|so sai\w* agua|"
     r"agua (?:fria|morna|gelada)|sem agua|fedor|fedia|pessim\w*|horrivel|horroros\w*|\bruim\b|"
     r"dormi (?:muito |mto |super )?mal|nao (?:consegui|conseguimos) dormir|nao (?:veio|vieram|chegou|tinha|tem|ligava|liga|abre|abria|fecha|fechava|esquent\w*|gela\w*|sai\w*)|"
     r"faltou|faltando|grosseir\w*|mal educad\w*|mal[- ]?atendid\w*|errad[oa]|a mais\b|decepcion\w*|"

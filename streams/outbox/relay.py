@@ -85,7 +85,7 @@ class OutboxRelay:
             bad = [(r, res) for r, res in zip(rows, results) if isinstance(res, BaseException)]
             if ok:
                 await conn.execute(
-                    "UPDATE outbox SET status = 'processed', processed_at = now(), last_error = NULL "
+                    "UPDATE outbox SET status = 'processed', processed_at = clock_timestamp(), last_error = NULL "
                     "WHERE id = ANY(%s::uuid[])", (ok,))
             for r, exc in bad:
                 retries = r["retry_count"] + 1

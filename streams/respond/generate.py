@@ -198,7 +198,7 @@ class OpenAIChatGenerator:
         model = request.model or self.model
         temperature = self.temperature if request.temperature is None else request.temperature
         retrying = Retrying(stop=stop_after_attempt(self.max_retries + 1),
-                            wait=wait_exponential_jitter(initial=0.2, max=self.backoff_max),
+                            wait=wait_exponential_jitter(multiplier=0.2, max=self.backoff_max),
                             retry=retry_if_exception(_retryable), reraise=True)
         for attempt in retrying:
             with attempt:

@@ -83,10 +83,5 @@ def register(app: typer.Typer) -> None:
 
 if __name__ == "__main__":  # python -m streams.respond.rank FILE
     _app = typer.Typer(add_completion=False)
-    register(_app)
-
-    @_app.callback()
-    def _cb() -> None:
-        pass
-
+    register(_app)  # a single command: typer runs it directly
     _app()

@@ -38,7 +38,7 @@ def test_price_amounts_normalise():
 @pytest.mark.parametrize("message,intent,expect", [
     ("Quanto custa o pernoite na suíte Luxo?", "price_question", "R$ 240"),
     ("Tem suíte com piscina? Quanto fica o pernoite?", "price_question", "R$ 450"),
-    ("Posso levar meu cachorro?", "policy", "animais"),
+    ("Posso levar meus animais?", "policy", "animais"),
     ("Se eu cancelar no mesmo dia perco o sinal?", "policy", "60 dias"),
 ])
 def test_offline_composer_answers_from_chunks(message, intent, expect):

@@ -1,0 +1,180 @@
+"""make bench-ingest: knowledge ingestion throughput and lag on the embedded stack.
+
+Prints, from one run:
+  * raw embedding throughput of the configured model on the benchmark texts (baseline)
+  * pipeline chunks/s for 5,000 chunks, commit in Postgres → point searchable (ratio vs baseline)
+  * p50/p95 commit→searchable lag at a steady 50 chunks/s
+  * relay alone: events/s and p95 commit→Kafka
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.harness import Env, wait_until  # noqa: E402
+
+N_CHUNKS = int(os.environ.get("BENCH_CHUNKS", "5000"))
+STEADY_RATE = 50
+STEADY_SECONDS = int(os.environ.get("BENCH_STEADY_SECONDS", "20"))
+RELAY_EVENTS = int(os.environ.get("BENCH_RELAY_EVENTS", "20000"))
+console = Console()
+
+WORDS = ("suíte pernoite reserva piscina hidromassagem garagem café manhã check-in estacionamento "
+         "cancelamento sinal pix unidade centro rodovia jardins decoração aniversário horário").split()
+
+
+def texts(n: int, salt: str = "") -> list[str]:
+    out = []
+    for i in range(n):
+        w = [WORDS[(i * 7 + k * 3) % len(WORDS)] for k in range(28)]
+        out.append(f"Item {salt}{i}: " + " ".join(w) + f". Valor R$ {i % 500},00 na política {i}.")
+    return out
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def main() -> int:
+    from streams.bootstrap import Container
+    from streams.ingest.documents import write_document
+    from streams.ingest.knowledge import chunk_alias
+
+    tmp = Path(tempfile.mkdtemp(prefix="memoria-bench-"))
+    env = Env(tmp, "bench")
+    rows = []
+    try:
+        corpus = texts(N_CHUNKS)
+        # ---- baseline: the same model on the same texts, batched like the worker
+        emb = Container(env.settings).embedder
+        emb.embed_passages(corpus[:64])  # warm-up
+        t = time.perf_counter()
+        emb.embed_passages(corpus)
+        raw = N_CHUNKS / (time.perf_counter() - t)
+        rows.append(("raw embedding (baseline)", f"{raw:,.0f} chunks/s", "", ""))
+        del emb
+
+        # ---- pipeline: 5,000 chunks end to end through relay + ingest worker
+        env.start_worker("relay,ingest")
+        store = env.vector_store()
+        alias = chunk_alias(env.settings.vector_domain)
+        per_doc = 100
+        t0 = time.perf_counter()
+        with env.conn() as conn:
+            for d in range(0, N_CHUNKS, per_doc):
+                write_document(conn, account_id=1, source=f"bench-{d}", text="\n\n".join(corpus[d:d + per_doc]),
+                               chunk_size=400, chunk_overlap=0)
+        commit_done = time.perf_counter() - t0
+        wait_until(lambda: store.alias_target(alias) and store.count(store.alias_target(alias)) >= N_CHUNKS,
+                   timeout=1800, interval=0.25, what="all chunks searchable")
+        elapsed = time.perf_counter() - t0
+        pipe = N_CHUNKS / elapsed
+        rows.append((f"pipeline, {N_CHUNKS} chunks commit→searchable", f"{pipe:,.0f} chunks/s",
+                     f"{pipe / raw:.2f} × baseline", "target ≥ 0.80"))
+        rows.append(("  (of which Postgres writes)", f"{commit_done:.1f} s", "", ""))
+
+        # ---- steady 50 chunks/s: commit→searchable lag
+        lags = []
+        pending: dict[str, float] = {}
+        steady = texts(STEADY_RATE * STEADY_SECONDS, salt="s")
+        with env.conn() as conn:
+            start = time.perf_counter()
+            for i, txt in enumerate(steady):
+                due = start + i / STEADY_RATE
+                while time.perf_counter() < due:
+                    _poll(store, alias, pending, lags)
+                    time.sleep(0.005)
+                r = write_document(conn, account_id=2, source=f"steady-{i}", text=txt)
+                pending[r.touched_chunk_ids[0]] = time.perf_counter()
+        deadline = time.time() + 120
+        while pending and time.time() < deadline:
+            _poll(store, alias, pending, lags)
+            time.sleep(0.01)
+        rows.append((f"lag at steady {STEADY_RATE} chunks/s ({len(lags)} chunks)",
+                     f"p50 {pct(lags, 50) * 1000:,.0f} ms", f"p95 {pct(lags, 95) * 1000:,.0f} ms",
+                     "target p95 ≤ 2,000 ms"))
+        for w in env.workers:
+            env.stop_worker(w)
+
+        # ---- relay alone
+        rate, p95 = asyncio.run(_relay_bench(env))
+        rows.append((f"relay alone ({RELAY_EVENTS} events)", f"{rate:,.0f} events/s", "", "target ≥ 5,000"))
+        rows.append(("relay commit→Kafka ack (steady)", f"p95 {p95 * 1000:.1f} ms", "", "target ≤ 50 ms"))
+    finally:
+        env.close()
+    table = Table(title="memoria bench-ingest")
+    for col in ("measure", "value", "ratio / detail", "target"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(*r)
+    console.print(table)
+    return 0
+
+
+def _poll(store, alias, pending, lags):
+    if not pending:
+        return
+    ids = list(pending)[:200]
+    found = store.retrieve(store.alias_target(alias), ids)
+    now = time.perf_counter()
+    for cid in found:
+        lags.append(now - pending.pop(cid))
+
+
+async def _relay_bench(env):
+    from streams.outbox.relay import OutboxRelay, make_producer
+    from streams.outbox.write import add_events, outbox_row
+
+    env.q("DELETE FROM outbox")
+    with env.conn() as c, c.transaction():
+        add_events(c, [outbox_row("memory", i % 1000, "memory.created",
+                                  {"schema_version": 1, "memory_id": i, "account_id": 1, "contact_id": i % 1000})
+                       for i in range(RELAY_EVENTS)])
+    prod = make_producer(env.settings)
+    await prod.start()
+    stop = asyncio.Event()
+    relay = OutboxRelay(env.settings, prod)
+    t0 = time.perf_counter()
+    task = asyncio.create_task(relay.run(stop))
+    while relay.stats.published < RELAY_EVENTS:
+        await asyncio.sleep(0.01)
+    rate = RELAY_EVENTS / (time.perf_counter() - t0)
+    # steady trickle: one event per transaction, 200/s for 5 s
+    env.q("DELETE FROM outbox")
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(env.settings.database_url, autocommit=True) as c:
+        for i in range(1000):
+            await c.execute("INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload) "
+                            "VALUES (%s, 'memory', '1', 'memory.created', %s::jsonb)",
+                            outbox_row("memory", 1, "memory.created", {"schema_version": 1, "memory_id": i,
+                                                                      "account_id": 1, "contact_id": 1})[0:1]
+                            + ('{"schema_version": 1, "memory_id": 1, "account_id": 1, "contact_id": 1}',))
+            await asyncio.sleep(0.005)
+    for _ in range(500):
+        left = env.q("SELECT count(*) AS n FROM outbox WHERE status = 'pending'")[0]["n"]
+        if not left:
+            break
+        await asyncio.sleep(0.02)
+    lat = [r["s"] for r in env.q("SELECT EXTRACT(EPOCH FROM processed_at - created_at)::float AS s "
+                                 "FROM outbox WHERE status = 'processed'")]
+    stop.set()
+    await task
+    await prod.stop()
+    return rate, pct(lat, 95)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

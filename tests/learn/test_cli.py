@@ -1,0 +1,70 @@
+import json
+from pathlib import Path
+
+import typer
+from typer.testing import CliRunner
+
+from streams.learn.cli import register
+from streams.learn.fixtures import FIXTURES_DIR
+from tests.support.openai_server import FakeOpenAI, Reply
+
+HERE = Path(__file__).parent
+
+
+def app() -> typer.Typer:
+    a = typer.Typer()
+    register(a)
+    return a
+
+
+def lines(output: str) -> list[dict]:
+    return [json.loads(line) for line in output.splitlines() if line.strip().startswith("{")]
+
+
+def test_extract_rules_on_fixture():
+    result = CliRunner().invoke(app(), ["extract", "--provider", "rules", str(FIXTURES_DIR / "conversations.jsonl")])
+    assert result.exit_code == 0, result.output
+    facts = lines(result.stdout)
+    assert len(facts) >= 40
+    rows = {json.loads(l)["conversation_id"]: json.loads(l) for l in open(FIXTURES_DIR / "conversations.jsonl")}
+    for f in facts:
+        assert set(f) == {"conversation_id", "memory_type", "memory_key", "content", "evidence", "confidence", "scope"}
+        row = rows[f["conversation_id"]]
+        assert any(f["evidence"] in m["text"] for m in row["messages"] if m["role"] == "contact")
+        assert f["confidence"] >= 0.5
+    assert not any(f["conversation_id"] in {"dev-c05", "dev-c11", "dev-c27"} for f in facts)
+
+
+def test_contradicts_rules_on_fixture():
+    result = CliRunner().invoke(app(), ["contradicts", "--provider", "rules", str(FIXTURES_DIR / "contradictions.jsonl")])
+    assert result.exit_code == 0, result.output
+    out = lines(result.stdout)
+    gold = {json.loads(l)["pair_id"]: json.loads(l)["contradicts"] for l in open(FIXTURES_DIR / "contradictions.jsonl")}
+    assert len(out) == len(gold)
+    right = sum(o["contradicts"] == gold[o["pair_id"]] for o in out)
+    assert right / len(gold) >= 0.85
+
+
+def test_extract_openai_provider_uses_settings_from_env(tmp_path, monkeypatch):
+    from streams.settings import get_settings
+
+    conv = tmp_path / "c.jsonl"
+    conv.write_text(json.dumps({
+        "conversation_id": "z1", "account_id": 1, "contact_id": 1, "unit_id": 2, "inbox_id": 3,
+        "messages": [{"role": "contact", "text": "Sou vegetariana, tá?", "sent_at": "2025-01-01T10:00:00-03:00"}],
+    }) + "\n")
+    fact = {"memory_type": "restricao", "memory_key": "diet", "content": "Vegetariana",
+            "normalized_value": "vegetariana", "evidence": "Sou vegetariana", "confidence": 0.9}
+    with FakeOpenAI([Reply.json({"facts": [fact]})]) as server:
+        monkeypatch.setenv("MEMORIA_OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("MEMORIA_OPENAI_API_KEY", "k")
+        monkeypatch.setenv("MEMORIA_LLM_MODEL", "fake-llm")
+        get_settings.cache_clear()
+        try:
+            result = CliRunner().invoke(app(), ["extract", "--provider", "openai", str(conv)])
+        finally:
+            get_settings.cache_clear()
+        assert server.chat_count == 1
+        assert server.chat_requests[0]["model"] == "fake-llm"
+    assert result.exit_code == 0, result.output
+    assert lines(result.stdout) == [{"conversation_id": "z1", **{k: fact[k] for k in ("memory_type", "memory_key", "content", "evidence", "confidence")}, "scope": "global"}]

@@ -1,0 +1,95 @@
+import pytest
+
+from streams.learn.contradiction import (
+    MemoryView, OpenAIContradictionChecker, RulesContradictionChecker, select_candidates, slots_from_text,
+)
+from streams.learn.llm import LlmConfig, ModelUnavailable
+from tests.support.openai_server import FakeOpenAI, Reply
+
+rules = RulesContradictionChecker()
+
+
+def check(memory_type, old, new, **kw):
+    return rules.check(MemoryView(memory_type=memory_type, content=old), MemoryView(memory_type=memory_type, content=new, **kw)).contradicts
+
+
+@pytest.mark.parametrize("memory_type, old, new, expected", [
+    ("preferencia", "Prefere a suíte Safira", "Agora prefere a suíte Rubi", True),
+    ("preferencia", "Prefere a suíte Safira", "Gosta muito da suíte Safira da unidade Centro", False),
+    ("preferencia", "Prefere contato por e-mail", "Prefere contato pelo WhatsApp", True),
+    ("preferencia", "Prefere quarto no andar alto", "Prefere quarto com vista", False),
+    ("preferencia", "Prefere quarto em andar alto", "Não gosta de andares baixos", False),
+    ("restricao", "Alérgico a amendoim", "Alérgico a castanhas", False),
+    ("restricao", "Alérgico a amendoim", "Não é mais alérgico a amendoim", True),
+    ("restricao", "Intolerante a glúten", "Não tem nenhuma restrição alimentar", True),
+    ("restricao", "Não consome bebida alcoólica", "Voltou a beber vinho", True),
+    ("vinculo_social", "Namora Bruno", "Casada com Bruno", True),
+    ("vinculo_social", "Casada com Bruno", "Viaja com o marido Bruno", False),
+    ("vinculo_social", "Casada com Bruno", "Viaja às vezes com o irmão Pedro", False),
+    ("data_comemorativa", "Aniversário em 04/05", "Aniversário em 14/05", True),
+    ("data_comemorativa", "Aniversário de casamento em 04/05", "Casou em 4 de maio", False),
+    ("padrao_comportamental", "Costuma chegar por volta das 20h", "Costuma chegar entre 19h30 e 20h", False),
+    ("padrao_comportamental", "Costuma chegar por volta das 20h", "Agora chega só de madrugada, depois da meia-noite", True),
+    ("reclamacao", "TV do quarto 8 não liga", "TV do quarto 8 consertada", True),
+    ("reclamacao", "TV do quarto 8 não liga", "Chuveiro do quarto 8 frio", False),
+    ("vinculo_comercial", "Trabalha na Alfa Engenharia", "Trabalha na Beta Sementes", True),
+    ("vinculo_comercial", "Motorista da Rodex", "Motorista da Rodex com desconto de convênio", False),
+    ("contexto_pessoal", "Mora em Santos", "Mora em Campinas", True),
+    ("contexto_pessoal", "Tem a gata Luna", "A gata Luna morreu", True),
+])
+def test_rules_examples(memory_type, old, new, expected):
+    assert check(memory_type, old, new) is expected
+
+
+def test_stored_key_and_value_are_used():
+    old = MemoryView(memory_type="preferencia", content="Prefere X", memory_key="preferred_room", normalized_value="safira")
+    new = MemoryView(memory_type="preferencia", content="Prefere Y", memory_key="preferred_room", normalized_value="rubi")
+    assert rules.check(old, new).contradicts
+    same = MemoryView(memory_type="preferencia", content="Prefere Y", memory_key="preferred_room", normalized_value="safira")
+    assert not rules.check(old, same).contradicts
+
+
+def test_slots_from_text_negation_is_per_clause():
+    slots = slots_from_text("preferencia", "Prefere a suíte Master; não quer mais a Hidro")
+    assert ("preferred_room", "master", False) in [(s.key, s.value, s.negated) for s in slots]
+    assert ("preferred_room", "hidro", True) in [(s.key, s.value, s.negated) for s in slots]
+
+
+class F:
+    def __init__(self, name, memory_type, embedding):
+        self.name, self.memory_type, self.embedding = name, memory_type, embedding
+
+
+def test_select_candidates():
+    facts = [
+        F("same-close", "preferencia", [1.0, 0.1]),
+        F("same-far", "preferencia", [-1.0, 0.0]),        # distance ~2
+        F("other-type", "restricao", [1.0, 0.0]),
+        F("no-vector", "preferencia", None),
+        F("same-mid", "preferencia", [0.6, 0.8]),         # distance 0.4
+        F("same-edge", "preferencia", [0.5, 0.9]),
+        F("same-4", "preferencia", [0.9, 0.3]),
+    ]
+    got = select_candidates([1.0, 0.0], facts, "preferencia")
+    assert [f.name for f in got] == ["same-close", "same-4", "same-mid"]
+    assert select_candidates([1.0, 0.0], facts, "preferencia", max_distance=0.001, limit=3) == []
+
+
+def test_openai_checker():
+    cfg = dict(api_key="k", model="m", timeout=2, max_retries=1, backoff_initial=0.01)
+    with FakeOpenAI([
+        Reply.json({"contradicts": True, "reason": "nova suíte"}, prompt_tokens=80, completion_tokens=9),
+        Reply.text("talvez"),
+        Reply.error(500), Reply.error(500),
+    ]) as server:
+        checker = OpenAIContradictionChecker(LlmConfig(base_url=server.base_url, **cfg))
+        a = MemoryView(memory_type="preferencia", content="Prefere a Hidro")
+        b = MemoryView(memory_type="preferencia", content="Prefere a Master")
+        v = checker.check(a, b)
+        assert v.contradicts and v.usage.prompt_tokens == 80
+        assert checker.check(a, b).contradicts is False   # unusable → never supersede
+        with pytest.raises(ModelUnavailable):
+            checker.check(a, b)
+        body = server.chat_requests[0]
+        assert body["temperature"] == 0 and body["response_format"]["type"] == "json_schema"
+        assert "Prefere a Master" in body["messages"][1]["content"]

@@ -1,0 +1,141 @@
+import asyncio
+import json
+import time
+
+from streams.respond.generate import FALLBACK_LOOP, FALLBACK_NO_KNOWLEDGE, GREETING_REPLY, OfflineComposer
+from streams.respond.handler import Responder, reply_id_for, respond
+from streams.respond.lead import MAX_LEAD_STATE_BYTES
+from streams.respond.model import Generation, InboxConfig
+from streams.respond.recall import MemoryFact
+from tests.respond.fakes import (AsyncSlowMemory, BagOfWordsEmbedder, FakeKnowledge, FakeMemory, FakeStore,
+                                 FixedClock, inbound)
+
+DOCS = [(101, "precos", "O pernoite na suíte Luxo custa R$ 240 e na Master custa R$ 450."),
+        (101, "regras", "Cancelamento com menos de 24 horas converte o sinal em crédito."),
+        (102, "precos-outra-conta", "O pernoite na suíte Luxo custa R$ 999.")]
+
+
+def make(memory=None, store=None, generator=None, budget=0.5, **store_kw):
+    emb = BagOfWordsEmbedder()
+    facts = [MemoryFact(1, "preferencia", "Prefere a suíte Master com piscina", 0.9, "global", None, 1.0,
+                        emb.embed_passages(["suíte master pernoite"])[0]),
+             MemoryFact(2, "reclamacao", "Portão da unidade 12 demora", 0.8, "unit", 12, 1.0,
+                        emb.embed_passages(["pernoite suíte"])[0]),
+             MemoryFact(3, "restricao", "Alérgico a frutos do mar", 0.9, "global", None, 1.0, None)]
+    store = store or FakeStore(**store_kw)
+    deps = Responder(store=store, memory=memory if memory is not None else FakeMemory(facts),
+                     knowledge=FakeKnowledge(emb, DOCS), memory_embedder=emb, knowledge_embedder=emb,
+                     generator=generator or OfflineComposer(), clock=FixedClock(), recall_budget_s=budget)
+    return deps, store, emb
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_price_question_grounded_reply_with_memory_and_unit_scope():
+    deps, store, emb = make(inbox=InboxConfig(1101, rag_distance_threshold=0.9))
+    out = run(respond(inbound("Quanto custa o pernoite na suíte Luxo?", unit_id=11), deps))
+    r = out.reply
+    assert r.intent == "price_question" and r.strategy == "required"
+    assert "R$ 240" in r.text and "999" not in r.text  # other account's chunk never seen
+    assert r.memory_ids == [1]  # unit-12 fact excluded in a unit-11 conversation; fact 3 has no embedding
+    assert r.chunk_ids and r.degraded == [] and r.in_reply_to == "wamid.1"
+    assert r.reply_id == reply_id_for(inbound("x"))
+    assert "memória" not in r.text.lower()
+    assert emb.calls == 1  # embedded once, reused for knowledge
+    assert store.replies == [r] and store.lead_state["stage"] == "cotacao"
+    assert store.lead_state["retrieval_count"] == 1
+
+
+def test_duplicate_message_gets_no_reply():
+    deps, store, _ = make(inbox=InboxConfig(1101, rag_distance_threshold=0.9))
+    assert run(respond(inbound("Quanto custa o pernoite?"), deps)) is not None
+    assert run(respond(inbound("Quanto custa o pernoite?"), deps)) is None
+    assert len(store.replies) == 1
+
+
+def test_required_retrieval_without_hits_uses_fallback():
+    deps, store, _ = make(inbox=InboxConfig(1101, rag_distance_threshold=0.01))
+    out = run(respond(inbound("Vocês têm karaokê nas suítes? Qual o preço?"), deps))
+    assert out.reply.text == FALLBACK_NO_KNOWLEDGE and out.reply.chunk_ids == []
+
+
+def test_loop_protection_after_five_retrievals():
+    deps, store, _ = make(inbox=InboxConfig(1101, rag_distance_threshold=0.9))
+    texts = []
+    for k in range(7):
+        out = run(respond(inbound("Quanto custa o pernoite na Luxo?", message_id=f"m{k}"), deps))
+        texts.append(out.reply.text)
+    assert all("R$ 240" in t for t in texts[:5])
+    assert texts[5] == texts[6] == FALLBACK_LOOP
+    assert deps.knowledge.calls == 5
+    assert "retrieval_limit" in out.reply.degraded
+    # greetings still work after the limit
+    assert run(respond(inbound("Oi", message_id="m-greet"), deps)).reply.text.startswith(GREETING_REPLY)
+
+
+def test_recall_sleeping_2s_is_abandoned_within_budget():
+    deps, store, _ = make(memory=FakeMemory(sleep_s=2.0), budget=0.3,
+                          inbox=InboxConfig(1101, rag_distance_threshold=0.9))
+    t = time.perf_counter()
+    out = run(respond(inbound("Quanto custa o pernoite na Luxo?"), deps))
+    elapsed = time.perf_counter() - t
+    # asyncio.run waits for the default executor at shutdown, so time the reply itself
+    assert out.total_ms < 800, out.total_ms
+    assert out.reply.degraded == ["recall_timeout"] and out.reply.memory_ids == []
+    assert "R$ 240" in out.reply.text
+    assert deps.memory.calls[0][2] == 0.3  # the budget is passed down to the port
+
+
+def test_async_recall_port_is_really_cancelled():
+    slow = AsyncSlowMemory(sleep_s=2.0)
+    deps, store, _ = make(memory=slow, budget=0.2, inbox=InboxConfig(1101, rag_distance_threshold=0.9))
+    t = time.perf_counter()
+    out = run(respond(inbound("Oi"), deps))
+    assert time.perf_counter() - t < 1.0
+    assert slow.cancelled and out.reply.degraded == ["recall_timeout"]
+
+
+def test_recall_error_degrades_and_flag_off_skips_recall():
+    deps, _, _ = make(memory=FakeMemory(fail=True), inbox=InboxConfig(1101, rag_distance_threshold=0.9))
+    out = run(respond(inbound("Quanto custa o pernoite na Luxo?"), deps))
+    assert out.reply.degraded == ["recall_error"] and "R$ 240" in out.reply.text
+    deps, _, emb = make(recall_enabled=False)
+    out = run(respond(inbound("Ok, obrigado!"), deps))
+    assert deps.memory.calls == [] and out.recall_ms is None and emb.calls == 0
+    assert out.reply.strategy == "none"
+
+
+class LyingGenerator:
+    def generate(self, request):
+        return Generation(text="Fica R$ 123 o pernoite.", model="fake", provider="fake")
+
+
+class BrokenGenerator:
+    def generate(self, request):
+        raise TimeoutError("llm down")
+
+
+def test_ungrounded_price_and_generation_error_fall_back():
+    deps, _, _ = make(generator=LyingGenerator(), inbox=InboxConfig(1101, rag_distance_threshold=0.9))
+    out = run(respond(inbound("Quanto custa o pernoite na Luxo?"), deps))
+    assert out.reply.text == FALLBACK_NO_KNOWLEDGE and "ungrounded_price" in out.reply.degraded
+    deps, _, _ = make(generator=BrokenGenerator(), inbox=InboxConfig(1101, rag_distance_threshold=0.9))
+    out = run(respond(inbound("Quanto custa o pernoite na Luxo?"), deps))
+    assert out.reply.text == FALLBACK_NO_KNOWLEDGE and out.reply.degraded == ["generation_error"]
+
+
+def test_lead_state_stays_under_4kb_and_prompt_gets_it():
+    seen = {}
+
+    class Spy(OfflineComposer):
+        def generate(self, request):
+            seen["sys"] = request.messages[0]["content"]
+            return super().generate(request)
+
+    deps, store, _ = make(generator=Spy(), lead_state={"stage": "abertura", "blob": "x" * 9000},
+                          inbox=InboxConfig(1101, rag_distance_threshold=0.9))
+    run(respond(inbound("Quanto custa o pernoite na Luxo?"), deps))
+    assert len(json.dumps(store.lead_state, ensure_ascii=False).encode()) <= MAX_LEAD_STATE_BYTES
+    assert "<estado_lead>" in seen["sys"] and "<memoria_cliente>" in seen["sys"]

@@ -1,0 +1,46 @@
+import json
+
+import typer
+from typer.testing import CliRunner
+
+from streams.respond.evaluate_recall import recall_at_k
+from streams.respond.rank import register
+from tests.respond.fakes import BagOfWordsEmbedder
+from streams.respond.rank import rank_cases
+
+CASES = [
+    {"case_id": "a", "query": "posso levar o cachorro", "relevant": [1],
+     "contact_facts": [{"memory_type": "preferencia", "content": "Prefere suíte Master"},
+                       {"memory_type": "contexto_pessoal", "content": "Viaja com o cachorro Thor"},
+                       {"memory_type": "restricao", "content": "Alérgico a camarão"},
+                       {"memory_type": "restricao", "content": "Não bebe álcool"},
+                       {"memory_type": "vinculo_social", "content": "Casado com Ana"},
+                       {"memory_type": "vinculo_social", "content": "Tem dois filhos"}]},
+    {"case_id": "b", "query": "reservar a suíte hoje", "relevant": [], "contact_facts": [
+        {"memory_type": "preferencia", "content": "Prefere suíte Master"}]},
+]
+
+
+def test_rank_cases_top5_and_metric():
+    rows = rank_cases(CASES, BagOfWordsEmbedder())
+    assert rows[0]["case_id"] == "a" and rows[0]["top"][0] == 1 and len(rows[0]["top"]) == 5
+    r, empty_ok, n = recall_at_k(CASES, [row["top"] for row in rows])
+    assert r == 1.0 and n == 1 and empty_ok == 0.0
+    assert recall_at_k(CASES, [[0, 2], []]) == (0.0, 1.0, 1)
+
+
+def test_rank_command_prints_one_json_line_per_case(tmp_path, monkeypatch):
+    f = tmp_path / "cases.jsonl"
+    f.write_text("\n".join(json.dumps(c, ensure_ascii=False) for c in CASES), encoding="utf-8")
+    monkeypatch.setattr("streams.respond.rank.build_configured_embedder", lambda p=None, m=None: BagOfWordsEmbedder())
+    app = typer.Typer()
+
+    @app.callback()
+    def _cb():
+        pass
+
+    register(app)
+    res = CliRunner().invoke(app, ["rank", str(f), "--provider", "use"])
+    assert res.exit_code == 0, res.output
+    lines = [json.loads(l) for l in res.output.splitlines()]
+    assert [l["case_id"] for l in lines] == ["a", "b"] and lines[0]["top"][0] == 1 and lines[1]["top"] == [0]
