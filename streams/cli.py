@@ -195,3 +195,21 @@ def reconcile(
                           "extra": len(d.extra), "requeued": d.requeued}))
     if not repair:
         raise typer.Exit(1)
+
+
+# Each flow adds its own commands (kept in its package).
+def _register_flow_commands() -> None:
+    import importlib
+
+    for module in ("streams.learn.cli", "streams.respond.rank", "streams.respond.cli",
+                   "streams.maintain.cli", "streams.admin.cli", "streams.demo"):
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if e.name == module:
+                continue
+            raise
+        mod.register(app)
+
+
+_register_flow_commands()
