@@ -206,7 +206,7 @@ def _register_flow_commands() -> None:
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as e:
-            if e.name == module:
+            if module.startswith(e.name or "-"):  # the flow is not installed
                 continue
             raise
         mod.register(app)

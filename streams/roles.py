@@ -17,7 +17,7 @@ def register(app, settings, container, roles: Sequence[str], *, batch_agent, sta
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as e:
-            if e.name == module:
+            if module.startswith(e.name or "-"):  # the flow is not installed
                 continue
             raise
         mod.register(app, settings, container, roles, batch_agent=batch_agent, state=state)
