@@ -49,6 +49,14 @@ class Container:
         return build_embedder(s.embedding_provider, s.embedding_model, base_url=s.embedding_base_url,
                               api_key=s.embedding_api_key, batch_size=s.embedding_batch_size)
 
+    @property
+    def memory_embedder(self) -> Embedder:
+        """The embedder of customer facts (pgvector column) and of recall queries."""
+        s = self.settings
+        return build_embedder(s.memory_embedding_provider, s.memory_embedding_model,
+                              base_url=s.embedding_base_url, api_key=s.embedding_api_key,
+                              batch_size=s.embedding_batch_size)
+
     def embedder_for(self, model: str) -> Embedder:
         """The embedder matching a collection's model (index and query must agree)."""
         configured = self.embedder

@@ -58,6 +58,10 @@ class Settings(BaseSettings):
     # For sentence-transformers: "all-minilm-l6-v2" (packaged) or a local path.
     embedding_model: str = "all-minilm-l6-v2"
     embedding_batch_size: int = 64
+    # Customer facts are embedded separately from knowledge chunks (recall has
+    # its own measured best model: see README "Choosing the embedders").
+    memory_embedding_provider: str = "use"
+    memory_embedding_model: str = "use-multilingual-v3"
     embedding_base_url: str | None = None
     embedding_api_key: str | None = None
 
