@@ -1,0 +1,1 @@
+"""The admin HTTP API (FastAPI): memories, forgetting, inbox config, flags, reports."""
