@@ -1,0 +1,131 @@
+"""Replay a range of a topic back through the agents.
+
+Records are re-produced with their key, value and headers, so every consumer's
+idempotency applies (outbox event ids in ``processed_events``, channel message
+ids in ``messages``): a replayed record that was already handled is a no-op, one
+that was not (e.g. dead-lettered before a fix) is processed. Replaying a
+``.dlq`` topic sends each record back to its source topic (header
+``dlq.source_topic``) without the ``dlq.*`` headers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Callable
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+from streams.settings import Settings
+
+
+@dataclass
+class ReplayResult:
+    topic: str
+    read: int = 0
+    replayed: int = 0
+    by_target: dict[str, int] = field(default_factory=dict)
+    dry_run: bool = False
+
+
+def parse_position(value: str | None) -> int | datetime | None:
+    """An offset (``1200``) or an ISO-8601 timestamp (``2026-11-29T10:00:00Z``)."""
+    if value is None or value == "":
+        return None
+    if value.lstrip("-").isdigit():
+        n = int(value)
+        if n < 0:
+            raise ValueError("offsets must be >= 0")
+        return n
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"{value!r} is neither an offset nor an ISO-8601 timestamp") from None
+
+
+async def _positions(consumer: AIOKafkaConsumer, tps: list[TopicPartition], pos, default: str) -> dict:
+    if pos is None:
+        if default == "beginning":
+            return dict.fromkeys(tps, 0)
+        return dict.fromkeys(tps, None)  # open end
+    if isinstance(pos, int):
+        return dict.fromkeys(tps, pos)
+    ts = int(pos.timestamp() * 1000)
+    found = await consumer.offsets_for_times({tp: ts for tp in tps})
+    return {tp: (found[tp].offset if found.get(tp) else None) for tp in tps}
+
+
+async def replay_topic(settings: Settings, topic: str, start=None, end=None, *, dry_run: bool = False,
+                       idle_timeout: float = 3.0,
+                       progress: Callable[[int], None] | None = None) -> ReplayResult:
+    """Replay ``[start, end)`` of every partition of ``topic``; an open end stops when the
+    partition has been idle for ``idle_timeout`` seconds (the embedded broker's end offsets
+    are not reliable, design §7)."""
+    res = ReplayResult(topic=topic, dry_run=dry_run)
+    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap_servers, enable_auto_commit=False,
+                                auto_offset_reset="earliest")
+    producer = None if dry_run else AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers,
+                                                     acks="all", enable_idempotence=False)
+    await consumer.start()
+    if producer:
+        await producer.start()
+    try:
+        parts = consumer.partitions_for_topic(topic)
+        if not parts:
+            await consumer._client.force_metadata_update()  # noqa: SLF001
+            parts = consumer.partitions_for_topic(topic)
+        if not parts:
+            raise LookupError(f"topic {topic!r} does not exist")
+        tps = [TopicPartition(topic, p) for p in sorted(parts)]
+        consumer.assign(tps)
+        starts = await _positions(consumer, tps, start, "beginning")
+        ends = await _positions(consumer, tps, end, "open")
+        active = set()
+        for tp in tps:
+            if starts[tp] is None:  # a timestamp after the last record
+                continue
+            consumer.seek(tp, starts[tp])
+            active.add(tp)
+        is_dlq = topic.endswith(".dlq")
+        # Phase 1: read the whole range first, so that replaying a topic into
+        # itself never reads its own replayed records.
+        picked = []
+        last_seen = asyncio.get_running_loop().time()
+        while active:
+            batch = await consumer.getmany(*active, timeout_ms=500)
+            now = asyncio.get_running_loop().time()
+            if not any(batch.values()):
+                if now - last_seen > idle_timeout:
+                    break
+                continue
+            last_seen = now
+            for tp, recs in batch.items():
+                for r in recs:
+                    if ends[tp] is not None and r.offset >= ends[tp]:
+                        active.discard(tp)
+                        break
+                    picked.append(r)
+        res.read = len(picked)
+        # Phase 2: produce, in the original order per partition.
+        futs = []
+        for r in picked:
+            headers = list(r.headers or ())
+            target = topic
+            if is_dlq:
+                src = dict(headers).get("dlq.source_topic")
+                target = src.decode() if src else topic[: -len(".dlq")]
+                headers = [(k, v) for k, v in headers if not k.startswith("dlq.")]
+            res.by_target[target] = res.by_target.get(target, 0) + 1
+            if producer:
+                futs.append(await producer.send(target, key=r.key, value=r.value, headers=headers))
+                res.replayed += 1
+            if progress:
+                progress(res.read if not producer else res.replayed)
+        if futs:
+            await asyncio.gather(*futs)
+        return res
+    finally:
+        await consumer.stop()
+        if producer:
+            await producer.stop()

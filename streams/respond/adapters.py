@@ -1,0 +1,241 @@
+"""Adapters of the respond ports: Postgres (conversations, memories), the
+chunk collection (knowledge) and the system clock.
+
+Every query is scoped by ``account_id`` (design §1.5). The store is
+stateless: any number of responders may share the database.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any, Callable, Mapping, Sequence
+from uuid import UUID
+
+import numpy as np
+from psycopg.types.json import Jsonb
+from psycopg_pool import ConnectionPool
+
+from schemas.events import InboundMessage, OutboundReply
+from streams.embedding import Embedder
+from streams.ingest.knowledge import chunk_alias, model_of, search_chunks
+from streams.respond.handler import SystemClock, reply_id_for  # noqa: F401  (Clock adapter)
+from streams.respond.model import ConversationContext, HistoryMessage, InboxConfig, KnowledgeChunk
+from streams.respond.recall import MemoryFact
+
+log = logging.getLogger(__name__)
+
+# TTL policy of a fact type once ``expires_at`` passed (design §4B): these
+# types keep being recalled at weight × 0.7; the others are invisible (the
+# weekly aging job deletes them; recall does not wait for it).
+REDUCE_WEIGHT_TYPES = ("preferencia", "padrao_comportamental", "vinculo_comercial", "contexto_pessoal")
+REDUCED_WEIGHT = 0.7
+
+
+class TenantMismatch(ValueError):
+    """An inbound message names a row that belongs to another account (never retried)."""
+
+
+class PostgresConversationStore:
+    def __init__(self, pool: ConnectionPool):
+        self.pool = pool
+
+    def store_inbound(self, msg: InboundMessage) -> bool:
+        reply_id = reply_id_for(msg)
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute("INSERT INTO accounts (id) VALUES (%s) ON CONFLICT (id) DO NOTHING",
+                         (msg.account_id,))
+            for table, row_id in (("contacts", msg.contact_id), ("inboxes", msg.inbox_id)):
+                row = conn.execute(
+                    f"INSERT INTO {table} (id, account_id) VALUES (%s, %s) ON CONFLICT (id) "
+                    f"DO UPDATE SET id = EXCLUDED.id RETURNING account_id", (row_id, msg.account_id)).fetchone()
+                if row["account_id"] != msg.account_id:
+                    raise TenantMismatch(f"{table[:-1]} {row_id} belongs to another account")
+            conv = conn.execute(
+                """INSERT INTO conversations (external_id, account_id, inbox_id, contact_id, unit_id,
+                                              last_message_at)
+                   VALUES (%s, %s, %s, %s, %s, %s)
+                   ON CONFLICT (external_id) DO UPDATE
+                      SET last_message_at = GREATEST(conversations.last_message_at, EXCLUDED.last_message_at)
+                   RETURNING id, account_id, contact_id""",
+                (msg.conversation_id, msg.account_id, msg.inbox_id, msg.contact_id, msg.unit_id,
+                 msg.sent_at)).fetchone()
+            if conv["account_id"] != msg.account_id or conv["contact_id"] != msg.contact_id:
+                raise TenantMismatch(f"conversation {msg.conversation_id} belongs to another account/contact")
+            inserted = conn.execute(
+                """INSERT INTO messages (conversation_id, account_id, role, text, sent_at, channel_message_id)
+                   VALUES (%s, %s, 'contact', %s, %s, %s) ON CONFLICT (channel_message_id) DO NOTHING""",
+                (conv["id"], msg.account_id, msg.text, msg.sent_at, msg.message_id)).rowcount
+            if inserted:
+                return True
+            replied = conn.execute("SELECT 1 FROM messages WHERE channel_message_id = %s",
+                                   (reply_id,)).fetchone()
+            return replied is None
+
+    def unpublished_reply(self, msg: InboundMessage) -> OutboundReply | None:
+        """The stored reply to ``msg`` if Kafka never acknowledged it (crash in between)."""
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                "SELECT reply FROM messages WHERE channel_message_id = %s AND account_id = %s "
+                "AND published_at IS NULL AND reply IS NOT NULL",
+                (reply_id_for(msg), msg.account_id)).fetchone()
+        return OutboundReply.model_validate(row["reply"]) if row else None
+
+    def mark_published(self, replies: Sequence[OutboundReply]) -> None:
+        if not replies:
+            return
+        with self.pool.connection() as conn:
+            conn.execute("UPDATE messages SET published_at = now() WHERE channel_message_id = ANY(%s) "
+                         "AND published_at IS NULL", ([r.reply_id for r in replies],))
+
+    def load_context(self, msg: InboundMessage, history: int) -> ConversationContext:
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                """SELECT a.settings, i.system_prompt, i.playbook_prompt, i.rag_distance_threshold,
+                          i.rag_max_results, i.model, i.temperature, i.intent_keywords,
+                          c.id AS conversation_pk, c.lead_state, c.status
+                   FROM conversations c
+                   JOIN accounts a ON a.id = c.account_id
+                   LEFT JOIN inboxes i ON i.id = %s AND i.account_id = c.account_id
+                   WHERE c.external_id = %s AND c.account_id = %s""",
+                (msg.inbox_id, msg.conversation_id, msg.account_id)).fetchone()
+            if row is None:
+                raise LookupError(f"conversation {msg.conversation_id} not stored")
+            hist = conn.execute(
+                """SELECT role, text, sent_at FROM messages
+                   WHERE conversation_id = %s AND account_id = %s
+                     AND channel_message_id IS DISTINCT FROM %s
+                   ORDER BY sent_at DESC, id DESC LIMIT %s""",
+                (row["conversation_pk"], msg.account_id, msg.message_id, history)).fetchall()
+        settings = row["settings"] or {}
+        inbox = InboxConfig(
+            inbox_id=msg.inbox_id,
+            system_prompt=row["system_prompt"] or None,
+            playbook_prompt=row["playbook_prompt"] or None,
+            **({} if row["rag_distance_threshold"] is None else {
+                "rag_distance_threshold": float(row["rag_distance_threshold"]),
+                "rag_max_results": int(row["rag_max_results"]),
+                "temperature": float(row["temperature"])}),
+            model=row["model"] or None,
+            intent_keywords=row["intent_keywords"] or None)
+        lead = row["lead_state"] or None
+        return ConversationContext(
+            recall_enabled=bool(settings.get("memory_recall_enabled", False)), inbox=inbox,
+            history=tuple(HistoryMessage(r["role"], r["text"], r["sent_at"]) for r in reversed(hist)),
+            lead_state=lead, retrieval_count=int((lead or {}).get("retrieval_count", 0) or 0),
+            status=row["status"])
+
+    def save_reply(self, reply: OutboundReply, lead_state: Mapping[str, Any] | None) -> None:
+        with self.pool.connection() as conn, conn.transaction():
+            conv = conn.execute("SELECT id FROM conversations WHERE external_id = %s AND account_id = %s",
+                                (reply.conversation_id, reply.account_id)).fetchone()
+            conn.execute(
+                """INSERT INTO messages (conversation_id, account_id, role, text, sent_at,
+                                         channel_message_id, reply)
+                   VALUES (%s, %s, 'agent', %s, %s, %s, %s) ON CONFLICT (channel_message_id) DO NOTHING""",
+                (conv["id"], reply.account_id, reply.text, reply.created_at, reply.reply_id,
+                 Jsonb(json.loads(reply.model_dump_json()))))
+            conn.execute("UPDATE conversations SET lead_state = %s WHERE id = %s",
+                         (Jsonb(dict(lead_state or {})), conv["id"]))
+
+    def clear_lead_state(self, account_id: int, conversation_id: str) -> None:
+        with self.pool.connection() as conn:
+            conn.execute("UPDATE conversations SET lead_state = '{}' WHERE external_id = %s AND account_id = %s",
+                         (conversation_id, account_id))
+
+
+class PostgresMemoryRecall:
+    """The contact's live facts embedded with ``embedding_model`` (others are
+    invisible: their vectors live in another space).
+
+    The query is bounded by ``SET LOCAL statement_timeout`` = the remaining
+    budget, so an abandoned thread's query is cancelled by the server too.
+    ``inject_delay_s`` (tests and drills only) adds ``pg_sleep`` to the query.
+    """
+
+    def __init__(self, pool: ConnectionPool, embedding_model: str, *, inject_delay_s: float = 0.0):
+        self.pool = pool
+        self.embedding_model = embedding_model
+        self.inject_delay_s = inject_delay_s
+
+    def live_facts(self, account_id: int, contact_id: int, *, timeout_s: float) -> Sequence[MemoryFact]:
+        ms = max(1, int(timeout_s * 1000))
+        delay = "pg_sleep(%s)," if self.inject_delay_s else ""
+        sql = f"""
+            SELECT {delay} id, memory_type, content, confidence, scope, source_unit_id, embedding,
+                   CASE WHEN expires_at IS NOT NULL AND expires_at < now()
+                        THEN LEAST(weight, %s) ELSE weight END AS weight
+            FROM contact_memories
+            WHERE account_id = %s AND contact_id = %s
+              AND deleted_at IS NULL AND superseded_at IS NULL
+              AND embedding IS NOT NULL AND embedding_model = %s
+              AND (expires_at IS NULL OR expires_at >= now() OR memory_type = ANY(%s))"""
+        args: tuple = (REDUCED_WEIGHT, account_id, contact_id, self.embedding_model, list(REDUCE_WEIGHT_TYPES))
+        if self.inject_delay_s:
+            args = (self.inject_delay_s,) + args
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute(f"SET LOCAL statement_timeout = {ms}")
+            rows = conn.execute(sql, args).fetchall()
+        return [MemoryFact(id=r["id"], memory_type=r["memory_type"], content=r["content"],
+                           confidence=float(r["confidence"]), scope=r["scope"],
+                           source_unit_id=r["source_unit_id"], weight=float(r["weight"]),
+                           embedding=_vec(r["embedding"]))
+                for r in rows]
+
+
+def _vec(v) -> np.ndarray:
+    return np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32)
+
+
+class CollectionEmbedder:
+    """The embedder of the model the chunk collection is bound to *now*
+    (follows the alias across a blue-green re-embed; re-resolved every few seconds)."""
+
+    def __init__(self, store, domain: str, embedder_for: Callable[[str], Embedder], default: Embedder,
+                 ttl_s: float = 5.0):
+        self.store, self.domain, self.embedder_for, self.default = store, domain, embedder_for, default
+        self.ttl_s = ttl_s
+        self._at = 0.0
+        self._current = default
+
+    def _resolve(self) -> Embedder:
+        now = time.monotonic()
+        if now - self._at > self.ttl_s:
+            target = self.store.alias_target(chunk_alias(self.domain))
+            model = model_of(target) if target else self.default.name
+            self._current = self.default if model == self.default.name else self.embedder_for(model)
+            self._at = now
+        return self._current
+
+    @property
+    def name(self) -> str:
+        return self._resolve().name
+
+    @property
+    def dim(self) -> int:
+        return self._resolve().dim
+
+    def embed_queries(self, texts):
+        return self._resolve().embed_queries(texts)
+
+    def embed_passages(self, texts):
+        return self._resolve().embed_passages(texts)
+
+
+class ChunkKnowledgeSearch:
+    """The account's live chunks through the chunk collection (texts from Postgres)."""
+
+    def __init__(self, pool: ConnectionPool, store, domain: str, embedder_for: Callable[[str], Embedder],
+                 query_model: Callable[[], str]):
+        self.pool, self.store, self.domain, self.embedder_for = pool, store, domain, embedder_for
+        self.query_model = query_model
+
+    def search(self, query_vec: np.ndarray, account_id: int, limit: int,
+               max_distance: float) -> list[KnowledgeChunk]:
+        hits = search_chunks(None, account_id=account_id, pool=self.pool, store=self.store,
+                             domain=self.domain, embedder_for=self.embedder_for, limit=limit,
+                             max_distance=max_distance, query_vector=np.asarray(query_vec).tolist(),
+                             query_model=self.query_model())
+        return [KnowledgeChunk(UUID(h.chunk_id), UUID(h.document_id), float(h.distance), h.content)
+                for h in hits]

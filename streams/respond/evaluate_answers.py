@@ -1,0 +1,230 @@
+"""End-to-end answer quality of the responder per knowledge embedder and
+``rag_distance_threshold`` (cosine distance), on the dev fixtures.
+
+    python -m streams.respond.evaluate_answers [--providers st,use,e5]
+        [--thresholds 0.3,0.35,...] [--max-results 3] [--json]
+
+Each question goes through the real ``respond()`` use-case (intent → strategy
+→ retrieval → fallback or offline composer → price guard) with in-memory
+ports: the knowledge documents are chunked like ``memoria ingest`` does and
+searched by exact cosine distance (what Qdrant computes). Recall is off.
+
+A question passes when:
+- answerable with expected strings: the reply contains all of them (case-insensitive);
+- answerable without strings (greeting, confirmation): the reply is not a fallback;
+- unanswerable: the reply carries the hand-over sentence ("Vou verificar isso
+  com a equipe e já retorno.").
+
+``retr`` columns judge retrieval alone: an answerable question's expected
+document is among the chunks returned; an unanswerable one gets no chunk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from schemas.events import InboundMessage
+from streams.ingest.chunking import chunk_text
+from streams.respond.generate import FALLBACK_LOOP, FALLBACK_NO_KNOWLEDGE, OfflineComposer
+from streams.respond.handler import Responder, respond
+from streams.respond.model import ConversationContext, InboxConfig, KnowledgeChunk
+
+FIXTURES = Path("/work/shared/fixtures")
+PROVIDERS = {"st": ("sentence-transformers", "all-minilm-l6-v2"), "use": ("use", "use-multilingual-v3"),
+             "e5": ("e5", "multilingual-e5-small")}
+DEFAULT_THRESHOLDS = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8)
+NS = uuid.UUID("4d0f4f0e-8f55-4d7e-b2b1-7f0b3b0c2a11")
+
+
+class CachedEmbedder:
+    """Memoises vectors by text (the grid re-embeds the same sentences many times)."""
+
+    def __init__(self, inner):
+        self.inner, self.name, self.dim = inner, inner.name, inner.dim
+        self._q: dict[str, np.ndarray] = {}
+        self._p: dict[str, np.ndarray] = {}
+
+    def _get(self, cache, fn, texts):
+        missing = [t for t in dict.fromkeys(texts) if t not in cache]
+        if missing:
+            for t, v in zip(missing, fn(missing)):
+                cache[t] = np.asarray(v, dtype=np.float32)
+        return np.stack([cache[t] for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
+
+    def embed_queries(self, texts):
+        return self._get(self._q, self.inner.embed_queries, list(texts))
+
+    def embed_passages(self, texts):
+        return self._get(self._p, self.inner.embed_passages, list(texts))
+
+
+@dataclass
+class MemoryStore:
+    inbox: InboxConfig
+
+    def store_inbound(self, msg):
+        return True
+
+    def load_context(self, msg, history):
+        return ConversationContext(recall_enabled=False, inbox=self.inbox)
+
+    def save_reply(self, reply, lead_state):
+        pass
+
+    def clear_lead_state(self, account_id, conversation_id):
+        pass
+
+
+class NoMemory:
+    def live_facts(self, account_id, contact_id, *, timeout_s):
+        return []
+
+
+@dataclass
+class Index:
+    """Exact cosine search over the chunked fixtures (per account)."""
+
+    rows: list[tuple[int, str, str]] = field(default_factory=list)  # (account, document_id, text)
+    vecs: np.ndarray | None = None
+
+    def search(self, query_vec, account_id: int, limit: int, max_distance: float) -> list[KnowledgeChunk]:
+        d = 1.0 - self.vecs @ np.asarray(query_vec, dtype=np.float32)
+        out = [KnowledgeChunk(uuid.uuid5(NS, f"{doc}:{text}"), uuid.uuid5(NS, doc), float(d[k]), text)
+               for k, (acc, doc, text) in enumerate(self.rows) if acc == account_id and d[k] <= max_distance]
+        return sorted(out, key=lambda c: c.distance)[:limit]
+
+
+def load(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def build_index(embedder, docs: Sequence[dict], chunk_size=800, overlap=120) -> Index:
+    idx = Index()
+    for d in docs:
+        body = f"# {d['title']}\n\n{d['text']}" if d.get("title") else d["text"]
+        for c in chunk_text(body, chunk_size, overlap):
+            idx.rows.append((d["account_id"], d["document_id"], c.content))
+    idx.vecs = np.asarray(embedder.embed_passages([r[2] for r in idx.rows]), dtype=np.float32)
+    return idx
+
+
+def judge(q: dict, text: str) -> bool:
+    fallback = FALLBACK_NO_KNOWLEDGE in text or FALLBACK_LOOP in text
+    if not q["answerable"]:
+        return fallback
+    if q["expected_answer_contains"]:
+        return all(s.lower() in text.lower() for s in q["expected_answer_contains"])
+    return not fallback
+
+
+async def run_grid(embedder, questions, docs, thresholds, max_results: int) -> list[dict]:
+    index = build_index(embedder, docs)
+    doc_of = {uuid.uuid5(NS, d["document_id"]): d["document_id"] for d in docs}
+    out = []
+    for th in thresholds:
+        deps = Responder(store=MemoryStore(InboxConfig(inbox_id=1, rag_distance_threshold=th,
+                                                       rag_max_results=max_results)),
+                         memory=NoMemory(), knowledge=index, memory_embedder=embedder,
+                         knowledge_embedder=embedder, generator=OfflineComposer(embedder=embedder))
+        res = {"threshold": th, "ans_ok": 0, "ans_n": 0, "unans_ok": 0, "unans_n": 0,
+               "retr_ans_ok": 0, "retr_ans_n": 0, "retr_unans_ok": 0, "failures": []}
+        for q in questions:
+            msg = InboundMessage(message_id=q["question_id"], account_id=q["account_id"], inbox_id=1,
+                                 conversation_id=q["question_id"], contact_id=1, channel="eval",
+                                 text=q["text"], sent_at=datetime.now(timezone.utc))
+            o = await respond(msg, deps)
+            ok = judge(q, o.reply.text)
+            key = "ans" if q["answerable"] else "unans"
+            res[f"{key}_ok"] += ok
+            res[f"{key}_n"] += 1
+            got_docs = {doc_of[c.document_id] for c in o.chunks}
+            if q["answerable"] and q["expected_document_ids"]:
+                res["retr_ans_n"] += 1
+                res["retr_ans_ok"] += bool(got_docs & set(q["expected_document_ids"]))
+            elif not q["answerable"]:
+                res["retr_unans_ok"] += not o.chunks
+            if not ok:
+                res["failures"].append(q["question_id"])
+        res["accuracy"] = (res["ans_ok"] + res["unans_ok"]) / max(1, res["ans_n"] + res["unans_n"])
+        out.append(res)
+    return out
+
+
+def distances(embedder, questions, docs) -> dict:
+    """Best distance of an expected document (answerable) vs of any chunk (unanswerable)."""
+    index = build_index(embedder, docs)
+    ans, unans = [], []
+    for q in questions:
+        if q["answerable"] and not q["expected_document_ids"]:
+            continue
+        v = embedder.embed_queries([q["text"]])[0]
+        d = 1.0 - index.vecs @ v
+        mine = [k for k, r in enumerate(index.rows) if r[0] == q["account_id"]]
+        if q["answerable"]:
+            exp = [k for k in mine if index.rows[k][1] in q["expected_document_ids"]]
+            ans.append(float(min(d[k] for k in exp)))
+        else:
+            unans.append(float(min(d[k] for k in mine)))
+    return {"answerable_best": sorted(ans), "unanswerable_best": sorted(unans)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from streams.embedding import build_embedder
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--providers", default="st,use,e5")
+    ap.add_argument("--thresholds", default=",".join(map(str, DEFAULT_THRESHOLDS)))
+    ap.add_argument("--max-results", type=int, default=3)
+    ap.add_argument("--questions", type=Path, default=FIXTURES / "questions.jsonl")
+    ap.add_argument("--knowledge", type=Path, default=FIXTURES / "knowledge.jsonl")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args(argv)
+    questions, docs = load(a.questions), load(a.knowledge)
+    thresholds = [float(x) for x in a.thresholds.split(",")]
+    report = []
+    for p in a.providers.split(","):
+        provider, model = PROVIDERS[p]
+        t0 = time.perf_counter()
+        emb = CachedEmbedder(build_embedder(provider, model))
+        grid = asyncio.run(run_grid(emb, questions, docs, thresholds, a.max_results))
+        dist = distances(emb, questions, docs)
+        report.append({"provider": provider, "model": emb.name, "grid": grid, "distances": dist,
+                       "seconds": round(time.perf_counter() - t0, 1)})
+    if a.json:
+        print(json.dumps(report, ensure_ascii=False))
+        return
+    con = Console()
+    for r in report:
+        t = Table(title=f"{r['model']} (max_results={a.max_results}, {r['seconds']}s)")
+        for c in ("threshold", "answerable ok", "unanswerable ok", "accuracy", "retr answerable",
+                  "retr unanswerable", "failures"):
+            t.add_column(c)
+        best = max(r["grid"], key=lambda g: (g["accuracy"], -abs(g["threshold"] - 0.5)))
+        for g in r["grid"]:
+            style = "bold green" if g is best else None
+            t.add_row(f"{g['threshold']:.2f}", f"{g['ans_ok']}/{g['ans_n']}", f"{g['unans_ok']}/{g['unans_n']}",
+                      f"{g['accuracy']:.3f}", f"{g['retr_ans_ok']}/{g['retr_ans_n']}",
+                      f"{g['retr_unans_ok']}/{g['unans_n']}", " ".join(g["failures"][:8]), style=style)
+        con.print(t)
+        d = r["distances"]
+        con.print(f"  best distance of an expected doc (answerable): "
+                  f"{' '.join(f'{x:.2f}' for x in d['answerable_best'])}")
+        con.print(f"  best distance of any chunk (unanswerable):     "
+                  f"{' '.join(f'{x:.2f}' for x in d['unanswerable_best'])}\n")
+
+
+if __name__ == "__main__":
+    main()

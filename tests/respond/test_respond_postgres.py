@@ -1,0 +1,178 @@
+"""The responder's Postgres adapters against the real database (no Kafka):
+tenant isolation of recall, units, the recall budget with a slow database,
+loop protection, lead state size, duplicates."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from datetime import datetime, timezone
+
+import numpy as np
+import pytest
+
+from schemas.events import InboundMessage
+from streams.respond.adapters import PostgresConversationStore, PostgresMemoryRecall
+from streams.respond.generate import FALLBACK_LOOP, OfflineComposer
+from streams.respond.handler import Responder, respond
+from streams.respond.recall import score_memories
+from tests.respond.fakes import BagOfWordsEmbedder, FakeKnowledge
+from tests.respond.test_respond_e2e import add_fact, enable_recall
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def pool(env):
+    from streams.store.db import make_pool
+
+    p = make_pool(env.settings, min_size=1, max_size=4)
+    yield p
+    p.close()
+
+
+def msg(text, mid, *, account=1, contact=100, conversation="c-1", unit=None, inbox=10):
+    return InboundMessage(message_id=mid, account_id=account, inbox_id=inbox, conversation_id=conversation,
+                          contact_id=contact, unit_id=unit, channel="test", text=text,
+                          sent_at=datetime.now(timezone.utc))
+
+
+def responder(pool, *, delay=0.0, knowledge_docs=(), budget=0.5):
+    from streams.bootstrap import Container
+
+    mem = Container().memory_embedder
+    kemb = BagOfWordsEmbedder()
+    return Responder(store=PostgresConversationStore(pool),
+                     memory=PostgresMemoryRecall(pool, mem.name, inject_delay_s=delay),
+                     knowledge=FakeKnowledge(kemb, list(knowledge_docs)), memory_embedder=mem,
+                     knowledge_embedder=kemb, generator=OfflineComposer(), recall_budget_s=budget)
+
+
+def test_randomized_recall_never_leaks_across_accounts_or_contacts(env, pool):
+    from streams.bootstrap import Container
+
+    emb = Container().memory_embedder
+    texts = ["Prefere suíte com hidromassagem", "Alérgico a camarão", "Aniversário de casamento em 12 de maio",
+             "Costuma chegar depois das 22h", "Gosta de vinho tinto seco", "Viaja a trabalho pela empresa Alfa",
+             "Reclamou do barulho do ar-condicionado", "Tem um cachorro chamado Thor"]
+    vecs = emb.embed_passages(texts)
+    rnd = random.Random(7)
+    owners = {}
+    for account in (1, 2, 3):
+        enable_recall(env, account)
+        for contact in range(account * 1000, account * 1000 + 12):
+            for _ in range(rnd.randint(1, 6)):
+                k = rnd.randrange(len(texts))
+                scope = rnd.choice(["global", "unit"])
+                unit = rnd.choice([None, 1, 2]) if scope == "global" else rnd.choice([1, 2])
+                fid = add_fact(env, account, contact, texts[k], vec=vecs[k], scope=scope, unit=unit)
+                owners[fid] = (account, contact, scope, unit)
+    recall = PostgresMemoryRecall(pool, emb.name)
+    queries = emb.embed_queries(["quero a suíte com hidro", "tenho alergia", "vou levar meu cachorro",
+                                 "é aniversário", "chego tarde"])
+    checked = 0
+    for _ in range(200):
+        account = rnd.choice([1, 2, 3])
+        contact = rnd.choice(list(range(account * 1000, account * 1000 + 12)) + [account * 1000 + 500])
+        unit = rnd.choice([None, 1, 2])
+        facts = recall.live_facts(account, contact, timeout_s=2)
+        for s in score_memories(queries[rnd.randrange(len(queries))], facts, unit):
+            a, c, scope, u = owners[s.fact.id]
+            assert (a, c) == (account, contact)
+            assert scope == "global" or u == unit  # unit facts only at home
+            checked += 1
+    assert checked > 100
+
+
+def test_other_embedding_model_deleted_superseded_invisible(env, pool):
+    from streams.bootstrap import Container
+
+    emb = Container().memory_embedder
+    live = add_fact(env, 1, 100, "Prefere suíte com piscina")
+    other = add_fact(env, 1, 100, "Prefere suíte com piscina", model="another-model")
+    gone = add_fact(env, 1, 100, "Prefere suíte com piscina")
+    old = add_fact(env, 1, 100, "Prefere suíte com piscina")
+    env.q("UPDATE contact_memories SET deleted_at = now() WHERE id = %s", gone)
+    env.q("UPDATE contact_memories SET superseded_at = now() WHERE id = %s", old)
+    expired = add_fact(env, 1, 100, "Reclamou do barulho", memory_type="reclamacao")
+    aged = add_fact(env, 1, 100, "Gosta de vinho", memory_type="preferencia")
+    env.q("UPDATE contact_memories SET expires_at = now() - interval '1 day' WHERE id = ANY(%s)", [expired, aged])
+    facts = {f.id: f for f in PostgresMemoryRecall(pool, emb.name).live_facts(1, 100, timeout_s=2)}
+    assert set(facts) == {live, aged} and other not in facts
+    assert facts[aged].weight == pytest.approx(0.7)
+
+
+def test_slow_database_reply_goes_out_without_memory_within_budget(env, pool):
+    enable_recall(env, 1)
+    add_fact(env, 1, 100, "Prefere suíte com piscina")
+    deps = responder(pool, delay=3.0)
+    t0 = time.perf_counter()
+    out = asyncio.run(respond(msg("Oi, boa noite! Quero a suíte com piscina", "m-slow"), deps))
+    elapsed = time.perf_counter() - t0
+    assert out.reply.memory_ids == [] and "recall_timeout" in out.reply.degraded
+    assert elapsed < 1.5, elapsed
+    # the server cancelled the query too (statement_timeout): no pg_sleep left running
+    time.sleep(0.3)
+    running = env.q("SELECT count(*) AS n FROM pg_stat_activity WHERE query LIKE '%%pg_sleep%%' "
+                    "AND state = 'active' AND pid <> pg_backend_pid()")
+    assert running[0]["n"] == 0
+    # and the same ports answer with memory once the database is fast again
+    out = asyncio.run(respond(msg("Oi, boa noite! Quero a suíte com piscina", "m-fast"), responder(pool)))
+    assert out.reply.memory_ids and out.reply.degraded == []
+
+
+def test_duplicate_message_stored_once_and_answered_once(env, pool):
+    deps = responder(pool)
+    m = msg("Oi, tudo bem?", "wamid.dup")
+    first = asyncio.run(respond(m, deps))
+    assert first is not None
+    assert asyncio.run(respond(m, deps)) is None
+    rows = env.q("SELECT role, channel_message_id FROM messages ORDER BY id")
+    assert [r["role"] for r in rows] == ["contact", "agent"]
+    assert rows[1]["channel_message_id"] == first.reply.reply_id
+    # stored but never acknowledged by Kafka → the stored reply is offered again, same id
+    store = deps.store
+    assert store.unpublished_reply(m).reply_id == first.reply.reply_id
+    store.mark_published([first.reply])
+    assert store.unpublished_reply(m) is None
+
+
+def test_crash_between_inbound_and_reply_is_answered_on_redelivery(env, pool):
+    store = PostgresConversationStore(pool)
+    m = msg("Oi", "wamid.crash")
+    assert store.store_inbound(m) is True      # the worker dies here
+    out = asyncio.run(respond(m, responder(pool)))  # redelivery: still answered
+    assert out is not None
+
+
+def test_loop_protection_after_five_retrievals_and_lead_state_size(env, pool):
+    docs = [(1, "precos", "O pernoite na suíte Luxo custa R$ 240.")]
+    deps = responder(pool, knowledge_docs=docs)
+    env.q("INSERT INTO accounts (id) VALUES (1)")
+    env.q("INSERT INTO inboxes (id, account_id, rag_distance_threshold) VALUES (10, 1, 0.9)")
+    replies = []
+    for k in range(7):
+        out = asyncio.run(respond(msg("Quanto custa o pernoite na suíte Luxo?", f"m-{k}"), deps))
+        replies.append(out.reply)
+        if k == 0:  # someone else stuffs the lead state close to the limit
+            big = json.dumps({"notes": "x" * 3900})
+            env.q("UPDATE conversations SET lead_state = lead_state || %s::jsonb", big)
+    assert all("R$ 240" in r.text for r in replies[:5])
+    assert replies[5].text == FALLBACK_LOOP and replies[6].text == FALLBACK_LOOP
+    assert replies[5].chunk_ids == [] and "retrieval_limit" in replies[5].degraded
+    row = env.q("SELECT lead_state, octet_length(lead_state::text) AS n FROM conversations")[0]
+    assert row["n"] <= 4096 and row["lead_state"]["retrieval_count"] == 5
+    assert row["lead_state"]["stage"] == "cotacao"
+
+
+def test_tenant_mismatch_is_refused(env, pool):
+    from streams.respond.adapters import TenantMismatch
+
+    store = PostgresConversationStore(pool)
+    store.store_inbound(msg("Oi", "a-1", account=1, contact=100, conversation="shared"))
+    with pytest.raises(TenantMismatch):
+        store.store_inbound(msg("Oi", "b-1", account=2, contact=100, conversation="other"))
+    with pytest.raises(TenantMismatch):
+        store.store_inbound(msg("Oi", "b-2", account=2, contact=200, inbox=20, conversation="shared"))
