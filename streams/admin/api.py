@@ -92,7 +92,8 @@ class InboxConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     system_prompt: str = Field("", max_length=20000)
     playbook_prompt: str = Field("", max_length=20000)
-    rag_distance_threshold: float = Field(0.35, ge=0, le=2)
+    rag_distance_threshold: float | None = Field(
+        None, ge=0, le=2, description="cosine distance; null = the value calibrated for the knowledge model")
     rag_max_results: int = Field(3, ge=1, le=20)
     model: str = Field("", max_length=200)
     temperature: float = Field(0.7, ge=0, le=2)

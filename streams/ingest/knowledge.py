@@ -24,6 +24,24 @@ log = logging.getLogger(__name__)
 EmbedderFor = Callable[[str], Embedder]   # model name -> embedder for that model
 
 
+# ------------------------------------------------------ distance thresholds
+# Cosine-distance cut-offs calibrated per embedding model on the pt-BR dev
+# fixtures (``python -m streams.respond.evaluate_answers``): the scale of
+# distances differs by model (e5 squeezes everything under 0.2, USE spreads
+# answers up to 0.9), so one number cannot serve every model. An inbox whose
+# ``rag_distance_threshold`` is NULL uses its collection model's value.
+CALIBRATED_MAX_DISTANCE = {
+    "use-multilingual-v3": 0.85,
+    "all-minilm-l6-v2": 0.60,
+    "multilingual-e5-small": 0.15,
+}
+DESIGN_DEFAULT_MAX_DISTANCE = 0.35   # design §3, for models nobody calibrated
+
+
+def default_max_distance(model: str) -> float:
+    return CALIBRATED_MAX_DISTANCE.get(model, DESIGN_DEFAULT_MAX_DISTANCE)
+
+
 # ------------------------------------------------------------------ naming
 def chunk_alias(domain: str) -> str:
     return f"{domain}__text__chunks"

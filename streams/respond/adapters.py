@@ -113,8 +113,9 @@ class PostgresConversationStore:
             inbox_id=msg.inbox_id,
             system_prompt=row["system_prompt"] or None,
             playbook_prompt=row["playbook_prompt"] or None,
-            **({} if row["rag_distance_threshold"] is None else {
-                "rag_distance_threshold": float(row["rag_distance_threshold"]),
+            rag_distance_threshold=(None if row["rag_distance_threshold"] is None
+                                    else float(row["rag_distance_threshold"])),
+            **({} if row["rag_max_results"] is None else {
                 "rag_max_results": int(row["rag_max_results"]),
                 "temperature": float(row["temperature"])}),
             model=row["model"] or None,

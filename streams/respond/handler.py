@@ -44,6 +44,7 @@ from streams.respond.ports import (Clock, ConversationStore, Embedder, Generator
 from streams.respond.prompt import HISTORY_MESSAGES, build_messages
 from streams.respond.recall import TOP_K, ScoredFact, score_memories
 from streams.respond.strategy import Strategy, decide
+from streams.ingest.knowledge import default_max_distance
 
 log = logging.getLogger(__name__)
 
@@ -142,9 +143,11 @@ async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None
             vec = await asyncio.shield(memory_vec)
         else:
             vec = await _embed(deps.knowledge_embedder, msg.text)
-        hits = await _call(deps.knowledge.search, vec, msg.account_id, inbox.rag_max_results,
-                           inbox.rag_distance_threshold)
-        chunks = [c for c in map(_as_chunk, hits) if c.distance <= inbox.rag_distance_threshold]
+        threshold = inbox.rag_distance_threshold
+        if threshold is None:
+            threshold = default_max_distance(deps.knowledge_embedder.name)
+        hits = await _call(deps.knowledge.search, vec, msg.account_id, inbox.rag_max_results, threshold)
+        chunks = [c for c in map(_as_chunk, hits) if c.distance <= threshold]
         chunks.sort(key=lambda c: c.distance)
         return chunks[: inbox.rag_max_results]
 

@@ -9,7 +9,7 @@ from uuid import UUID
 
 from streams.respond.recall import ScoredFact
 
-DEFAULT_RAG_DISTANCE_THRESHOLD = 0.35  # cosine distance (design §3)
+DEFAULT_RAG_DISTANCE_THRESHOLD = None  # None: calibrated for the knowledge model (see ingest.knowledge)
 DEFAULT_RAG_MAX_RESULTS = 3
 DEFAULT_TEMPERATURE = 0.7
 
@@ -21,7 +21,7 @@ class InboxConfig:
     inbox_id: int
     system_prompt: str | None = None
     playbook_prompt: str | None = None
-    rag_distance_threshold: float = DEFAULT_RAG_DISTANCE_THRESHOLD
+    rag_distance_threshold: float | None = DEFAULT_RAG_DISTANCE_THRESHOLD  # cosine distance
     rag_max_results: int = DEFAULT_RAG_MAX_RESULTS
     model: str | None = None
     temperature: float = DEFAULT_TEMPERATURE
