@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -64,7 +65,58 @@ def contradicts(
         typer.echo(json.dumps({"pair_id": row["pair_id"], "contradicts": verdict.contradicts}, ensure_ascii=False))
 
 
+replay_app = typer.Typer(help="Re-run a flow on purpose (idempotent: no duplicates)", no_args_is_help=True)
+
+
+def _parse_time(value: str):
+    from datetime import datetime, timezone
+
+    dt = datetime.fromisoformat(value)
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+@replay_app.command("extract")
+def replay_extract(
+    conversation: Optional[int] = typer.Option(None, "--conversation", help="one conversation id"),
+    from_: Optional[str] = typer.Option(None, "--from", help="ISO time: conversations with activity since"),
+    to: Optional[str] = typer.Option(None, "--to", help="ISO time: ... and before"),
+    force: bool = typer.Option(False, "--force", help="extract again even if already extracted"),
+) -> None:
+    """Extract memory from a conversation (or a time range) now, in this process."""
+    from streams.bootstrap import Container
+    from streams.learn.compose import build_ports
+    from streams.learn.learn import learn_conversation
+
+    if (conversation is None) == (from_ is None and to is None):
+        raise typer.BadParameter("give either --conversation ID or --from/--to")
+    c = Container()
+    try:
+        if conversation is not None:
+            ids = [conversation]
+        else:
+            with c.pool.connection() as conn:
+                ids = [r["id"] for r in conn.execute(
+                    "SELECT id FROM conversations WHERE COALESCE(resolved_at, last_message_at, created_at) >= %s "
+                    "AND COALESCE(resolved_at, last_message_at, created_at) < %s ORDER BY id",
+                    (_parse_time(from_) if from_ else _parse_time("0001-01-01T00:00:00+00:00"),
+                     _parse_time(to) if to else _parse_time("9999-12-31T00:00:00+00:00"))).fetchall()]
+        ports = build_ports(c)
+        failed = 0
+        for cid in ids:
+            o = learn_conversation(ports, cid, force=force)
+            failed += o.status in ("failed", "missing")
+            typer.echo(json.dumps({"conversation_id": cid, "status": o.status, "facts": o.facts,
+                                   "created": o.created, "reinforced": o.reinforced,
+                                   "superseded": [list(p) for p in o.superseded], "error": o.error},
+                                  ensure_ascii=False))
+    finally:
+        c.close()
+    if failed:
+        raise typer.Exit(1)
+
+
 def register(app: typer.Typer) -> None:
-    """Add the ``extract`` and ``contradicts`` commands to ``app``."""
+    """Add the ``extract``, ``contradicts`` and ``replay extract`` commands to ``app``."""
     app.command("extract")(extract)
     app.command("contradicts")(contradicts)
+    app.add_typer(replay_app, name="replay")

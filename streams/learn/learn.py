@@ -1,0 +1,214 @@
+"""The learning use case: one conversation → the contact's memory (design §4B).
+
+``learn_conversation`` is a plain function over ports (a connection pool, a
+fact extractor, a memory embedder, a contradiction checker and a clock):
+
+1. skip when already extracted (unless ``force``) or when the account's
+   ``memory_extraction_enabled`` flag is off (then no model is called);
+2. load the transcript and extract (outside any transaction: model calls are
+   slow); a model that stays unavailable records the conversation as
+   ``failed`` with a next attempt time, so it is never lost;
+3. embed the facts' content (3 attempts, else NULL);
+4. in one transaction under a per-contact lock: re-check that nobody
+   finished it meanwhile, consolidate (reinforce / insert / supersede), apply
+   the 50-fact cap, write the memory events and mark the conversation done.
+
+``ConversationEventHandler`` is the consumer of ``outbox.event.conversation``:
+decode → de-duplicate on the event id → ``learn_conversation`` → mark the event
+processed. Records that can never succeed are returned as dead letters.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Callable, Sequence
+
+from psycopg_pool import ConnectionPool
+
+from streams import metrics
+from streams.embedding import Embedder
+from streams.kafka.consume import DeadLetter, Record
+from streams.kafka.envelope import DecodeError, decode_outbox
+from streams.learn import store
+from streams.learn.consolidate import NewFact, plan_consolidation
+from streams.learn.contradiction import ContradictionChecker
+from streams.learn.embed import embed_contents
+from streams.learn.extract import FactExtractor, extract_facts
+from streams.learn.llm import ExtractionFailed
+from streams.learn.pricing import record_usage
+from streams.store.events import mark_processed, unprocessed
+
+log = logging.getLogger(__name__)
+
+CONSUMER = "learn"
+#: A failed extraction is retried after 1, 2, 4, 8, 16 min...; given up (kept
+#: as ``failed``, replayable) after ``MAX_ATTEMPTS``.
+RETRY_BASE = timedelta(minutes=1)
+RETRY_MAX = timedelta(hours=1)
+MAX_ATTEMPTS = 6
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass
+class LearnPorts:
+    pool: ConnectionPool
+    extractor: FactExtractor
+    embedder: Embedder | None
+    checker: ContradictionChecker
+    clock: Callable[[], datetime] = utcnow
+    extra_types: tuple[str, ...] = ()
+    llm_model: str = ""               # for the cost estimate of model-backed providers
+    embed_attempts: int = 3
+    embed_backoff: float = 0.2
+
+
+@dataclass
+class Outcome:
+    conversation_id: int
+    status: str  # done | already | skipped | failed | discarded | missing | mismatch
+    facts: int = 0
+    created: list[int] = field(default_factory=list)
+    reinforced: list[int] = field(default_factory=list)
+    superseded: list[tuple[int, int]] = field(default_factory=list)
+    capped: list[int] = field(default_factory=list)
+    error: str | None = None
+
+
+def next_attempt(attempts: int, now: datetime) -> datetime | None:
+    if attempts >= MAX_ATTEMPTS:
+        return None
+    return now + min(RETRY_BASE * (2 ** max(0, attempts - 1)), RETRY_MAX)
+
+
+def _failed(ports: LearnPorts, conv: store.Conversation, error: Exception, now: datetime) -> Outcome:
+    metrics.EXTRACTION_FAILURES.labels(type(error).__name__).inc()
+    with ports.pool.connection() as conn, conn.transaction():
+        state = store.extraction_state(conn, conv.id, for_update=True)
+        attempts = (state["attempts"] if state else 0) + 1
+        store.record_extraction(conn, conv, "failed", now=now, error=f"{type(error).__name__}: {error}",
+                                extractor=f"{ports.extractor.name}:{ports.extractor.version}",
+                                next_attempt_at=next_attempt(attempts, now))
+    log.warning('extraction failed conversation_id=%d account_id=%d attempts=%d error="%s"',
+                conv.id, conv.account_id, attempts, error)
+    return Outcome(conv.id, "failed", error=str(error))
+
+
+def learn_conversation(ports: LearnPorts, conversation_id: int, *, force: bool = False,
+                       account_id: int | None = None) -> Outcome:
+    """Learn from one conversation; ``account_id`` (from an event) must own it."""
+    now = ports.clock()
+    with ports.pool.connection() as conn:
+        conv = store.load_conversation(conn, conversation_id)
+        if conv is None:
+            return Outcome(conversation_id, "missing")
+        if account_id is not None and conv.account_id != account_id:
+            return Outcome(conv.id, "mismatch", error=f"conversation {conv.id} is not of account {account_id}")
+        state = store.extraction_state(conn, conv.id)
+        if state and state["status"] in ("done", "discarded") and not force:
+            return Outcome(conv.id, "already")
+        if not store.extraction_enabled(conn, conv.account_id):
+            with conn.transaction():
+                store.record_extraction(conn, conv, "skipped", now=now, error="memory_extraction_enabled is off",
+                                        count_attempt=False)
+            log.info("extraction skipped conversation_id=%d account_id=%d reason=flag_off", conv.id, conv.account_id)
+            return Outcome(conv.id, "skipped")
+        transcript = store.load_transcript(conn, conv)
+        conn.rollback()  # release the snapshot before the slow part
+
+    t0 = time.perf_counter()
+    try:
+        result = extract_facts(transcript, ports.extractor, extra_types=ports.extra_types)
+    except ExtractionFailed as e:
+        return _failed(ports, conv, e, now)
+    metrics.EXTRACTION_LATENCY.observe(time.perf_counter() - t0)
+    record_usage(conv.account_id, "extraction", ports.llm_model, result.usage)
+    for d in result.discarded:
+        metrics.FACTS_DISCARDED.labels(d.reason).inc()
+    if result.status == "discarded":
+        metrics.EXTRACTION_FAILURES.labels("unusable_output").inc()
+        with ports.pool.connection() as conn, conn.transaction():
+            store.record_extraction(conn, conv, "discarded", now=now, error=result.warning, extractor=result.extractor)
+        return Outcome(conv.id, "discarded", error=result.warning)
+
+    vectors = embed_contents(ports.embedder, [f.content for f in result.facts],
+                             attempts=ports.embed_attempts, backoff=ports.embed_backoff)
+    model = ports.embedder.name if ports.embedder is not None else None
+    try:
+        with ports.pool.connection() as conn, conn.transaction():
+            store.lock_contact(conn, conv.account_id, conv.contact_id)
+            state = store.extraction_state(conn, conv.id, for_update=True)
+            if state and state["status"] in ("done", "discarded") and not force:
+                return Outcome(conv.id, "already")  # another worker finished it meanwhile
+            live = store.live_facts(conn, conv.account_id, conv.contact_id)
+            learnt_here = store.facts_learnt_from(conn, conv.account_id, conv.contact_id, conv.id)
+            plan = plan_consolidation([NewFact(f, v) for f, v in zip(result.facts, vectors)], live, ports.checker,
+                                      conversation_id=conv.id, unit_id=conv.unit_id, now=now,
+                                      learnt_here=learnt_here)
+            metadata = {"extractor": result.extractor, "embedding_model": model,
+                        "learnt_at": now.isoformat()}
+            if ports.llm_model and result.usage.prompt_tokens:
+                metadata["model"] = ports.llm_model
+            applied = store.apply_plan(conn, plan, conv, now=now, metadata=metadata, embedding_model=model)
+            capped = store.enforce_cap(conn, conv.account_id, conv.contact_id, now=now)
+            store.record_extraction(conn, conv, "done", now=now, facts=len(result.facts), extractor=result.extractor)
+    except ExtractionFailed as e:  # the contradiction model was unavailable: retry the whole conversation
+        return _failed(ports, conv, e, now)
+    record_usage(conv.account_id, "contradiction", ports.llm_model, plan.usage)
+
+    for f in result.facts:
+        metrics.EXTRACTIONS.labels(str(conv.account_id), f.memory_type).inc()
+    for old, new, memory_type, reason in applied.superseded:
+        metrics.SUPERSEDED.labels(memory_type).inc()
+        log.info('memory superseded account_id=%d contact_id=%d memory_id=%d superseded_by_id=%d '
+                 'memory_type="%s" reason="%s"', conv.account_id, conv.contact_id, old, new, memory_type, reason)
+    log.info("extraction done conversation_id=%d account_id=%d contact_id=%d extractor=%s facts=%d created=%s "
+             "reinforced=%s superseded=%d discarded=%d capped=%d unembedded=%d",
+             conv.id, conv.account_id, conv.contact_id, result.extractor, len(result.facts), applied.created,
+             applied.reinforced, len(applied.superseded), len(result.discarded), len(capped),
+             sum(v is None for v in vectors))
+    return Outcome(conv.id, "done", facts=len(result.facts), created=applied.created, reinforced=applied.reinforced,
+                   superseded=[(o, n) for o, n, _, _ in applied.superseded], capped=capped)
+
+
+def retry_failed(ports: LearnPorts, *, limit: int = 20) -> list[Outcome]:
+    """Extract again the failed conversations whose next attempt is due."""
+    with ports.pool.connection() as conn:
+        due = store.due_retries(conn, ports.clock(), limit)
+    return [learn_conversation(ports, cid) for cid in due]
+
+
+class ConversationEventHandler:
+    """``handler(records) -> dead letters`` for ``outbox.event.conversation``."""
+
+    def __init__(self, ports: LearnPorts, consumer: str = CONSUMER):
+        self.ports = ports
+        self.consumer = consumer
+
+    def __call__(self, records: Sequence[Record]) -> list[DeadLetter]:
+        dead: list[DeadLetter] = []
+        decoded = []
+        for r in records:
+            try:
+                decoded.append((r, decode_outbox("conversation", r.key, r.value, r.headers)))
+            except DecodeError as e:
+                dead.append(DeadLetter(r, e.error_class, str(e)))
+        fresh = unprocessed(self.ports.pool, self.consumer, [env.event_id for _, env in decoded])
+        for r, env in decoded:
+            if env.event_id not in fresh:
+                metrics.EVENTS_DUPLICATE.labels(r.topic).inc()
+                continue
+            fresh.discard(env.event_id)
+            event = env.payload
+            outcome = learn_conversation(self.ports, event.conversation_id, account_id=event.account_id)
+            if outcome.status == "mismatch":  # tenant isolation: never learn across accounts
+                dead.append(DeadLetter(r, "AccountMismatch", outcome.error or ""))
+            log.debug("conversation event id=%s type=%s conversation_id=%d status=%s", env.event_id, env.type,
+                      event.conversation_id, outcome.status)
+            mark_processed(self.ports.pool, self.consumer, [env.event_id])
+        return dead

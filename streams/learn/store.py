@@ -1,0 +1,247 @@
+"""Postgres repository of the learning flow (the only SQL of ``streams.learn``).
+
+Every function takes an open psycopg connection (dict rows, pgvector
+registered) and runs inside the caller's transaction; writes that announce
+themselves add their outbox rows on the same connection (design §2, §3).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Iterable
+
+import numpy as np
+import psycopg
+
+from streams.learn.consolidate import MAX_LIVE_FACTS, Plan, StoredFact, over_cap
+from streams.learn.model import Message, Transcript
+from streams.outbox.write import add_events, outbox_row
+
+
+# ---------------------------------------------------------------- conversations
+@dataclass(frozen=True)
+class Conversation:
+    id: int
+    account_id: int
+    contact_id: int
+    inbox_id: int | None
+    unit_id: int | None
+    status: str
+
+
+def load_conversation(conn: psycopg.Connection, conversation_id: int) -> Conversation | None:
+    row = conn.execute(
+        "SELECT id, account_id, contact_id, inbox_id, unit_id, status FROM conversations WHERE id = %s",
+        (conversation_id,)).fetchone()
+    return Conversation(**row) if row else None
+
+
+def load_transcript(conn: psycopg.Connection, conv: Conversation) -> Transcript:
+    rows = conn.execute(
+        "SELECT role, text, sent_at FROM messages WHERE conversation_id = %s ORDER BY sent_at, id",
+        (conv.id,)).fetchall()
+    return Transcript(conversation_id=conv.id, account_id=conv.account_id, contact_id=conv.contact_id,
+                      unit_id=conv.unit_id, inbox_id=conv.inbox_id,
+                      messages=[Message(role=r["role"], text=r["text"], sent_at=r["sent_at"]) for r in rows])
+
+
+def extraction_enabled(conn: psycopg.Connection, account_id: int) -> bool:
+    row = conn.execute("SELECT settings FROM accounts WHERE id = %s", (account_id,)).fetchone()
+    return bool(row and (row["settings"] or {}).get("memory_extraction_enabled") is True)
+
+
+# ------------------------------------------------------- extraction bookkeeping
+def extraction_state(conn: psycopg.Connection, conversation_id: int, *, for_update: bool = False) -> dict | None:
+    sql = "SELECT status, attempts FROM conversation_extractions WHERE conversation_id = %s"
+    return conn.execute(sql + (" FOR UPDATE" if for_update else ""), (conversation_id,)).fetchone()
+
+
+def record_extraction(conn: psycopg.Connection, conv: Conversation, status: str, *, now: datetime,
+                      facts: int = 0, error: str | None = None, extractor: str | None = None,
+                      next_attempt_at: datetime | None = None, count_attempt: bool = True) -> int:
+    """Upsert the conversation's extraction row; returns its attempt count."""
+    row = conn.execute(
+        """INSERT INTO conversation_extractions AS e
+               (conversation_id, account_id, contact_id, status, attempts, facts_extracted, last_error,
+                extractor, next_attempt_at, updated_at)
+           VALUES (%(id)s, %(account)s, %(contact)s, %(status)s, %(inc)s, %(facts)s, %(error)s,
+                   %(extractor)s, %(next)s, %(now)s)
+           ON CONFLICT (conversation_id) DO UPDATE SET
+               status = EXCLUDED.status, attempts = e.attempts + %(inc)s,
+               facts_extracted = EXCLUDED.facts_extracted, last_error = EXCLUDED.last_error,
+               extractor = COALESCE(EXCLUDED.extractor, e.extractor),
+               next_attempt_at = EXCLUDED.next_attempt_at, updated_at = EXCLUDED.updated_at
+           RETURNING attempts""",
+        dict(id=conv.id, account=conv.account_id, contact=conv.contact_id, status=status,
+             inc=1 if count_attempt else 0, facts=facts, error=(error or None) and error[:2000],
+             extractor=extractor, next=next_attempt_at, now=now)).fetchone()
+    return int(row["attempts"])
+
+
+def due_retries(conn: psycopg.Connection, now: datetime, limit: int = 20) -> list[int]:
+    return [r["conversation_id"] for r in conn.execute(
+        "SELECT conversation_id FROM conversation_extractions WHERE status = 'failed' "
+        "AND next_attempt_at <= %s ORDER BY next_attempt_at LIMIT %s", (now, limit)).fetchall()]
+
+
+# ------------------------------------------------------------------- memories
+def lock_contact(conn: psycopg.Connection, account_id: int, contact_id: int) -> None:
+    """Serialise consolidations of one contact (transaction-scoped)."""
+    key = int.from_bytes(hashlib.blake2b(f"memoria.contact:{account_id}:{contact_id}".encode(),
+                                         digest_size=8).digest(), "big", signed=True)
+    conn.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+
+
+def as_array(value) -> np.ndarray | None:
+    """A pgvector value (``Vector``, list or array) as float32, or None."""
+    if value is None:
+        return None
+    if hasattr(value, "to_numpy"):
+        value = value.to_numpy()
+    return np.asarray(value, dtype=np.float32)
+
+
+_FACT_COLUMNS = """id, memory_type, memory_key, content, normalized_value, confidence, embedding,
+                  last_verified_at, source_conversation_id, supporting_conversation_ids"""
+
+
+def live_facts(conn: psycopg.Connection, account_id: int, contact_id: int) -> list[StoredFact]:
+    rows = conn.execute(
+        f"""SELECT {_FACT_COLUMNS} FROM contact_memories
+           WHERE account_id = %s AND contact_id = %s AND deleted_at IS NULL AND superseded_at IS NULL
+           ORDER BY last_verified_at DESC, id DESC""", (account_id, contact_id)).fetchall()
+    return _stored(rows)
+
+
+def facts_learnt_from(conn: psycopg.Connection, account_id: int, contact_id: int, conversation_id: int
+                      ) -> list[StoredFact]:
+    """Every fact a conversation produced or supported, live or not."""
+    rows = conn.execute(
+        f"""SELECT {_FACT_COLUMNS} FROM contact_memories
+           WHERE account_id = %s AND contact_id = %s
+             AND (source_conversation_id = %s OR %s = ANY(supporting_conversation_ids))""",
+        (account_id, contact_id, conversation_id, conversation_id)).fetchall()
+    return _stored(rows)
+
+
+def _stored(rows: list[dict]) -> list[StoredFact]:
+    return [StoredFact(id=r["id"], memory_type=r["memory_type"], memory_key=r["memory_key"], content=r["content"],
+                       normalized_value=r["normalized_value"] or "", confidence=float(r["confidence"]),
+                       embedding=as_array(r["embedding"]),
+                       last_verified_at=r["last_verified_at"], source_conversation_id=r["source_conversation_id"],
+                       supporting_conversation_ids=list(r["supporting_conversation_ids"] or []))
+            for r in rows]
+
+
+def _memory_event(type_: str, memory_id: int, account_id: int, contact_id: int) -> tuple:
+    return outbox_row("memory", memory_id, type_,
+                      {"schema_version": 1, "memory_id": memory_id, "account_id": account_id,
+                       "contact_id": contact_id})
+
+
+@dataclass
+class Applied:
+    created: list[int] = field(default_factory=list)
+    reinforced: list[int] = field(default_factory=list)
+    superseded: list[tuple[int, int, str, str]] = field(default_factory=list)  # (old, new, type, reason)
+
+
+def apply_plan(conn: psycopg.Connection, plan: Plan, conv: Conversation, *, now: datetime,
+               metadata: dict, embedding_model: str | None) -> Applied:
+    out = Applied()
+    events = []
+    for r in plan.reinforce:
+        conn.execute(
+            """UPDATE contact_memories SET
+                   last_verified_at = %(now)s, confidence = GREATEST(confidence, %(conf)s),
+                   supporting_conversation_ids = array_append(supporting_conversation_ids, %(conv)s::bigint),
+                   expires_at = %(exp)s, weight = 1.0, updated_at = %(now)s,
+                   embedding = COALESCE(embedding, %(emb)s),
+                   embedding_model = CASE WHEN embedding IS NULL AND %(emb)s::vector IS NOT NULL
+                                          THEN %(model)s ELSE embedding_model END
+               WHERE id = %(id)s""",
+            dict(now=now, conf=r.confidence, conv=conv.id, exp=r.expires_at, id=r.memory_id,
+                 emb=r.fill_embedding, model=embedding_model))
+        out.reinforced.append(r.memory_id)
+        events.append(_memory_event("memory.reinforced", r.memory_id, conv.account_id, conv.contact_id))
+    new_ids: list[int] = []
+    for ins in plan.inserts:
+        f = ins.fact
+        row = conn.execute(
+            """INSERT INTO contact_memories
+                   (account_id, contact_id, memory_type, memory_key, content, normalized_value, evidence,
+                    confidence, scope, embedding, embedding_model, source_conversation_id, source_unit_id,
+                    source_inbox_id, supporting_conversation_ids, expires_at, last_verified_at, metadata,
+                    created_at, updated_at)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, ARRAY[%s]::bigint[], %s, %s,
+                       %s::jsonb, %s, %s)
+               RETURNING id""",
+            (conv.account_id, conv.contact_id, f.memory_type, f.memory_key, f.content, f.normalized_value or "",
+             f.evidence, f.confidence, ins.scope, ins.embedding,
+             embedding_model if ins.embedding is not None else None, conv.id, conv.unit_id, conv.inbox_id,
+             conv.id, ins.expires_at, now, json.dumps(metadata), now, now)).fetchone()
+        new_ids.append(row["id"])
+        events.append(_memory_event("memory.created", row["id"], conv.account_id, conv.contact_id))
+    out.created = new_ids
+    for s in plan.supersede:
+        new_id = new_ids[s.new_index]
+        n = conn.execute(
+            "UPDATE contact_memories SET superseded_at = %s, superseded_by_id = %s, updated_at = %s "
+            "WHERE id = %s AND superseded_at IS NULL", (now, new_id, now, s.old_id)).rowcount
+        if n:
+            out.superseded.append((s.old_id, new_id, s.memory_type, s.reason))
+            events.append(_memory_event("memory.superseded", s.old_id, conv.account_id, conv.contact_id))
+    add_events(conn, events)
+    return out
+
+
+def soft_delete(conn: psycopg.Connection, ids: Iterable[int], account_id: int, contact_id: int, *,
+                now: datetime, reason: str, actor: str = "system", drop_embedding: bool = False) -> list[int]:
+    """Soft-delete facts (invisible to recall at once) and announce it."""
+    ids = list(ids)
+    if not ids:
+        return []
+    audit = json.dumps({"deleted": {"by": actor, "at": now.isoformat(), "reason": reason}})
+    rows = conn.execute(
+        f"""UPDATE contact_memories SET deleted_at = %s, updated_at = %s, metadata = metadata || %s::jsonb
+                {', embedding = NULL, embedding_model = NULL' if drop_embedding else ''}
+            WHERE account_id = %s AND contact_id = %s AND id = ANY(%s) AND deleted_at IS NULL
+            RETURNING id""", (now, now, audit, account_id, contact_id, ids)).fetchall()
+    done = [r["id"] for r in rows]
+    add_events(conn, [_memory_event("memory.deleted", i, account_id, contact_id) for i in done])
+    return done
+
+
+def enforce_cap(conn: psycopg.Connection, account_id: int, contact_id: int, *, now: datetime,
+                cap: int = MAX_LIVE_FACTS, dry_run: bool = False) -> list[int]:
+    """Soft-delete the least recently verified live facts beyond ``cap``."""
+    rows = conn.execute(
+        "SELECT id, last_verified_at FROM contact_memories WHERE account_id = %s AND contact_id = %s "
+        "AND deleted_at IS NULL AND superseded_at IS NULL", (account_id, contact_id)).fetchall()
+    victims = over_cap([(r["id"], r["last_verified_at"]) for r in rows], cap)
+    if dry_run:
+        return victims
+    return soft_delete(conn, victims, account_id, contact_id, now=now, reason="cap")
+
+
+# ----------------------------------------------------------------- embeddings
+def unembedded(conn: psycopg.Connection, model: str, limit: int) -> list[dict]:
+    """Live facts without an embedding of ``model`` (final failure, or a new model)."""
+    return conn.execute(
+        "SELECT id, content FROM contact_memories WHERE deleted_at IS NULL AND superseded_at IS NULL "
+        "AND (embedding IS NULL OR embedding_model IS DISTINCT FROM %s) ORDER BY id LIMIT %s",
+        (model, limit)).fetchall()
+
+
+def set_embedding(conn: psycopg.Connection, memory_id: int, content: str, vector: np.ndarray, model: str) -> bool:
+    return bool(conn.execute(
+        "UPDATE contact_memories SET embedding = %s, embedding_model = %s, updated_at = now() "
+        "WHERE id = %s AND content = %s AND deleted_at IS NULL", (vector, model, memory_id, content)).rowcount)
+
+
+def count_live(conn: psycopg.Connection) -> int:
+    return int(conn.execute("SELECT count(*) AS n FROM contact_memories "
+                            "WHERE deleted_at IS NULL AND superseded_at IS NULL").fetchone()["n"])
