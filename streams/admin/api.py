@@ -220,7 +220,7 @@ def create_app(container) -> FastAPI:
     @app.patch("/v1/memories/{memory_id}", response_model=Memory, tags=["memories"],
                responses={404: {"description": "not found"}, 409: {"description": "not editable"}})
     def edit_memory(memory_id: Id, body: MemoryEdit, acc: Account):
-        from streams.maintain.forget import edit_memory as edit
+        from streams.admin.memories import edit_memory as edit
 
         now = datetime.now(timezone.utc)
         with container.pool.connection() as conn:
@@ -237,10 +237,10 @@ def create_app(container) -> FastAPI:
     @app.delete("/v1/memories/{memory_id}", status_code=204, tags=["memories"],
                 responses={404: {"description": "not found"}})
     def delete_memory(memory_id: Id, acc: Account):
-        from streams.maintain.forget import forget_fact
+        from streams.maintain.forget import forget_memory
 
         with container.pool.connection() as conn:
-            if not forget_fact(conn, account_id=acc, memory_id=memory_id):
+            if not forget_memory(conn, acc, memory_id, actor="admin-api"):
                 raise HTTPException(404, f"memory {memory_id} not found")
         return None
 
@@ -250,7 +250,7 @@ def create_app(container) -> FastAPI:
 
         with container.pool.connection() as conn:
             _contact_exists(conn, acc, contact_id)
-            n = forget(conn, account_id=acc, contact_id=contact_id)
+            n = forget(conn, acc, contact_id, actor=body.requested_by or "admin-api")
         return ForgetResult(contact_id=contact_id, facts_forgotten=n)
 
     @app.post("/v1/contacts/{contact_id}/erase", response_model=EraseResult, tags=["forgetting"])
@@ -259,7 +259,7 @@ def create_app(container) -> FastAPI:
 
         with container.pool.connection() as conn:
             _contact_exists(conn, acc, contact_id)
-            counts = erase(conn, account_id=acc, contact_id=contact_id)
+            counts = erase(conn, acc, contact_id)
         return EraseResult(contact_id=contact_id, erased={k: int(v) for k, v in dict(counts).items()})
 
     # -- inboxes --------------------------------------------------------------
