@@ -201,7 +201,7 @@ def reconcile(
 def _register_flow_commands() -> None:
     import importlib
 
-    for module in ("streams.learn.cli", "streams.respond.rank", "streams.respond.cli",
+    for module in ("streams.learn.cli", "streams.replay_cli", "streams.respond.rank", "streams.respond.cli",
                    "streams.maintain.cli", "streams.admin.cli", "streams.demo"):
         try:
             mod = importlib.import_module(module)

@@ -81,8 +81,12 @@ def replay_extract(
     from_: Optional[str] = typer.Option(None, "--from", help="ISO time: conversations with activity since"),
     to: Optional[str] = typer.Option(None, "--to", help="ISO time: ... and before"),
     force: bool = typer.Option(False, "--force", help="extract again even if already extracted"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="list the conversations, extract nothing"),
 ) -> None:
     """Extract memory from a conversation (or a time range) now, in this process."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     from streams.bootstrap import Container
     from streams.learn.compose import build_ports
     from streams.learn.learn import learn_conversation
@@ -100,15 +104,29 @@ def replay_extract(
                     "AND COALESCE(resolved_at, last_message_at, created_at) < %s ORDER BY id",
                     (_parse_time(from_) if from_ else _parse_time("0001-01-01T00:00:00+00:00"),
                      _parse_time(to) if to else _parse_time("9999-12-31T00:00:00+00:00"))).fetchall()]
+        if dry_run:
+            typer.echo(json.dumps({"conversations": ids, "count": len(ids), "dry_run": True}))
+            return
         ports = build_ports(c)
         failed = 0
-        for cid in ids:
-            o = learn_conversation(ports, cid, force=force)
-            failed += o.status in ("failed", "missing")
-            typer.echo(json.dumps({"conversation_id": cid, "status": o.status, "facts": o.facts,
-                                   "created": o.created, "reinforced": o.reinforced,
-                                   "superseded": [list(p) for p in o.superseded], "error": o.error},
-                                  ensure_ascii=False))
+        statuses: dict[str, int] = {}
+        totals = {"created": 0, "reinforced": 0, "superseded": 0}
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=Console(stderr=True)) as progress:
+            task = progress.add_task("extracting", total=len(ids))
+            for cid in ids:
+                o = learn_conversation(ports, cid, force=force)
+                failed += o.status in ("failed", "missing")
+                statuses[o.status] = statuses.get(o.status, 0) + 1
+                totals["created"] += len(o.created)
+                totals["reinforced"] += len(o.reinforced)
+                totals["superseded"] += len(o.superseded)
+                typer.echo(json.dumps({"conversation_id": cid, "status": o.status, "facts": o.facts,
+                                       "created": o.created, "reinforced": o.reinforced,
+                                       "superseded": [list(p) for p in o.superseded], "error": o.error},
+                                      ensure_ascii=False))
+                progress.advance(task)
+        typer.echo(json.dumps({"summary": {"conversations": len(ids), "statuses": statuses, **totals}}))
     finally:
         c.close()
     if failed:

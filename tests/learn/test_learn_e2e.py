@@ -68,7 +68,7 @@ def test_resolve_learn_supersede_redeliver_replay_and_poison(env):
     wait_until(lambda: _metric(env, "memoria_events_duplicate_total") >= dup_before + 2, 60,
                what="redelivered events skipped")
     # replay on purpose: re-extracts, creates no duplicates
-    out = json.loads(env.memoria("replay", "extract", "--conversation", str(conv1), "--force").stdout)
+    out = json.loads(env.memoria("replay", "extract", "--conversation", str(conv1), "--force").stdout.splitlines()[0])
     assert out["status"] == "done" and out["created"] == []
     assert len(S.facts(env, c)) == 3  # allergy, Hidro (history), Master
     assert _status(env, conv1)["status"] == "done" and _status(env, conv2)["attempts"] == 1

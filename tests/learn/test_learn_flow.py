@@ -333,12 +333,16 @@ def test_replay_cli_by_conversation_and_by_time_range(db):
     c = S.contact(db, a)
     day = S.T0 + timedelta(days=700)  # a window no other test of this module uses
     conv = S.conversation(db, a, c, S.HIDRO, at=day)
-    out = json.loads(db.memoria("replay", "extract", "--conversation", str(conv)).stdout)
+    out, summary = map(json.loads, db.memoria("replay", "extract", "--conversation", str(conv)).stdout.splitlines())
     assert out["status"] == "done" and len(out["created"]) == 2
-    again = json.loads(db.memoria("replay", "extract", "--conversation", str(conv)).stdout)
+    assert summary["summary"] == {"conversations": 1, "statuses": {"done": 1}, "created": 2, "reinforced": 0,
+                                  "superseded": 0}
+    again = json.loads(db.memoria("replay", "extract", "--conversation", str(conv)).stdout.splitlines()[0])
     assert again["status"] == "already"
-    lines = db.memoria("replay", "extract", "--from", day.isoformat(), "--to",
-                       (day + timedelta(hours=1)).isoformat(), "--force").stdout.splitlines()
+    window = ["--from", day.isoformat(), "--to", (day + timedelta(hours=1)).isoformat()]
+    dry = json.loads(db.memoria("replay", "extract", *window, "--dry-run").stdout)
+    assert dry == {"conversations": [conv], "count": 1, "dry_run": True}
+    lines = db.memoria("replay", "extract", *window, "--force").stdout.splitlines()[:-1]
     assert [json.loads(x)["conversation_id"] for x in lines] == [conv]
     assert json.loads(lines[0])["created"] == [] and len(S.facts(db, c)) == 2
     assert db.memoria("replay", "extract", check=False).returncode == 2
