@@ -5,7 +5,7 @@ PY    := $(VENV)/bin/python
 PIP   := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 
-.PHONY: install up down status test demo bench bench-ingest bench-memory bench-responder eval-memory eval-recall schemas clean
+.PHONY: install up down status test demo bench bench-ingest bench-memory bench-responder eval-memory eval-recall eval-answers schemas clean
 
 install: $(STAMP)
 $(STAMP): pyproject.toml
@@ -38,11 +38,22 @@ eval-memory: install
 eval-recall: install
 	$(PY) -m streams.respond.evaluate_recall
 
-bench: bench-ingest
+eval-answers: install
+	$(PY) -m streams.respond.evaluate_answers
+
+bench: bench-ingest bench-memory bench-responder
 
 bench-ingest: install
 	$(PY) infra/localstack.py up --no-worker
 	$(PY) -m benchmarks.ingest
+
+bench-memory: install
+	$(PY) infra/localstack.py up --no-worker
+	$(PY) -m benchmarks.memory
+
+bench-responder: install
+	$(PY) infra/localstack.py up --no-worker
+	$(PY) -m benchmarks.responder
 
 demo: install
 	$(PY) infra/localstack.py up
