@@ -11,7 +11,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(PY) || python3.11 -m venv $(VENV) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	# CPU torch first (a local wheel here; otherwise PyPI's CPU build), then the project.
+	# CPU torch first (pip here resolves torch==2.13.0 to the CPU wheel on disk), then the project.
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -e '.[stack,dev]'
 	@touch $(STAMP)
@@ -57,7 +57,7 @@ bench-responder: install
 
 demo: install
 	$(PY) infra/localstack.py up
-	$(VENV)/bin/memoria demo
+	$(VENV)/bin/memoria demo; rc=$$?; $(PY) infra/localstack.py down; exit $$rc
 
 clean: down
 	rm -rf .stack

@@ -391,7 +391,9 @@ def _pref_slots(f: str, original: str, ctx: Context | None, any_polarity: bool =
         label = room if room.isdigit() else room
         m2 = re.search(re.escape(room), f)
         shown = original[m2.start():m2.end()] if m2 else room
-        out.append(("preferred_room", room, f"suíte/quarto {shown}"))
+        word = re.search(S.ROOM_WORDS, f)
+        noun = original[word.start():word.end()].lower() if word else "suíte"
+        out.append(("preferred_room", room, f"{noun} {shown}"))
     for key, value, pattern in S.PREF_ATTRS:
         if re.search(pattern, f) and key not in {k for k, _, _ in out}:
             out.append((key, value, value.replace("_", " ")))
@@ -476,8 +478,16 @@ def rule_reclamacao(s: Sentence, ctx: Context) -> Iterator[Hit]:
         return
     if S.POSITIVE.search(f) and not re.search(r"\bmas\b|\bporem\b|\bbut\b", f) and S.RESOLVED.search(f):
         return
-    content = f"Reclamação ({topic.replace('_', ' ')}): {s.text.strip()}"
+    lo, hi = clause_around(s, problem.start(), problem.end())
+    clause = _tidy_clause(s.text[lo:hi])
+    content = f"Reclamou: {clause}" if len(clause) >= 12 else f"Reclamou de {topic.replace('_', ' ')}"
     yield Hit("reclamacao", f"complaint_{topic}", "open", content[:300], 0.85)
+
+
+def _tidy_clause(text: str) -> str:
+    """A clause as a short statement: no leading filler ("Ah, e"), no final punctuation."""
+    t = re.sub(r"^\s*(?:(?:ah|ai|e|mas|ent[aã]o|olha|ali[aá]s|s[oó] que)\b[\s,]*)+", "", text.strip(), flags=re.I)
+    return t.strip().rstrip(".!?…;:").strip()
 
 
 def rule_feedback(s: Sentence, ctx: Context) -> Iterator[Hit]:
@@ -502,7 +512,10 @@ def rule_feedback(s: Sentence, ctx: Context) -> Iterator[Hit]:
     else:
         target_key, target = S.topic_of(f) or "service", s.text[thing.start():thing.end()]
         value = fold(target)
-    yield Hit("feedback_positivo", f"praise_{target_key}", value, f"Elogio ({target}): {s.text.strip()}"[:300], 0.85)
+    lo, hi = clause_around(s, pos.start(), pos.end())
+    clause = _tidy_clause(s.text[lo:hi])
+    content = f"Elogiou ({target}): {clause}" if len(clause) >= 12 else f"Elogiou {target}"
+    yield Hit("feedback_positivo", f"praise_{target_key}", value, content[:300], 0.85)
 
 
 # ---------------------------------------------------------------------------

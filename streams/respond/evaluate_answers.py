@@ -127,8 +127,8 @@ def judge(q: dict, text: str) -> bool:
     return not fallback
 
 
-async def run_grid(embedder, questions, docs, thresholds, max_results: int) -> list[dict]:
-    index = build_index(embedder, docs)
+async def run_grid(embedder, questions, docs, thresholds, max_results: int, chunking=(800, 120)) -> list[dict]:
+    index = build_index(embedder, docs, *chunking)
     doc_of = {uuid.uuid5(NS, d["document_id"]): d["document_id"] for d in docs}
     out = []
     for th in thresholds:
@@ -160,9 +160,9 @@ async def run_grid(embedder, questions, docs, thresholds, max_results: int) -> l
     return out
 
 
-def distances(embedder, questions, docs) -> dict:
+def distances(embedder, questions, docs, chunking=(800, 120)) -> dict:
     """Best distance of an expected document (answerable) vs of any chunk (unanswerable)."""
-    index = build_index(embedder, docs)
+    index = build_index(embedder, docs, *chunking)
     ans, unans = [], []
     for q in questions:
         if q["answerable"] and not q["expected_document_ids"]:
@@ -190,6 +190,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--max-results", type=int, default=3)
     ap.add_argument("--questions", type=Path, default=FIXTURES / "questions.jsonl")
     ap.add_argument("--knowledge", type=Path, default=FIXTURES / "knowledge.jsonl")
+    ap.add_argument("--chunk-size", type=int, default=800)
+    ap.add_argument("--chunk-overlap", type=int, default=120)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     questions, docs = load(a.questions), load(a.knowledge)
@@ -199,8 +201,9 @@ def main(argv: list[str] | None = None) -> None:
         provider, model = PROVIDERS[p]
         t0 = time.perf_counter()
         emb = CachedEmbedder(build_embedder(provider, model))
-        grid = asyncio.run(run_grid(emb, questions, docs, thresholds, a.max_results))
-        dist = distances(emb, questions, docs)
+        grid = asyncio.run(run_grid(emb, questions, docs, thresholds, a.max_results,
+                                    (a.chunk_size, a.chunk_overlap)))
+        dist = distances(emb, questions, docs, (a.chunk_size, a.chunk_overlap))
         report.append({"provider": provider, "model": emb.name, "grid": grid, "distances": dist,
                        "seconds": round(time.perf_counter() - t0, 1)})
     if a.json:

@@ -94,14 +94,20 @@ class OfflineComposer:
             return self._with_memory(GREETING_REPLY, r.memories, r.chunks)
         if r.intent == i.CONFIRMATION:
             return CONFIRMATION_REPLY
-        picked = self.pick_sentences(r.message, r.chunks, r.intent)
+        picked = self.pick_sentences(r.message, r.chunks, r.intent, hint=preference_hint(r.memories))
         if not picked:
             return FALLBACK_NO_KNOWLEDGE if r.retrieval == "required" else GENERAL_NO_KNOWLEDGE
         opener = "Entendo! " if r.intent == i.OBJECTION else ""
         return self._with_memory(opener + " ".join(picked), r.memories, r.chunks)
 
-    def pick_sentences(self, message: str, chunks: Sequence[KnowledgeChunk], intent: str) -> list[str]:
-        """Up to ``max_sentences`` chunk sentences most related to the message."""
+    def pick_sentences(self, message: str, chunks: Sequence[KnowledgeChunk], intent: str,
+                       hint: str = "") -> list[str]:
+        """Up to ``max_sentences`` chunk sentences most related to the message.
+
+        ``hint`` (the customer's recalled preference, e.g. "suíte Master") breaks
+        ties towards the sentences about what this customer usually wants; it
+        never makes an unrelated sentence eligible on its own.
+        """
         sentences: list[str] = []
         for c in chunks:
             for s in split_sentences(c.text):
@@ -116,6 +122,10 @@ class OfflineComposer:
         lexical = [sum(1.0 + math.log(n / df[t]) for t in (query & st)) for st in stems]
         wants_price = intent in (i.PRICE, i.OBJECTION)
         bonus = [0.5 if wants_price and "R$" in s else 0.0 for s in sentences]
+        hint_terms = {stem(t) for t in content_tokens(hint)} - query
+        if hint_terms:
+            bonus = [b + 0.75 * sum(1.0 + math.log(n / df[t]) for t in (hint_terms & st))
+                     for b, st in zip(bonus, stems)]
         if self.embedder is not None:
             vecs = self.embedder.embed_passages(sentences)
             q = self.embedder.embed_queries([message])[0]
@@ -153,10 +163,27 @@ def memory_sentence(memories: Sequence[ScoredFact], min_similarity: float = 0.0)
         content = " ".join(f.content.split())
         if "R$" in content or any(w in fold(content) for w in ("memoria", "registro")):
             continue
-        match = _PREFERE.match(content)
-        if match:
-            what = match.group(1).rstrip(".")
-            return f"Se quiser, já vejo {what} pra você."
+        what = _preferred(content)
+        if what:
+            return f"Se quiser, já confiro a disponibilidade de {what} pra você."
+    return ""
+
+
+def _preferred(content: str) -> str:
+    """"Prefere suíte Master; não quer mais a Hidro" → "suíte Master"."""
+    match = _PREFERE.match(" ".join(content.split()))
+    if not match:
+        return ""
+    return re.split(r"[;(]| mas | e não ", match.group(1))[0].strip().rstrip(".,")
+
+
+def preference_hint(memories: Sequence[ScoredFact]) -> str:
+    """What the best recalled preference is about, for sentence selection."""
+    for m in memories:
+        if fold(m.fact.memory_type) == "preferencia":
+            what = _preferred(m.fact.content)
+            if what:
+                return what
     return ""
 
 
