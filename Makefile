@@ -5,7 +5,7 @@ PY    := $(VENV)/bin/python
 PIP   := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 
-.PHONY: install up down status test demo bench bench-ingest bench-memory bench-responder eval-memory eval-recall eval-answers schemas clean
+.PHONY: install up down status test test-debezium demo bench bench-ingest bench-memory bench-responder eval-memory eval-recall eval-answers schemas clean
 
 install: $(STAMP)
 $(STAMP): pyproject.toml
@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q --upgrade pip
 	# CPU torch first (pip here resolves torch==2.13.0 to the CPU wheel on disk), then the project.
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e '.[stack,dev]'
+	$(PIP) install -q -e '.[stack,dev,debezium]'
 	@touch $(STAMP)
 
 up: install
@@ -26,8 +26,14 @@ status: install
 	$(PY) infra/localstack.py status
 
 test: install
+	bash infra/install_java.sh
 	$(PY) infra/localstack.py up --no-worker
 	$(PY) -m pytest -q
+
+test-debezium: install
+	bash infra/install_java.sh
+	$(PY) infra/localstack.py up --no-worker
+	$(PY) -m pytest -q -m debezium
 
 schemas: install
 	$(PY) -m schemas.export

@@ -30,13 +30,26 @@ def _record(event) -> Record:
                   tuple((k, v if isinstance(v, bytes) else str(v).encode()) for k, v in headers))
 
 
+def consumer_group_for(settings: Settings, roles: Sequence[str]) -> str:
+    """The Faust app id (= consumer group) of a worker running ``roles``.
+
+    Workers running the same roles share a group (partitions are split, one
+    leader runs the timers); workers with other role sets never join it, so a
+    maintenance timer can never be "led" by a worker that does not run it.
+    """
+    base = f"{settings.topic_prefix}{settings.consumer_group}"
+    if set(roles) == set(ALL_ROLES):
+        return base
+    return f"{base}-{'-'.join(r for r in ALL_ROLES if r in roles)}"
+
+
 def build_app(settings: Settings, roles: Sequence[str], container: Container | None = None) -> faust.App:
     unknown = set(roles) - set(ALL_ROLES)
     if unknown:
         raise ValueError(f"unknown roles {sorted(unknown)}; known: {', '.join(ALL_ROLES)}")
     c = container or Container(settings)
     app = faust.App(
-        f"{settings.topic_prefix}{settings.consumer_group}",
+        consumer_group_for(settings, roles),
         broker=f"kafka://{settings.kafka_bootstrap_servers}",
         key_serializer="raw",
         value_serializer="raw",

@@ -130,10 +130,23 @@ def test_compose_uses_only_variables_the_code_reads():
 
 def test_each_worker_role_has_its_own_consumer_group():
     """Replicas of a role share a group (partitions, one timer leader); roles never share one."""
+    from streams.app import ALL_ROLES, consumer_group_for
+    from streams.settings import Settings
+
     services = compose()["services"]
-    groups = {svc: services[svc]["environment"].get("MEMORIA_CONSUMER_GROUP")
-              for svc, cmd in ROLE_COMMANDS.items() if cmd[0] == "worker"}
-    assert all(groups.values()) and len(set(groups.values())) == len(groups), groups
+    s = Settings(consumer_group="memoria")
+    groups = {}
+    for svc, cmd in ROLE_COMMANDS.items():
+        if cmd[0] != "worker":
+            continue
+        env = services[svc]["environment"]
+        assert env.get("MEMORIA_CONSUMER_GROUP", "memoria") == "memoria"
+        roles = cmd[cmd.index("--roles") + 1].split(",")
+        groups[svc] = consumer_group_for(s, roles)
+    assert len(set(groups.values())) == len(groups), groups
+    assert consumer_group_for(s, list(ALL_ROLES)) == "memoria"
+    assert consumer_group_for(s, ["respond"]) == consumer_group_for(s, ["respond"]) == "memoria-respond"
+    assert consumer_group_for(s, ["learn", "relay"]) == "memoria-relay-learn"
 
 
 def test_prometheus_scrapes_every_role_and_loads_the_rules():
