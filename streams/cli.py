@@ -202,7 +202,8 @@ def _register_flow_commands() -> None:
     import importlib
 
     for module in ("streams.learn.cli", "streams.replay_cli", "streams.respond.rank", "streams.respond.cli",
-                   "streams.maintain.cli", "streams.admin.cli", "streams.demo"):
+                   "streams.maintain.cli", "streams.admin.cli", "streams.demo",
+                   "connectors.whatsapp.cli"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as e:

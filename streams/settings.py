@@ -96,6 +96,15 @@ class Settings(BaseSettings):
     relay_max_retries: int = 20
     outbox_retention_hours: float = 24.0
 
+    # --- WhatsApp Cloud API connector ------------------------------------
+    whatsapp_verify_token: str | None = Field(
+        None, validation_alias=AliasChoices("MEMORIA_WHATSAPP_VERIFY_TOKEN", "WHATSAPP_VERIFY_TOKEN"))
+    whatsapp_app_secret: str | None = Field(
+        None, validation_alias=AliasChoices("MEMORIA_WHATSAPP_APP_SECRET", "WHATSAPP_APP_SECRET"))
+    whatsapp_access_token: str | None = Field(
+        None, validation_alias=AliasChoices("MEMORIA_WHATSAPP_ACCESS_TOKEN", "WHATSAPP_ACCESS_TOKEN"))
+    whatsapp_api_base_url: str = "https://graph.facebook.com/v20.0"
+
     # --- Worker ----------------------------------------------------------
     worker_web_host: str = "127.0.0.1"
     worker_web_port: int = 6066
