@@ -95,6 +95,9 @@ class Settings(BaseSettings):
     relay_max_backoff: float = 30.0
     relay_max_retries: int = 20
     outbox_retention_hours: float = 24.0
+    # "relay" (built-in) or "debezium" (Kafka Connect reads the WAL; rows are
+    # then never marked processed, so retention deletes them by age).
+    outbox_publisher: str = "relay"
 
     # --- WhatsApp Cloud API connector ------------------------------------
     whatsapp_verify_token: str | None = Field(

@@ -1,7 +1,9 @@
 """Faust wiring of the ``maintain`` role: leader-only timers (design §4D).
 
 silence detector every 10 min; aging weekly; hard delete (and purge of old
-processed-event ids) daily. Each tick runs a plain function in a thread.
+processed-event ids) daily; outbox retention hourly. A leader-only tick every
+minute runs each job that is due (``maintenance_runs`` in Postgres), as a
+plain function in a thread.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ log = logging.getLogger(__name__)
 SILENCE_EVERY = 600.0
 AGING_EVERY = 7 * 24 * 3600.0
 HARD_DELETE_EVERY = 24 * 3600.0
+TICK_EVERY = 60.0
 
 
 def register(app, settings, container, roles, *, batch_agent, state) -> None:
@@ -39,15 +42,29 @@ def register(app, settings, container, roles, *, batch_agent, state) -> None:
                 fn(conn)
         return run
 
-    @app.timer(SILENCE_EVERY, on_leader=True)
-    async def silence_detector() -> None:
-        await guarded("silence", with_conn(lambda conn: announce_silent(conn, now=now())))
+    from datetime import timedelta
 
-    @app.timer(AGING_EVERY, on_leader=True)
-    async def aging() -> None:
-        await guarded("aging", with_conn(lambda conn: age_memories(conn, now=now())))
+    from streams.maintain.schedule import claim_if_due, purge_outbox
 
-    @app.timer(HARD_DELETE_EVERY, on_leader=True)
-    async def daily_hard_delete() -> None:
-        await guarded("hard_delete", with_conn(lambda conn: hard_delete(conn, now=now())))
-        await guarded("purge_processed_events", lambda: purge_processed(container.pool))
+    jobs = [
+        ("silence", timedelta(seconds=SILENCE_EVERY), lambda conn: announce_silent(conn, now=now())),
+        ("aging", timedelta(seconds=AGING_EVERY), lambda conn: age_memories(conn, now=now())),
+        ("hard_delete", timedelta(seconds=HARD_DELETE_EVERY), lambda conn: hard_delete(conn, now=now())),
+        ("purge_processed_events", timedelta(seconds=HARD_DELETE_EVERY),
+         lambda conn: purge_processed(container.pool)),
+        ("outbox_retention", timedelta(hours=1), lambda conn: purge_outbox(
+            conn, older_than=timedelta(hours=settings.outbox_retention_hours), now=now(),
+            any_status=settings.outbox_publisher == "debezium")),
+    ]
+
+    # One frequent leader-only tick; each job runs when it is due according to
+    # Postgres, so restarts and leader changes neither skip nor repeat a job.
+    @app.timer(TICK_EVERY, on_leader=True)
+    async def maintenance_tick() -> None:
+        for name, every, fn in jobs:
+            def run(name=name, every=every, fn=fn):
+                with container.pool.connection() as conn:
+                    if claim_if_due(conn, name, every, now()):
+                        log.info("maintenance job=%s starting", name)
+                        fn(conn)
+            await guarded(name, run)
