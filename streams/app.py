@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from typing import Callable, Sequence
 
 import faust
@@ -41,6 +42,33 @@ def consumer_group_for(settings: Settings, roles: Sequence[str]) -> str:
     if set(roles) == set(ALL_ROLES):
         return base
     return f"{base}-{'-'.join(r for r in ALL_ROLES if r in roles)}"
+
+
+async def edges_ready(state: dict) -> None:
+    """Agents start before services: wait for the DLQ producer before the first batch."""
+    while "dlq" not in state:
+        await asyncio.sleep(0.05)
+
+
+async def settle(work, name: str) -> None:
+    """Run one batch to completion before Faust acknowledges its offsets.
+
+    Faust's ``take_events`` acknowledges a batch when its loop body exits, even
+    by an exception; so a batch is never abandoned half-way: on shutdown it is
+    finished first, and an unexpected error (a bug: handlers dead-letter what
+    they cannot process) ends the process at once, before any commit, so the
+    batch is redelivered after a restart instead of being lost.
+    """
+    task = asyncio.ensure_future(work)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await asyncio.wait_for(task, 60)
+        raise
+    except Exception:
+        log.critical("agent %s: unexpected error; exiting without committing offsets", name, exc_info=True)
+        logging.shutdown()
+        os._exit(70)
 
 
 def build_app(settings: Settings, roles: Sequence[str], container: Container | None = None) -> faust.App:
@@ -109,16 +137,11 @@ def build_app(settings: Settings, roles: Sequence[str], container: Container | N
         @app.agent(topic, name=name)
         async def agent(stream):
             handler = await asyncio.to_thread(make_handler)
+            await edges_ready(state)
             async for events in stream.take_events(settings.ingest_batch_max,
                                                    within=settings.ingest_batch_interval):
                 records = [_record(e) for e in events]
-                work = asyncio.ensure_future(process_batch(records, handler, state["dlq"]))
-                try:
-                    await asyncio.shield(work)
-                except asyncio.CancelledError:
-                    # shutting down: finish the in-flight batch before its offsets are acked
-                    await asyncio.wait_for(work, 60)
-                    raise
+                await settle(process_batch(records, handler, state["dlq"]), name)
 
     if "relay" in roles:
         @app.task

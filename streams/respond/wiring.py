@@ -175,7 +175,7 @@ class RespondRunner:
 def register(app, settings, container, roles, *, batch_agent, state) -> None:
     if "respond" not in roles:
         return
-    from streams.app import _record
+    from streams.app import _record, edges_ready, settle
 
     topic = app.topic(qualified(settings, INBOUND), key_type=bytes, value_type=bytes,
                       key_serializer="raw", value_serializer="raw")
@@ -191,13 +191,7 @@ def register(app, settings, container, roles, *, batch_agent, state) -> None:
         # warm the models once, off the first message's latency
         await asyncio.to_thread(deps.memory_embedder.embed_queries, ["olá"])
         await asyncio.to_thread(deps.knowledge_embedder.embed_queries, ["olá"])
-        while "producer" not in state or "dlq" not in state:  # started by the Edges service
-            await asyncio.sleep(0.05)
+        await edges_ready(state)  # the DLQ producer is started by the Edges service
         runner = RespondRunner(deps, state["producer"], state["dlq"], outbound, model_prices())
         async for events in stream.take_events(BATCH_MAX, within=BATCH_WITHIN_S):
-            work = asyncio.ensure_future(runner.handle([_record(e) for e in events]))
-            try:
-                await asyncio.shield(work)
-            except asyncio.CancelledError:
-                await asyncio.wait_for(work, 60)  # finish the in-flight batch before acking
-                raise
+            await settle(runner.handle([_record(e) for e in events]), "respond")

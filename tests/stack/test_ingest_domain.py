@@ -116,3 +116,25 @@ def test_search_is_scoped_to_the_account_and_reconcile_finds_drift(ctx):
     drift = reconcile(pool=c.pool, store=store, domain="t", account_id=2)
     assert [(d.account_id, d.missing) for d in drift] == [(2, [victim])]
     assert reconcile(pool=c.pool, store=store, domain="t", account_id=1) == []
+
+
+def test_reindex_with_the_same_model_rebuilds_into_a_new_collection(ctx):
+    from streams.ingest.knowledge import reindex
+
+    env, c, store, h = ctx
+    with env.conn() as conn:
+        write_document(conn, account_id=1, source="a.md", text=TEXT, chunk_size=300, chunk_overlap=0)
+    h(_records(env))
+    old = store.alias_target(chunk_alias("t"))
+    seen = []
+    res = reindex(pool=c.pool, store=store, domain="t", embedder=c.embedder, batch=3,
+                  progress=lambda done, total: seen.append((done, total)))
+    new = store.alias_target(chunk_alias("t"))
+    assert res.new_collection == new != old and new.endswith("__v2") and res.verified
+    assert old not in store.list_collections()
+    assert seen[-1][0] == seen[-1][1] == res.backfilled
+    live, points = _state(env, store)
+    assert live == points
+    hits = search_chunks("hidromassagem", account_id=1, pool=c.pool, store=store, domain="t",
+                         embedder_for=c.embedder_for, limit=2)
+    assert len(hits) == 2

@@ -137,7 +137,7 @@ def test_reindex_swaps_alias_while_searches_continue_and_reconcile_repairs(env, 
     t.start()
     try:
         time.sleep(0.5)
-        r = env.memoria("reindex", "--model", "use-multilingual-v3")
+        r = env.memoria("reindex", "--model", "all-minilm-l6-v2")
         time.sleep(0.5)
     finally:
         stop.set()
@@ -146,7 +146,7 @@ def test_reindex_swaps_alias_while_searches_continue_and_reconcile_repairs(env, 
     assert errors == []
     assert ok[0] > 5
     new = store.alias_target(alias)
-    assert new != old and new.endswith("use-multilingual-v3")
+    assert new != old and new.endswith("all-minilm-l6-v2")
     assert old not in store.list_collections()
     assert "verified" in r.stderr
     # the worker keeps indexing into the new collection with the new model
