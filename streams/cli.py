@@ -199,17 +199,11 @@ def reconcile(
 
 # Each flow adds its own commands (kept in its package).
 def _register_flow_commands() -> None:
-    import importlib
+    from streams.plugins import optional_modules
 
-    for module in ("streams.learn.cli", "streams.replay_cli", "streams.respond.rank", "streams.respond.cli",
-                   "streams.maintain.cli", "streams.admin.cli", "streams.demo",
-                   "connectors.whatsapp.cli"):
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as e:
-            if module.startswith(e.name or "-"):  # the flow is not installed
-                continue
-            raise
+    for mod in optional_modules(("streams.learn.cli", "streams.replay_cli", "streams.respond.rank",
+                                 "streams.respond.cli", "streams.maintain.cli", "streams.admin.cli",
+                                 "streams.demo", "connectors.whatsapp.cli")):
         mod.register(app)
 
 

@@ -6,18 +6,13 @@ Each flow wires its own agents and timers in ``<package>/wiring.py`` with a
 
 from __future__ import annotations
 
-import importlib
 from typing import Sequence
+
+from streams.plugins import optional_modules
 
 FLOW_WIRING = ("streams.learn.wiring", "streams.respond.wiring", "streams.maintain.wiring")
 
 
 def register(app, settings, container, roles: Sequence[str], *, batch_agent, state) -> None:
-    for module in FLOW_WIRING:
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as e:
-            if module.startswith(e.name or "-"):  # the flow is not installed
-                continue
-            raise
+    for mod in optional_modules(FLOW_WIRING):
         mod.register(app, settings, container, roles, batch_agent=batch_agent, state=state)

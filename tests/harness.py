@@ -147,23 +147,16 @@ class Env:
 # -- kafka helpers -------------------------------------------------------------
 def consume_all(settings: Settings, topic: str, expect: int, timeout: float = 30.0) -> list:
     """Read a topic from the beginning (manual assignment, no group) until ``expect`` records."""
-    from aiokafka import AIOKafkaConsumer, TopicPartition
+    from aiokafka import AIOKafkaConsumer
 
     async def run():
         c = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap_servers, enable_auto_commit=False,
                              auto_offset_reset="earliest")
         await c.start()
         try:
-            parts = c.partitions_for_topic(topic) or set()
-            for _ in range(50):
-                if parts:
-                    break
-                await c._client.force_metadata_update()  # noqa: SLF001
-                parts = c.partitions_for_topic(topic) or set()
-                await asyncio.sleep(0.1)
-            tps = [TopicPartition(topic, p) for p in sorted(parts)]
-            c.assign(tps)
-            await c.seek_to_beginning(*tps)
+            from streams.kafka.topics import assign_from_beginning
+
+            await assign_from_beginning(c, topic)
             out = []
             deadline = time.time() + timeout
             while len(out) < expect and time.time() < deadline:

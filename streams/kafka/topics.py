@@ -63,3 +63,27 @@ async def create_topics(settings: Settings, names: list[str] | None = None) -> l
 
 def create_topics_sync(settings: Settings, names: list[str] | None = None) -> list[str]:
     return asyncio.run(create_topics(settings, names))
+
+
+async def assign_from_beginning(consumer, topic: str, attempts: int = 50) -> list:
+    """Assign every partition of ``topic`` to a started consumer, at offset 0.
+
+    Reading from the beginning and filtering is the reliable way to find a
+    record on the embedded broker (its end offsets are wrong, design §7).
+    Raises LookupError when the topic does not exist.
+    """
+    from aiokafka import TopicPartition
+
+    parts = consumer.partitions_for_topic(topic) or set()
+    for _ in range(attempts):
+        if parts:
+            break
+        await consumer._client.force_metadata_update()  # noqa: SLF001 - no public refresh in aiokafka
+        parts = consumer.partitions_for_topic(topic) or set()
+        await asyncio.sleep(0.1)
+    if not parts:
+        raise LookupError(f"topic {topic!r} does not exist: run `memoria topics create`")
+    tps = [TopicPartition(topic, p) for p in sorted(parts)]
+    consumer.assign(tps)
+    await consumer.seek_to_beginning(*tps)
+    return tps

@@ -20,9 +20,9 @@ async def ask_once(settings, msg, timeout: float = 30.0, *, extra_groups: str = 
     in_reply_to is its message_id. Reads the outbound topic from the
     beginning with a manual assignment and filters (Tansu's end offsets and
     ``latest`` are unreliable, design §7)."""
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-    from streams.kafka.topics import INBOUND, OUTBOUND, qualified
+    from streams.kafka.topics import INBOUND, OUTBOUND, assign_from_beginning, qualified
 
     out_topic = qualified(settings, OUTBOUND)
     consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap_servers, enable_auto_commit=False,
@@ -32,18 +32,10 @@ async def ask_once(settings, msg, timeout: float = 30.0, *, extra_groups: str = 
     await consumer.start()
     await producer.start()
     try:
-        parts = consumer.partitions_for_topic(out_topic) or set()
-        for _ in range(50):
-            if parts:
-                break
-            await consumer._client.force_metadata_update()  # noqa: SLF001
-            parts = consumer.partitions_for_topic(out_topic) or set()
-            await asyncio.sleep(0.1)
-        if not parts:
-            raise RuntimeError(f"topic {out_topic} does not exist: run `memoria topics create`")
-        tps = [TopicPartition(out_topic, p) for p in sorted(parts)]
-        consumer.assign(tps)
-        await consumer.seek_to_beginning(*tps)
+        try:
+            await assign_from_beginning(consumer, out_topic)
+        except LookupError as e:
+            raise RuntimeError(str(e)) from None
         await producer.send_and_wait(qualified(settings, INBOUND), key=msg.conversation_id.encode(),
                                      value=msg.model_dump_json().encode())
         deadline = time.monotonic() + timeout

@@ -42,7 +42,7 @@ from streams.respond.model import ConversationContext, InboxConfig, KnowledgeChu
 FIXTURES = Path("/work/shared/fixtures")
 PROVIDERS = {"st": ("sentence-transformers", "all-minilm-l6-v2"), "use": ("use", "use-multilingual-v3"),
              "e5": ("e5", "multilingual-e5-small")}
-DEFAULT_THRESHOLDS = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8)
+DEFAULT_THRESHOLDS = (0.12, 0.15, 0.18, 0.2, 0.25, 0.35, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9)
 NS = uuid.UUID("4d0f4f0e-8f55-4d7e-b2b1-7f0b3b0c2a11")
 
 
@@ -190,8 +190,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--max-results", type=int, default=3)
     ap.add_argument("--questions", type=Path, default=FIXTURES / "questions.jsonl")
     ap.add_argument("--knowledge", type=Path, default=FIXTURES / "knowledge.jsonl")
-    ap.add_argument("--chunk-size", type=int, default=800)
-    ap.add_argument("--chunk-overlap", type=int, default=120)
+    ap.add_argument("--chunk-size", type=int, default=300)
+    ap.add_argument("--chunk-overlap", type=int, default=60)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     questions, docs = load(a.questions), load(a.knowledge)
