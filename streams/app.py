@@ -15,6 +15,7 @@ from typing import Callable, Sequence
 import faust
 
 from streams.bootstrap import Container
+from streams.kafka.faust_transport import App as FetchTunedApp
 from streams.kafka.consume import DeadLetterWriter, Handler, Record, process_batch
 from streams.kafka.topics import outbox_topic, qualified
 from streams.settings import Settings
@@ -76,7 +77,7 @@ def build_app(settings: Settings, roles: Sequence[str], container: Container | N
     if unknown:
         raise ValueError(f"unknown roles {sorted(unknown)}; known: {', '.join(ALL_ROLES)}")
     c = container or Container(settings)
-    app = faust.App(
+    app = FetchTunedApp(
         consumer_group_for(settings, roles),
         broker=f"kafka://{settings.kafka_bootstrap_servers}",
         key_serializer="raw",
@@ -94,6 +95,7 @@ def build_app(settings: Settings, roles: Sequence[str], container: Container | N
         broker_commit_interval=1.0,
     )
     app.conf.memoria_roles = list(roles)
+    app.conf.memoria_fetch_max_wait_ms = settings.kafka_fetch_max_wait_ms
     state: dict = {}
 
     @app.service

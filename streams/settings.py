@@ -30,6 +30,8 @@ class Settings(BaseSettings):
     kafka_session_timeout: float = 4.0
     kafka_heartbeat_interval: float = 0.5
     kafka_rebalance_timeout: float = 4.0
+    # Consumer long-poll bound (Faust hard-codes 1.5 s; Tansu holds fetches that long).
+    kafka_fetch_max_wait_ms: int = 100
     consumer_group: str = "memoria"
 
     # --- Postgres --------------------------------------------------------

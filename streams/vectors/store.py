@@ -79,6 +79,25 @@ class QdrantStore:
                 raise LocalStoreBusy(str(e)) from e
             raise
         self._lock = threading.RLock()
+        self._local_disk = not url and bool(path) and path != ":memory:"
+        if self._local_disk:
+            for c in self._c.get_collections().collections:
+                self._tune_local(c.name)
+
+    def _tune_local(self, name: str) -> None:
+        """Local mode on disk commits one SQLite transaction per point (design §7:
+        ~70–1,200 points/s here). WAL with synchronous=NORMAL keeps every commit
+        atomic and safe across a process crash (SIGKILL), makes upserts ~8× faster,
+        and can only lose the last commits on an OS crash — which
+        ``memoria reconcile --repair`` restores from Postgres, like any drift.
+        qdrant-client has no option for this, so we reach its SQLite connection;
+        if its internals change, we keep the (slower) defaults."""
+        try:
+            con = self._c._client.collections[name].storage.storage  # noqa: SLF001
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA synchronous=NORMAL")
+        except Exception as e:  # pragma: no cover - depends on qdrant-client internals
+            log.warning("could not tune the local Qdrant store of %s (%r); keeping the defaults", name, e)
 
     def close(self) -> None:
         with self._lock:
@@ -104,6 +123,8 @@ class QdrantStore:
                 return
             self._c.create_collection(
                 name, vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE))
+            if self._local_disk:
+                self._tune_local(name)
             if self._server:  # local mode filters without payload indexes
                 self._c.create_payload_index(name, "account_id", models.PayloadSchemaType.INTEGER)
 
