@@ -141,7 +141,8 @@ async def drive(settings, contacts_per_account: int) -> tuple[list[float], int]:
     from streams.kafka.topics import INBOUND, OUTBOUND, qualified
 
     out_topic = qualified(settings, OUTBOUND)
-    cons = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap_servers, enable_auto_commit=False)
+    cons = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap_servers, enable_auto_commit=False,
+                            fetch_max_wait_ms=10)  # the client must not add its own long-poll wait
     prod = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, enable_idempotence=False)
     await cons.start()
     await prod.start()

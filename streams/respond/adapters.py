@@ -175,9 +175,11 @@ class PostgresMemoryRecall:
         args: tuple = (REDUCED_WEIGHT, account_id, contact_id, self.embedding_model, list(REDUCE_WEIGHT_TYPES))
         if self.inject_delay_s:
             args = (self.inject_delay_s,) + args
-        with self.pool.connection() as conn, conn.transaction():
+        # one round trip (pipeline: BEGIN, SET LOCAL, SELECT, COMMIT), vectors in binary
+        with self.pool.connection() as conn, conn.pipeline(), conn.transaction():
             conn.execute(f"SET LOCAL statement_timeout = {ms}")
-            rows = conn.execute(sql, args).fetchall()
+            cur = conn.execute(sql, args, binary=True)
+            rows = cur.fetchall()
         return [MemoryFact(id=r["id"], memory_type=r["memory_type"], content=r["content"],
                            confidence=float(r["confidence"]), scope=r["scope"],
                            source_unit_id=r["source_unit_id"], weight=float(r["weight"]),
