@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 
 import faust
 
+from streams import metrics
 from streams.bootstrap import Container
 from streams.kafka.faust_transport import App as FetchTunedApp
 from streams.kafka.consume import DeadLetterWriter, Handler, Record, process_batch
@@ -135,6 +136,7 @@ def build_app(settings: Settings, roles: Sequence[str], container: Container | N
     def batch_agent(topic_name: str, make_handler: Callable[[], Handler], *, name: str) -> None:
         topic = app.topic(qualified(settings, topic_name), key_type=bytes, value_type=bytes,
                           key_serializer="raw", value_serializer="raw")
+        metrics.init_series([qualified(settings, topic_name)])
 
         @app.agent(topic, name=name)
         async def agent(stream):

@@ -41,3 +41,17 @@ DEGRADED_REPLIES = Counter("memoria_degraded_replies_total", "Replies sent degra
 # --- models ----------------------------------------------------------------
 MODEL_TOKENS = Counter("memoria_model_tokens_total", "Model tokens", ["account_id", "stage", "kind"])
 MODEL_COST = Counter("memoria_model_cost_usd_total", "Estimated model cost (USD)", ["account_id", "stage"])
+
+
+def init_series(topics: list[str]) -> None:
+    """Export failure series at zero from the start, so that rates and alerts see
+    0 instead of an absent series until the first failure."""
+    for stage in ("chunks", "memory"):
+        EMBEDDING_FAILURES.labels(stage)
+        EMBEDDING_LATENCY.labels(stage)
+    for reason in ("ModelUnavailable", "ExtractionFailed", "unusable_output"):
+        EXTRACTION_FAILURES.labels(reason)
+    for topic in topics:
+        EVENTS_PROCESSED.labels(topic)
+        EVENTS_FAILED.labels(topic)
+        EVENTS_DUPLICATE.labels(topic)

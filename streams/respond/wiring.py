@@ -177,6 +177,7 @@ def register(app, settings, container, roles, *, batch_agent, state) -> None:
         return
     from streams.app import _record, edges_ready, settle
 
+    metrics.init_series([qualified(settings, INBOUND)])
     topic = app.topic(qualified(settings, INBOUND), key_type=bytes, value_type=bytes,
                       key_serializer="raw", value_serializer="raw")
     outbound = qualified(settings, OUTBOUND)
