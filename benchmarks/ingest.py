@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.report import pct, print_table  # noqa: E402
 from tests.harness import Env, wait_until  # noqa: E402
 
 N_CHUNKS = int(os.environ.get("BENCH_CHUNKS", "5000"))
@@ -40,11 +40,6 @@ def texts(n: int, salt: str = "") -> list[str]:
         w = [WORDS[(i * 7 + k * 3) % len(WORDS)] for k in range(28)]
         out.append(f"Item {salt}{i}: " + " ".join(w) + f". Valor R$ {i % 500},00 na política {i}.")
     return out
-
-
-def pct(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
 def main() -> int:
@@ -119,12 +114,7 @@ def main() -> int:
         rows.append(("relay commit→Kafka ack (steady)", f"p95 {p95 * 1000:.1f} ms", "", "target ≤ 50 ms"))
     finally:
         env.close()
-    table = Table(title="memoria bench-ingest")
-    for col in ("measure", "value", "ratio / detail", "target"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(*r)
-    console.print(table)
+    print_table("memoria bench-ingest", ("measure", "value", "ratio / detail", "target"), rows, console)
     return 0
 
 

@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.report import pct, print_table  # noqa: E402
 from tests.harness import Env, wait_until  # noqa: E402
 
 N_CONVERSATIONS = int(os.environ.get("BENCH_CONVERSATIONS", "300"))
@@ -62,10 +62,6 @@ def conversation(r: random.Random) -> list[tuple[str, str]]:
             out.append(("contact", r.choice(FACTS)(r) if i in fact_slots else r.choice(FILLER_CONTACT)))
     return out
 
-
-def pct(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
 def seed(env, r: random.Random, n: int, account: int, contacts: list[int]) -> list[int]:
@@ -162,12 +158,8 @@ def main() -> int:
     finally:
         container.close()
         env.close()
-    table = Table(title="memoria bench-memory (offline providers)")
-    for col in ("measure", "value", "ratio / detail", "note"):
-        table.add_column(col)
-    for row in rows:
-        table.add_row(*row)
-    console.print(table)
+    print_table("memoria bench-memory (offline providers)", ("measure", "value", "ratio / detail", "note"),
+                rows, console)
     return 0
 
 

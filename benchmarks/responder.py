@@ -29,10 +29,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.report import pct, print_table  # noqa: E402
 from tests.harness import Env, wait_until  # noqa: E402
 
 N_FACTS = int(os.environ.get("BENCH_FACTS", "100000"))
@@ -73,10 +73,6 @@ def chunk_texts(n: int) -> list[str]:
                    f"Check-in a partir das {rnd.randint(12, 22)}h. Animais: {rnd.choice(['sim', 'não'])}.")
     return out
 
-
-def pct(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))] if xs else float("nan")
 
 
 def load_facts(env: Env, memory_embedder) -> tuple[float, float]:
@@ -247,12 +243,8 @@ def main() -> int:
                    f"{lost} replies missing; {degraded} recall timeouts")
     finally:
         env.close()
-    table = Table(title="memoria bench-responder (offline composer)")
-    for col in ("measure", "n", "p50 ms", "p95 ms", "p99 ms", "target"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(r[0], str(r[1]), f"{r[2]:.1f}", f"{r[3]:.1f}", f"{r[4]:.1f}", r[5])
-    console.print(table)
+    print_table("memoria bench-responder (offline composer)", ("measure", "n", "p50 ms", "p95 ms", "p99 ms", "target"),
+                [(r[0], str(r[1]), f"{r[2]:.1f}", f"{r[3]:.1f}", f"{r[4]:.1f}", r[5]) for r in rows], console)
     console.print(summary)
     return 0
 
