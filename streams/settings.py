@@ -87,7 +87,7 @@ class Settings(BaseSettings):
 
     # --- Knowledge ingestion --------------------------------------------
     chunk_size: int = 300          # characters (measured best for answers: README)
-    chunk_overlap: int = 60        # characters
+    chunk_overlap: int = 120       # characters of whole trailing sentences
     ingest_batch_max: int = 256
     ingest_batch_interval: float = 0.2
 

@@ -3,9 +3,9 @@
 Text is split into blocks (Markdown headings start a section; blank lines end
 a paragraph), blocks are packed greedily up to ``size`` characters, and a
 block longer than ``size`` is cut at sentence, then word boundaries. Each
-chunk after the first of a section starts with the last ``overlap``
-characters of the previous one (cut at a word boundary), so a fact that spans
-a boundary stays retrievable. The same input always gives the same chunks, so
+chunk after the first of a section starts with the previous chunk's last
+whole sentences that fit in ``overlap`` characters, so context that spans a
+boundary stays retrievable without a chunk starting mid-sentence. The same input always gives the same chunks, so
 an unchanged paragraph keeps its content_hash and is not re-embedded.
 """
 
@@ -80,11 +80,21 @@ def _split_long(block: str, size: int) -> list[str]:
 
 
 def _tail(text: str, overlap: int) -> str:
-    if overlap <= 0 or len(text) <= overlap:
-        return "" if overlap <= 0 else text
-    tail = text[-overlap:]
-    sp = tail.find(" ")
-    return tail[sp + 1:] if 0 <= sp < len(tail) - 1 else tail
+    """The last whole sentences of ``text`` that fit in ``overlap`` characters.
+
+    Whole sentences only: a chunk never starts in the middle of a sentence, so
+    anything that quotes chunk text (the offline composer) quotes full sentences.
+    """
+    if overlap <= 0:
+        return ""
+    last_block = text.split("\n\n")[-1]
+    out = ""
+    for sentence in reversed(_SENTENCE_END.split(last_block)):
+        candidate = f"{sentence} {out}".strip()
+        if len(candidate) > overlap:
+            break
+        out = candidate
+    return out
 
 
 def chunk_text(text: str, size: int = 800, overlap: int = 120) -> list[Chunk]:

@@ -55,6 +55,7 @@ class StoredFact:
     last_verified_at: datetime
     source_conversation_id: int | None = None
     supporting_conversation_ids: list[int] = field(default_factory=list)
+    observed_at: datetime | None = None   # when the customer said it
 
     def conversations(self) -> set[int]:
         ids = set(self.supporting_conversation_ids)
@@ -83,6 +84,7 @@ class Insert:
     embedding: np.ndarray | None
     scope: str
     expires_at: datetime | None
+    superseded_by: int | None = None  # stated before a contradicting live fact: stored as history
 
 
 @dataclass
@@ -148,10 +150,17 @@ def plan_consolidation(
     unit_id: int | None,
     now: datetime,
     learnt_here: Sequence[StoredFact] = (),
+    observed_at: datetime | None = None,
 ) -> Plan:
     """``learnt_here``: every fact this conversation already produced or
     supported, whatever became of it (superseded, forgotten): a replay never
-    inserts those again, so it neither duplicates nor resurrects them."""
+    inserts those again, so it neither duplicates nor resurrects them.
+
+    ``observed_at``: when this conversation's facts were stated. A contradiction
+    is settled by that time, not by processing order: a new fact stated after
+    the live one supersedes it; one stated before it (an old conversation
+    processed late or replayed) is stored already superseded by the live one."""
+    observed_at = observed_at or now
     plan = Plan()
     superseded: set[int] = set()
     touched: set[int] = set()
@@ -192,9 +201,13 @@ def plan_consolidation(
                            normalized_value=old.normalized_value or None),
                 new_view)
             plan.usage = plan.usage + verdict.usage
-            if verdict.contradicts:
-                superseded.add(old.id)
-                plan.supersede.append(Supersede(old.id, old.memory_type, index, verdict.reason))
+            if not verdict.contradicts:
+                continue
+            if old.observed_at is not None and observed_at < old.observed_at:
+                plan.inserts[index].superseded_by = old.id  # the newer statement stays current
+                break
+            superseded.add(old.id)
+            plan.supersede.append(Supersede(old.id, old.memory_type, index, verdict.reason))
     return plan
 
 

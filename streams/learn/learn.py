@@ -149,12 +149,13 @@ def learn_conversation(ports: LearnPorts, conversation_id: int, *, force: bool =
             learnt_here = store.facts_learnt_from(conn, conv.account_id, conv.contact_id, conv.id)
             plan = plan_consolidation([NewFact(f, v) for f, v in zip(result.facts, vectors)], live, ports.checker,
                                       conversation_id=conv.id, unit_id=conv.unit_id, now=now,
-                                      learnt_here=learnt_here)
+                                      learnt_here=learnt_here, observed_at=conv.last_message_at or now)
             metadata = {"extractor": result.extractor, "embedding_model": model,
                         "learnt_at": now.isoformat()}
             if ports.llm_model and result.usage.prompt_tokens:
                 metadata["model"] = ports.llm_model
-            applied = store.apply_plan(conn, plan, conv, now=now, metadata=metadata, embedding_model=model)
+            applied = store.apply_plan(conn, plan, conv, now=now, metadata=metadata, embedding_model=model,
+                                       observed_at=conv.last_message_at or now)
             capped = store.enforce_cap(conn, conv.account_id, conv.contact_id, now=now)
             store.record_extraction(conn, conv, "done", now=now, facts=len(result.facts), extractor=result.extractor)
     except ExtractionFailed as e:  # the contradiction model was unavailable: retry the whole conversation

@@ -30,11 +30,14 @@ class Conversation:
     inbox_id: int | None
     unit_id: int | None
     status: str
+    last_message_at: datetime | None = None
 
 
 def load_conversation(conn: psycopg.Connection, conversation_id: int) -> Conversation | None:
     row = conn.execute(
-        "SELECT id, account_id, contact_id, inbox_id, unit_id, status FROM conversations WHERE id = %s",
+        "SELECT id, account_id, contact_id, inbox_id, unit_id, status, "
+        "COALESCE(last_message_at, (SELECT max(sent_at) FROM messages m WHERE m.conversation_id = c.id), "
+        "resolved_at) AS last_message_at FROM conversations c WHERE id = %s",
         (conversation_id,)).fetchone()
     return Conversation(**row) if row else None
 
@@ -105,7 +108,7 @@ def as_array(value) -> np.ndarray | None:
 
 
 _FACT_COLUMNS = """id, memory_type, memory_key, content, normalized_value, confidence, embedding,
-                  last_verified_at, source_conversation_id, supporting_conversation_ids"""
+                  last_verified_at, source_conversation_id, supporting_conversation_ids, observed_at"""
 
 
 def live_facts(conn: psycopg.Connection, account_id: int, contact_id: int) -> list[StoredFact]:
@@ -132,7 +135,8 @@ def _stored(rows: list[dict]) -> list[StoredFact]:
                        normalized_value=r["normalized_value"] or "", confidence=float(r["confidence"]),
                        embedding=as_array(r["embedding"]),
                        last_verified_at=r["last_verified_at"], source_conversation_id=r["source_conversation_id"],
-                       supporting_conversation_ids=list(r["supporting_conversation_ids"] or []))
+                       supporting_conversation_ids=list(r["supporting_conversation_ids"] or []),
+                       observed_at=r.get("observed_at"))
             for r in rows]
 
 
@@ -150,7 +154,7 @@ class Applied:
 
 
 def apply_plan(conn: psycopg.Connection, plan: Plan, conv: Conversation, *, now: datetime,
-               metadata: dict, embedding_model: str | None) -> Applied:
+               metadata: dict, embedding_model: str | None, observed_at: datetime | None = None) -> Applied:
     out = Applied()
     events = []
     for r in plan.reinforce:
@@ -175,16 +179,20 @@ def apply_plan(conn: psycopg.Connection, plan: Plan, conv: Conversation, *, now:
                    (account_id, contact_id, memory_type, memory_key, content, normalized_value, evidence,
                     confidence, scope, embedding, embedding_model, source_conversation_id, source_unit_id,
                     source_inbox_id, supporting_conversation_ids, expires_at, last_verified_at, metadata,
-                    created_at, updated_at)
+                    created_at, updated_at, observed_at, superseded_at, superseded_by_id)
                VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, ARRAY[%s]::bigint[], %s, %s,
-                       %s::jsonb, %s, %s)
+                       %s::jsonb, %s, %s, %s, %s, %s)
                RETURNING id""",
             (conv.account_id, conv.contact_id, f.memory_type, f.memory_key, f.content, f.normalized_value or "",
              f.evidence, f.confidence, ins.scope, ins.embedding,
              embedding_model if ins.embedding is not None else None, conv.id, conv.unit_id, conv.inbox_id,
-             conv.id, ins.expires_at, now, json.dumps(metadata), now, now)).fetchone()
+             conv.id, ins.expires_at, now, json.dumps(metadata), now, now, observed_at or now,
+             now if ins.superseded_by else None, ins.superseded_by)).fetchone()
         new_ids.append(row["id"])
         events.append(_memory_event("memory.created", row["id"], conv.account_id, conv.contact_id))
+        if ins.superseded_by:
+            out.superseded.append((row["id"], ins.superseded_by, f.memory_type, "stated before the live fact"))
+            events.append(_memory_event("memory.superseded", row["id"], conv.account_id, conv.contact_id))
     out.created = new_ids
     for s in plan.supersede:
         new_id = new_ids[s.new_index]

@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--questions", type=Path, default=FIXTURES / "questions.jsonl")
     ap.add_argument("--knowledge", type=Path, default=FIXTURES / "knowledge.jsonl")
     ap.add_argument("--chunk-size", type=int, default=300)
-    ap.add_argument("--chunk-overlap", type=int, default=60)
+    ap.add_argument("--chunk-overlap", type=int, default=120)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     questions, docs = load(a.questions), load(a.knowledge)

@@ -346,3 +346,20 @@ def test_replay_cli_by_conversation_and_by_time_range(db):
     assert [json.loads(x)["conversation_id"] for x in lines] == [conv]
     assert json.loads(lines[0])["created"] == [] and len(S.facts(db, c)) == 2
     assert db.memoria("replay", "extract", check=False).returncode == 2
+
+
+def test_an_older_conversation_processed_late_never_supersedes_a_newer_fact(db, memory_embedder):
+    """Conversations are keyed by conversation, so one contact's can be processed in any order."""
+    a = S.account(db)
+    c = S.contact(db, a)
+    newer = S.conversation(db, a, c, S.MASTER, at=S.T0 + timedelta(days=30))
+    older = S.conversation(db, a, c, S.HIDRO, at=S.T0)
+    p = S.ports(db.pool, memory_embedder)
+    assert learn_conversation(p, newer).status == "done"
+    assert learn_conversation(p, older).status == "done"   # processed last, stated first
+    rooms = S.facts(db, c, "memory_type = 'preferencia'")
+    live = [f for f in rooms if f["superseded_at"] is None]
+    assert len(live) == 1 and "Master" in live[0]["content"]
+    hidro = [f for f in rooms if "Hidro" in f["content"] and "Master" not in f["content"]]
+    assert hidro and hidro[0]["superseded_by_id"] == live[0]["id"]
+    assert hidro[0]["observed_at"] < live[0]["observed_at"]
