@@ -208,3 +208,21 @@ def _register_flow_commands() -> None:
 
 
 _register_flow_commands()
+
+
+def main() -> None:
+    """Entry point: infrastructure errors become one clear line, not a traceback."""
+    import psycopg
+    from aiokafka.errors import KafkaConnectionError
+
+    try:
+        app()
+    except psycopg.OperationalError as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
+        console.print(f"[red]error:[/red] cannot reach Postgres ({first}). Is the stack up (`make up`), "
+                      "or is MEMORIA_DATABASE_URL right?")
+        raise SystemExit(3)
+    except KafkaConnectionError as e:
+        console.print(f"[red]error:[/red] cannot reach Kafka ({e}). Is the stack up (`make up`), or is "
+                      "MEMORIA_KAFKA_BOOTSTRAP_SERVERS right?")
+        raise SystemExit(3)

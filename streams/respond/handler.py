@@ -146,10 +146,10 @@ async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None
         threshold = inbox.rag_distance_threshold
         if threshold is None:
             threshold = default_max_distance(deps.knowledge_embedder.name)
-        hits = await _call(deps.knowledge.search, vec, msg.account_id, inbox.rag_max_results, threshold)
+        hits = await _call(deps.knowledge.search, vec, msg.account_id,
+                           inbox.rag_max_results * RERANK_POOL, threshold)
         chunks = [c for c in map(_as_chunk, hits) if c.distance <= threshold]
-        chunks.sort(key=lambda c: c.distance)
-        return chunks[: inbox.rag_max_results]
+        return rerank(msg.text, chunks)[: inbox.rag_max_results]
 
     recall_task = None
     recall_started = time.perf_counter()
@@ -239,6 +239,32 @@ async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None
                           provider=generation.provider, model=generation.model,
                           recall_ms=recall_ms, total_ms=total_ms, memories=tuple(used_memories),
                           chunks=tuple(used_chunks))
+
+
+RERANK_POOL = 4          # candidates per result taken from the vector search
+LEXICAL_WEIGHT = 0.04    # distance units per idf-weighted word shared with the message
+
+
+def rerank(message: str, chunks: Sequence[KnowledgeChunk]) -> list[KnowledgeChunk]:
+    """Hybrid order: cosine distance, minus a small bonus per rare word the chunk
+    shares with the message (stemmed, idf over the candidates). Dense vectors
+    blur lists of similar items ("Suíte Luxo ... Suíte Master ..."); the words
+    the customer typed break those ties. Only candidates already within the
+    distance cut-off are reordered: the cut-off still decides *whether*."""
+    import math
+
+    from streams.respond.text import content_tokens, stem
+
+    if len(chunks) < 2:
+        return list(chunks)
+    query = {stem(t) for t in content_tokens(message)}
+    bags = [{stem(t) for t in content_tokens(c.text)} for c in chunks]
+    n = len(chunks)
+    df = {t: sum(t in b for b in bags) for t in query}
+    def score(i: int) -> float:
+        bonus = sum(1.0 + math.log(n / df[t]) for t in query & bags[i] if df[t])
+        return chunks[i].distance - LEXICAL_WEIGHT * bonus
+    return [chunks[i] for i in sorted(range(n), key=lambda i: (score(i), chunks[i].distance))]
 
 
 async def _embed(embedder: Embedder, text: str) -> np.ndarray:
