@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
+import zlib
 from uuid import UUID, uuid5
 
 import numpy as np
@@ -19,7 +20,8 @@ NS = UUID("00000000-0000-0000-0000-000000000001")
 
 
 class BagOfWordsEmbedder:
-    """Deterministic toy embedder: hashed folded words → unit vector."""
+    """Deterministic toy embedder: hashed folded words → unit vector (crc32, not
+    ``hash()``, which is salted per process and made collisions random)."""
 
     def __init__(self, name: str = "bow", dim: int = 256):
         self.name, self.dim = name, dim
@@ -30,7 +32,7 @@ class BagOfWordsEmbedder:
 
         v = np.zeros(self.dim, dtype=np.float32)
         for t in content_tokens(text):
-            v[hash(stem(t)) % self.dim] += 1.0
+            v[zlib.crc32(stem(t).encode()) % self.dim] += 1.0
         n = np.linalg.norm(v)
         return v / n if n else v
 
