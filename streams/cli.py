@@ -71,6 +71,9 @@ def worker(
 
     wanted = [r.strip() for r in roles.split(",") if r.strip()]
     s = get_settings()
+    # The worker hops between the event loop and worker threads on every message;
+    # under load each hop can wait a whole GIL switch interval (5 ms by default).
+    sys.setswitchinterval(s.worker_switch_interval)
     fapp = build_app(s, wanted)
     w = faust.Worker(fapp, loglevel=loglevel, quiet=True, redirect_stdouts=False)
     w.execute_from_commandline()

@@ -114,6 +114,7 @@ class Settings(BaseSettings):
     worker_web_host: str = "127.0.0.1"
     worker_web_port: int = 6066
     metrics_port: int = 9464
+    worker_switch_interval: float = 0.001   # seconds (Python's GIL switch interval; default 0.005)
     data_dir: str = str(REPO_ROOT / ".stack")
 
 
