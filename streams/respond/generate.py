@@ -14,7 +14,8 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from typing import Sequence
 
 from tenacity import (Retrying, retry_if_exception, stop_after_attempt,
@@ -84,6 +85,9 @@ class OfflineComposer:
         self.embedder = embedder
         self.min_similarity = min_similarity
         self.lexical_weight = lexical_weight
+        self.cache_size = 20_000
+        self._cache: dict[str, OrderedDict] = {}
+        self._cache_lock = threading.Lock()
 
     def generate(self, request: ReplyRequest) -> Generation:
         return Generation(text=self.compose(request), usage=Usage(), model="offline",
@@ -94,14 +98,16 @@ class OfflineComposer:
             return self._with_memory(GREETING_REPLY, r.memories, r.chunks)
         if r.intent == i.CONFIRMATION:
             return CONFIRMATION_REPLY
-        picked = self.pick_sentences(r.message, r.chunks, r.intent, hint=preference_hint(r.memories))
+        query_vector = r.query_vector if (self.embedder is not None and r.query_model == self.embedder.name) else None
+        picked = self.pick_sentences(r.message, r.chunks, r.intent, hint=preference_hint(r.memories),
+                                     query_vector=query_vector)
         if not picked:
             return FALLBACK_NO_KNOWLEDGE if r.retrieval == "required" else GENERAL_NO_KNOWLEDGE
         opener = "Entendo! " if r.intent == i.OBJECTION else ""
         return self._with_memory(opener + " ".join(picked), r.memories, r.chunks)
 
     def pick_sentences(self, message: str, chunks: Sequence[KnowledgeChunk], intent: str,
-                       hint: str = "") -> list[str]:
+                       hint: str = "", query_vector=None) -> list[str]:
         """Up to ``max_sentences`` chunk sentences most related to the message.
 
         ``hint`` (the customer's recalled preference, e.g. "suíte Master") breaks
@@ -127,8 +133,8 @@ class OfflineComposer:
             bonus = [b + 0.75 * sum(1.0 + math.log(n / df[t]) for t in (hint_terms & st))
                      for b, st in zip(bonus, stems)]
         if self.embedder is not None:
-            vecs = self.embedder.embed_passages(sentences)
-            q = self.embedder.embed_queries([message])[0]
+            vecs = self._sentence_vectors(sentences)
+            q = query_vector if query_vector is not None else self.embedder.embed_queries([message])[0]
             sims = [float(v @ q) for v in vecs]
             scores = [sim + self.lexical_weight * (lex + b) for sim, lex, b in zip(sims, lexical, bonus)]
             ok = [sim >= self.min_similarity or lex >= self.min_overlap for sim, lex in zip(sims, lexical)]
@@ -138,6 +144,23 @@ class OfflineComposer:
         ranked = sorted((idx for idx in range(n) if ok[idx]), key=lambda k: (-scores[k], k))
         best = ranked[: self.max_sentences]
         return [sentences[k] for k in sorted(best)]  # the documents' own order reads better
+
+    def _sentence_vectors(self, sentences: list[str]):
+        """Chunk sentences repeat across replies: embed each once (bounded LRU per model)."""
+        import numpy as np
+
+        with self._cache_lock:  # replies are composed in several threads at once
+            cache = self._cache.setdefault(self.embedder.name, OrderedDict())
+            missing = [s for s in dict.fromkeys(sentences) if s not in cache]
+            if missing:
+                for s, v in zip(missing, self.embedder.embed_passages(missing)):
+                    cache[s] = v
+            for s in sentences:
+                cache.move_to_end(s)
+            vecs = np.stack([cache[s] for s in sentences])
+            while len(cache) > self.cache_size:
+                cache.popitem(last=False)
+        return vecs
 
     @staticmethod
     def _with_memory(text: str, memories: Sequence[ScoredFact], chunks: Sequence[KnowledgeChunk]) -> str:

@@ -87,3 +87,7 @@ class ReplyRequest:
     model: str | None = None
     temperature: float = DEFAULT_TEMPERATURE
     extra: dict[str, Any] = field(default_factory=dict)
+    # the message's vector as the knowledge search used it, and its model, so the
+    # composer does not embed the message a second time
+    query_vector: Any = None
+    query_model: str | None = None

@@ -148,3 +148,32 @@ def test_openai_generator_does_not_retry_4xx(llm_server):
         gen.generate(ReplyRequest(messages=[{"role": "user", "content": "oi"}], message="oi",
                                   intent="general", retrieval="optional"))
     assert len(handler.seen) == 1
+
+
+def test_composer_embeds_each_chunk_sentence_once_and_reuses_the_query_vector():
+    from streams.respond.generate import OfflineComposer
+    from streams.respond.model import KnowledgeChunk, ReplyRequest
+    from tests.respond.fakes import BagOfWordsEmbedder
+    from uuid import uuid4
+
+    class Counting(BagOfWordsEmbedder):
+        def __init__(self):
+            super().__init__()
+            self.passages = 0
+
+        def embed_passages(self, texts):
+            self.passages += len(texts)
+            return super().embed_passages(texts)
+
+    emb = Counting()
+    composer = OfflineComposer(embedder=emb)
+    chunk = KnowledgeChunk(uuid4(), uuid4(), 0.3, "O pernoite na suíte Luxo custa R$ 240. Aceitamos Pix.")
+    qv = emb.embed_queries(["Quanto custa o pernoite na Luxo?"])[0]
+    req = ReplyRequest(messages=[], message="Quanto custa o pernoite na Luxo?", intent="price_question",
+                       retrieval="required", chunks=(chunk,), query_vector=qv, query_model=emb.name)
+    passages, calls = emb.passages, emb.calls
+    first = composer.compose(req)
+    second = composer.compose(req)
+    assert first == second and "R$ 240" in first
+    assert emb.passages - passages == 2   # two sentences, embedded on the first reply only
+    assert emb.calls == calls             # the message vector came with the request
