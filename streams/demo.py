@@ -18,7 +18,6 @@ import json
 import time
 import uuid
 from datetime import datetime, timezone
-from pathlib import Path
 
 import typer
 from rich.console import Console
@@ -26,9 +25,10 @@ from rich.panel import Panel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from streams.settings import REPO_ROOT, get_settings
+from streams.learn.fixtures import FIXTURES_DIR
+from streams.settings import get_settings
 
-FIXTURES = REPO_ROOT.parent / "shared" / "fixtures"
+FIXTURES = FIXTURES_DIR
 ACCOUNTS = {  # from the fixture README: account -> (name, units, inbox)
     101: ("Lua Azul Motéis", {11: "Centro", 12: "Rodovia", 13: "Jardins"}, 1101),
     102: ("Pousada Serra Verde", {21: "Gramado", 22: "Canela"}, 1201),
@@ -121,10 +121,10 @@ def _facts_table(rows) -> Table:
 
 
 def run_demo() -> dict:
+    from schemas.events import InboundMessage
     from streams.bootstrap import Container
     from streams.ingest.knowledge import chunk_alias
     from streams.respond.cli import ask_once
-    from schemas.events import InboundMessage
 
     s = get_settings()
     c = Container(s)

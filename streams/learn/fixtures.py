@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Iterator
 
 from streams.learn.model import Transcript
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-FIXTURES_DIR = REPO_ROOT / ".." / "shared" / "fixtures"
+# The product card's ../shared/fixtures beside the checkout; MEMORIA_FIXTURES_DIR overrides it.
+FIXTURES_DIR = Path(os.environ.get("MEMORIA_FIXTURES_DIR") or REPO_ROOT.parent / "shared" / "fixtures")
 
 
 def read_jsonl(path: str | Path) -> Iterator[dict]:

@@ -35,11 +35,16 @@ import numpy as np
 
 from schemas.events import InboundMessage
 from streams.ingest.chunking import chunk_text
-from streams.respond.generate import FALLBACK_LOOP, FALLBACK_NO_KNOWLEDGE, OfflineComposer
+from streams.learn.fixtures import FIXTURES_DIR
+from streams.respond.generate import (
+    FALLBACK_LOOP,
+    FALLBACK_NO_KNOWLEDGE,
+    OfflineComposer,
+)
 from streams.respond.handler import Responder, respond
 from streams.respond.model import ConversationContext, InboxConfig, KnowledgeChunk
 
-FIXTURES = Path("/work/shared/fixtures")
+FIXTURES = FIXTURES_DIR
 PROVIDERS = {"st": ("sentence-transformers", "all-minilm-l6-v2"), "use": ("use", "use-multilingual-v3"),
              "e5": ("e5", "multilingual-e5-small")}
 DEFAULT_THRESHOLDS = (0.12, 0.15, 0.18, 0.2, 0.25, 0.35, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9)
@@ -80,10 +85,6 @@ class MemoryStore:
 
     def save_reply(self, reply, lead_state):
         pass
-
-    def clear_lead_state(self, account_id, conversation_id):
-        pass
-
 
 class NoMemory:
     def live_facts(self, account_id, contact_id, *, timeout_s):

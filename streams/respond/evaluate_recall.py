@@ -16,12 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from pathlib import Path
 
+from streams.learn.fixtures import FIXTURES_DIR
 from streams.respond.rank import build_configured_embedder, load_cases, rank_case
 from streams.respond.recall import TOP_K
 
-DEFAULT_FILE = Path("/work/shared/fixtures/recall.jsonl")
+DEFAULT_FILE = FIXTURES_DIR / "recall.jsonl"
 ALL_PROVIDERS = ("sentence-transformers", "use", "e5")
 
 

@@ -6,6 +6,7 @@ from typer.testing import CliRunner
 
 from streams.learn.cli import register
 from streams.learn.fixtures import FIXTURES_DIR
+from tests.conftest import requires_fixtures
 from tests.support.openai_server import FakeOpenAI, Reply
 
 HERE = Path(__file__).parent
@@ -21,6 +22,7 @@ def lines(output: str) -> list[dict]:
     return [json.loads(line) for line in output.splitlines() if line.strip().startswith("{")]
 
 
+@requires_fixtures
 def test_extract_rules_on_fixture():
     result = CliRunner().invoke(app(), ["extract", "--provider", "rules", str(FIXTURES_DIR / "conversations.jsonl")])
     assert result.exit_code == 0, result.output
@@ -35,6 +37,7 @@ def test_extract_rules_on_fixture():
     assert not any(f["conversation_id"] in {"dev-c05", "dev-c11", "dev-c27"} for f in facts)
 
 
+@requires_fixtures
 def test_contradicts_rules_on_fixture():
     result = CliRunner().invoke(app(), ["contradicts", "--provider", "rules", str(FIXTURES_DIR / "contradictions.jsonl")])
     assert result.exit_code == 0, result.output
