@@ -1,8 +1,10 @@
-"""Estimated model cost from the API's usage figures (design §6).
+"""Model tokens and estimated cost per account and stage (design §6).
 
 Prices are USD per million tokens (prompt, completion). The table is a
 default; ``MEMORIA_MODEL_PRICES`` (JSON ``{"model": [prompt, completion]}``)
-overrides or extends it. Offline providers report zero tokens, so cost 0.
+overrides or extends it. A model name matches its entry exactly or by prefix
+("gpt-4o-mini-2024-07-18" is priced as "gpt-4o-mini"). Offline providers
+report zero tokens, so they cost 0.
 """
 
 from __future__ import annotations
@@ -10,9 +12,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+from functools import lru_cache
+from typing import Protocol
 
 from streams import metrics
-from streams.learn.model import TokenUsage
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +28,12 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
 }
 
 
+class TokenCounts(Protocol):
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@lru_cache(maxsize=None)
 def price_table(overrides: str | None = None) -> dict[str, tuple[float, float]]:
     table = dict(DEFAULT_PRICES)
     raw = overrides if overrides is not None else os.environ.get("MEMORIA_MODEL_PRICES", "")
@@ -36,12 +45,20 @@ def price_table(overrides: str | None = None) -> dict[str, tuple[float, float]]:
     return table
 
 
-def cost_usd(model: str, usage: TokenUsage, table: dict[str, tuple[float, float]] | None = None) -> float:
-    prompt, completion = (table or DEFAULT_PRICES).get(model, (0.0, 0.0))
+def price_of(model: str, table: dict[str, tuple[float, float]] | None = None) -> tuple[float, float]:
+    table = table if table is not None else price_table()
+    if model in table:
+        return table[model]
+    prefixes = [m for m in table if model.startswith(m)]
+    return table[max(prefixes, key=len)] if prefixes else (0.0, 0.0)
+
+
+def cost_usd(model: str, usage: TokenCounts, table: dict[str, tuple[float, float]] | None = None) -> float:
+    prompt, completion = price_of(model, table)
     return (usage.prompt_tokens * prompt + usage.completion_tokens * completion) / 1_000_000
 
 
-def record_usage(account_id: int, stage: str, model: str, usage: TokenUsage,
+def record_usage(account_id: int, stage: str, model: str, usage: TokenCounts,
                  table: dict[str, tuple[float, float]] | None = None) -> float:
     """Count tokens and estimated cost per account and stage; returns the cost."""
     if not (usage.prompt_tokens or usage.completion_tokens):

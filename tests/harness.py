@@ -16,7 +16,6 @@ import subprocess
 import sys
 import time
 import uuid
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 

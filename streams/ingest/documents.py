@@ -107,26 +107,6 @@ def write_document(conn: psycopg.Connection, *, account_id: int, source: str, te
     return result
 
 
-def delete_document(conn: psycopg.Connection, *, account_id: int, source: str) -> IngestResult | None:
-    """Tombstone a document and all its live chunks (their points are deleted downstream)."""
-    with conn.transaction():
-        row = conn.execute(
-            "UPDATE documents SET deleted_at = now(), updated_at = now() "
-            "WHERE account_id = %s AND source = %s AND deleted_at IS NULL RETURNING id",
-            (account_id, source)).fetchone()
-        if row is None:
-            return None
-        doc_id = str(row["id"])
-        ids = [str(r["id"]) for r in conn.execute(
-            "UPDATE chunks SET deleted_at = now(), updated_at = now() "
-            "WHERE document_id = %s AND deleted_at IS NULL RETURNING id", (doc_id,)).fetchall()]
-        n = add_events(conn, [outbox_row("chunk", cid, "chunk.deleted",
-                                         {"schema_version": 1, "chunk_id": cid, "account_id": account_id,
-                                          "document_id": doc_id}) for cid in ids])
-    return IngestResult(document_id=doc_id, source=source, tombstoned=len(ids), events=n,
-                        touched_chunk_ids=ids)
-
-
 def read_source(path: Path) -> tuple[str, str]:
     """(title, text) of a Markdown or plain-text file."""
     if path.suffix.lower() not in SUPPORTED_SUFFIXES:

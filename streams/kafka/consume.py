@@ -10,11 +10,10 @@ returns may the runner acknowledge the offsets (at-least-once).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Awaitable, Callable, Sequence
+from typing import Callable, Sequence
 
 from aiokafka import AIOKafkaProducer
 
@@ -103,5 +102,3 @@ async def process_batch(records: Sequence[Record], handler: Handler, dlq: DeadLe
     metrics.EVENTS_PROCESSED.labels(topic).inc(len(records) - len(dead))
 
 
-def json_headers(headers: Sequence[tuple[str, bytes]]) -> str:
-    return json.dumps({k: v.decode("utf-8", "replace") for k, v in headers})

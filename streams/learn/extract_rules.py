@@ -388,7 +388,6 @@ def _pref_slots(f: str, original: str, ctx: Context | None, any_polarity: bool =
         out.append(("preferred_unit", m.group("u"), f"unidade {original[m.start('u'):m.end('u')]}"))
     room = S.room_value(f, original)
     if room and not (chans and not re.search(S.ROOM_WORDS, f)):
-        label = room if room.isdigit() else room
         m2 = re.search(re.escape(room), f)
         shown = original[m2.start():m2.end()] if m2 else room
         word = re.search(S.ROOM_WORDS, f)

@@ -38,7 +38,7 @@ from streams.learn.contradiction import ContradictionChecker
 from streams.learn.embed import embed_contents
 from streams.learn.extract import FactExtractor, extract_facts
 from streams.learn.llm import ExtractionFailed
-from streams.learn.pricing import record_usage
+from streams.pricing import record_usage
 from streams.store.events import mark_processed, unprocessed
 
 log = logging.getLogger(__name__)

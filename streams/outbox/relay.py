@@ -14,7 +14,6 @@ retention period are deleted.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from dataclasses import dataclass

@@ -140,12 +140,6 @@ class PostgresConversationStore:
             conn.execute("UPDATE conversations SET lead_state = %s WHERE id = %s",
                          (Jsonb(dict(lead_state or {})), conv["id"]))
 
-    def clear_lead_state(self, account_id: int, conversation_id: str) -> None:
-        with self.pool.connection() as conn:
-            conn.execute("UPDATE conversations SET lead_state = '{}' WHERE external_id = %s AND account_id = %s",
-                         (conversation_id, account_id))
-
-
 class PostgresMemoryRecall:
     """The contact's live facts embedded with ``embedding_model`` (others are
     invisible: their vectors live in another space).

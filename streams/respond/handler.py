@@ -138,11 +138,14 @@ async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None
         return score_memories(vec, facts, msg.unit_id, top_k=deps.top_k_memories,
                               min_score=deps.min_memory_score)
 
+    query: dict[str, Any] = {}
+
     async def knowledge() -> list[KnowledgeChunk]:
         if same_model and memory_vec is not None:
             vec = await asyncio.shield(memory_vec)
         else:
             vec = await _embed(deps.knowledge_embedder, msg.text)
+        query.update(query_vector=vec, query_model=deps.knowledge_embedder.name)
         threshold = inbox.rag_distance_threshold
         if threshold is None:
             threshold = default_max_distance(deps.knowledge_embedder.name)
@@ -210,7 +213,7 @@ async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None
         request = ReplyRequest(messages=messages, message=msg.text, intent=detected.intent,
                                retrieval=strategy.retrieval, chunks=tuple(used_chunks),
                                memories=tuple(used_memories), model=inbox.model,
-                               temperature=inbox.temperature)
+                               temperature=inbox.temperature, **query)
         try:
             generation = await _call(deps.generator.generate, request)
             text = generation.text.strip()
@@ -276,8 +279,4 @@ async def _embed(embedder: Embedder, text: str) -> np.ndarray:
     vecs = await asyncio.to_thread(embedder.embed_queries, [text])
     return np.asarray(vecs[0], dtype=np.float32)
 
-
-async def close_conversation(store: ConversationStore, account_id: int, conversation_id: str) -> None:
-    """Lead state is cleared when the conversation closes (design §3)."""
-    await _call(store.clear_lead_state, account_id, conversation_id)
 

@@ -35,10 +35,6 @@ class ConversationStore(Protocol):
         """In ONE transaction: store the agent message and the new lead state
         (≤ 4 KB, already enforced; None clears it). Idempotent on reply.reply_id."""
 
-    def clear_lead_state(self, account_id: int, conversation_id: str) -> None:
-        """Called when the conversation closes (resolved)."""
-
-
 class MemoryRecall(Protocol):
     def live_facts(self, account_id: int, contact_id: int, *, timeout_s: float) -> Sequence[MemoryFact]:
         """The contact's live facts (not deleted, not superseded, embedded or not),

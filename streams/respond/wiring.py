@@ -28,27 +28,17 @@ from pydantic import ValidationError
 
 from schemas.events import InboundMessage, OutboundReply
 from streams import metrics
+from streams.pricing import record_usage
 from streams.kafka.consume import DeadLetter, Record
 from streams.kafka.topics import INBOUND, OUTBOUND, qualified
 from streams.respond.handler import RespondOutcome, Responder, respond
 
 log = logging.getLogger(__name__)
 
-# USD per 1M tokens (prompt, completion); MEMORIA_MODEL_PRICES='{"model": [in, out]}' overrides.
-DEFAULT_PRICES = {"gpt-4o-mini": (0.15, 0.60), "gpt-4o": (2.50, 10.00), "gpt-4.1-mini": (0.40, 1.60),
-                  "gpt-4.1-nano": (0.10, 0.40)}
 BATCH_MAX = 64
 BATCH_WITHIN_S = float(os.environ.get("MEMORIA_RESPOND_BATCH_WITHIN", "0.005"))
 PARALLEL_CONVERSATIONS = 8
 ATTEMPTS = 3
-
-
-def model_prices() -> dict[str, tuple[float, float]]:
-    prices = dict(DEFAULT_PRICES)
-    raw = os.environ.get("MEMORIA_MODEL_PRICES")
-    if raw:
-        prices.update({k: (float(v[0]), float(v[1])) for k, v in json.loads(raw).items()})
-    return prices
 
 
 def build_responder(settings, container) -> Responder:
@@ -91,7 +81,6 @@ class RespondRunner:
     producer: Any  # started AIOKafkaProducer
     dlq: Any       # DeadLetterWriter
     outbound_topic: str
-    prices: dict[str, tuple[float, float]]
     base_delay: float = 0.5
 
     async def handle(self, records: Sequence[Record]) -> None:
@@ -161,15 +150,7 @@ class RespondRunner:
             metrics.RECALL_REQUESTS.labels("degraded" if degraded else "hit" if o.memories else "miss").inc()
         for reason in o.reply.degraded:
             metrics.DEGRADED_REPLIES.labels(reason).inc()
-        acc = str(o.reply.account_id)
-        if o.usage.total_tokens:
-            metrics.MODEL_TOKENS.labels(acc, "reply", "prompt").inc(o.usage.prompt_tokens)
-            metrics.MODEL_TOKENS.labels(acc, "reply", "completion").inc(o.usage.completion_tokens)
-            price = self.prices.get(o.model) or next(
-                (p for m, p in self.prices.items() if o.model.startswith(m)), None)
-            if price is not None:
-                cost = (o.usage.prompt_tokens * price[0] + o.usage.completion_tokens * price[1]) / 1e6
-                metrics.MODEL_COST.labels(acc, "reply").inc(cost)
+        record_usage(o.reply.account_id, "reply", o.model, o.usage)
 
 
 def register(app, settings, container, roles, *, batch_agent, state) -> None:
@@ -193,6 +174,6 @@ def register(app, settings, container, roles, *, batch_agent, state) -> None:
         await asyncio.to_thread(deps.memory_embedder.embed_queries, ["olá"])
         await asyncio.to_thread(deps.knowledge_embedder.embed_queries, ["olá"])
         await edges_ready(state)  # the DLQ producer is started by the Edges service
-        runner = RespondRunner(deps, state["producer"], state["dlq"], outbound, model_prices())
+        runner = RespondRunner(deps, state["producer"], state["dlq"], outbound)
         async for events in stream.take_events(BATCH_MAX, within=BATCH_WITHIN_S):
             await settle(runner.handle([_record(e) for e in events]), "respond")

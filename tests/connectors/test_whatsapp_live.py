@@ -9,7 +9,6 @@ import uuid
 from datetime import datetime, timezone
 
 import httpx
-import pytest
 from aiohttp import web
 
 from connectors.whatsapp.run import run_sender, run_webhook

@@ -1,7 +1,6 @@
 """Replay tooling against the real broker, Postgres and worker."""
 
 import json
-import uuid
 
 import pytest
 

@@ -13,7 +13,7 @@ from uuid import UUID, uuid5
 import numpy as np
 
 from schemas.events import InboundMessage, OutboundReply
-from streams.respond.model import ConversationContext, HistoryMessage, InboxConfig, KnowledgeChunk
+from streams.respond.model import ConversationContext, HistoryMessage, InboxConfig
 from streams.respond.recall import MemoryFact
 
 NS = UUID("00000000-0000-0000-0000-000000000001")
@@ -70,10 +70,6 @@ class FakeStore:
         self.lead_state = dict(lead_state) if lead_state is not None else None
         self.retrieval_count = int((lead_state or {}).get("retrieval_count", 0))
         self.history.append(HistoryMessage("agent", reply.text))
-
-    def clear_lead_state(self, account_id: int, conversation_id: str) -> None:
-        self.lead_state = None
-
 
 @dataclass
 class FakeMemory:

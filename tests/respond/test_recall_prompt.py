@@ -1,4 +1,3 @@
-import re
 import xml.etree.ElementTree as ET
 
 import numpy as np

@@ -4,14 +4,13 @@ Qdrant, embedders, offline composer or a local OpenAI-compatible server) → Kaf
 from __future__ import annotations
 
 import json
-import uuid
 from datetime import datetime, timezone
 
 import pytest
 
 from schemas.events import InboundMessage
 from streams.kafka.topics import INBOUND, OUTBOUND, dlq_topic, qualified
-from streams.respond.generate import FALLBACK_LOOP, FALLBACK_NO_KNOWLEDGE
+from streams.respond.generate import FALLBACK_NO_KNOWLEDGE
 from tests.harness import consume_all, produce, wait_until
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,6 @@ import random
 import time
 from datetime import datetime, timezone
 
-import numpy as np
 import pytest
 
 from schemas.events import InboundMessage
