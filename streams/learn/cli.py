@@ -9,22 +9,28 @@ from typing import Optional
 
 import typer
 
-from streams.learn.contradiction import MemoryView, build_checker
+from streams.learn.contradiction import MemoryView
+from streams.settings import get_settings
 from streams.learn.extract import FactExtractor, extract_facts
 from streams.learn.fixtures import read_jsonl, transcript_of
 
 
 def build_extractor(provider: str) -> FactExtractor:
-    if provider == "rules":
-        from streams.learn.extract_rules import RulesExtractor
+    from streams.learn.compose import build_extractor as build
 
-        return RulesExtractor()
-    if provider == "openai":
-        from streams.learn.extract_llm import OpenAIExtractor
-        from streams.learn.llm import llm_config_from_settings
+    try:
+        return build(get_settings(), provider)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
 
-        return OpenAIExtractor(llm_config_from_settings())
-    raise typer.BadParameter(f"unknown provider {provider!r} (rules|openai)")
+
+def build_checker(provider: str):
+    from streams.learn.compose import build_checker as build
+
+    try:
+        return build(get_settings(), provider)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
 
 
 def extract(

@@ -14,8 +14,8 @@ def llm_config(settings: Settings) -> LlmConfig:
                      timeout=settings.llm_timeout, max_retries=settings.llm_max_retries)
 
 
-def build_extractor(settings: Settings) -> FactExtractor:
-    provider = settings.extraction_provider
+def build_extractor(settings: Settings, provider: str | None = None) -> FactExtractor:
+    provider = provider or settings.extraction_provider
     if provider == "rules":
         from streams.learn.extract_rules import RulesExtractor
 
@@ -27,8 +27,8 @@ def build_extractor(settings: Settings) -> FactExtractor:
     raise ValueError(f"unknown extraction provider {provider!r} (rules|openai)")
 
 
-def build_checker(settings: Settings) -> ContradictionChecker:
-    provider = settings.contradiction_provider
+def build_checker(settings: Settings, provider: str | None = None) -> ContradictionChecker:
+    provider = provider or settings.contradiction_provider
     if provider == "rules":
         return RulesContradictionChecker()
     if provider == "openai":

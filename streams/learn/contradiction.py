@@ -376,13 +376,3 @@ class OpenAIContradictionChecker:
         if answer.data is None or not isinstance(answer.data.get("contradicts"), bool):
             return Verdict(contradicts=False, reason=f"unusable model output ({answer.error or 'no boolean'})", usage=answer.usage)
         return Verdict(contradicts=answer.data["contradicts"], reason=str(answer.data.get("reason", ""))[:300], usage=answer.usage)
-
-
-def build_checker(provider: str) -> ContradictionChecker:
-    if provider == "rules":
-        return RulesContradictionChecker()
-    if provider == "openai":
-        from streams.learn.llm import llm_config_from_settings
-
-        return OpenAIContradictionChecker(llm_config_from_settings())
-    raise ValueError(f"unknown contradiction provider: {provider!r}")

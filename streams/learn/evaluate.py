@@ -18,7 +18,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from streams.learn.contradiction import MemoryView, build_checker
+from streams.learn.contradiction import MemoryView
 from streams.learn.extract import FactExtractor, extract_facts
 from streams.learn.fixtures import FIXTURES_DIR, read_jsonl, transcript_of
 from streams.learn.model import Fact
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show-errors", action="store_true")
     args = parser.parse_args(argv)
 
-    from streams.learn.cli import build_extractor
+    from streams.learn.cli import build_checker, build_extractor
 
     non_verbatim = 0
     if args.conversations and args.conversations.exists():

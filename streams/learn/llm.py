@@ -51,19 +51,6 @@ class LlmConfig:
     backoff_max: float = 8.0
 
 
-def llm_config_from_settings() -> LlmConfig:
-    from streams.settings import get_settings
-
-    s = get_settings()
-    return LlmConfig(
-        base_url=s.openai_base_url,
-        api_key=s.openai_api_key,
-        model=s.llm_model,
-        timeout=s.llm_timeout,
-        max_retries=s.llm_max_retries,
-    )
-
-
 @dataclass
 class ChatAnswer:
     data: dict | None          # the parsed JSON object, or None
