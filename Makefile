@@ -65,5 +65,5 @@ demo: install
 	$(PY) infra/localstack.py up
 	$(VENV)/bin/memoria demo; rc=$$?; $(PY) infra/localstack.py down; exit $$rc
 
-clean: down
-	rm -rf .stack
+clean:
+	@if [ -x $(PY) ]; then $(PY) infra/localstack.py clean; else rm -rf .stack; fi

