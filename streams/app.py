@@ -73,6 +73,11 @@ async def settle(work, name: str) -> None:
         os._exit(70)
 
 
+def producer_max_request_size(settings: Settings) -> int:
+    """Our producers accept what consumers accept, plus room for headers and framing."""
+    return settings.kafka_max_record_bytes + 64 * 1024
+
+
 def build_app(settings: Settings, roles: Sequence[str], container: Container | None = None) -> faust.App:
     unknown = set(roles) - set(ALL_ROLES)
     if unknown:
@@ -109,11 +114,16 @@ def build_app(settings: Settings, roles: Sequence[str], container: Container | N
 
             from streams.web import build_web_app, start_web
 
+            from streams.kafka.topics import ensure_topics
+
+            await ensure_topics(settings, pool=lambda: c.pool)  # before anything is consumed or produced
             prod = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, acks="all",
-                                    enable_idempotence=False)
+                                    enable_idempotence=False,
+                                    max_request_size=producer_max_request_size(settings))
             await prod.start()
             state["producer"] = prod
-            state["dlq"] = DeadLetterWriter(prod)
+            state["dlq"] = DeadLetterWriter(prod, max_record_bytes=settings.kafka_max_record_bytes,
+                                            excerpt_bytes=settings.dlq_excerpt_bytes, pool=lambda: c.pool)
             store = None
             if set(roles) & {"ingest", "respond"} and not settings.qdrant_url:
                 store = await asyncio.to_thread(lambda: c.vector_store)
@@ -145,7 +155,22 @@ def build_app(settings: Settings, roles: Sequence[str], container: Container | N
             async for events in stream.take_events(settings.ingest_batch_max,
                                                    within=settings.ingest_batch_interval):
                 records = [_record(e) for e in events]
-                await settle(process_batch(records, handler, state["dlq"]), name)
+                await settle(process_batch(records, handler, state["dlq"],
+                                           max_record_bytes=settings.kafka_max_record_bytes,
+                                           base_delay=settings.dependency_backoff_base,
+                                           max_delay=settings.dependency_backoff_max), name)
+
+    @app.timer(settings.topic_check_interval)
+    async def topics_present() -> None:
+        """A broker without replication that restarts comes back without topics:
+        re-create them (every worker does; creating is idempotent) and note the
+        loss in Postgres so that ``reconcile`` republishes what was in flight."""
+        from streams.kafka.topics import ensure_topics
+
+        try:
+            await ensure_topics(settings, pool=lambda: c.pool)
+        except Exception as e:  # the broker is down: the next tick tries again
+            log.warning("topic check failed: %r", e)
 
     if "relay" in roles:
         @app.task

@@ -17,6 +17,18 @@ EVENTS_PROCESSED = Counter("memoria_events_processed_total", "Events processed",
 EVENTS_DUPLICATE = Counter("memoria_events_duplicate_total", "Redelivered events skipped", ["topic"])
 EVENTS_FAILED = Counter("memoria_events_failed_total", "Event processing attempts that failed", ["topic"])
 EVENTS_DEAD_LETTERED = Counter("memoria_events_dead_lettered_total", "Events sent to a DLQ", ["topic", "reason"])
+DEAD_LETTERS_RECORDED = Counter("memoria_dead_letters_recorded_total",
+                                "Dead letters that could not be published, recorded in Postgres", ["topic"])
+CONSUMER_STALLED = Gauge("memoria_consumer_stalled",
+                         "1 while a consumer retries the same records because a dependency is down",
+                         ["topic", "dependency"])
+DEPENDENCY_RETRIES = Counter("memoria_dependency_retries_total",
+                             "Retries of the same records while a dependency was down", ["topic", "dependency"])
+TOPICS_RECREATED = Counter("memoria_topics_recreated_total", "Topics the worker found missing and created")
+ERASED_DROPPED = Counter("memoria_erased_records_dropped_total",
+                         "Records of an erased contact dropped instead of re-creating data", ["path"])
+RECONCILE_REPAIRS = Counter("memoria_reconcile_repairs_total", "Projection drift re-enqueued by reconcile",
+                            ["projection"])
 
 # --- knowledge ---------------------------------------------------------------
 CHUNKS_EMBEDDED = Counter("memoria_chunks_embedded_total", "Chunks embedded and upserted")
@@ -51,6 +63,10 @@ def init_series(topics: list[str]) -> None:
         EMBEDDING_LATENCY.labels(stage)
     for reason in ("ModelUnavailable", "ExtractionFailed", "unusable_output"):
         EXTRACTION_FAILURES.labels(reason)
+    for path in ("respond", "learn", "channel"):
+        ERASED_DROPPED.labels(path)
+    for projection in ("chunks", "extractions", "replies"):
+        RECONCILE_REPAIRS.labels(projection)
     for topic in topics:
         EVENTS_PROCESSED.labels(topic)
         EVENTS_FAILED.labels(topic)

@@ -33,6 +33,17 @@ class Settings(BaseSettings):
     # Consumer long-poll bound (Faust hard-codes 1.5 s; Tansu holds fetches that long).
     kafka_fetch_max_wait_ms: int = 100
     consumer_group: str = "memoria"
+    # Size limit of one record, agreed by producers and consumers: our producers
+    # refuse to send more (max_request_size), consumers dead-letter anything
+    # larger by reference (topic, partition, offset, size, an excerpt, reason).
+    kafka_max_record_bytes: int = 1_000_000
+    dlq_excerpt_bytes: int = 1024
+    # A dependency down (Postgres, Qdrant, embedder, LLM, Kafka): retry the same
+    # records with backoff from ..._base up to ..._max seconds, forever.
+    dependency_backoff_base: float = 0.5
+    dependency_backoff_max: float = 10.0
+    # The worker re-creates missing topics (broker lost its data) this often.
+    topic_check_interval: float = 10.0
 
     # --- Postgres --------------------------------------------------------
     database_url: str = Field(
@@ -41,6 +52,8 @@ class Settings(BaseSettings):
     )
     db_pool_min: int = 1
     db_pool_max: int = 8
+    # Seconds a pooled connection may wait for a reconnect before the pool gives up.
+    db_reconnect_timeout: float = 300.0
 
     # --- Qdrant ----------------------------------------------------------
     qdrant_url: str | None = Field(
@@ -100,6 +113,18 @@ class Settings(BaseSettings):
     # "relay" (built-in) or "debezium" (Kafka Connect reads the WAL; rows are
     # then never marked processed, so retention deletes them by age).
     outbox_publisher: str = "relay"
+
+    # --- Reconcile (maintain role) ---------------------------------------
+    reconcile_interval: float = 600.0   # seconds between periodic `reconcile --repair` runs
+    reconcile_min_age: float = 120.0    # leave changes younger than this to the live pipeline
+    # replies stored (and marked published) this long before a broker loss are
+    # published again after it (the sender's ledger keeps delivery at most once)
+    reconcile_reply_lookback: float = 3600.0
+
+    # --- Erasure ---------------------------------------------------------
+    # HMAC key of the erasure ledger (set it in production, the same on every
+    # process; changing it makes earlier ledger entries unrecognisable).
+    erasure_key: str = "memoria-dev-erasure-key"
 
     # --- WhatsApp Cloud API connector ------------------------------------
     whatsapp_verify_token: str | None = Field(

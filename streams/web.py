@@ -10,10 +10,26 @@ from streams.vectors.store import VectorStore
 def build_web_app(*, roles: list[str], store: VectorStore | None) -> web.Application:
     app = web.Application(client_max_size=64 * 1024 * 1024)
 
+    def stalls() -> list[dict]:
+        from time import time
+
+        from streams.kafka.errors import STALLS
+
+        return [{"topic": s.topic, "dependency": s.dependency, "seconds": round(time() - s.since, 1),
+                 "attempts": s.attempts, "error": s.error} for s in list(STALLS.values())]
+
     async def health(_: web.Request) -> web.Response:
-        return web.json_response({"status": "ok", "roles": roles})
+        """Liveness (always 200 while the process serves) with the stall status."""
+        st = stalls()
+        return web.json_response({"status": "stalled" if st else "ok", "roles": roles, "stalled": st})
+
+    async def ready(_: web.Request) -> web.Response:
+        """Readiness: 503 while a consumer waits for a dependency."""
+        st = stalls()
+        return web.json_response({"status": "stalled" if st else "ok", "stalled": st}, status=503 if st else 200)
 
     app.router.add_get("/health", health)
+    app.router.add_get("/ready", ready)
     if store is not None:
         from streams.vectors.proxy import add_routes
 

@@ -31,6 +31,8 @@ class PostgresResolver:
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"contact:{acc}:{wa_id}",))
             found = conn.execute("SELECT id FROM contacts WHERE account_id = %s AND phone = %s ORDER BY id LIMIT 1",
                                  (acc, wa_id)).fetchone()
+            if found is None and _erased_phone(conn, acc, wa_id):
+                return None  # an erased channel identity is never re-created (late webhooks, retries)
             contact = found["id"] if found else conn.execute(
                 "INSERT INTO contacts (id, account_id, phone) VALUES (nextval('channel_contact_ids'), %s, %s) "
                 "RETURNING id", (acc, wa_id)).fetchone()["id"]
@@ -66,3 +68,12 @@ class PostgresResolver:
 
     async def destination(self, account_id: int, contact_id: int, conversation_id: str) -> Destination | None:
         return await asyncio.to_thread(self._destination, account_id, contact_id, conversation_id)
+
+
+def _erased_phone(conn, account_id: int, wa_id: str) -> bool:
+    from streams.maintain.erasure import dropped, is_erased
+
+    if is_erased(conn, account_id, phone=wa_id):
+        dropped("channel", account_id, "channel message of an erased phone")
+        return True
+    return False

@@ -16,14 +16,11 @@ from typing import Any, Iterable
 from pydantic import BaseModel, ValidationError
 
 from schemas.events import EVENT_TYPES, OUTBOX_PAYLOADS
+from streams.kafka.errors import PoisonRecord
 
 
-class DecodeError(ValueError):
+class DecodeError(PoisonRecord):
     """A record that can never be processed; it goes to the DLQ with this reason."""
-
-    def __init__(self, error_class: str, message: str):
-        super().__init__(message)
-        self.error_class = error_class
 
 
 @dataclass(frozen=True)

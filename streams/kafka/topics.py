@@ -61,6 +61,27 @@ async def create_topics(settings: Settings, names: list[str] | None = None) -> l
         await admin.close()
 
 
+async def ensure_topics(settings: Settings, pool=None) -> list[str]:
+    """Create the missing topics; when some were missing and ``pool`` (a callable
+    returning a psycopg pool) is given, record a broker loss for ``reconcile``."""
+    created = await create_topics(settings)
+    if created:
+        from streams import metrics
+
+        metrics.TOPICS_RECREATED.inc(len(created))
+        log.warning("topics were missing and have been created: %s", ", ".join(created))
+        if pool is not None:
+            def note() -> None:
+                with pool().connection() as conn:
+                    conn.execute("INSERT INTO broker_losses (topics) VALUES (%s)", (created,))
+
+            try:
+                await asyncio.to_thread(note)
+            except Exception as e:  # Postgres down: reconcile's own checks still find the drift
+                log.warning("could not record the broker loss: %r", e)
+    return created
+
+
 def create_topics_sync(settings: Settings, names: list[str] | None = None) -> list[str]:
     return asyncio.run(create_topics(settings, names))
 

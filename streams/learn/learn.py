@@ -71,7 +71,7 @@ class LearnPorts:
 @dataclass
 class Outcome:
     conversation_id: int
-    status: str  # done | already | skipped | failed | discarded | missing | mismatch
+    status: str  # done | already | skipped | failed | discarded | missing | mismatch | erased
     facts: int = 0
     created: list[int] = field(default_factory=list)
     reinforced: list[int] = field(default_factory=list)
@@ -97,6 +97,17 @@ def _failed(ports: LearnPorts, conv: store.Conversation, error: Exception, now: 
     log.warning('extraction failed conversation_id=%d account_id=%d attempts=%d error="%s"',
                 conv.id, conv.account_id, attempts, error)
     return Outcome(conv.id, "failed", error=str(error))
+
+
+def _erased_meanwhile(conn, conv: store.Conversation) -> bool:
+    """The contact was erased (ledger) or its conversation deleted since it was loaded."""
+    from streams.maintain.erasure import dropped, is_erased
+
+    if is_erased(conn, conv.account_id, contact_id=conv.contact_id) or conn.execute(
+            "SELECT 1 FROM conversations WHERE id = %s", (conv.id,)).fetchone() is None:
+        dropped("learn", conv.account_id, "facts of a conversation")
+        return True
+    return False
 
 
 def learn_conversation(ports: LearnPorts, conversation_id: int, *, force: bool = False,
@@ -142,6 +153,8 @@ def learn_conversation(ports: LearnPorts, conversation_id: int, *, force: bool =
     try:
         with ports.pool.connection() as conn, conn.transaction():
             store.lock_contact(conn, conv.account_id, conv.contact_id)
+            if _erased_meanwhile(conn, conv):  # the erasure takes the same lock
+                return Outcome(conv.id, "erased")
             state = store.extraction_state(conn, conv.id, for_update=True)
             if state and state["status"] in ("done", "discarded") and not force:
                 return Outcome(conv.id, "already")  # another worker finished it meanwhile

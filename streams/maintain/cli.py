@@ -85,23 +85,33 @@ def erase_contact(
         counts = run(conn, account, contact)
     vacuum_after_erasure(get_settings().database_url)
     typer.echo(json.dumps({"account_id": account, "contact_id": contact, "deleted": counts,
+                           "ledger": "recorded (keyed hash): replays and late events cannot bring it back",
                            "qdrant": "holds knowledge chunks only: no contact data"}))
 
 
 def verify_erasure(
     account: int = typer.Option(..., "--account"),
     contact: int = typer.Option(..., "--contact"),
+    qdrant: bool = typer.Option(True, "--qdrant/--no-qdrant", help="scan every vector collection too"),
 ) -> None:
-    """Check every table for data of a contact; exit 1 if anything remains."""
-    from streams.maintain.forget import verify_erasure as run
+    """Check the erasure ledger, Postgres, pgvector and Qdrant for a contact and print a
+    proof of erasure (JSON) to file; exit 1 if anything remains or the ledger lacks it."""
+    from streams.maintain.forget import proof_of_erasure
 
-    with _conn() as conn:
-        left = run(conn, account, contact)
-    remaining = {k: v for k, v in left.items() if v}
-    typer.echo(json.dumps({"account_id": account, "contact_id": contact, "erased": not remaining,
-                           "remaining": remaining, "checked": sorted(left),
-                           "qdrant": "holds knowledge chunks only: no contact data"}))
-    if remaining:
+    store = None
+    if qdrant:
+        from streams.settings import get_settings
+        from streams.vectors.store import open_vector_store
+
+        store = open_vector_store(get_settings())
+    try:
+        with _conn() as conn:
+            proof = proof_of_erasure(conn, account, contact, vector_store=store)
+    finally:
+        if store is not None and hasattr(store, "close"):
+            store.close()
+    typer.echo(json.dumps(proof, indent=2))
+    if not proof["erased"]:
         raise typer.Exit(1)
 
 

@@ -69,10 +69,22 @@ def forget_contact(conn: psycopg.Connection, account_id: int, contact_id: int, *
     return len(done)
 
 
-def erase_contact(conn: psycopg.Connection, account_id: int, contact_id: int) -> dict[str, int]:
-    """Remove everything of a contact now; returns the rows deleted per table."""
+def erase_contact(conn: psycopg.Connection, account_id: int, contact_id: int, *,
+                  key: str | None = None) -> dict[str, int]:
+    """Remove everything of a contact now and add it to the erasure ledger (so
+    that no replayed or late record brings it back); returns the rows deleted
+    per table."""
+    from streams.maintain.erasure import record_erasure
+
     counts: dict[str, int] = {}
     with conn.transaction():
+        # the lock every path that creates a contact's data takes (store_inbound, learning)
+        store.lock_contact(conn, account_id, contact_id)
+        phone_row = conn.execute("SELECT phone FROM contacts WHERE account_id = %s AND id = %s",
+                                 (account_id, contact_id)).fetchone()
+        embedded = conn.execute("SELECT count(*) AS n FROM contact_memories WHERE account_id = %s "
+                                "AND contact_id = %s AND embedding IS NOT NULL",
+                                (account_id, contact_id)).fetchone()["n"]
         conv_ids = [r["id"] for r in conn.execute(
             "SELECT id FROM conversations WHERE account_id = %s AND contact_id = %s FOR UPDATE",
             (account_id, contact_id)).fetchall()]
@@ -92,6 +104,8 @@ def erase_contact(conn: psycopg.Connection, account_id: int, contact_id: int) ->
                "AND payload->>'account_id' = %s AND payload->>'contact_id' = %s",
                (str(account_id), str(contact_id)))
         delete("contacts", "DELETE FROM contacts WHERE account_id = %s AND id = %s", (account_id, contact_id))
+        counts["pgvector_embeddings"] = int(embedded)
+        record_erasure(conn, account_id, contact_id, phone_row["phone"] if phone_row else None, counts, key=key)
         add_events(conn, [_contact_event("contact.erased", account_id, contact_id)])
     log.info("contact erased account_id=%d contact_id=%d %s", account_id, contact_id,
              " ".join(f"{k}={v}" for k, v in counts.items()))
@@ -116,6 +130,42 @@ def _contact_tables(conn: psycopg.Connection) -> list[tuple[str, bool]]:
            WHERE c.table_schema = current_schema() AND c.column_name = 'contact_id'
            GROUP BY c.table_name ORDER BY c.table_name""").fetchall()
     return [(r["table_name"], r["has_account"]) for r in rows]
+
+
+def proof_of_erasure(conn: psycopg.Connection, account_id: int, contact_id: int, *, vector_store=None,
+                     key: str | None = None) -> dict:
+    """What an operator files: the ledger entry (when, counts removed), what is left
+    in Postgres (every table with a contact_id, messages, outbox), in pgvector and
+    in Qdrant (every collection scanned for points of the contact), and a timestamp.
+    ``erased`` is true only when the ledger holds the contact and nothing is left."""
+    from datetime import datetime, timezone
+
+    from streams.maintain.erasure import ledger_entry
+
+    left = verify_erasure(conn, account_id, contact_id)
+    pgvector_left = int(conn.execute(
+        "SELECT count(*) AS n FROM contact_memories WHERE account_id = %s AND contact_id = %s "
+        "AND embedding IS NOT NULL", (account_id, contact_id)).fetchone()["n"])
+    ledger = ledger_entry(conn, account_id, contact_id, key=key)
+    qdrant: dict = {"checked": False}
+    if vector_store is not None:
+        collections = sorted(vector_store.list_collections())
+        scanned = found = 0
+        for name in collections:
+            points = vector_store.scroll(name, account_id)
+            scanned += len(points)
+            found += sum(1 for p in points.values() if str(p.get("contact_id", "")) == str(contact_id))
+        qdrant = {"checked": True, "collections": collections, "points_scanned": scanned,
+                  "points_of_contact": found}
+    remaining = {k: v for k, v in left.items() if v}
+    erased = (ledger is not None and not remaining and pgvector_left == 0
+              and not qdrant.get("points_of_contact"))
+    return {"account_id": account_id, "contact_id": contact_id, "erased": erased,
+            "ledger": ledger, "removed": (ledger or {}).get("removed", {}),
+            "postgres": {"remaining": remaining, "tables_checked": sorted(left)},
+            "pgvector": {"embeddings_remaining": pgvector_left},
+            "qdrant": qdrant,
+            "verified_at": datetime.now(timezone.utc).isoformat()}
 
 
 def verify_erasure(conn: psycopg.Connection, account_id: int, contact_id: int) -> dict[str, int]:

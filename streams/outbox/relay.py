@@ -40,7 +40,8 @@ def make_producer(settings: Settings) -> AIOKafkaProducer:
     # Tansu and at-least-once: no idempotent producer, no transactions (design §7).
     return AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, acks="all",
                             linger_ms=2, enable_idempotence=False, request_timeout_ms=15000,
-                            max_batch_size=1 << 20)
+                            max_batch_size=1 << 20,
+                            max_request_size=settings.kafka_max_record_bytes + 64 * 1024)
 
 
 class OutboxRelay:

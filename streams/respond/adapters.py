@@ -19,6 +19,7 @@ from psycopg_pool import ConnectionPool
 
 from schemas.events import InboundMessage, OutboundReply
 from streams.embedding import Embedder
+from streams.kafka.errors import PoisonRecord
 from streams.ingest.knowledge import chunk_alias, model_of, search_chunks
 from streams.respond.handler import SystemClock, reply_id_for  # noqa: F401  (Clock adapter)
 from streams.respond.model import ConversationContext, HistoryMessage, InboxConfig, KnowledgeChunk
@@ -33,17 +34,23 @@ REDUCE_WEIGHT_TYPES = ("preferencia", "padrao_comportamental", "vinculo_comercia
 REDUCED_WEIGHT = 0.7
 
 
-class TenantMismatch(ValueError):
+class TenantMismatch(PoisonRecord):
     """An inbound message names a row that belongs to another account (never retried)."""
+
+    def __init__(self, message: str):
+        super().__init__("TenantMismatch", message)
 
 
 class PostgresConversationStore:
-    def __init__(self, pool: ConnectionPool):
+    def __init__(self, pool: ConnectionPool, *, erasure_key: str | None = None):
         self.pool = pool
+        self.erasure_key = erasure_key
 
     def store_inbound(self, msg: InboundMessage) -> bool:
         reply_id = reply_id_for(msg)
         with self.pool.connection() as conn, conn.transaction():
+            if self._erased(conn, msg):
+                return False  # an erased contact never comes back (no row, no reply)
             conn.execute("INSERT INTO accounts (id) VALUES (%s) ON CONFLICT (id) DO NOTHING",
                          (msg.account_id,))
             for table, row_id in (("contacts", msg.contact_id), ("inboxes", msg.inbox_id)):
@@ -72,6 +79,17 @@ class PostgresConversationStore:
             replied = conn.execute("SELECT 1 FROM messages WHERE channel_message_id = %s",
                                    (reply_id,)).fetchone()
             return replied is None
+
+    def _erased(self, conn, msg: InboundMessage) -> bool:
+        """Under the contact's lock (the erasure takes it too): is it in the erasure ledger?"""
+        from streams.learn.store import lock_contact
+        from streams.maintain.erasure import dropped, is_erased
+
+        lock_contact(conn, msg.account_id, msg.contact_id)
+        if is_erased(conn, msg.account_id, contact_id=msg.contact_id, key=self.erasure_key):
+            dropped("respond", msg.account_id, "inbound message")
+            return True
+        return False
 
     def unpublished_reply(self, msg: InboundMessage) -> OutboundReply | None:
         """The stored reply to ``msg`` if Kafka never acknowledged it (crash in between)."""

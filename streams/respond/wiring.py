@@ -3,9 +3,12 @@
     decode → ``respond(msg, deps)`` → send the OutboundReply (key = conversation
     id) and wait for Kafka's ack → mark it published → only then ack the offsets.
 
-Malformed records go to ``channel.inbound.messages.dlq`` with their reason;
-a record that keeps failing (database down, ...) is retried with backoff and
-then dead-lettered. Messages of one conversation are handled in order; different
+Errors by kind (``streams.kafka.errors``): malformed, oversized or
+wrong-tenant records go to ``channel.inbound.messages.dlq`` with their reason;
+a dependency that is down (Postgres, Kafka) retries the same message with
+backoff until it recovers (memory recall and knowledge only enrich: they
+degrade the reply instead); anything else is a bug and ends the process
+before the offsets are committed. Messages of one conversation are handled in order; different
 conversations of a batch in parallel. All state is in Postgres, so any number
 of workers can share the topic.
 
@@ -29,7 +32,8 @@ from pydantic import ValidationError
 from schemas.events import InboundMessage, OutboundReply
 from streams import metrics
 from streams.pricing import record_usage
-from streams.kafka.consume import DeadLetter, Record
+from streams.kafka import errors
+from streams.kafka.consume import DeadLetter, Record, oversized
 from streams.kafka.topics import INBOUND, OUTBOUND, qualified
 from streams.respond.handler import RespondOutcome, Responder, respond
 
@@ -38,7 +42,6 @@ log = logging.getLogger(__name__)
 BATCH_MAX = 64
 BATCH_WITHIN_S = float(os.environ.get("MEMORIA_RESPOND_BATCH_WITHIN", "0.005"))
 PARALLEL_CONVERSATIONS = 8
-ATTEMPTS = 3
 
 
 def build_responder(settings, container) -> Responder:
@@ -82,11 +85,13 @@ class RespondRunner:
     dlq: Any       # DeadLetterWriter
     outbound_topic: str
     base_delay: float = 0.5
+    max_delay: float = 10.0
+    max_record_bytes: int = 1_000_000
 
     async def handle(self, records: Sequence[Record]) -> None:
-        dead: list[DeadLetter] = []
+        fitting, dead = oversized(records, self.max_record_bytes)
         by_conversation: dict[str, list[tuple[Record, InboundMessage]]] = defaultdict(list)
-        for r in records:
+        for r in fitting:
             m = decode(r)
             if isinstance(m, DeadLetter):
                 dead.append(m)
@@ -103,39 +108,38 @@ class RespondRunner:
 
         await asyncio.gather(*(conversation(v) for v in by_conversation.values()))
         if dead:
-            await self.dlq.write(dead)
+            await errors.until_available(records[0].topic, lambda: self.dlq.write(dead), base=self.base_delay,
+                                         cap=self.max_delay)
         if records:
             metrics.EVENTS_PROCESSED.labels(records[0].topic).inc(len(records) - len(dead))
 
     async def _one(self, record: Record, msg: InboundMessage) -> DeadLetter | None:
-        from streams.respond.adapters import TenantMismatch
-
         t0 = time.perf_counter()
-        last: Exception | None = None
-        for attempt in range(ATTEMPTS):
+
+        async def attempt() -> None:
             try:
                 outcome = await respond(msg, self.deps)
-                if outcome is None:
-                    metrics.EVENTS_DUPLICATE.labels(record.topic).inc()
-                    reply = await asyncio.to_thread(self.deps.store.unpublished_reply, msg)
-                    if reply is not None:
-                        log.info("re-emitting stored reply reply_id=%s", reply.reply_id)
-                        await self._emit(reply)
-                    return None
-                await self._emit(outcome.reply)
-                self._observe(outcome, time.perf_counter() - t0)
-                return None
-            except TenantMismatch as e:
-                return DeadLetter(record, type(e).__name__, str(e))
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # transient by assumption: retry, then dead-letter
-                last = e
+            except Exception:
                 metrics.EVENTS_FAILED.labels(record.topic).inc()
-                log.warning("respond failed message_id=%s attempt=%d/%d error=%r", msg.message_id,
-                            attempt + 1, ATTEMPTS, e)
-                await asyncio.sleep(self.base_delay * (2 ** attempt))
-        return DeadLetter(record, type(last).__name__, f"failed after {ATTEMPTS} attempts: {last}")
+                raise
+            if outcome is None:
+                metrics.EVENTS_DUPLICATE.labels(record.topic).inc()
+                reply = await asyncio.to_thread(self.deps.store.unpublished_reply, msg)
+                if reply is not None:
+                    log.info("re-emitting stored reply reply_id=%s", reply.reply_id)
+                    await self._emit(reply)
+                return
+            await self._emit(outcome.reply)
+            self._observe(outcome, time.perf_counter() - t0)
+
+        try:  # a dependency that is down: the same message again, until it recovers
+            await errors.until_available(record.topic, attempt, base=self.base_delay, cap=self.max_delay)
+        except Exception as e:
+            reason = errors.poison_class(e)  # wrong tenant, data Postgres refuses
+            if reason is None:
+                raise  # a bug: the process exits before committing
+            return DeadLetter(record, reason, str(e)[:2000])
+        return None
 
     async def _emit(self, reply: OutboundReply) -> None:
         await self.producer.send_and_wait(self.outbound_topic, key=reply.conversation_id.encode(),
@@ -174,6 +178,9 @@ def register(app, settings, container, roles, *, batch_agent, state) -> None:
         await asyncio.to_thread(deps.memory_embedder.embed_queries, ["olá"])
         await asyncio.to_thread(deps.knowledge_embedder.embed_queries, ["olá"])
         await edges_ready(state)  # the DLQ producer is started by the Edges service
-        runner = RespondRunner(deps, state["producer"], state["dlq"], outbound)
+        runner = RespondRunner(deps, state["producer"], state["dlq"], outbound,
+                               base_delay=settings.dependency_backoff_base,
+                               max_delay=settings.dependency_backoff_max,
+                               max_record_bytes=settings.kafka_max_record_bytes)
         async for events in stream.take_events(BATCH_MAX, within=BATCH_WITHIN_S):
             await settle(runner.handle([_record(e) for e in events]), "respond")

@@ -42,6 +42,10 @@ def make_pool(settings: Settings, *, min_size: int | None = None, max_size: int 
         max_size=max_size if max_size is not None else settings.db_pool_max,
         kwargs={"row_factory": dict_row},
         configure=_configure,
+        # a connection is checked before it is handed out: after a Postgres
+        # restart the pool reconnects instead of handing out dead connections
+        check=ConnectionPool.check_connection,
+        reconnect_timeout=settings.db_reconnect_timeout,
         name=name,
         open=False,
     )
