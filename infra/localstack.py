@@ -367,7 +367,8 @@ def status() -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=["up", "down", "status", "restart-kafka", "clean"])
+    ap.add_argument("command", choices=["up", "down", "status", "restart-kafka", "clean",
+                                        "stop-postgres", "start-postgres", "stop-kafka", "start-kafka"])
     ap.add_argument("--no-worker", action="store_true", help="start Kafka and Postgres only")
     a = ap.parse_args()
     try:
@@ -380,6 +381,14 @@ def main() -> int:
             if pg_home() != STACK:
                 shutil.rmtree(pg_home(), ignore_errors=True)
             shutil.rmtree(STACK, ignore_errors=True)
+        elif a.command == "stop-postgres":  # fault drills (tests/faults): data kept
+            postgres_down()
+        elif a.command == "start-postgres":
+            postgres_up()
+        elif a.command == "stop-kafka":  # fault drills: the in-memory broker loses every topic
+            stop_pid("kafka", "tansu")
+        elif a.command == "start-kafka":  # no topics: the workers re-create them
+            kafka_up()
         elif a.command == "restart-kafka":
             stop_pid("kafka", "tansu")
             kafka_up()

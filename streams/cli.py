@@ -178,25 +178,47 @@ def reindex(
 @app.command()
 def reconcile(
     account: Optional[int] = typer.Option(None, "--account"),
-    repair: bool = typer.Option(False, "--repair", help="re-enqueue drifted chunks"),
+    repair: bool = typer.Option(False, "--repair", help="re-enqueue / republish the drift"),
+    only: Optional[str] = typer.Option(None, "--only", help="comma-separated: chunks,extractions,replies"),
+    min_age: float = typer.Option(0.0, "--min-age", help="ignore changes younger than this (seconds)"),
 ) -> None:
-    """Compare Postgres chunks with the vector store; --repair re-enqueues drift."""
-    from streams.bootstrap import Container
-    from streams.ingest.knowledge import reconcile as run
+    """Every projection against Postgres: chunks → Qdrant points, finished conversations →
+    extractions, stored replies → the outbound topic. --repair re-enqueues the drift."""
+    import asyncio
 
+    from streams.bootstrap import Container
+    from streams.maintain.reconcile import PROJECTIONS, reconcile_all
+
+    wanted = tuple(p.strip() for p in only.split(",")) if only else PROJECTIONS
+    unknown = set(wanted) - set(PROJECTIONS)
+    if unknown:
+        raise typer.BadParameter(f"unknown projections {sorted(unknown)}; known: {', '.join(PROJECTIONS)}")
     c = Container()
+
+    async def run():
+        from aiokafka import AIOKafkaProducer
+
+        producer = None
+        if repair and "replies" in wanted:
+            producer = AIOKafkaProducer(bootstrap_servers=c.settings.kafka_bootstrap_servers, acks="all",
+                                        enable_idempotence=False)
+            await producer.start()
+        try:
+            store = c.vector_store if "chunks" in wanted else None
+            return await reconcile_all(c.settings, c.pool, store, producer, account_id=account, repair=repair,
+                                       min_age=min_age, projections=wanted)
+        finally:
+            if producer is not None:
+                await producer.stop()
+
     try:
-        drifts = run(pool=c.pool, store=c.vector_store, domain=c.settings.vector_domain,
-                     account_id=account, repair=repair)
+        report = asyncio.run(run())
     finally:
         c.close()
-    if not drifts:
+    print(json.dumps(report.as_dict()))
+    if not report.drift:
         console.print("in sync: no drift")
-        return
-    for d in drifts:
-        print(json.dumps({"account_id": d.account_id, "missing": len(d.missing), "stale": len(d.stale),
-                          "extra": len(d.extra), "requeued": d.requeued}))
-    if not repair:
+    elif not repair:
         raise typer.Exit(1)
 
 

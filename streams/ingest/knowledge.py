@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
@@ -296,15 +296,22 @@ class Drift:
 
 
 def reconcile(*, pool: ConnectionPool, store: VectorStore, domain: str, account_id: int | None = None,
-              repair: bool = False) -> list[Drift]:
+              repair: bool = False, settled_before: datetime | None = None) -> list[Drift]:
     """Compare Postgres and the vector store per account; with ``repair``,
-    re-enqueue an outbox event for every drifted chunk (the indexer fixes it)."""
+    re-enqueue an outbox event for every drifted chunk (the indexer fixes it).
+    ``settled_before``: ignore chunks changed after it (still in flight)."""
     target = store.alias_target(chunk_alias(domain))
     with pool.connection() as conn:
         q = ("SELECT id::text, account_id, document_id::text, content_hash FROM chunks "
              "WHERE deleted_at IS NULL" + (" AND account_id = %s" if account_id else ""))
         live = conn.execute(q, (account_id,) if account_id else ()).fetchall()
+        recent: set[str] = set()
+        if settled_before is not None:
+            recent = {r["id"] for r in conn.execute("SELECT id::text FROM chunks WHERE updated_at >= %s",
+                                                    (settled_before,)).fetchall()}
+    live = [r for r in live if r["id"] not in recent]
     points = store.scroll(target, account_id) if target else {}
+    points = {pid: p for pid, p in points.items() if pid not in recent}
     drifts: dict[int, Drift] = {}
 
     def d(acc: int) -> Drift:

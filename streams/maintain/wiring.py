@@ -23,6 +23,7 @@ TICK_EVERY = 60.0
 def register(app, settings, container, roles, *, batch_agent, state) -> None:
     if "maintain" not in roles:
         return
+    from streams.app import edges_ready
     from streams.learn.triggers import announce_silent
     from streams.maintain.aging import age_memories, hard_delete
     from streams.store.events import purge_processed
@@ -56,6 +57,20 @@ def register(app, settings, container, roles, *, batch_agent, state) -> None:
             conn, older_than=timedelta(hours=settings.outbox_retention_hours), now=now(),
             any_status=settings.outbox_publisher == "debezium")),
     ]
+
+    # Every projection against Postgres (chunks, extractions, replies), repaired.
+    @app.timer(settings.reconcile_interval, on_leader=True)
+    async def reconcile_projections() -> None:
+        from streams.maintain.reconcile import reconcile_all
+
+        await edges_ready(state)
+        store = None
+        if "ingest" in roles or settings.qdrant_url:
+            store = await asyncio.to_thread(lambda: container.vector_store)
+        try:
+            await reconcile_all(settings, container.pool, store, state["producer"], repair=True)
+        except Exception:  # a timer must never kill the worker; the next tick retries
+            log.exception("maintenance reconcile failed")
 
     # One frequent leader-only tick; each job runs when it is due according to
     # Postgres, so restarts and leader changes neither skip nor repeat a job.

@@ -144,7 +144,10 @@ class RespondRunner:
     async def _emit(self, reply: OutboundReply) -> None:
         await self.producer.send_and_wait(self.outbound_topic, key=reply.conversation_id.encode(),
                                           value=reply.model_dump_json().encode())
-        await asyncio.to_thread(self.deps.store.mark_published, [reply])
+        # retried on its own: a database hiccup here must not send the reply again
+        await errors.until_available(self.outbound_topic,
+                                     lambda: asyncio.to_thread(self.deps.store.mark_published, [reply]),
+                                     base=self.base_delay, cap=self.max_delay)
 
     def _observe(self, o: RespondOutcome, seconds: float) -> None:
         metrics.REPLY_LATENCY.observe(seconds)

@@ -132,9 +132,15 @@ def test_erase_contact_then_verify(db, memory_embedder):
     assert {"account_id": a, "contact_id": c, "schema_version": 1} in [e["payload"] for e in ev]
     # the CLI proves it (and fails loudly when something remains)
     ok = db.memoria("verify-erasure", "--account", str(a), "--contact", str(c))
-    assert json.loads(ok.stdout)["erased"] is True
+    proof = json.loads(ok.stdout)
+    assert proof["erased"] is True and proof["ledger"]["identity_hash"] and proof["ledger"]["erased_at"]
+    assert proof["removed"]["messages"] == 6 and proof["removed"]["pgvector_embeddings"] == 2
+    assert proof["pgvector"]["embeddings_remaining"] == 0 and proof["qdrant"]["checked"] is True
+    assert proof["qdrant"]["points_of_contact"] == 0 and proof["verified_at"]
+    assert str(c) not in proof["ledger"]["identity_hash"]  # a keyed hash, no identity
     bad = db.memoria("verify-erasure", "--account", str(a), "--contact", str(other), check=False)
-    assert bad.returncode == 1 and json.loads(bad.stdout)["remaining"]["contact_memories"] == 2
+    assert bad.returncode == 1 and json.loads(bad.stdout)["postgres"]["remaining"]["contact_memories"] == 2
+    assert json.loads(bad.stdout)["ledger"] is None
     out = db.memoria("erase-contact", "--account", str(a), "--contact", str(other))
     assert json.loads(out.stdout)["deleted"]["contact_memories"] == 2
     assert db.memoria("verify-erasure", "--account", str(a), "--contact", str(other)).returncode == 0
