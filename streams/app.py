@@ -18,6 +18,7 @@ from streams import metrics
 from streams.bootstrap import Container
 from streams.kafka.faust_transport import App as FetchTunedApp
 from streams.kafka.consume import DeadLetterWriter, Handler, Record, process_batch
+from streams.kafka.errors import until_available
 from streams.kafka.topics import outbox_topic, qualified
 from streams.settings import Settings
 
@@ -150,7 +151,10 @@ def build_app(settings: Settings, roles: Sequence[str], container: Container | N
 
         @app.agent(topic, name=name)
         async def agent(stream):
-            handler = await asyncio.to_thread(make_handler)
+            # dependencies down at start (Postgres...): wait for them like for any batch
+            handler = await until_available(name, lambda: asyncio.to_thread(make_handler),
+                                            base=settings.dependency_backoff_base,
+                                            cap=settings.dependency_backoff_max)
             await edges_ready(state)
             async for events in stream.take_events(settings.ingest_batch_max,
                                                    within=settings.ingest_batch_interval):

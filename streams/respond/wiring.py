@@ -176,7 +176,9 @@ def register(app, settings, container, roles, *, batch_agent, state) -> None:
 
         # blocking ports run in threads: enough of them that recall never queues behind generation
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(32, thread_name_prefix="respond"))
-        deps = await asyncio.to_thread(build_responder, settings, container)
+        deps = await errors.until_available(
+            "respond", lambda: asyncio.to_thread(build_responder, settings, container),
+            base=settings.dependency_backoff_base, cap=settings.dependency_backoff_max)
         # warm the models once, off the first message's latency
         await asyncio.to_thread(deps.memory_embedder.embed_queries, ["olá"])
         await asyncio.to_thread(deps.knowledge_embedder.embed_queries, ["olá"])

@@ -49,7 +49,11 @@ def make_pool(settings: Settings, *, min_size: int | None = None, max_size: int 
         name=name,
         open=False,
     )
-    pool.open(wait=True, timeout=30)
+    try:
+        pool.open(wait=True, timeout=30)
+    except Exception:
+        pool.close()  # no background reconnect loop left behind: the caller retries
+        raise
     return pool
 
 
