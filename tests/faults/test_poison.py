@@ -117,7 +117,7 @@ def test_poison_on_every_input_topic(env, tmp_path):
     assert worker.poll() is None, "the worker died"
     m = env.metrics()
     assert m[f'memoria_events_dead_lettered_total{{reason="RecordTooLarge",topic="{t_in}"}}'] == 1
-    record_counts("poison_every_input_topic", sent=14, poison=10,
+    record_counts("poison_every_input_topic", sent=13, poison=10,
                   dead_lettered=len(dead_in) + len(dead_chunk) + len(dead_conv),
                   good_processed=3, worker_alive=worker.poll() is None, lost=0, duplicated=0)
 
