@@ -54,6 +54,9 @@ class Settings(BaseSettings):
     db_pool_max: int = 8
     # Seconds a pooled connection may wait for a reconnect before the pool gives up.
     db_reconnect_timeout: float = 300.0
+    # Seconds to wait for a free (or re-established) connection; then the caller
+    # sees Postgres as unavailable (consumers stall and retry, visibly).
+    db_pool_timeout: float = 5.0
 
     # --- Qdrant ----------------------------------------------------------
     qdrant_url: str | None = Field(

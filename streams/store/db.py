@@ -46,6 +46,7 @@ def make_pool(settings: Settings, *, min_size: int | None = None, max_size: int 
         # restart the pool reconnects instead of handing out dead connections
         check=ConnectionPool.check_connection,
         reconnect_timeout=settings.db_reconnect_timeout,
+        timeout=settings.db_pool_timeout,
         name=name,
         open=False,
     )
