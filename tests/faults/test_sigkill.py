@@ -19,7 +19,7 @@ WORDS = ("suíte pernoite piscina sauna garagem café hidromassagem decoração 
          "aniversário reserva checkout entrada toalha roupão climatização iluminação som").split()
 
 
-def _corpus(tmp_path, files=10, paragraphs=110):
+def _corpus(tmp_path, files=14, paragraphs=110):
     root = tmp_path / "kb"
     root.mkdir()
     for f in range(files):
