@@ -61,7 +61,7 @@ def test_sigkill_mid_learning(env):
     env.q("INSERT INTO accounts (id, settings) VALUES (1, '{\"memory_extraction_enabled\": true}')")
     transcript = S.HIDRO
     contacts, convs = [], []
-    for i in range(300):
+    for i in range(60):
         c = 10_000 + i
         env.q("INSERT INTO contacts (id, account_id) VALUES (%s, 1)", c)
         contacts.append(c)
