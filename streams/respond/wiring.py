@@ -116,6 +116,8 @@ class RespondRunner:
             try:
                 outcome = await respond(msg, self.deps)
                 if outcome is None:
+                    if msg.message_type == "reaction":  # stored, never answered
+                        return None
                     metrics.EVENTS_DUPLICATE.labels(record.topic).inc()
                     reply = await asyncio.to_thread(self.deps.store.unpublished_reply, msg)
                     if reply is not None:
