@@ -194,31 +194,26 @@ class BoundedBody:
             if int(declared) > self.limit:
                 return await too_big(scope, receive, send)
         seen = 0
-        started = False
-
-        class Oversized(Exception):
-            pass
+        refused = False
 
         async def bounded_receive():
-            nonlocal seen
+            nonlocal seen, refused
+            if refused:
+                return {"type": "http.disconnect"}
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise Oversized()
+                if seen > self.limit:  # answer 413 now; the route sees a disconnected client
+                    refused = True
+                    await too_big(scope, receive, send)
+                    return {"type": "http.disconnect"}
             return message
 
-        async def tracking_send(message):
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
+        async def guarded_send(message):
+            if not refused:
+                await send(message)
 
-        try:
-            await self.app(scope, bounded_receive, tracking_send)
-        except Oversized:
-            if not started:
-                await too_big(scope, receive, send)
+        await self.app(scope, bounded_receive, guarded_send)
 
 
 # --------------------------------------------------------------------- app
