@@ -46,6 +46,7 @@ Publish = Callable[[InboundMessage], Awaitable[Any]]
 #: ``record_invalid(raw message, reason)``: keep a message that can never be published (the DLQ).
 RecordInvalid = Callable[[Any, str], Awaitable[Any]]
 MAX_TEXT = 8000
+MAX_WA_ID = 64  # a customer's WhatsApp id (a phone number)
 
 
 @dataclass(frozen=True)
@@ -223,6 +224,8 @@ def parse_payload(body: Any) -> Parsed:
                 continue
             metadata = _require(value, "metadata", dict, f"{where}.value")
             phone_number_id = str(_require(metadata, "phone_number_id", (str, int), f"{where}.value.metadata"))
+            if len(phone_number_id) > 64:
+                raise PayloadError(f"{where}.value.metadata.phone_number_id is longer than 64 characters")
             for m_i, m in enumerate(messages):
                 mwhere = f"{where}.value.messages[{m_i}]"
                 try:
@@ -243,6 +246,8 @@ def parse_payload(body: Any) -> Parsed:
                         raise PayloadError(f"{mwhere}.timestamp must be unix seconds") from None
                     if not message_id.strip() or len(message_id) > 256:
                         raise PayloadError(f"{mwhere}.id must be 1-256 characters")
+                    if not wa_id.strip() or len(wa_id) > MAX_WA_ID:
+                        raise PayloadError(f"{mwhere}.from must be 1-{MAX_WA_ID} characters")
                     if not text:
                         raise PayloadError(f"{mwhere} has no text once control characters are removed")
                 except PayloadError as e:

@@ -276,6 +276,7 @@ def test_batch_with_invalid_messages_publishes_the_valid_ones_and_records_the_re
                            _msg("wamid.2", "text", text={"body": "\x00\x01"}),        # nothing left once cleaned
                            _msg("wamid.3", "location", location={"latitude": "x"}),   # malformed
                            {"from": "5511999990000", "type": "text", "text": {"body": "sem id"}},
+                           {**text_msg("wamid.6", "longo"), "from": "9" * 5000},
                            text_msg("wamid.5", "quinta"))
             r = await post(c, body)
             return r.status, await r.json(), published, recorded
@@ -283,11 +284,12 @@ def test_batch_with_invalid_messages_publishes_the_valid_ones_and_records_the_re
             await c.close()
 
     status, out, published, recorded = asyncio.run(go())
-    assert status == 200 and out["published"] == 2 and out["invalid"] == 3
+    assert status == 200 and out["published"] == 2 and out["invalid"] == 4
     assert [m.message_id for m in published] == ["wamid.1", "wamid.5"]
     reasons = [reason for _, reason in recorded]
     assert "no text once control characters are removed" in reasons[0]
     assert "latitude" in reasons[1] and "missing" in reasons[2] and ".id" in reasons[2]
+    assert "from must be 1-64 characters" in reasons[3]
     assert recorded[1][0]["id"] == "wamid.3"
 
 
