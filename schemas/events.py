@@ -2,15 +2,33 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class _Event(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+# Control characters (C0 but tab/newline/carriage return, DEL, C1) and lone
+# surrogates: Postgres refuses NUL in text and no channel means them.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def clean_text(value: str) -> str:
+    """``value`` without control characters and lone surrogates, stripped."""
+    return _CONTROL.sub("", value).strip()
+
+
+#: What a channel message was; ``text`` always carries its text form (caption,
+#: button title, coordinates...). The responder answers media it cannot read with
+#: a fixed fallback, and does not answer reactions.
+MessageType = Literal["text", "image", "document", "video", "audio", "sticker", "location", "contacts",
+                      "interactive", "button", "reaction", "unsupported"]
 
 
 # ------------------------------------------------------------ channel topics
@@ -25,8 +43,31 @@ class InboundMessage(_Event):
     contact_id: int = Field(gt=0)
     unit_id: int | None = None
     channel: str = Field(min_length=1, max_length=32)
-    text: str = Field(min_length=1, max_length=8000)
+    message_type: MessageType = Field("text", description="the channel's message type; text is its text form")
+    placeholder: bool = Field(False, description="text only describes content that cannot be read (media "
+                                                 "without a caption): not the customer's words")
+    text: str = Field(min_length=1, max_length=8000,
+                      description="control characters are removed on decoding; empty afterwards is invalid")
     sent_at: datetime
+
+    @field_validator("text", mode="before")
+    @classmethod
+    def _clean(cls, v):
+        return clean_text(v) if isinstance(v, str) else v
+
+
+class ConversationLifecycleEvent(_Event):
+    """``channel.conversation.events``, key = conversation id (the channel's, as in
+    ``InboundMessage.conversation_id``). A conversation is resolved or reopened by
+    the channel side (e.g. a Chatwoot ``conversation_status_changed`` webhook)."""
+
+    schema_version: Literal[1] = 1
+    event_id: str = Field(min_length=1, max_length=256, description="unique per change (de-duplication)")
+    type: Literal["resolved", "reopened"]
+    account_id: int = Field(gt=0)
+    conversation_id: str = Field(min_length=1, max_length=128)
+    source: str = Field("channel", min_length=1, max_length=64, description="who changed it (chatwoot, ...)")
+    occurred_at: datetime
 
 
 class OutboundReply(_Event):
@@ -61,13 +102,14 @@ class ChunkEvent(_Event):
 
 
 class ConversationEvent(_Event):
-    """aggregatetype ``conversation``; types ``conversation.resolved`` and ``conversation.silent``."""
+    """aggregatetype ``conversation``; types ``conversation.resolved``, ``conversation.silent``
+    (both start a learning) and ``conversation.reopened`` (announces the change only)."""
 
     schema_version: Literal[1] = 1
     conversation_id: int
     account_id: int
     contact_id: int
-    reason: Literal["resolved", "silent", "replay"] = "resolved"
+    reason: Literal["resolved", "silent", "replay", "reopened"] = "resolved"
 
 
 class MemoryEvent(_Event):
@@ -108,7 +150,7 @@ OUTBOX_PAYLOADS: dict[str, type[_Event]] = {
 
 EVENT_TYPES: dict[str, frozenset[str]] = {
     "chunk": frozenset({"chunk.upserted", "chunk.deleted"}),
-    "conversation": frozenset({"conversation.resolved", "conversation.silent"}),
+    "conversation": frozenset({"conversation.resolved", "conversation.silent", "conversation.reopened"}),
     "memory": frozenset({"memory.created", "memory.reinforced", "memory.updated",
                          "memory.superseded", "memory.deleted"}),
     "contact": frozenset({"contact.forgotten", "contact.erased"}),
@@ -117,6 +159,7 @@ EVENT_TYPES: dict[str, frozenset[str]] = {
 EVENT_MODELS: dict[str, type[BaseModel]] = {
     "inbound_message.v1": InboundMessage,
     "outbound_reply.v1": OutboundReply,
+    "conversation_lifecycle.v1": ConversationLifecycleEvent,
     "outbox_chunk.v1": ChunkEvent,
     "outbox_conversation.v1": ConversationEvent,
     "outbox_memory.v1": MemoryEvent,

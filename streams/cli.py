@@ -83,39 +83,99 @@ def worker(
 def ingest(
     paths: List[Path] = typer.Argument(..., help="Markdown/text files or folders"),
     account: int = typer.Option(..., "--account", help="account id"),
+    key: Optional[str] = typer.Option(None, "--key", help="the document's stable key (one file only); "
+                                                          "default: its path relative to the given folder, "
+                                                          "or its file name"),
     chunk_size: Optional[int] = typer.Option(None, help="characters per chunk"),
     chunk_overlap: Optional[int] = typer.Option(None, help="characters of overlap"),
 ) -> None:
-    """Write documents and their chunks (with outbox events) to Postgres."""
-    from streams.ingest.documents import iter_sources, read_source, write_document
+    """Write documents and their chunks (with outbox events) to Postgres, keyed by a stable key."""
+    from streams.ingest.documents import adopt_legacy_source, iter_keyed_sources, read_source, write_document
     from streams.store.db import connect
 
     s = get_settings()
     try:
-        files = iter_sources(paths)
+        files = iter_keyed_sources(paths)
     except FileNotFoundError as e:
         console.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2)
     if not files:
         console.print("[red]error:[/red] no Markdown or text files found")
         raise typer.Exit(2)
+    if key is not None:
+        if len(files) != 1:
+            console.print(f"[red]error:[/red] --key names one document, but {len(files)} files were found")
+            raise typer.Exit(2)
+        if not key.strip() or len(key) > 1000 or "\x00" in key:
+            console.print("[red]error:[/red] --key must be 1-1000 characters without NUL")
+            raise typer.Exit(2)
+        files = [(files[0][0], key.strip())]
     totals = dict(inserted=0, moved=0, unchanged=0, tombstoned=0)
     with connect(s) as conn:
-        for f in files:
+        for f, doc_key in files:
             try:
                 title, text = read_source(f)
             except (ValueError, UnicodeDecodeError) as e:
                 console.print(f"[red]error:[/red] {e}")
                 raise typer.Exit(2)
-            r = write_document(conn, account_id=account, source=str(f.resolve()), text=text, title=title,
+            with conn.transaction():
+                adopt_legacy_source(conn, account, doc_key, str(f.resolve()))
+            r = write_document(conn, account_id=account, source=doc_key, text=text, title=title,
                                chunk_size=chunk_size or s.chunk_size,
                                chunk_overlap=chunk_overlap if chunk_overlap is not None else s.chunk_overlap)
             for k in totals:
                 totals[k] += getattr(r, k)
-            console.print(f"{f}: +{r.inserted} new, {r.moved} moved, {r.unchanged} unchanged, "
+            console.print(f"{doc_key}: +{r.inserted} new, {r.moved} moved, {r.unchanged} unchanged, "
                           f"-{r.tombstoned} removed")
     console.print(f"done: {len(files)} documents; {totals['inserted']} chunks to embed, "
                   f"{totals['tombstoned']} to delete, {totals['unchanged']} unchanged")
+
+
+documents_app = typer.Typer(help="Knowledge documents: list, delete", no_args_is_help=True)
+app.add_typer(documents_app, name="documents")
+
+
+@documents_app.command("list")
+def documents_list(account: int = typer.Option(..., "--account"),
+                   include_deleted: bool = typer.Option(False, "--include-deleted"),
+                   as_json: bool = typer.Option(False, "--json")) -> None:
+    """An account's documents: key, title, live chunks."""
+    from streams.ingest.documents import list_documents
+    from streams.store.db import connect
+
+    with connect(get_settings()) as conn:
+        rows = list_documents(conn, account, include_deleted=include_deleted)
+    for r in rows:
+        if as_json:
+            print(json.dumps({k: (v.isoformat() if hasattr(v, "isoformat") else str(v) if k == "id" else v)
+                              for k, v in r.items()}, ensure_ascii=False))
+        else:
+            print(f"{r['id']}  {r['chunks']:>5} chunks  {'deleted ' if r['deleted_at'] else ''}{r['key']}")
+    if not rows and not as_json:
+        console.print("no documents")
+
+
+@documents_app.command("delete")
+def documents_delete(ref: str = typer.Argument(..., help="the document's key or id"),
+                     account: int = typer.Option(..., "--account")) -> None:
+    """Tombstone a document and its chunks; the worker removes their points."""
+    import uuid as _uuid
+
+    from streams.ingest.documents import delete_document
+    from streams.store.db import connect
+
+    try:
+        kw = {"document_id": str(_uuid.UUID(ref))}
+    except ValueError:
+        kw = {"key": ref}
+    with connect(get_settings()) as conn:
+        row = delete_document(conn, account, **kw)
+        if row is None and "document_id" in kw:  # a key that looks like a UUID
+            row = delete_document(conn, account, key=ref)
+    if row is None:
+        console.print(f"[red]error:[/red] document {ref!r} not found in account {account}")
+        raise typer.Exit(2)
+    console.print(f"document {row['key']} ({row['id']}) deleted; its points are removed by the worker")
 
 
 @app.command()
@@ -226,9 +286,9 @@ def reconcile(
 def _register_flow_commands() -> None:
     from streams.plugins import optional_modules
 
-    for mod in optional_modules(("streams.learn.cli", "streams.replay_cli", "streams.respond.rank",
+    for mod in optional_modules(("streams.learn.cli", "streams.learn.lifecycle_cli", "streams.replay_cli", "streams.respond.rank",
                                  "streams.respond.cli", "streams.maintain.cli", "streams.admin.cli",
-                                 "streams.demo", "connectors.whatsapp.cli")):
+                                 "streams.demo", "connectors.whatsapp.cli", "connectors.chatwoot.cli")):
         mod.register(app)
 
 

@@ -71,3 +71,10 @@ def init_series(topics: list[str]) -> None:
         EVENTS_PROCESSED.labels(topic)
         EVENTS_FAILED.labels(topic)
         EVENTS_DUPLICATE.labels(topic)
+
+# --- channel delivery (connectors)
+CONSUMER_STALLED = Gauge("memoria_consumer_stalled",
+                         "1 while a consumer retries the same records because a dependency is unavailable",
+                         ["consumer", "dependency"])
+REPLIES_DELIVERED = Counter("memoria_replies_delivered_total", "Replies handed to the channel API",
+                            ["outcome"])  # sent | duplicate | rejected | unknown

@@ -137,6 +137,15 @@ class Settings(BaseSettings):
     whatsapp_access_token: str | None = Field(
         None, validation_alias=AliasChoices("MEMORIA_WHATSAPP_ACCESS_TOKEN", "WHATSAPP_ACCESS_TOKEN"))
     whatsapp_api_base_url: str = "https://graph.facebook.com/v20.0"
+    # the sender retries a channel that is unavailable (429, 5xx, no connection)
+    # for as long as it takes, waiting Retry-After or this backoff (capped)
+    whatsapp_send_backoff_max: float = 60.0
+
+    # --- Chatwoot-style conversation webhook (resolved/reopened) ---------
+    # a shared token (``?token=`` or ``X-Memoria-Token``) or an HMAC secret
+    # (``X-Chatwoot-Signature: sha256=HMAC(secret, "<X-Chatwoot-Timestamp>.<body>")``)
+    chatwoot_webhook_token: str | None = None
+    chatwoot_webhook_secret: str | None = None
 
     # --- Worker ----------------------------------------------------------
     worker_web_host: str = "127.0.0.1"

@@ -6,17 +6,17 @@ import asyncio
 import json
 import logging
 import signal
+from datetime import datetime, timezone
 
 from aiohttp import web
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from pydantic import ValidationError
-
+from connectors.whatsapp.delivery import PostgresSentLedger, ReplyDelivery, Stopped
 from connectors.whatsapp.postgres_resolver import PostgresResolver
 from connectors.whatsapp.sender import WhatsAppSender
 from connectors.whatsapp.webhook import WebhookConfig, create_app
-from schemas.events import InboundMessage, OutboundReply
-from streams.kafka.consume import DeadLetter, DeadLetterWriter, Record
-from streams.kafka.topics import INBOUND, OUTBOUND, qualified
+from schemas.events import InboundMessage
+from streams.kafka.consume import DeadLetterWriter, Record
+from streams.kafka.topics import INBOUND, OUTBOUND, dlq_topic, qualified
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -38,9 +38,19 @@ async def run_webhook(settings: Settings, host: str, port: int, stop: asyncio.Ev
     async def publish(msg: InboundMessage) -> None:
         await producer.send_and_wait(topic, key=msg.conversation_id.encode(), value=msg.model_dump_json().encode())
 
+    async def record_invalid(raw, reason: str) -> None:
+        """A message that can never be published: to the inbound DLQ, with its reason (bounded)."""
+        value = json.dumps(raw, ensure_ascii=False, default=str).encode("utf-8", "replace")[:64 * 1024]
+        now = datetime.now(timezone.utc).isoformat()
+        headers = [("dlq.error_class", b"InvalidChannelMessage"),
+                   ("dlq.error_message", reason[:2000].encode("utf-8", "replace")),
+                   ("dlq.source_topic", b"whatsapp-webhook"), ("dlq.source_partition", b"-1"),
+                   ("dlq.source_offset", b"-1"), ("dlq.first_seen", now.encode())]
+        await producer.send_and_wait(dlq_topic(topic), value=value, headers=headers)
+
     app = create_app(WebhookConfig(verify_token=settings.whatsapp_verify_token,
                                    app_secret=settings.whatsapp_app_secret or None),
-                     publish, PostgresResolver(pool))
+                     publish, PostgresResolver(pool), record_invalid=record_invalid)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
@@ -63,10 +73,12 @@ def _stop_on_signals() -> asyncio.Event:
 
 
 async def run_sender(settings: Settings, stop: asyncio.Event | None = None) -> None:
-    """Consume replies, post them, commit the offsets only after each batch is settled.
+    """Consume replies and deliver each exactly once (``delivery.ReplyDelivery``).
 
-    A reply the API refuses for good (4xx, unknown destination) or that still
-    fails after the sender's retries goes to ``channel.outbound.replies.dlq``.
+    Offsets are committed only past settled records: sent (now or before) or
+    dead-lettered (invalid, refused for good, outcome unknown). While the API or
+    Postgres is unavailable the same record is retried and nothing after it is
+    committed; on shutdown the records not settled are left for the next run.
     """
     from streams.store.db import make_pool
 
@@ -76,35 +88,37 @@ async def run_sender(settings: Settings, stop: asyncio.Event | None = None) -> N
                                 group_id=f"{settings.topic_prefix}{settings.consumer_group}-whatsapp-sender",
                                 enable_auto_commit=False, auto_offset_reset="earliest",
                                 session_timeout_ms=int(settings.kafka_session_timeout * 1000),
-                                heartbeat_interval_ms=int(settings.kafka_heartbeat_interval * 1000))
+                                heartbeat_interval_ms=int(settings.kafka_heartbeat_interval * 1000),
+                                max_poll_interval_ms=24 * 3600 * 1000)  # a stall may last long
     producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, acks="all",
                                 enable_idempotence=False)
     sender = WhatsAppSender(settings.whatsapp_api_base_url, settings.whatsapp_access_token or "",
-                            PostgresResolver(pool))
+                            PostgresResolver(pool), backoff_max=min(8.0, settings.whatsapp_send_backoff_max))
     await consumer.start()
     await producer.start()
     dlq = DeadLetterWriter(producer)
     stop = stop or _stop_on_signals()
+    delivery = ReplyDelivery(sender, PostgresSentLedger(pool), stop=stop,
+                             backoff_max=settings.whatsapp_send_backoff_max)
     try:
         while not stop.is_set():
             batch = await consumer.getmany(timeout_ms=500, max_records=50)
             for tp, recs in batch.items():
-                dead = []
-                for r in recs:
-                    rec = Record(r.topic, r.partition, r.offset, r.key, r.value, tuple(r.headers or ()))
-                    try:
-                        reply = OutboundReply.model_validate(json.loads(r.value))
-                    except (ValueError, ValidationError) as e:
-                        dead.append(DeadLetter(rec, "InvalidReply", str(e)[:1000]))
-                        continue
-                    result = await sender.send(reply)
-                    if not result.ok:
-                        dead.append(DeadLetter(rec, "SendFailed", f"status={result.status} {result.error}"))
-                    else:
-                        log.info("whatsapp sent reply_id=%s wa_message_id=%s", reply.reply_id, result.wa_message_id)
-                if dead:
-                    await dlq.write(dead)
-                await consumer.commit({tp: recs[-1].offset + 1})
+                settled = None
+                try:
+                    for r in recs:
+                        rec = Record(r.topic, r.partition, r.offset, r.key, r.value, tuple(r.headers or ()))
+                        dead = await delivery.handle(rec)
+                        if dead is not None:
+                            await dlq.write([dead])
+                        settled = r.offset
+                except Stopped:
+                    pass
+                finally:
+                    if settled is not None:
+                        await consumer.commit({tp: settled + 1})
+                if stop.is_set():
+                    break
     finally:
         await sender.aclose()
         await consumer.stop()

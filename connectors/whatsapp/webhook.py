@@ -7,9 +7,16 @@
   ``hub.verify_token``, ``hub.challenge`` → the challenge as plain text).
 * ``POST <path>``: ``X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw
   body with the app secret>`` is checked first (401 when missing, 403 when
-  wrong). Text messages become ``InboundMessage`` and are handed to the
-  injected ``async publish(msg)``; other message types and status updates are
-  acknowledged and ignored. Redelivered messages (same ``wamid``) are
+  wrong). Every customer message becomes an ``InboundMessage`` with its
+  ``message_type`` and a text form (text; caption of an image, video or
+  document, else a placeholder such as ``[áudio]``; coordinates of a location;
+  shared contacts; the title of an interactive list/button reply or of a
+  template quick-reply button; a reaction's emoji), control characters
+  removed, handed to the injected ``async publish(msg)``, which returns only
+  once the broker acknowledged it. Status updates, system messages and removed
+  reactions are acknowledged and ignored. A malformed message does not stop
+  its batch: the others are published and it is handed to
+  ``record_invalid(raw, reason)`` (the inbound DLQ) before the 200. Redelivered messages (same ``wamid``) are
   published once (an injected seen-check, by default a bounded in-process
   LRU: use a shared store when several webhook replicas run). A publish
   failure answers 503 so Meta redelivers, and the message is unmarked.
@@ -31,12 +38,15 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from connectors.whatsapp.resolver import Resolver
-from schemas.events import InboundMessage
+from schemas.events import InboundMessage, clean_text
 
 log = logging.getLogger(__name__)
 
 Publish = Callable[[InboundMessage], Awaitable[Any]]
+#: ``record_invalid(raw message, reason)``: keep a message that can never be published (the DLQ).
+RecordInvalid = Callable[[Any, str], Awaitable[Any]]
 MAX_TEXT = 8000
+MAX_WA_ID = 64  # a customer's WhatsApp id (a phone number)
 
 
 @dataclass(frozen=True)
@@ -80,12 +90,37 @@ class PayloadError(ValueError):
 
 
 @dataclass(frozen=True)
-class IncomingText:
+class IncomingMessage:
     phone_number_id: str
     wa_id: str
     message_id: str
     text: str
     sent_at: datetime
+    message_type: str = "text"
+    placeholder: bool = False
+
+
+IncomingText = IncomingMessage  # the older name
+
+
+@dataclass(frozen=True)
+class InvalidMessage:
+    """A message of the batch that can never become an InboundMessage: recorded
+    (``channel.inbound.messages.dlq``) with its reason; the others go on."""
+
+    where: str
+    reason: str
+    raw: Any
+
+
+@dataclass
+class Parsed:
+    messages: list[IncomingMessage]
+    ignored: int
+    invalid: list[InvalidMessage]
+
+    def __iter__(self):  # (messages, ignored), as before
+        return iter((self.messages, self.ignored))
 
 
 def _require(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -98,47 +133,129 @@ def _require(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> A
     return value
 
 
-def parse_payload(body: Any) -> tuple[list[IncomingText], int]:
-    """(text messages, number of ignored non-text items). Raises PayloadError."""
+def _str(obj: Any, key: str) -> str:
+    v = obj.get(key) if isinstance(obj, dict) else None
+    return clean_text(v) if isinstance(v, str) else ""
+
+
+#: Placeholders of media without a caption (pt-BR, the product's customers' language).
+MEDIA_NAMES = {"image": "imagem", "video": "vídeo", "audio": "áudio", "sticker": "figurinha",
+               "document": "documento"}
+#: Message types that are not customer messages (number changes, welcome requests): acknowledged.
+SYSTEM_TYPES = {"system", "request_welcome", "ephemeral"}
+
+
+def text_form(m: dict, where: str) -> tuple[str, str, bool] | None:
+    """(message_type, text form, placeholder) of one message; None: nothing to
+    answer (a removed reaction). Raises PayloadError for a malformed message."""
+    kind = m.get("type")
+    if kind == "text":
+        body = _require(_require(m, "text", dict, where), "body", str, f"{where}.text")
+        return "text", clean_text(body), False
+    if kind in MEDIA_NAMES:
+        media = _require(m, kind, dict, where)
+        caption = _str(media, "caption")
+        if caption:
+            return kind, caption, False
+        name = _str(media, "filename")
+        return kind, f"[{MEDIA_NAMES[kind]}{': ' + name if name else ''}]", True
+    if kind == "location":
+        loc = _require(m, "location", dict, where)
+        lat, lon = loc.get("latitude"), loc.get("longitude")
+        if not isinstance(lat, (int, float)) or not isinstance(lon, (int, float)):
+            raise PayloadError(f"{where}.location needs numeric latitude and longitude")
+        label = ", ".join(x for x in (_str(loc, "name"), _str(loc, "address")) if x)
+        return "location", f"Localização: {label + ' ' if label else ''}({lat:.6f}, {lon:.6f})", False
+    if kind == "contacts":
+        cards = _require(m, "contacts", list, where)
+        parts = []
+        for c in cards[:10]:
+            name = _str(c.get("name") if isinstance(c, dict) else None, "formatted_name")
+            phones = [_str(p, "phone") or _str(p, "wa_id") for p in (c.get("phones") or []
+                                                                    if isinstance(c, dict) else [])]
+            parts.append(" ".join(x for x in [name, *(p for p in phones if p)] if x) or "?")
+        return "contacts", "Contato compartilhado: " + "; ".join(parts), False
+    if kind == "interactive":
+        inter = _require(m, "interactive", dict, where)
+        for sub in ("button_reply", "list_reply"):
+            if isinstance(inter.get(sub), dict):
+                title = _str(inter[sub], "title")
+                desc = _str(inter[sub], "description")
+                if not title:
+                    raise PayloadError(f"{where}.interactive.{sub}.title is missing")
+                return "interactive", f"{title} — {desc}" if desc else title, False
+        return "unsupported", f"[resposta interativa: {_str(inter, 'type') or '?'}]", True
+    if kind == "button":  # a template's quick-reply button
+        button = _require(m, "button", dict, where)
+        title = _str(button, "text") or _str(button, "payload")
+        if not title:
+            raise PayloadError(f"{where}.button.text is missing")
+        return "button", title, False
+    if kind == "reaction":
+        emoji = _str(_require(m, "reaction", dict, where), "emoji")
+        return ("reaction", emoji, False) if emoji else None  # an empty emoji removes a reaction
+    if isinstance(kind, str) and kind:
+        return "unsupported", f"[mensagem do tipo {kind[:40]}]", True
+    raise PayloadError(f"{where}.type must be a string")
+
+
+def parse_payload(body: Any) -> Parsed:
+    """Every customer message of a webhook: ``Parsed(messages, ignored, invalid)``.
+
+    Raises PayloadError only when the envelope itself is malformed; a malformed
+    message is returned in ``invalid`` with its reason and the rest goes on."""
     if not isinstance(body, dict):
         raise PayloadError("body must be a JSON object")
     if body.get("object") != "whatsapp_business_account":
         raise PayloadError("object must be 'whatsapp_business_account'")
-    texts: list[IncomingText] = []
-    ignored = 0
+    out = Parsed([], 0, [])
     for e_i, entry in enumerate(_require(body, "entry", list, "body")):
         for c_i, change in enumerate(_require(entry, "changes", list, f"entry[{e_i}]")):
             where = f"entry[{e_i}].changes[{c_i}]"
             value = _require(change, "value", dict, where)
             if change.get("field", "messages") != "messages":
-                ignored += 1
+                out.ignored += 1
                 continue
             messages = value.get("messages", [])
             if not isinstance(messages, list):
                 raise PayloadError(f"{where}.value.messages must be list")
-            ignored += len(value.get("statuses", []) or [])
+            out.ignored += len(value.get("statuses", []) or [])
             if not messages:
                 continue
             metadata = _require(value, "metadata", dict, f"{where}.value")
             phone_number_id = str(_require(metadata, "phone_number_id", (str, int), f"{where}.value.metadata"))
+            if len(phone_number_id) > 64:
+                raise PayloadError(f"{where}.value.metadata.phone_number_id is longer than 64 characters")
             for m_i, m in enumerate(messages):
                 mwhere = f"{where}.value.messages[{m_i}]"
-                message_id = _require(m, "id", str, mwhere)
-                wa_id = str(_require(m, "from", (str, int), mwhere))
-                if m.get("type") != "text":
-                    ignored += 1
-                    continue
-                text = _require(_require(m, "text", dict, mwhere), "body", str, f"{mwhere}.text")
-                ts = _require(m, "timestamp", (str, int), mwhere)
                 try:
-                    sent_at = datetime.fromtimestamp(int(ts), tz=timezone.utc)
-                except (TypeError, ValueError, OverflowError):
-                    raise PayloadError(f"{mwhere}.timestamp must be unix seconds") from None
-                if not message_id or not text.strip():
-                    ignored += 1
+                    message_id = _require(m, "id", str, mwhere)
+                    wa_id = str(_require(m, "from", (str, int), mwhere))
+                    if m.get("type") in SYSTEM_TYPES:
+                        out.ignored += 1
+                        continue
+                    form = text_form(m, mwhere)
+                    if form is None:
+                        out.ignored += 1
+                        continue
+                    kind, text, placeholder = form
+                    ts = _require(m, "timestamp", (str, int), mwhere)
+                    try:
+                        sent_at = datetime.fromtimestamp(int(ts), tz=timezone.utc)
+                    except (TypeError, ValueError, OverflowError, OSError):
+                        raise PayloadError(f"{mwhere}.timestamp must be unix seconds") from None
+                    if not message_id.strip() or len(message_id) > 256:
+                        raise PayloadError(f"{mwhere}.id must be 1-256 characters")
+                    if not wa_id.strip() or len(wa_id) > MAX_WA_ID:
+                        raise PayloadError(f"{mwhere}.from must be 1-{MAX_WA_ID} characters")
+                    if not text:
+                        raise PayloadError(f"{mwhere} has no text once control characters are removed")
+                except PayloadError as e:
+                    out.invalid.append(InvalidMessage(mwhere, str(e), m))
                     continue
-                texts.append(IncomingText(phone_number_id, wa_id, message_id, text[:MAX_TEXT], sent_at))
-    return texts, ignored
+                out.messages.append(IncomingMessage(phone_number_id, wa_id, message_id, text[:MAX_TEXT], sent_at,
+                                                    kind, placeholder))
+    return out
 
 
 def _error(status: int, reason: str) -> web.Response:
@@ -153,7 +270,7 @@ def signature_ok(secret: str, body: bytes, header: str) -> bool:
 
 
 def create_app(config: WebhookConfig, publish: Publish, resolver: Resolver,
-               seen: SeenCheck | None = None) -> web.Application:
+               seen: SeenCheck | None = None, record_invalid: RecordInvalid | None = None) -> web.Application:
     seen_check: SeenCheck = seen or SeenCache()
     app = web.Application(client_max_size=config.max_body_bytes)
 
@@ -167,7 +284,10 @@ def create_app(config: WebhookConfig, publish: Publish, resolver: Resolver,
         return web.Response(text=challenge, content_type="text/plain")
 
     async def receive(request: web.Request) -> web.Response:
-        raw = await request.read()
+        try:
+            raw = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return _error(413, f"body over {config.max_body_bytes} bytes")
         if config.app_secret is not None:
             header = request.headers.get("X-Hub-Signature-256")
             if not header:
@@ -179,12 +299,17 @@ def create_app(config: WebhookConfig, publish: Publish, resolver: Resolver,
         except (UnicodeDecodeError, json.JSONDecodeError):
             return _error(400, "body is not valid JSON")
         try:
-            texts, ignored = parse_payload(body)
+            parsed = parse_payload(body)
         except PayloadError as e:
             return _error(400, str(e))
         published = duplicates = unrouted = 0
-        for t in texts:
-            route = await resolver.route(t.phone_number_id, t.wa_id)
+        invalid = list(parsed.invalid)
+        for t in parsed.messages:
+            try:
+                route = await resolver.route(t.phone_number_id, t.wa_id)
+            except Exception as e:  # Postgres unavailable: Meta retries the whole batch later
+                log.error("whatsapp routing failed message_id=%s error=%r", t.message_id, e)
+                return _error(503, "could not route the message, retry later")
             if route is None:
                 unrouted += 1
                 log.warning("whatsapp unrouted phone_number_id=%s message_id=%s", t.phone_number_id, t.message_id)
@@ -193,9 +318,13 @@ def create_app(config: WebhookConfig, publish: Publish, resolver: Resolver,
                 msg = InboundMessage(message_id=t.message_id, account_id=route.account_id,
                                      inbox_id=route.inbox_id, conversation_id=route.conversation_id,
                                      contact_id=route.contact_id, unit_id=route.unit_id,
-                                     channel=config.channel, text=t.text, sent_at=t.sent_at)
+                                     channel=config.channel, message_type=t.message_type,
+                                     placeholder=t.placeholder, text=t.text, sent_at=t.sent_at)
             except ValidationError as e:
-                return _error(422, f"message {t.message_id} is invalid: {e.errors()[0]['msg']}")
+                err = e.errors()[0]
+                invalid.append(InvalidMessage(t.message_id, f"{'.'.join(map(str, err['loc']))}: {err['msg']}",
+                                              {"id": t.message_id, "type": t.message_type}))
+                continue
             if not await seen_check.mark(t.message_id):
                 duplicates += 1
                 continue
@@ -206,10 +335,18 @@ def create_app(config: WebhookConfig, publish: Publish, resolver: Resolver,
                 log.error("whatsapp publish failed message_id=%s error=%r", t.message_id, e)
                 return _error(503, "could not publish the message, retry later")
             published += 1
-            log.info("whatsapp inbound message_id=%s account_id=%s conversation_id=%s",
-                     t.message_id, route.account_id, route.conversation_id)
+            log.info("whatsapp inbound message_id=%s type=%s account_id=%s conversation_id=%s",
+                     t.message_id, t.message_type, route.account_id, route.conversation_id)
+        for bad in invalid:
+            log.warning("whatsapp invalid message where=%s reason=%s", bad.where, bad.reason)
+            if record_invalid is not None:
+                try:
+                    await record_invalid(bad.raw, f"{bad.where}: {bad.reason}")
+                except Exception as e:
+                    log.error("whatsapp could not record an invalid message error=%r", e)
+                    return _error(503, "could not record an invalid message, retry later")
         return web.json_response({"published": published, "duplicates": duplicates,
-                                  "ignored": ignored, "unrouted": unrouted})
+                                  "ignored": parsed.ignored, "unrouted": unrouted, "invalid": len(invalid)})
 
     app.router.add_get(config.path, verify)
     app.router.add_post(config.path, receive)

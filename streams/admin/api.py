@@ -7,6 +7,7 @@ Bad requests get a 4xx with a reason (``{"detail": ...}``), never a 500.
 
 
 import logging
+import uuid
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 
@@ -22,6 +23,10 @@ from streams.admin import tokens
 log = logging.getLogger(__name__)
 
 PG_BIGINT_MAX = 2**63 - 1
+#: Request bodies above this are refused with 413 before they are read.
+MAX_BODY_BYTES = 256 * 1024
+#: Matching is linear in the keywords: an unbounded list slows every reply of the inbox.
+MAX_KEYWORDS_PER_INTENT = 200
 Id = Annotated[int, Field(ge=1, le=PG_BIGINT_MAX)]
 
 
@@ -98,7 +103,8 @@ class InboxConfig(BaseModel):
     model: str = Field("", max_length=200)
     temperature: float = Field(0.7, ge=0, le=2)
     intent_keywords: dict[str, list[Annotated[str, Field(min_length=1, max_length=100)]]] = Field(
-        default_factory=dict, description="intent → keywords (accent- and case-insensitive)")
+        default_factory=dict, description="intent → keywords (accent- and case-insensitive); at most "
+                                          f"{MAX_KEYWORDS_PER_INTENT} per intent")
 
     @field_validator("system_prompt", "playbook_prompt", "model")
     @classmethod
@@ -114,7 +120,9 @@ class InboxConfig(BaseModel):
         bad = sorted(set(v) - known)
         if bad:
             raise ValueError(f"unknown intents {bad}; known: {sorted(known)}")
-        for words in v.values():
+        for intent, words in v.items():
+            if len(words) > MAX_KEYWORDS_PER_INTENT:
+                raise ValueError(f"{intent}: {len(words)} keywords; at most {MAX_KEYWORDS_PER_INTENT} per intent")
             if any("\x00" in w for w in words):
                 raise ValueError("keywords must not contain NUL characters")
         return v
@@ -149,6 +157,65 @@ class Report(BaseModel):
     units: list[UnitReport]
 
 
+class ConversationStatus(BaseModel):
+    conversation_id: int
+    external_id: str | None
+    status: Literal["open", "resolved"]
+    changed: bool = Field(description="false: it already had this status (nothing happened)")
+
+
+class Document(BaseModel):
+    id: uuid.UUID
+    key: str = Field(description="stable key: the path relative to the ingested folder, or --key")
+    title: str
+    chunks: int = Field(description="live chunks")
+    created_at: datetime
+    updated_at: datetime
+    deleted_at: datetime | None
+
+
+class BoundedBody:
+    """ASGI middleware: a request body over ``limit`` bytes gets 413 (by its
+    Content-Length before anything is read, or as soon as the streamed body
+    passes the limit)."""
+
+    def __init__(self, app, limit: int):
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        too_big = JSONResponse({"detail": f"request body over {self.limit} bytes"}, status_code=413)
+        declared = dict(scope.get("headers") or ()).get(b"content-length")
+        if declared is not None:
+            if not declared.isdigit():
+                return await JSONResponse({"detail": "invalid Content-Length"}, status_code=400)(scope, receive, send)
+            if int(declared) > self.limit:
+                return await too_big(scope, receive, send)
+        seen = 0
+        refused = False
+
+        async def bounded_receive():
+            nonlocal seen, refused
+            if refused:
+                return {"type": "http.disconnect"}
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:  # answer 413 now; the route sees a disconnected client
+                    refused = True
+                    await too_big(scope, receive, send)
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def guarded_send(message):
+            if not refused:
+                await send(message)
+
+        await self.app(scope, bounded_receive, guarded_send)
+
+
 # --------------------------------------------------------------------- app
 def _status(r: dict, now: datetime) -> str:
     if r["deleted_at"] is not None:
@@ -178,6 +245,8 @@ def create_app(container) -> FastAPI:
                               "account flags and unit reports. Authenticate with a per-account "
                               "bearer token (`memoria admin token create`).")
     bearer = HTTPBearer(auto_error=False)
+
+    app.add_middleware(BoundedBody, limit=MAX_BODY_BYTES)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError):
@@ -302,6 +371,51 @@ def create_app(container) -> FastAPI:
             conn.execute("UPDATE accounts SET settings = settings || %s WHERE id = %s",
                          (Jsonb(body.model_dump()), acc))
         return body
+
+    # -- conversations ----------------------------------------------------------
+    def _change_status(conversation_id: int, acc: int, action: str) -> ConversationStatus:
+        from streams.learn.lifecycle import ConversationNotFound, change_status
+
+        with container.pool.connection() as conn:
+            try:
+                r = change_status(conn, account_id=acc, conversation_id=conversation_id, action=action,
+                                  source="admin-api")
+            except ConversationNotFound:
+                raise HTTPException(404, f"conversation {conversation_id} not found") from None
+        return ConversationStatus(conversation_id=r.conversation_id, external_id=r.external_id, status=r.status,
+                                  changed=r.changed)
+
+    @app.post("/v1/conversations/{conversation_id}/resolve", response_model=ConversationStatus,
+              tags=["conversations"], responses={404: {"description": "not found"}})
+    def resolve_conversation(conversation_id: Id, acc: Account):
+        """Resolve: clears the lead state and starts the learning (once; resolving again changes nothing)."""
+        return _change_status(conversation_id, acc, "resolve")
+
+    @app.post("/v1/conversations/{conversation_id}/reopen", response_model=ConversationStatus,
+              tags=["conversations"], responses={404: {"description": "not found"}})
+    def reopen_conversation(conversation_id: Id, acc: Account):
+        """Reopen: the next resolution learns from the messages after this point only."""
+        return _change_status(conversation_id, acc, "reopen")
+
+    # -- documents ------------------------------------------------------------
+    @app.get("/v1/documents", response_model=list[Document], tags=["knowledge"])
+    def list_documents(acc: Account, include_deleted: bool = Query(False)):
+        from streams.ingest.documents import list_documents as listing
+
+        with container.pool.connection() as conn:
+            return [Document(**r) for r in listing(conn, acc, include_deleted=include_deleted)]
+
+    @app.delete("/v1/documents/{document_id}", response_model=Document, tags=["knowledge"],
+                responses={404: {"description": "not found"}})
+    def delete_document(document_id: uuid.UUID, acc: Account):
+        """Tombstone a document and its chunks; the ingest agent removes their points."""
+        from streams.ingest.documents import delete_document as delete
+
+        with container.pool.connection() as conn:
+            row = delete(conn, acc, document_id=str(document_id))
+        if row is None:
+            raise HTTPException(404, f"document {document_id} not found")
+        return Document(**row)
 
     # -- reports --------------------------------------------------------------
     @app.get("/v1/reports/units", response_model=Report, tags=["reports"])

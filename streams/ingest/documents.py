@@ -1,5 +1,9 @@
 """Write a document's chunks, tombstones and outbox rows in one transaction.
 
+A document is identified per account by a stable key (``documents.source``):
+its path relative to the folder given to ``memoria ingest``, or ``--key``;
+so ingesting the same folder from another location changes nothing.
+
 Chunks are matched to the document's live chunks by content_hash: an
 unchanged chunk keeps its id (and its embedding), a moved one only changes
 ``seq``, a new text gets a new UUIDv7 id, a vanished one is tombstoned. One
@@ -107,6 +111,59 @@ def write_document(conn: psycopg.Connection, *, account_id: int, source: str, te
     return result
 
 
+def adopt_legacy_source(conn: psycopg.Connection, account_id: int, key: str, legacy_source: str) -> bool:
+    """A document ingested before stable keys is named by its absolute path:
+    rename it to ``key`` (keeping its chunks and points) unless ``key`` exists."""
+    if key == legacy_source:
+        return False
+    return bool(conn.execute(
+        "UPDATE documents SET source = %s WHERE account_id = %s AND source = %s "
+        "AND NOT EXISTS (SELECT 1 FROM documents WHERE account_id = %s AND source = %s)",
+        (key, account_id, legacy_source, account_id, key)).rowcount)
+
+
+def list_documents(conn: psycopg.Connection, account_id: int, *, include_deleted: bool = False) -> list[dict]:
+    return conn.execute(
+        """SELECT d.id, d.source AS key, d.title, d.created_at, d.updated_at, d.deleted_at,
+                  (SELECT count(*) FROM chunks c WHERE c.document_id = d.id AND c.deleted_at IS NULL) AS chunks
+             FROM documents d WHERE d.account_id = %s AND (%s OR d.deleted_at IS NULL)
+            ORDER BY d.source""", (account_id, include_deleted)).fetchall()
+
+
+def delete_document(conn: psycopg.Connection, account_id: int, *, document_id: str | None = None,
+                    key: str | None = None) -> dict | None:
+    """Tombstone a document and its live chunks, with one ``chunk.deleted`` event
+    per chunk (the ingest agent deletes their points), in one transaction.
+    None when the account has no such document; deleting twice is a no-op."""
+    if (document_id is None) == (key is None):
+        raise ValueError("give exactly one of document_id and key")
+    with conn.transaction():
+        where, arg = ("id = %s", document_id) if document_id is not None else ("source = %s", key)
+        doc = conn.execute(f"SELECT id FROM documents WHERE account_id = %s AND {where} FOR UPDATE",
+                           (account_id, arg)).fetchone()
+        if doc is None:
+            return None
+        doc_id = str(doc["id"])
+        gone = [str(r["id"]) for r in conn.execute(
+            "UPDATE chunks SET deleted_at = now(), updated_at = now() WHERE document_id = %s AND deleted_at IS NULL "
+            "RETURNING id", (doc_id,)).fetchall()]
+        conn.execute("UPDATE documents SET deleted_at = COALESCE(deleted_at, now()), updated_at = now() "
+                     "WHERE id = %s", (doc_id,))
+        add_events(conn, [outbox_row("chunk", cid, "chunk.deleted",
+                                     {"schema_version": 1, "chunk_id": cid, "account_id": account_id,
+                                      "document_id": doc_id}) for cid in gone])
+    rows = [r for r in list_documents(conn, account_id, include_deleted=True) if str(r["id"]) == doc_id]
+    return rows[0] if rows else None
+
+
+def document_key(path: Path, root: Path | None) -> str:
+    """The stable key of a file: its POSIX path relative to the folder it was
+    found under (``root``), or its file name when given on its own."""
+    if root is None:
+        return path.name
+    return path.resolve().relative_to(root.resolve()).as_posix()
+
+
 def read_source(path: Path) -> tuple[str, str]:
     """(title, text) of a Markdown or plain-text file."""
     if path.suffix.lower() not in SUPPORTED_SUFFIXES:
@@ -122,12 +179,19 @@ def read_source(path: Path) -> tuple[str, str]:
 
 
 def iter_sources(paths: list[Path]) -> list[Path]:
-    out: list[Path] = []
+    return [f for f, _ in iter_keyed_sources(paths)]
+
+
+def iter_keyed_sources(paths: list[Path]) -> list[tuple[Path, str]]:
+    """(file, stable key) of every supported file: under a folder the key is the
+    path relative to that folder; a file given alone is keyed by its name."""
+    out: list[tuple[Path, str]] = []
     for p in paths:
         if p.is_dir():
-            out += sorted(q for q in p.rglob("*") if q.is_file() and q.suffix.lower() in SUPPORTED_SUFFIXES)
+            out += [(q, document_key(q, p)) for q in sorted(p.rglob("*"))
+                    if q.is_file() and q.suffix.lower() in SUPPORTED_SUFFIXES]
         elif p.is_file():
-            out.append(p)
+            out.append((p, document_key(p, None)))
         else:
             raise FileNotFoundError(f"{p}: no such file or directory")
     return out

@@ -14,6 +14,7 @@ log = logging.getLogger(__name__)
 
 INBOUND = "channel.inbound.messages"
 OUTBOUND = "channel.outbound.replies"
+CONVERSATION_EVENTS = "channel.conversation.events"
 AGGREGATE_TYPES = ("chunk", "conversation", "memory", "contact")
 
 
@@ -26,7 +27,7 @@ def dlq_topic(source_topic: str) -> str:
 
 
 def base_topics() -> list[str]:
-    names = [INBOUND, OUTBOUND] + [outbox_topic(a) for a in AGGREGATE_TYPES]
+    names = [INBOUND, OUTBOUND, CONVERSATION_EVENTS] + [outbox_topic(a) for a in AGGREGATE_TYPES]
     return names + [dlq_topic(n) for n in names]
 
 

@@ -44,6 +44,7 @@ from streams.store.events import mark_processed, unprocessed
 log = logging.getLogger(__name__)
 
 CONSUMER = "learn"
+LEARNING_EVENTS = frozenset({"conversation.resolved", "conversation.silent"})
 #: A failed extraction is retried after 1, 2, 4, 8, 16 min...; given up (kept
 #: as ``failed``, replayable) after ``MAX_ATTEMPTS``.
 RETRY_BASE = timedelta(minutes=1)
@@ -129,7 +130,10 @@ def learn_conversation(ports: LearnPorts, conversation_id: int, *, force: bool =
                                         count_attempt=False)
             log.info("extraction skipped conversation_id=%d account_id=%d reason=flag_off", conv.id, conv.account_id)
             return Outcome(conv.id, "skipped")
-        transcript = store.load_transcript(conn, conv)
+        # a reopened conversation learns from the messages after the last one learnt
+        after = state["through_message_id"] if state and not force else None
+        through = store.last_message_id(conn, conv.id)
+        transcript = store.load_transcript(conn, conv, after_message_id=after, through_message_id=through)
         conn.rollback()  # release the snapshot before the slow part
 
     t0 = time.perf_counter()
@@ -144,7 +148,8 @@ def learn_conversation(ports: LearnPorts, conversation_id: int, *, force: bool =
     if result.status == "discarded":
         metrics.EXTRACTION_FAILURES.labels("unusable_output").inc()
         with ports.pool.connection() as conn, conn.transaction():
-            store.record_extraction(conn, conv, "discarded", now=now, error=result.warning, extractor=result.extractor)
+            store.record_extraction(conn, conv, "discarded", now=now, error=result.warning, extractor=result.extractor,
+                                    through_message_id=through)
         return Outcome(conv.id, "discarded", error=result.warning)
 
     vectors = embed_contents(ports.embedder, [f.content for f in result.facts],
@@ -170,7 +175,8 @@ def learn_conversation(ports: LearnPorts, conversation_id: int, *, force: bool =
             applied = store.apply_plan(conn, plan, conv, now=now, metadata=metadata, embedding_model=model,
                                        observed_at=conv.last_message_at or now)
             capped = store.enforce_cap(conn, conv.account_id, conv.contact_id, now=now)
-            store.record_extraction(conn, conv, "done", now=now, facts=len(result.facts), extractor=result.extractor)
+            store.record_extraction(conn, conv, "done", now=now, facts=len(result.facts), extractor=result.extractor,
+                                    through_message_id=through)
     except ExtractionFailed as e:  # the contradiction model was unavailable: retry the whole conversation
         return _failed(ports, conv, e, now)
     record_usage(conv.account_id, "contradiction", ports.llm_model, plan.usage)
@@ -219,6 +225,9 @@ class ConversationEventHandler:
                 continue
             fresh.discard(env.event_id)
             event = env.payload
+            if env.type not in LEARNING_EVENTS:  # conversation.reopened: nothing to learn yet
+                mark_processed(self.ports.pool, self.consumer, [env.event_id])
+                continue
             outcome = learn_conversation(self.ports, event.conversation_id, account_id=event.account_id)
             if outcome.status == "mismatch":  # tenant isolation: never learn across accounts
                 dead.append(DeadLetter(r, "AccountMismatch", outcome.error or ""))

@@ -42,13 +42,24 @@ def load_conversation(conn: psycopg.Connection, conversation_id: int) -> Convers
     return Conversation(**row) if row else None
 
 
-def load_transcript(conn: psycopg.Connection, conv: Conversation) -> Transcript:
+def load_transcript(conn: psycopg.Connection, conv: Conversation, *, after_message_id: int | None = None,
+                    through_message_id: int | None = None) -> Transcript:
+    """The conversation's messages (only those after ``after_message_id``: a
+    reopened conversation learns from its new messages only). Reactions are
+    left out: they state nothing."""
     rows = conn.execute(
-        "SELECT role, text, sent_at FROM messages WHERE conversation_id = %s ORDER BY sent_at, id",
-        (conv.id,)).fetchall()
+        "SELECT id, role, text, sent_at FROM messages WHERE conversation_id = %s AND id > %s AND id <= %s "
+        "AND message_type <> 'reaction' ORDER BY sent_at, id",
+        (conv.id, after_message_id or 0, through_message_id if through_message_id is not None else 2**63 - 1)
+    ).fetchall()
     return Transcript(conversation_id=conv.id, account_id=conv.account_id, contact_id=conv.contact_id,
                       unit_id=conv.unit_id, inbox_id=conv.inbox_id,
                       messages=[Message(role=r["role"], text=r["text"], sent_at=r["sent_at"]) for r in rows])
+
+
+def last_message_id(conn: psycopg.Connection, conversation_id: int) -> int | None:
+    row = conn.execute("SELECT max(id) AS m FROM messages WHERE conversation_id = %s", (conversation_id,)).fetchone()
+    return row["m"] if row else None
 
 
 def extraction_enabled(conn: psycopg.Connection, account_id: int) -> bool:
@@ -58,29 +69,32 @@ def extraction_enabled(conn: psycopg.Connection, account_id: int) -> bool:
 
 # ------------------------------------------------------- extraction bookkeeping
 def extraction_state(conn: psycopg.Connection, conversation_id: int, *, for_update: bool = False) -> dict | None:
-    sql = "SELECT status, attempts FROM conversation_extractions WHERE conversation_id = %s"
+    sql = "SELECT status, attempts, through_message_id FROM conversation_extractions WHERE conversation_id = %s"
     return conn.execute(sql + (" FOR UPDATE" if for_update else ""), (conversation_id,)).fetchone()
 
 
 def record_extraction(conn: psycopg.Connection, conv: Conversation, status: str, *, now: datetime,
                       facts: int = 0, error: str | None = None, extractor: str | None = None,
-                      next_attempt_at: datetime | None = None, count_attempt: bool = True) -> int:
-    """Upsert the conversation's extraction row; returns its attempt count."""
+                      next_attempt_at: datetime | None = None, count_attempt: bool = True,
+                      through_message_id: int | None = None) -> int:
+    """Upsert the conversation's extraction row; returns its attempt count.
+    ``through_message_id``: the last message this learning covered (kept when None)."""
     row = conn.execute(
         """INSERT INTO conversation_extractions AS e
                (conversation_id, account_id, contact_id, status, attempts, facts_extracted, last_error,
-                extractor, next_attempt_at, updated_at)
+                extractor, next_attempt_at, updated_at, through_message_id)
            VALUES (%(id)s, %(account)s, %(contact)s, %(status)s, %(inc)s, %(facts)s, %(error)s,
-                   %(extractor)s, %(next)s, %(now)s)
+                   %(extractor)s, %(next)s, %(now)s, %(through)s)
            ON CONFLICT (conversation_id) DO UPDATE SET
                status = EXCLUDED.status, attempts = e.attempts + %(inc)s,
                facts_extracted = EXCLUDED.facts_extracted, last_error = EXCLUDED.last_error,
                extractor = COALESCE(EXCLUDED.extractor, e.extractor),
-               next_attempt_at = EXCLUDED.next_attempt_at, updated_at = EXCLUDED.updated_at
+               next_attempt_at = EXCLUDED.next_attempt_at, updated_at = EXCLUDED.updated_at,
+               through_message_id = COALESCE(EXCLUDED.through_message_id, e.through_message_id)
            RETURNING attempts""",
         dict(id=conv.id, account=conv.account_id, contact=conv.contact_id, status=status,
              inc=1 if count_attempt else 0, facts=facts, error=(error or None) and error[:2000],
-             extractor=extractor, next=next_attempt_at, now=now)).fetchone()
+             extractor=extractor, next=next_attempt_at, now=now, through=through_message_id)).fetchone()
     return int(row["attempts"])
 
 

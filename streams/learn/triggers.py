@@ -43,6 +43,30 @@ def resolve_conversation(conn: psycopg.Connection, conversation_id: int, *, now:
     return True
 
 
+def reopen_conversation(conn: psycopg.Connection, conversation_id: int, *, now: datetime | None = None) -> bool:
+    """Reopen a resolved conversation: status ``open``, ``reopened_at``, its
+    extraction row (if any) set to ``reopened`` so that the next resolution (or
+    silence) learns again, from the messages after the last one learnt, and a
+    ``conversation.reopened`` event; one transaction. False when it was not
+    resolved (already open or unknown): nothing changes."""
+    now = now or datetime.now(timezone.utc)
+    with conn.transaction():
+        row = conn.execute(
+            "UPDATE conversations SET status = 'open', resolved_at = NULL, reopened_at = %s "
+            "WHERE id = %s AND status = 'resolved' RETURNING account_id, contact_id",
+            (now, conversation_id)).fetchone()
+        if row is None:
+            return False
+        account_id, contact_id = (row["account_id"], row["contact_id"]) if isinstance(row, dict) else row
+        conn.execute("UPDATE conversation_extractions SET status = 'reopened', next_attempt_at = NULL, "
+                     "updated_at = %s WHERE conversation_id = %s AND status IN ('done', 'discarded', 'skipped')",
+                     (now, conversation_id))
+        conn.execute("DELETE FROM conversation_silences WHERE conversation_id = %s", (conversation_id,))
+        add_events(conn, [_event("conversation.reopened", conversation_id, account_id, contact_id, "reopened")])
+    log.info("conversation reopened conversation_id=%d account_id=%d", conversation_id, account_id)
+    return True
+
+
 def announce_silent(conn: psycopg.Connection, *, now: datetime | None = None, silence: timedelta = SILENCE,
                     limit: int = 500) -> list[int]:
     """Emit ``conversation.silent`` once per open conversation without a

@@ -1,6 +1,8 @@
 """Faust wiring of the ``learn`` role: a few lines per agent or timer.
 
 - agent ``learn`` on ``outbox.event.conversation`` → ``ConversationEventHandler``;
+- agent ``lifecycle`` on ``channel.conversation.events`` → ``LifecycleEventHandler``
+  (the channel resolves or reopens a conversation);
 - leader-only timers: retry failed extractions, re-embed facts left without
   an embedding, refresh the active-facts gauge.
 """
@@ -12,7 +14,7 @@ import logging
 import threading
 
 from streams import metrics
-from streams.kafka.topics import outbox_topic
+from streams.kafka.topics import CONVERSATION_EVENTS, outbox_topic
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +41,13 @@ def register(app, settings, container, roles, *, batch_agent, state) -> None:
             return holder["ports"]
 
     batch_agent(outbox_topic("conversation"), lambda: ConversationEventHandler(ports()), name="learn")
+
+    def make_lifecycle():
+        from streams.learn.lifecycle import LifecycleEventHandler
+
+        return LifecycleEventHandler(container.pool)
+
+    batch_agent(CONVERSATION_EVENTS, make_lifecycle, name="lifecycle")
 
     async def guarded(name, fn):
         try:

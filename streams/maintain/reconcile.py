@@ -8,7 +8,8 @@ projection is compared with its source and the drift re-enqueued:
   one), points without a live chunk → ``chunk.*`` outbox events
   (``streams.ingest.knowledge.reconcile``);
 * **finished conversations → extractions**: resolved (or announced silent)
-  conversations with no extraction at all → a new ``conversation.*`` event
+  conversations with no extraction (or only the one a reopening set aside)
+  → a new ``conversation.*`` event
   (learning is idempotent per conversation, so a duplicate is a no-op);
 * **stored replies → the outbound topic**: replies stored but never
   acknowledged by Kafka (``published_at`` NULL), and, after a recorded broker
@@ -77,7 +78,8 @@ def missing_extractions(pool: ConnectionPool, *, account_id: int | None = None, 
                LEFT JOIN conversation_silences s ON s.conversation_id = c.id
                WHERE ((c.status = 'resolved' AND coalesce(c.resolved_at, c.created_at) < %(cut)s)
                       OR (c.status = 'open' AND s.announced_at < %(cut)s))
-                 AND NOT EXISTS (SELECT 1 FROM conversation_extractions e WHERE e.conversation_id = c.id)
+                 AND NOT EXISTS (SELECT 1 FROM conversation_extractions e WHERE e.conversation_id = c.id
+                                 AND e.status <> 'reopened')
                  AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.aggregatetype = 'conversation'
                                  AND o.aggregateid = c.id::text AND o.status = 'pending')
                  AND (%(acc)s::bigint IS NULL OR c.account_id = %(acc)s::bigint)

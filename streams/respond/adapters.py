@@ -71,9 +71,10 @@ class PostgresConversationStore:
             if conv["account_id"] != msg.account_id or conv["contact_id"] != msg.contact_id:
                 raise TenantMismatch(f"conversation {msg.conversation_id} belongs to another account/contact")
             inserted = conn.execute(
-                """INSERT INTO messages (conversation_id, account_id, role, text, sent_at, channel_message_id)
-                   VALUES (%s, %s, 'contact', %s, %s, %s) ON CONFLICT (channel_message_id) DO NOTHING""",
-                (conv["id"], msg.account_id, msg.text, msg.sent_at, msg.message_id)).rowcount
+                """INSERT INTO messages (conversation_id, account_id, role, text, sent_at, channel_message_id,
+                                         message_type)
+                   VALUES (%s, %s, 'contact', %s, %s, %s, %s) ON CONFLICT (channel_message_id) DO NOTHING""",
+                (conv["id"], msg.account_id, msg.text, msg.sent_at, msg.message_id, msg.message_type)).rowcount
             if inserted:
                 return True
             replied = conn.execute("SELECT 1 FROM messages WHERE channel_message_id = %s",

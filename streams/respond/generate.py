@@ -33,6 +33,14 @@ FALLBACK_LOOP = "Deixa eu confirmar esses detalhes com a equipe."
 GREETING_REPLY = "Olá! Tudo bem? Como posso te ajudar?"
 CONFIRMATION_REPLY = "Perfeito! Qualquer dúvida é só chamar por aqui."
 GENERAL_NO_KNOWLEDGE = "Entendi! Vou verificar isso com a equipe e já retorno."
+# Messages the responder cannot read (media without a caption, unknown types),
+# and the ones that need no knowledge (a location, a shared contact).
+FALLBACK_AUDIO = "Recebi seu áudio, mas ainda não consigo ouvir áudios por aqui. Pode me escrever sua dúvida?"
+FALLBACK_MEDIA = ("Recebi seu arquivo, mas ainda não consigo abrir imagens, vídeos ou documentos por aqui. "
+                  "Pode me escrever sua dúvida?")
+FALLBACK_UNSUPPORTED = "Não consegui abrir essa mensagem. Pode me escrever sua dúvida em texto?"
+LOCATION_REPLY = "Recebi sua localização, obrigado! Como posso te ajudar?"
+CONTACTS_REPLY = "Recebi o contato, obrigado! Como posso te ajudar?"
 
 FORBIDDEN_WORDS = ("memória", "memoria", "registro")
 

@@ -34,7 +34,8 @@ from typing import Any, Awaitable, Callable, Sequence, TypeVar
 import numpy as np
 
 from schemas.events import InboundMessage, OutboundReply
-from streams.respond.generate import (FALLBACK_LOOP, FALLBACK_NO_KNOWLEDGE,
+from streams.respond.generate import (CONTACTS_REPLY, FALLBACK_AUDIO, FALLBACK_LOOP, FALLBACK_MEDIA,
+                                      FALLBACK_NO_KNOWLEDGE, FALLBACK_UNSUPPORTED, LOCATION_REPLY,
                                       unsupported_prices)
 from streams.respond.intent import detect_intent
 from streams.respond.lead import next_lead_state
@@ -109,12 +110,49 @@ def _as_chunk(hit: Any) -> KnowledgeChunk:
     return KnowledgeChunk(uuid.UUID(str(chunk_id)), uuid.UUID(str(document_id)), float(distance), str(text))
 
 
+def channel_reply(msg: InboundMessage) -> tuple[str, str] | None:
+    """(fixed reply, reason) for a message that is not words to answer from
+    knowledge: media we cannot read, a location, a shared contact. None: answer it."""
+    if msg.placeholder:
+        if msg.message_type == "audio":
+            return FALLBACK_AUDIO, "media_fallback"
+        if msg.message_type == "unsupported":
+            return FALLBACK_UNSUPPORTED, "unsupported_message"
+        return FALLBACK_MEDIA, "media_fallback"
+    if msg.message_type == "location":
+        return LOCATION_REPLY, "location"
+    if msg.message_type == "contacts":
+        return CONTACTS_REPLY, "contacts"
+    return None
+
+
 async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None:
+    """The reply to ``msg``; None when there is nothing to send (a duplicate, or
+    a reaction: it is stored, and answering an emoji would be noise)."""
     t0 = time.perf_counter()
     if not await _call(deps.store.store_inbound, msg):
         log.info("respond duplicate message_id=%s conversation_id=%s", msg.message_id, msg.conversation_id)
         return None
+    if msg.message_type == "reaction":
+        log.info("respond reaction stored, no reply message_id=%s conversation_id=%s", msg.message_id,
+                 msg.conversation_id)
+        return None
     ctx: ConversationContext = await _call(deps.store.load_context, msg, HISTORY_MESSAGES)
+    fixed = channel_reply(msg)
+    if fixed is not None:
+        now = deps.clock.now()
+        reply = OutboundReply(reply_id=reply_id_for(msg), in_reply_to=msg.message_id, account_id=msg.account_id,
+                              conversation_id=msg.conversation_id, contact_id=msg.contact_id, text=fixed[0],
+                              intent="general", strategy="none",
+                              degraded=[fixed[1]] if fixed[1].endswith(("fallback", "message")) else [],
+                              created_at=now)
+        lead_state = next_lead_state(ctx.lead_state, intent="general", retrieval_count=ctx.retrieval_count, now=now)
+        await _call(deps.store.save_reply, reply, lead_state)
+        total_ms = (time.perf_counter() - t0) * 1000
+        log.info("reply conversation_id=%s message_type=%s fixed=%s ms=%.1f", msg.conversation_id,
+                 msg.message_type, fixed[1], total_ms)
+        return RespondOutcome(reply=reply, lead_state=lead_state, usage=Usage(), provider="none", model="none",
+                              recall_ms=None, total_ms=total_ms)
     inbox = ctx.inbox
     detected = detect_intent(msg.text, inbox.intent_keywords)
     strategy: Strategy = decide(detected.intent)

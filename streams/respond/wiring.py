@@ -123,6 +123,8 @@ class RespondRunner:
                 metrics.EVENTS_FAILED.labels(record.topic).inc()
                 raise
             if outcome is None:
+                if msg.message_type == "reaction":  # stored, never answered
+                    return
                 metrics.EVENTS_DUPLICATE.labels(record.topic).inc()
                 reply = await asyncio.to_thread(self.deps.store.unpublished_reply, msg)
                 if reply is not None:

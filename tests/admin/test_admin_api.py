@@ -1,5 +1,6 @@
 """Admin API against the real Postgres (and the real memory embedder)."""
 
+import json
 import pytest
 from fastapi.testclient import TestClient
 
@@ -149,3 +150,43 @@ def test_schemathesis_never_500(api):
 
         run()
     assert failures == []
+
+
+def test_request_and_field_sizes_are_bounded(api):
+    env, client, ids, h1, h2 = api
+    huge = {"intent_keywords": {"price_question": ["preço"] * 2_000_000}}  # ~10 MB of JSON
+    r = client.put("/v1/inboxes/10", headers=h1, json=huge)
+    assert r.status_code == 413 and "bytes" in r.json()["detail"]
+    many = {"intent_keywords": {"price_question": [f"k{i}" for i in range(201)]}}
+    r = client.put("/v1/inboxes/10", headers=h1, json=many)
+    assert r.status_code == 422 and "at most 200" in json.dumps(r.json())
+
+    def chunks():  # no Content-Length: bounded while streaming
+        for _ in range(100):
+            yield b"x" * 10_000
+
+    r = client.put("/v1/inboxes/10", headers={**h1, "Content-Type": "application/json"}, content=chunks())
+    assert r.status_code == 413
+    ok = client.put("/v1/inboxes/10", headers=h1, json={"intent_keywords": {"price_question": ["preço", "valor"]}})
+    assert ok.status_code == 200 and ok.json()["intent_keywords"] == {"price_question": ["preço", "valor"]}
+
+
+def test_documents_list_and_delete(api):
+    from streams.ingest.documents import write_document
+
+    env, client, ids, h1, h2 = api
+    with env.conn() as c:
+        doc = write_document(c, account_id=1, source="kb/precos.md",
+                             text="O pernoite na suíte Luxo custa R$ 240 por noite.\n\n"
+                                  "A diária completa da suíte Master custa R$ 400.", chunk_size=50, chunk_overlap=0)
+    r = client.get("/v1/documents", headers=h1)
+    assert r.status_code == 200 and [(d["key"], d["chunks"]) for d in r.json()] == [("kb/precos.md", 2)]
+    assert client.get("/v1/documents", headers=h2).json() == []
+    assert client.delete(f"/v1/documents/{doc.document_id}", headers=h2).status_code == 404
+    r = client.delete(f"/v1/documents/{doc.document_id}", headers=h1)
+    assert r.status_code == 200 and r.json()["deleted_at"] and r.json()["chunks"] == 0
+    assert client.get("/v1/documents", headers=h1).json() == []
+    ev = env.q("SELECT type FROM outbox WHERE aggregatetype = 'chunk' ORDER BY created_at")
+    assert [e["type"] for e in ev] == ["chunk.upserted"] * 2 + ["chunk.deleted"] * 2
+    assert client.delete(f"/v1/documents/{doc.document_id}", headers=h1).status_code == 200  # again: no-op
+    assert len(env.q("SELECT 1 FROM outbox WHERE type = 'chunk.deleted'")) == 2

@@ -97,9 +97,11 @@ def test_text_message_published_once_even_if_posted_twice():
             r1 = await post(c, body)
             r2 = await post(c, body)
             assert r1.status == r2.status == 200
-            assert (await r1.json()) == {"published": 1, "duplicates": 0, "ignored": 1, "unrouted": 0}
-            assert (await r2.json())["duplicates"] == 1
-            assert len(published) == 1
+            assert (await r1.json()) == {"published": 2, "duplicates": 0, "ignored": 0, "unrouted": 0, "invalid": 0}
+            assert (await r2.json())["duplicates"] == 2
+            assert len(published) == 2
+            assert (published[1].message_type, published[1].text, published[1].placeholder) == \
+                ("image", "[imagem]", True)
             m = published[0]
             assert (m.message_id, m.account_id, m.inbox_id, m.contact_id, m.unit_id, m.channel, m.text) == \
                 ("wamid.A", 101, 1101, 5001, 11, "whatsapp", "Quanto custa o pernoite?")
@@ -107,7 +109,7 @@ def test_text_message_published_once_even_if_posted_twice():
             assert m.sent_at == datetime.fromtimestamp(1735787045, tz=timezone.utc)
             # unknown business number: acknowledged, not published
             r = await post(c, payload(text_msg("wamid.B"), phone="PN-unknown"))
-            assert (await r.json())["unrouted"] == 1 and len(published) == 1
+            assert (await r.json())["unrouted"] == 1 and len(published) == 2
         finally:
             await c.close()
     asyncio.run(go())
@@ -123,8 +125,8 @@ def test_malformed_payloads_get_400_with_reason():
             assert r.status == 400 and "whatsapp_business_account" in (await r.json())["error"]
             bad = payload(text_msg())
             del bad["entry"][0]["changes"][0]["value"]["messages"][0]["id"]
-            r = await post(c, bad)
-            assert r.status == 400 and (await r.json())["error"] == "missing entry[0].changes[0].value.messages[0].id"
+            r = await post(c, bad)  # one bad message does not refuse its batch: recorded, 200
+            assert r.status == 200 and (await r.json())["invalid"] == 1
             r = await post(c, {"object": "whatsapp_business_account", "entry": "x"})
             assert r.status == 400 and "entry" in (await r.json())["error"]
         finally:
@@ -211,3 +213,142 @@ def test_sender_gives_up_on_400_and_after_max_attempts():
             await s.aclose()
             await server.close()
     asyncio.run(go())
+
+
+# ----------------------------------------------------- every message type
+def _msg(mid, kind, **body):
+    return {"from": "5511999990000", "id": mid, "timestamp": "1735787045", "type": kind, **body}
+
+
+ALL_KINDS = [
+    (_msg("w1", "image", image={"id": "m1", "caption": "Essa suíte tem hidro?"}),
+     ("image", "Essa suíte tem hidro?", False)),
+    (_msg("w2", "image", image={"id": "m2"}), ("image", "[imagem]", True)),
+    (_msg("w3", "document", document={"id": "m3", "filename": "comprovante.pdf"}),
+     ("document", "[documento: comprovante.pdf]", True)),
+    (_msg("w4", "document", document={"id": "m4", "caption": "segue o comprovante"}),
+     ("document", "segue o comprovante", False)),
+    (_msg("w5", "audio", audio={"id": "m5", "voice": True}), ("audio", "[áudio]", True)),
+    (_msg("w6", "location", location={"latitude": -23.5613, "longitude": -46.6565, "name": "Av. Paulista"}),
+     ("location", "Localização: Av. Paulista (-23.561300, -46.656500)", False)),
+    (_msg("w7", "contacts", contacts=[{"name": {"formatted_name": "João"}, "phones": [{"phone": "+55 11 98888"}]}]),
+     ("contacts", "Contato compartilhado: João +55 11 98888", False)),
+    (_msg("w8", "interactive", interactive={"type": "button_reply", "button_reply": {"id": "b1", "title": "Sim"}}),
+     ("interactive", "Sim", False)),
+    (_msg("w9", "interactive", interactive={"type": "list_reply", "list_reply": {
+        "id": "l1", "title": "Suíte Luxo", "description": "até 2 pessoas"}}),
+     ("interactive", "Suíte Luxo — até 2 pessoas", False)),
+    (_msg("w10", "button", button={"payload": "CONFIRMAR", "text": "Confirmar reserva"}),
+     ("button", "Confirmar reserva", False)),
+    (_msg("w11", "reaction", reaction={"message_id": "wamid.OUT", "emoji": "👍"}), ("reaction", "👍", False)),
+    (_msg("w12", "sticker", sticker={"id": "m12"}), ("sticker", "[figurinha]", True)),
+    (_msg("w13", "unsupported", errors=[{"code": 131051}]), ("unsupported", "[mensagem do tipo unsupported]", True)),
+    (_msg("w14", "text", text={"body": "oi\x00 tudo\x07 bem?\x1b"}), ("text", "oi tudo bem?", False)),
+]
+
+
+def test_every_customer_message_type_becomes_an_inbound_message():
+    from connectors.whatsapp.webhook import parse_payload
+
+    body = payload(*[m for m, _ in ALL_KINDS],
+                   _msg("w15", "reaction", reaction={"message_id": "x", "emoji": ""}),  # reaction removed
+                   _msg("w16", "system", system={"body": "changed number"}))
+    parsed = parse_payload(body)
+    assert parsed.invalid == [] and parsed.ignored == 2
+    got = {m.message_id: (m.message_type, m.text, m.placeholder) for m in parsed.messages}
+    assert got == {m["id"]: want for m, want in ALL_KINDS}
+
+
+def test_batch_with_invalid_messages_publishes_the_valid_ones_and_records_the_rest():
+    async def go():
+        published, recorded = [], []
+
+        async def publish(msg):
+            published.append(msg)
+
+        async def record(raw, reason):
+            recorded.append((raw, reason))
+
+        c = TestClient(TestServer(create_app(CFG, publish, RESOLVER, record_invalid=record)))
+        await c.start_server()
+        try:
+            body = payload(text_msg("wamid.1", "primeira"),
+                           _msg("wamid.2", "text", text={"body": "\x00\x01"}),        # nothing left once cleaned
+                           _msg("wamid.3", "location", location={"latitude": "x"}),   # malformed
+                           {"from": "5511999990000", "type": "text", "text": {"body": "sem id"}},
+                           {**text_msg("wamid.6", "longo"), "from": "9" * 5000},
+                           text_msg("wamid.5", "quinta"))
+            r = await post(c, body)
+            return r.status, await r.json(), published, recorded
+        finally:
+            await c.close()
+
+    status, out, published, recorded = asyncio.run(go())
+    assert status == 200 and out["published"] == 2 and out["invalid"] == 4
+    assert [m.message_id for m in published] == ["wamid.1", "wamid.5"]
+    reasons = [reason for _, reason in recorded]
+    assert "no text once control characters are removed" in reasons[0]
+    assert "latitude" in reasons[1] and "missing" in reasons[2] and ".id" in reasons[2]
+    assert "from must be 1-64 characters" in reasons[3]
+    assert recorded[1][0]["id"] == "wamid.3"
+
+
+def test_routing_failure_is_503_and_oversized_body_is_413():
+    class Down:
+        async def route(self, *_):
+            raise ConnectionError("postgres down")
+
+        async def destination(self, *_):
+            return None
+
+    async def go():
+        published = []
+
+        async def publish(msg):
+            published.append(msg)
+
+        cfg = WebhookConfig(verify_token="tok", app_secret=SECRET, max_body_bytes=64 * 1024)
+        c = TestClient(TestServer(create_app(cfg, publish, Down())))
+        await c.start_server()
+        try:
+            r1 = await post(c, payload(text_msg()))
+            big = payload(text_msg(body="x" * 100_000))
+            r2 = await post(c, big)
+            return r1.status, r2.status, published
+        finally:
+            await c.close()
+
+    s1, s2, published = asyncio.run(go())
+    assert s1 == 503 and s2 == 413 and published == []
+
+
+def test_sender_reports_the_api_error_and_waits_retry_after_up_to_its_own_cap():
+    async def go():
+        server, calls = await _graph([])
+        state = {"n": 0}
+
+        async def handle(request):
+            state["n"] += 1
+            if state["n"] == 1:
+                return web.json_response({"error": {"message": "rate limited", "code": 130429}}, status=429,
+                                         headers={"Retry-After": "120"})
+            return web.json_response({"error": {"message": "(#100) Invalid parameter", "code": 100}}, status=400)
+
+        app = web.Application()
+        app.router.add_post("/v21.0/{pn}/messages", handle)
+        srv = TestServer(app, host="127.0.0.1")
+        await srv.start_server()
+        s = WhatsAppSender(str(srv.make_url("/v21.0")), "TOKEN", RESOLVER, backoff_max=0.05)
+        try:
+            first = await s.send(reply())   # Retry-After beyond the sender's cap: handed to the caller
+            second = await s.send(reply())
+        finally:
+            await s.aclose()
+            await srv.close()
+            await server.close()
+        return first, second
+
+    first, second = asyncio.run(go())
+    assert first.retryable and first.retry_after == 120 and first.attempts == 1 and first.status == 429
+    assert not second.retryable and second.status == 400 and "code=100" in second.error \
+        and "Invalid parameter" in second.error

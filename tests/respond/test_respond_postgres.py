@@ -175,3 +175,35 @@ def test_tenant_mismatch_is_refused(env, pool):
         store.store_inbound(msg("Oi", "b-1", account=2, contact=100, conversation="other"))
     with pytest.raises(TenantMismatch):
         store.store_inbound(msg("Oi", "b-2", account=2, contact=200, inbox=20, conversation="shared"))
+
+
+def test_every_message_type_is_stored_and_answered_sensibly(env, pool):
+    from streams.respond.generate import CONTACTS_REPLY, FALLBACK_AUDIO, FALLBACK_MEDIA, LOCATION_REPLY
+
+    deps = responder(pool)
+
+    def typed(text, mid, kind, placeholder=False):
+        return msg(text, mid).model_copy(update={"message_type": kind, "placeholder": placeholder})
+
+    cases = [(typed("[áudio]", "w-a", "audio", True), FALLBACK_AUDIO),
+             (typed("[imagem]", "w-i", "image", True), FALLBACK_MEDIA),
+             (typed("Localização: Av. Paulista (-23.5, -46.6)", "w-l", "location"), LOCATION_REPLY),
+             (typed("Contato compartilhado: João", "w-c", "contacts"), CONTACTS_REPLY)]
+    for m, want in cases:
+        out = asyncio.run(respond(m, deps))
+        assert out.reply.text == want and out.reply.in_reply_to == m.message_id
+    caption = asyncio.run(respond(typed("Oi, tudo bem?", "w-cap", "image"), deps))
+    assert caption.reply.intent == "greeting"  # a caption is answered like a text
+    button = asyncio.run(respond(typed("Confirmar reserva", "w-b", "button"), deps))
+    assert button.reply.text  # a quick-reply title goes through the normal flow
+    assert asyncio.run(respond(typed("👍", "w-r", "reaction"), deps)) is None  # stored, not answered
+    # NUL and other control characters are gone before anything is stored
+    clean = InboundMessage.model_validate({**json.loads(msg("x", "w-n").model_dump_json()),
+                                           "text": "Oi\x00, tudo\x07 bem?"})
+    assert clean.text == "Oi, tudo bem?" and asyncio.run(respond(clean, deps)) is not None
+    rows = env.q("SELECT channel_message_id AS mid, message_type, text FROM messages WHERE role = 'contact' "
+                 "ORDER BY id")
+    assert [(r["mid"], r["message_type"]) for r in rows] == [
+        ("w-a", "audio"), ("w-i", "image"), ("w-l", "location"), ("w-c", "contacts"), ("w-cap", "image"),
+        ("w-b", "button"), ("w-r", "reaction"), ("w-n", "text")]
+    assert len(env.q("SELECT 1 FROM messages WHERE role = 'agent'")) == 7

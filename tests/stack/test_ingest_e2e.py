@@ -100,7 +100,7 @@ def test_sigkill_mid_batch_then_restart_converges(env, tmp_path):
     with env.conn() as conn:
         from streams.ingest.documents import write_document
 
-        write_document(conn, account_id=7, source=str(docs[0].resolve()), text="Só um parágrafo agora.",
+        write_document(conn, account_id=7, source=docs[0].name, text="Só um parágrafo agora.",
                        chunk_size=100, chunk_overlap=0)
     env.start_worker("relay,ingest", log_name="worker2")
     store = env.vector_store()
@@ -163,3 +163,50 @@ def test_reindex_swaps_alias_while_searches_continue_and_reconcile_repairs(env, 
     assert '"requeued": 1' in r.stdout
     wait_until(lambda: victim in store.scroll(new, 3), 60, what="repaired point")
     assert env.memoria("reconcile").returncode == 0
+
+
+def test_stable_document_keys_and_documents_delete(env, tmp_path):
+    import shutil
+
+    env.start_worker("relay,ingest")
+    first = tmp_path / "kb"
+    (first / "precos").mkdir(parents=True)
+    _doc(first / "precos", "suites.md", "# Suítes\n\nO pernoite na suíte Luxo custa R$ 240.")
+    _doc(first, "regras.md", "# Regras\n\nCancelamento com menos de 24 horas converte o sinal em crédito.")
+    out = env.memoria("ingest", str(first), "--account", "5").stderr
+    assert "precos/suites.md: +1 new" in out and "regras.md: +1 new" in out
+    store = env.vector_store()
+    wait_until(lambda: _in_sync(env, store) and len(_in_sync(env, store)[0]) == 2, 60, what="indexed")
+    ids = {r["id"] for r in env.q("SELECT id::text FROM chunks")}
+
+    # the same folder, copied elsewhere and ingested from there: nothing changes
+    second = tmp_path / "elsewhere" / "copy-of-kb"
+    shutil.copytree(first, second)
+    out = env.memoria("ingest", str(second), "--account", "5").stderr
+    assert "done: 2 documents; 0 chunks to embed, 0 to delete, 2 unchanged" in out
+    assert {r["id"] for r in env.q("SELECT id::text FROM chunks")} == ids
+    keys = [json.loads(line)["key"] for line in env.memoria("documents", "list", "--account", "5", "--json")
+            .stdout.splitlines()]
+    assert keys == ["precos/suites.md", "regras.md"]
+
+    # a document ingested before stable keys (named by its absolute path) is adopted, not duplicated
+    legacy = _doc(tmp_path, "antigo.md", "# Antigo\n\nO estacionamento custa R$ 20.")
+    with env.conn() as conn:
+        from streams.ingest.documents import write_document
+
+        write_document(conn, account_id=5, source=str(legacy.resolve()), text=legacy.read_text())
+    out = env.memoria("ingest", str(legacy), "--account", "5").stderr
+    assert "antigo.md: +0 new" in out
+    assert [r["source"] for r in env.q("SELECT source FROM documents WHERE account_id = 5 ORDER BY source")] == \
+        ["antigo.md", "precos/suites.md", "regras.md"]
+    out = env.memoria("ingest", str(legacy), "--account", "5", "--key", "kb/estacionamento").stderr
+    assert "kb/estacionamento: +1 new" in out
+
+    # delete by key: tombstoned, points removed by the worker; unknown key: exit 2
+    r = env.memoria("documents", "delete", "precos/suites.md", "--account", "5")
+    assert "deleted" in r.stderr
+    wait_until(lambda: _in_sync(env, store) and len(_in_sync(env, store)[0]) == 3, 60, what="points removed")
+    assert not [h for h in jl(env.memoria("search", "--account", "5", "--json", "pernoite Luxo").stdout)
+                if "R$ 240" in h["content"]]
+    assert env.memoria("documents", "delete", "nope.md", "--account", "5", check=False).returncode == 2
+    assert env.memoria("documents", "delete", "regras.md", "--account", "6", check=False).returncode == 2

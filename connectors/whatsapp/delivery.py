@@ -1,0 +1,178 @@
+"""Exactly one delivery per reply: the sent ledger around the channel API call.
+
+    delivery = ReplyDelivery(sender, PostgresSentLedger(pool), stop=stop)
+    dead = await delivery.handle(record)      # None: settled (sent, or already sent)
+
+For each ``OutboundReply`` (by ``reply_id``):
+
+1. claim it in the ledger (``sending``) before calling the API; a reply whose
+   row says ``sent`` is a redelivery and is skipped; ``sending`` means a
+   process died during the call (the outcome is unknown): it becomes
+   ``unknown`` and is dead-lettered (``DeliveryUnknown``), never sent again;
+2. call the API; ``sent`` is written after it answers;
+3. the API unavailable (429, 5xx, no connection): the claim is released
+   (``retrying``) and the *same* record is retried, waiting Retry-After or a
+   capped backoff, for as long as it takes; nothing after it is committed and
+   the stall is exported (``memoria_consumer_stalled``);
+4. refused for good (4xx, no destination): ``rejected`` and dead-lettered with
+   the API's error;
+5. Postgres unavailable: wait and retry the same step (never dead-letter).
+
+So a reply reaches the customer at most once, across redelivery and restarts,
+and exactly once unless the process dies during the API call itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+from typing import Protocol
+
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
+from pydantic import ValidationError
+
+from connectors.whatsapp.sender import SendResult
+from schemas.events import OutboundReply
+from streams import metrics
+from streams.kafka.consume import DeadLetter, Record
+
+log = logging.getLogger(__name__)
+
+CONSUMER = "whatsapp-sender"
+
+
+class Stopped(Exception):
+    """The process is stopping while a record waits for a dependency: do not commit it."""
+
+
+class SentLedger(Protocol):
+    def claim(self, reply: OutboundReply, channel: str) -> str:
+        """'claimed', or the status that prevents sending ('sent', 'sending', 'rejected', 'unknown')."""
+
+    def finish(self, reply_id: str, status: str, *, channel_message_id: str | None = None,
+               error: str | None = None) -> None: ...
+
+
+class PostgresSentLedger:
+    def __init__(self, pool: ConnectionPool):
+        self.pool = pool
+
+    def claim(self, reply: OutboundReply, channel: str) -> str:
+        with self.pool.connection() as conn, conn.transaction():
+            row = conn.execute(
+                """INSERT INTO sent_replies (reply_id, account_id, channel, status, attempts)
+                   VALUES (%s, %s, %s, 'sending', 1)
+                   ON CONFLICT (reply_id) DO UPDATE SET status = 'sending', attempts = sent_replies.attempts + 1,
+                       claimed_at = now()
+                   WHERE sent_replies.status = 'retrying'
+                   RETURNING status""", (reply.reply_id, reply.account_id, channel)).fetchone()
+            if row is not None:
+                return "claimed"
+            return conn.execute("SELECT status FROM sent_replies WHERE reply_id = %s",
+                                (reply.reply_id,)).fetchone()["status"]
+
+    def finish(self, reply_id: str, status: str, *, channel_message_id: str | None = None,
+               error: str | None = None) -> None:
+        with self.pool.connection() as conn:
+            conn.execute(
+                "UPDATE sent_replies SET status = %s, channel_message_id = COALESCE(%s, channel_message_id), "
+                "last_error = %s, sent_at = CASE WHEN %s = 'sent' THEN now() ELSE sent_at END "
+                "WHERE reply_id = %s", (status, channel_message_id, (error or None) and error[:2000], status,
+                                        reply_id))
+
+
+#: Errors that mean "Postgres is unavailable right now", not "this record is bad".
+DB_UNAVAILABLE = (psycopg.OperationalError, PoolTimeout)
+
+
+def decode(record: Record) -> OutboundReply | DeadLetter:
+    try:
+        return OutboundReply.model_validate(json.loads(record.value or b""))
+    except (ValueError, UnicodeDecodeError, ValidationError) as e:
+        return DeadLetter(record, "InvalidReply", str(e)[:1000])
+
+
+class ReplyDelivery:
+    def __init__(self, sender, ledger: SentLedger, *, stop: asyncio.Event | None = None, channel: str = "whatsapp",
+                 backoff_base: float = 0.5, backoff_max: float = 60.0, consumer: str = CONSUMER):
+        self.sender = sender
+        self.ledger = ledger
+        self.stop = stop or asyncio.Event()
+        self.channel = channel
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.consumer = consumer
+        metrics.CONSUMER_STALLED.labels(consumer, "postgres").set(0)
+        metrics.CONSUMER_STALLED.labels(consumer, "channel_api").set(0)
+
+    async def _wait(self, dependency: str, attempt: int, hint: float | None = None) -> None:
+        """Back off while ``dependency`` is unavailable; raises Stopped on shutdown."""
+        metrics.CONSUMER_STALLED.labels(self.consumer, dependency).set(1)
+        delay = hint if hint is not None else self.backoff_base * (2 ** min(attempt, 10))
+        delay = min(self.backoff_max, delay) * (1.0 if hint is not None else 0.75 + random.random() / 4)
+        try:
+            await asyncio.wait_for(self.stop.wait(), timeout=delay)
+        except asyncio.TimeoutError:
+            return
+        raise Stopped()
+
+    def _recovered(self, dependency: str) -> None:
+        metrics.CONSUMER_STALLED.labels(self.consumer, dependency).set(0)
+
+    async def _db(self, fn, *args, **kwargs):
+        attempt = 0
+        while True:
+            try:
+                result = await asyncio.to_thread(fn, *args, **kwargs)
+                self._recovered("postgres")
+                return result
+            except DB_UNAVAILABLE as e:
+                log.warning("%s: Postgres unavailable (%r); retrying the same reply", self.consumer, e)
+                await self._wait("postgres", attempt)
+                attempt += 1
+
+    async def handle(self, record: Record) -> DeadLetter | None:
+        """Settle one record: None when sent (now or before), a DeadLetter when it
+        can never be sent. Raises Stopped when shutting down during a stall."""
+        reply = decode(record)
+        if isinstance(reply, DeadLetter):
+            return reply
+        attempt = 0
+        while True:
+            claim = await self._db(self.ledger.claim, reply, self.channel)
+            if claim == "sent":
+                metrics.REPLIES_DELIVERED.labels("duplicate").inc()
+                log.info("whatsapp reply already sent reply_id=%s: skipped", reply.reply_id)
+                return None
+            if claim in ("rejected", "unknown"):  # dead-lettered when it got that status
+                return None
+            if claim == "sending":  # a process died during the API call: never risk a second copy
+                await self._db(self.ledger.finish, reply.reply_id, "unknown",
+                               error="the sender stopped during the API call")
+                metrics.REPLIES_DELIVERED.labels("unknown").inc()
+                return DeadLetter(record, "DeliveryUnknown",
+                                  "a previous attempt stopped during the API call; not sent again")
+            result: SendResult = await self.sender.send(reply)
+            if result.ok:
+                await self._db(self.ledger.finish, reply.reply_id, "sent", channel_message_id=result.wa_message_id)
+                self._recovered("channel_api")
+                metrics.REPLIES_DELIVERED.labels("sent").inc()
+                log.info("whatsapp sent reply_id=%s wa_message_id=%s", reply.reply_id, result.wa_message_id)
+                return None
+            if result.ambiguous:
+                await self._db(self.ledger.finish, reply.reply_id, "unknown", error=result.error)
+                metrics.REPLIES_DELIVERED.labels("unknown").inc()
+                return DeadLetter(record, "DeliveryUnknown", f"no answer from the API: {result.error}")
+            if result.retryable:
+                await self._db(self.ledger.finish, reply.reply_id, "retrying", error=result.error)
+                log.warning("whatsapp API unavailable reply_id=%s (%s); retrying the same reply",
+                            reply.reply_id, result.error)
+                await self._wait("channel_api", attempt, result.retry_after)
+                attempt += 1
+                continue
+            await self._db(self.ledger.finish, reply.reply_id, "rejected", error=result.error)
+            metrics.REPLIES_DELIVERED.labels("rejected").inc()
+            return DeadLetter(record, "SendFailed", result.error or f"status={result.status}")
