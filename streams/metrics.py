@@ -19,9 +19,6 @@ EVENTS_FAILED = Counter("memoria_events_failed_total", "Event processing attempt
 EVENTS_DEAD_LETTERED = Counter("memoria_events_dead_lettered_total", "Events sent to a DLQ", ["topic", "reason"])
 DEAD_LETTERS_RECORDED = Counter("memoria_dead_letters_recorded_total",
                                 "Dead letters that could not be published, recorded in Postgres", ["topic"])
-CONSUMER_STALLED = Gauge("memoria_consumer_stalled",
-                         "1 while a consumer retries the same records because a dependency is down",
-                         ["topic", "dependency"])
 DEPENDENCY_RETRIES = Counter("memoria_dependency_retries_total",
                              "Retries of the same records while a dependency was down", ["topic", "dependency"])
 TOPICS_RECREATED = Counter("memoria_topics_recreated_total", "Topics the worker found missing and created")
@@ -72,7 +69,7 @@ def init_series(topics: list[str]) -> None:
         EVENTS_FAILED.labels(topic)
         EVENTS_DUPLICATE.labels(topic)
 
-# --- channel delivery (connectors)
+# --- stalls (worker agents: consumer = the topic; connectors: their name) --
 CONSUMER_STALLED = Gauge("memoria_consumer_stalled",
                          "1 while a consumer retries the same records because a dependency is unavailable",
                          ["consumer", "dependency"])

@@ -1,4 +1,5 @@
-"""Poison records on every input topic, a 5 MB one included: each lands in its DLQ
+"""Poison records on every input topic (inbound messages, conversation lifecycle
+events, chunk and conversation outbox events), a 5 MB one included: each lands in its DLQ
 (or in Postgres) with a reason, the worker stays alive, the next good record is processed."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from datetime import datetime, timezone
 import pytest
 
 from schemas.events import InboundMessage
-from streams.kafka.topics import INBOUND, OUTBOUND, dlq_topic, outbox_topic, qualified
+from streams.kafka.topics import CONVERSATION_EVENTS, INBOUND, OUTBOUND, dlq_topic, outbox_topic, qualified
 from tests.faults.conftest import record_counts
 from tests.harness import consume_all, wait_until
 
@@ -52,6 +53,7 @@ def test_poison_on_every_input_topic(env, tmp_path):
     s = env.settings
     t_in, t_chunk, t_conv = (qualified(s, INBOUND), qualified(s, outbox_topic("chunk")),
                              qualified(s, outbox_topic("conversation")))
+    t_life = qualified(s, CONVERSATION_EVENTS)
     env.q("INSERT INTO accounts (id, settings) VALUES (1, '{\"memory_extraction_enabled\": true}'), (2, '{}')")
     env.q("INSERT INTO contacts (id, account_id) VALUES (200, 2)")  # belongs to another account
 
@@ -61,7 +63,7 @@ def test_poison_on_every_input_topic(env, tmp_path):
         (b"k1", b"{not json", []),                                          # undecodable
         (b"k1", json.dumps({"message_id": "x"}).encode(), []),              # invalid contract
         (b"k1", inbound("wamid.tenant", "Oi", contact=200, conversation="c-t"), []),  # wrong tenant
-        (b"k1", inbound("wamid.nul", "Oi\x00 tudo bem?", conversation="c-nul"), []),  # refused by Postgres
+        (b"k1", inbound("wamid.nul", "Oi\x00 tudo bem?", conversation="c-nul"), []),  # cleaned, answered
         (b"k1", inbound("wamid.good", "Oi, boa noite"), []),                # the next good record
     ])
     produce_big(s, t_chunk, [
@@ -72,6 +74,18 @@ def test_poison_on_every_input_topic(env, tmp_path):
     produce_big(s, t_conv, [
         (b"k3", big, outbox_headers("conversation.resolved", "0190f0f0-0000-7000-8000-000000000003")),
         (b"k3", b"{nope", outbox_headers("conversation.resolved", "0190f0f0-0000-7000-8000-000000000004")),
+    ])
+    env.q("INSERT INTO conversations (external_id, account_id, inbox_id, contact_id) VALUES ('c-life', 1, 1, 100)")
+
+    def life(event_id, account, conv):
+        return json.dumps({"event_id": event_id, "type": "resolved", "account_id": account, "conversation_id": conv,
+                           "occurred_at": datetime.now(timezone.utc).isoformat()}).encode()
+
+    produce_big(s, t_life, [
+        (b"k4", big, []),
+        (b"k4", b"\xff\xfe not utf-8", []),
+        (b"k4", life("e-tenant", 2, "c-life"), []),   # another account's conversation
+        (b"k4", life("e-good", 1, "c-life"), []),     # the next good record
     ])
     # good records behind the poison on the outbox topics: a document, a resolved conversation
     doc = tmp_path / "d.md"
@@ -89,6 +103,8 @@ def test_poison_on_every_input_topic(env, tmp_path):
     out = wait_until(lambda: [r for r in consume_all(s, qualified(s, OUTBOUND), 1, timeout=3)
                               if json.loads(r.value)["in_reply_to"] == "wamid.good"], 90, what="good reply")
     assert len(out) == 1
+    wait_until(lambda: env.q("SELECT status FROM conversations WHERE external_id = 'c-life'")[0]["status"]
+               == "resolved", 90, what="good lifecycle event applied")
     wait_until(lambda: env.q("SELECT count(*) AS n FROM conversation_extractions WHERE conversation_id = %s "
                              "AND status = 'done'", conv)[0]["n"] == 1, 90, what="good conversation learnt")
     store = env.vector_store()
@@ -97,15 +113,19 @@ def test_poison_on_every_input_topic(env, tmp_path):
         store.alias_target(chunk_alias(s.vector_domain)))) == 1, 90, what="good chunk indexed")
 
     # every poison record is in its DLQ with a reason
-    dead_in = consume_all(s, dlq_topic(t_in), 5, timeout=30)
+    dead_in = consume_all(s, dlq_topic(t_in), 4, timeout=30)
     dead_chunk = consume_all(s, dlq_topic(t_chunk), 3, timeout=30)
     dead_conv = consume_all(s, dlq_topic(t_conv), 2, timeout=30)
+    dead_life = consume_all(s, dlq_topic(t_life), 3, timeout=30)
     classes = lambda rs: sorted(dict(r.headers)["dlq.error_class"].decode() for r in rs)  # noqa: E731
-    assert classes(dead_in) == ["DataError", "InvalidJSON", "RecordTooLarge", "SchemaValidation",
-                                "TenantMismatch"]
+    assert classes(dead_in) == ["InvalidJSON", "RecordTooLarge", "SchemaValidation", "TenantMismatch"]
+    # control characters are cleaned at the edge (the contract): that message is answered
+    assert [r for r in consume_all(s, qualified(s, OUTBOUND), 2, timeout=3)
+            if json.loads(r.value)["in_reply_to"] == "wamid.nul"]
     assert classes(dead_chunk) == ["InvalidPayload", "MissingHeader", "RecordTooLarge"]
     assert classes(dead_conv) == ["InvalidJSON", "RecordTooLarge"]
-    for rs, topic in ((dead_in, t_in), (dead_chunk, t_chunk), (dead_conv, t_conv)):
+    assert classes(dead_life) == ["InvalidJSON", "RecordTooLarge", "UnknownConversation"]
+    for rs, topic in ((dead_in, t_in), (dead_chunk, t_chunk), (dead_conv, t_conv), (dead_life, t_life)):
         ref = [r for r in rs if dict(r.headers)["dlq.error_class"] == b"RecordTooLarge"][0]
         h = dict(ref.headers)
         assert h["dlq.by_reference"] == b"true" and int(h["dlq.size"]) > BIG
@@ -117,9 +137,9 @@ def test_poison_on_every_input_topic(env, tmp_path):
     assert worker.poll() is None, "the worker died"
     m = env.metrics()
     assert m[f'memoria_events_dead_lettered_total{{reason="RecordTooLarge",topic="{t_in}"}}'] == 1
-    record_counts("poison_every_input_topic", sent=13, poison=10,
-                  dead_lettered=len(dead_in) + len(dead_chunk) + len(dead_conv),
-                  good_processed=3, worker_alive=worker.poll() is None, lost=0, duplicated=0)
+    record_counts("poison_every_input_topic", sent=17, poison=12,
+                  dead_lettered=len(dead_in) + len(dead_chunk) + len(dead_conv) + len(dead_life),
+                  good_processed=5, worker_alive=worker.poll() is None, lost=0, duplicated=0)
 
 
 def test_dead_letter_refused_by_the_broker_is_recorded_in_postgres(env):

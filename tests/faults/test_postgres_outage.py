@@ -90,6 +90,6 @@ def test_postgres_stopped_while_messages_arrive(env, postgres_restored, down_s, 
     assert dead == []
     assert seen["stalled"] and seen["ready_503"]
     m = env.metrics()
-    assert m[f'memoria_consumer_stalled{{dependency="postgres",topic="{inbound}"}}'] == 0  # recovered
+    assert m[f'memoria_consumer_stalled{{consumer="{inbound}",dependency="postgres"}}'] == 0  # recovered
     assert m[f'memoria_dependency_retries_total{{dependency="postgres",topic="{inbound}"}}'] >= 1
     assert env.q("SELECT count(*) AS n FROM messages WHERE role = 'agent'")[0]["n"] == total
