@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 
 from aiohttp import web
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
 from connectors.whatsapp.delivery import PostgresSentLedger, ReplyDelivery, Stopped
 from connectors.whatsapp.postgres_resolver import PostgresResolver
 from connectors.whatsapp.sender import WhatsAppSender
