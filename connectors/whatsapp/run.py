@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 
 from aiohttp import web
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
 from connectors.whatsapp.delivery import PostgresSentLedger, ReplyDelivery, Stopped
 from connectors.whatsapp.postgres_resolver import PostgresResolver
 from connectors.whatsapp.sender import WhatsAppSender
@@ -44,7 +45,8 @@ async def run_webhook(settings: Settings, host: str, port: int, stop: asyncio.Ev
         now = datetime.now(timezone.utc).isoformat()
         headers = [("dlq.error_class", b"InvalidChannelMessage"),
                    ("dlq.error_message", reason[:2000].encode("utf-8", "replace")),
-                   ("dlq.source_topic", b"whatsapp-webhook"), ("dlq.source_partition", b"-1"),
+                   ("dlq.source_topic", topic.encode()), ("dlq.origin", b"whatsapp-webhook"),
+                   ("dlq.source_partition", b"-1"),
                    ("dlq.source_offset", b"-1"), ("dlq.first_seen", now.encode())]
         await producer.send_and_wait(dlq_topic(topic), value=value, headers=headers)
 

@@ -8,7 +8,8 @@ and ``/reopen``) and the CLI (``memoria conversations resolve|reopen``).
 Resolving sets the status, clears the lead state and writes the
 ``conversation.resolved`` event that starts the learning, in one transaction;
 resolving a conversation that is not open changes nothing (so a redelivered or
-repeated "resolved" learns once). Reopening sets it open again; the next
+repeated "resolved" learns once); a channel event older than the conversation's last
+status change (a webhook retried late) is ignored. Reopening sets it open again; the next
 resolution learns from the messages after the last one learnt, and
 consolidation never inserts a fact the conversation already produced.
 """
@@ -59,16 +60,23 @@ def change_status(conn: psycopg.Connection, *, account_id: int, action: Action,
     if (conversation_id is None) == (external_id is None):
         raise ValueError("give exactly one of conversation_id and external_id")
     with conn.transaction():
+        cols = ("id, external_id, contact_id, status, "
+                "GREATEST(resolved_at, reopened_at) AS last_change")
         if conversation_id is not None:
-            row = conn.execute("SELECT id, external_id, contact_id FROM conversations "
+            row = conn.execute(f"SELECT {cols} FROM conversations "
                                "WHERE id = %s AND account_id = %s FOR UPDATE", (conversation_id, account_id)).fetchone()
         else:
-            row = conn.execute("SELECT id, external_id, contact_id FROM conversations "
+            row = conn.execute(f"SELECT {cols} FROM conversations "
                                "WHERE external_id = %s AND account_id = %s FOR UPDATE",
                                (external_id, account_id)).fetchone()
         if row is None:
             ref = conversation_id if conversation_id is not None else repr(external_id)
             raise ConversationNotFound(f"conversation {ref} not found in account {account_id}")
+        if now is not None and row["last_change"] is not None and now < row["last_change"]:
+            # a change older than the last one applied (a webhook retried late): stale, ignored
+            log.info("conversation %s ignored as stale conversation_id=%d occurred_at=%s last_change=%s",
+                     action, row["id"], now.isoformat(), row["last_change"].isoformat())
+            return StatusChange(row["id"], row["external_id"], account_id, row["contact_id"], row["status"], False)
         if action == "resolve":
             changed = resolve_conversation(conn, row["id"], now=now)
         elif action == "reopen":

@@ -65,18 +65,29 @@ def test_webhook_routes_through_postgres_and_publishes_once(env):
             forged = await c.post(url, content=bad, headers={"X-Hub-Signature-256": _sign(b"other")})
             unknown = _payload("wamid.4", "oi", pnid="NOT-OURS")
             unrouted = await c.post(url, content=unknown, headers={"X-Hub-Signature-256": _sign(unknown)})
+            mixed = json.loads(_payload("wamid.5", "\x00"))  # nothing left once cleaned: recorded, not published
+            mixed["entry"][0]["changes"][0]["value"]["messages"].append(json.loads(_payload("wamid.6", "Tem wifi?"))[
+                "entry"][0]["changes"][0]["value"]["messages"][0])
+            mixed = json.dumps(mixed).encode()
+            out.append(await c.post(url, content=mixed, headers={"X-Hub-Signature-256": _sign(mixed),
+                                                                  "Content-Type": "application/json"}))
         stop.set()
         await task
         return out, forged, unrouted
 
     out, forged, unrouted = asyncio.run(scenario())
-    assert [r.json()["published"] for r in out] == [1, 0, 1]
+    assert [r.json()["published"] for r in out] == [1, 0, 1, 1] and out[3].json()["invalid"] == 1
     assert out[1].json()["duplicates"] == 1
     assert forged.status_code == 403 and "signature" in forged.json()["error"]
     assert unrouted.status_code == 200 and unrouted.json()["unrouted"] == 1
-    recs = consume_all(env.settings, qualified(env.settings, INBOUND), 2)
+    recs = consume_all(env.settings, qualified(env.settings, INBOUND), 3)
     msgs = [json.loads(r.value) for r in recs]
-    assert sorted(m["message_id"] for m in msgs) == ["wamid.1", "wamid.2"]
+    assert sorted(m["message_id"] for m in msgs) == ["wamid.1", "wamid.2", "wamid.6"]
+    dead = consume_all(env.settings, qualified(env.settings, INBOUND) + ".dlq", 1)
+    h = dict(dead[0].headers)
+    assert h["dlq.error_class"] == b"InvalidChannelMessage" and b"control characters" in h["dlq.error_message"]
+    assert h["dlq.source_topic"].decode() == qualified(env.settings, INBOUND)
+    assert json.loads(dead[0].value)["id"] == "wamid.5"
     assert len({m["conversation_id"] for m in msgs}) == 1 and msgs[0]["conversation_id"].startswith("wa-10-")
     assert {m["unit_id"] for m in msgs} == {11}
     contact = env.q("SELECT id FROM contacts WHERE account_id = 1 AND phone = '5511988887777'")

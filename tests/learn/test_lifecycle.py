@@ -73,6 +73,9 @@ def test_channel_events_resolve_once_reopen_and_learn_only_new_messages(db, memo
                         "VALUES (%s, %s, %s, %s, %s)",
                         [(conv, a, "contact", "Lembrando: sou alérgico a camarão.", later),
                          (conv, a, "contact", "Sou vegetariano, tá?", later + timedelta(minutes=1))])
+    # the first "resolved" retried late by the channel: older than the reopen, ignored
+    assert handler([_lifecycle("resolved", a, ext, event_id="cw-1-late", at=S.T0)]) == []
+    assert db.q("SELECT status FROM conversations WHERE id = %s", conv)[0]["status"] == "open"
     assert handler([_lifecycle("resolved", a, ext, event_id="cw-3", at=later + timedelta(minutes=5))]) == []
     assert _learn_pending(db, ports) == []
     facts = S.facts(db, c)
