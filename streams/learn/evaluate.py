@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m streams.learn.evaluate")
     parser.add_argument("--conversations", type=Path, default=FIXTURES_DIR / "conversations.jsonl")
     parser.add_argument("--pairs", type=Path, default=FIXTURES_DIR / "contradictions.jsonl")
-    parser.add_argument("--provider", default="rules", choices=["rules", "openai"])
+    parser.add_argument("--provider", default="rules", choices=["rules", "offline", "patterns", "openai"])
     parser.add_argument("--contradiction-provider", default="rules", choices=["rules", "openai"])
     parser.add_argument("--show-errors", action="store_true")
     args = parser.parse_args(argv)
