@@ -195,6 +195,13 @@ def main(argv: list[str] | None = None) -> int:
                 for label, key, fmt in ROWS if fmt != "{}"
                 and isinstance(columns[names[0]].get(key), float) and isinstance(columns[names[1]].get(key), float)}
         print(f"gap {names[0]} − {names[1]}: " + ", ".join(f"{k} {v:+.3f}" for k, v in gaps.items()))
+    extractor = ports["extractor"]
+    meta = getattr(getattr(extractor, "model", None), "meta", None)
+    if meta:
+        cv = meta["cross_validated"]
+        print(f"extractor {meta['version']} was trained on {meta['training']['corpus']}: that column is in-sample; "
+              f"its grouped {meta['training']['folds']}-fold cross-validation there: precision {cv['precision']:.3f}, "
+              f"recall {cv['recall']:.3f}")
     failed = sum(c.get("extraction_failed", 0) for c in columns.values())
     if failed:
         print(f"warning: {failed} conversation(s) failed extraction (counted as no facts)", file=sys.stderr)

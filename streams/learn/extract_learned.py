@@ -6,8 +6,9 @@ How it proposes facts for one conversation:
    (sentence ends, commas, semicolons, emojis, laughter, "mas", "pq", "então"...);
    a candidate is a run of one to ``MAX_WINDOW`` consecutive clauses, cut from the
    original text, so its evidence is a substring of what the customer wrote by
-   construction. Messages that instruct the agent (``normalise.is_instruction``, or
-   the learnt instruction score) yield no candidate at all.
+   construction. Messages that instruct the agent yield no candidate at all: the
+   explicit guard (``normalise.is_instruction``) or a message-level classifier learnt
+   from the corpus's ``"instruction": true`` flags (its threshold chosen by CV).
 2. **Features**: the sentence embedding of the span (USE multilingual, the memory
    embedder; it understands paraphrase), hashed character n-grams of the folded
    span (robust to chat spelling: "mto", "vc", missing accents), a few cues
@@ -128,13 +129,25 @@ def candidate_spans(text: str, message_index: int = 0, max_window: int = MAX_WIN
     return out
 
 
-def transcript_spans(transcript: Transcript) -> list[Span]:
+def transcript_spans(transcript: Transcript, instruction_score=None, instruction_threshold: float = 1.0) -> list[Span]:
+    """Candidates of every contact message that does not instruct the agent (the explicit
+    guard, or the learnt instruction score ≥ its threshold)."""
     spans = []
     for i, m in enumerate(transcript.messages):
         if m.role != "contact" or is_instruction(m.text):
             continue
+        if instruction_score is not None and instruction_score(m.text) >= instruction_threshold:
+            continue
         spans.extend(candidate_spans(m.text, i))
     return spans
+
+
+def message_features(texts: Sequence[str], embedder) -> np.ndarray:
+    """Whole-message features of the instruction classifier: [embedding | hashed n-grams]."""
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32)
+    emb = np.asarray(embedder.embed_passages(list(texts)), dtype=np.float32)
+    return np.hstack([emb, np.stack([hashed_ngrams(t) for t in texts])])
 
 
 # -------------------------------------------------------------------- features
@@ -217,6 +230,14 @@ class LinearModel:
     bias: np.ndarray         # (n_types,)
     thresholds: np.ndarray   # (n_types,)
     meta: dict
+    instruction_weights: np.ndarray | None = None   # message-level "aimed at the agent" classifier
+    instruction_bias: float = 0.0
+    instruction_threshold: float = 1.0
+
+    def instruction_probability(self, X: np.ndarray) -> np.ndarray:
+        if self.instruction_weights is None or X.size == 0:
+            return np.zeros(len(X))
+        return 1.0 / (1.0 + np.exp(-(X @ self.instruction_weights + self.instruction_bias)))
 
     def probabilities(self, X: np.ndarray) -> np.ndarray:
         if X.size == 0:
@@ -226,8 +247,13 @@ class LinearModel:
 
     def save(self, path: Path = ARTEFACT) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        extra = {}
+        if self.instruction_weights is not None:
+            extra = dict(instruction_weights=self.instruction_weights.astype(np.float16),
+                         instruction_bias=np.float32(self.instruction_bias),
+                         instruction_threshold=np.float32(self.instruction_threshold))
         np.savez_compressed(path.with_suffix(".npz"), weights=self.weights.astype(np.float16),
-                            bias=self.bias.astype(np.float32), thresholds=self.thresholds.astype(np.float32))
+                            bias=self.bias.astype(np.float32), thresholds=self.thresholds.astype(np.float32), **extra)
         meta = dict(self.meta, types=list(self.types))
         path.with_suffix(".json").write_text(json.dumps(meta, ensure_ascii=False, indent=2) + "\n")
 
@@ -239,7 +265,12 @@ class LinearModel:
                 f"the learnt extractor's artefact {npz.name} is missing from {path.parent}; build it with: {TRAIN_COMMAND}")
         meta = json.loads(js.read_text())
         with np.load(npz) as z:
-            return cls(tuple(meta["types"]), z["weights"].astype(np.float32), z["bias"], z["thresholds"], meta)
+            model = cls(tuple(meta["types"]), z["weights"].astype(np.float32), z["bias"], z["thresholds"], meta)
+            if "instruction_weights" in z:
+                model.instruction_weights = z["instruction_weights"].astype(np.float32)
+                model.instruction_bias = float(z["instruction_bias"])
+                model.instruction_threshold = float(z["instruction_threshold"])
+            return model
 
 
 # ---------------------------------------------------------------- selection
@@ -336,8 +367,12 @@ class LearnedExtractor:
             raise ValueError(f"the extractor was trained with the {expected} embedder, got {embedder.name}")
         self.embedder = embedder
 
+    def instruction_score(self, text: str) -> float:
+        return float(self.model.instruction_probability(message_features([text], self.embedder))[0])
+
     def propose(self, transcript: Transcript) -> Proposal:
-        spans = transcript_spans(transcript)
+        scorer = self.instruction_score if self.model.instruction_weights is not None else None
+        spans = transcript_spans(transcript, scorer, self.model.instruction_threshold)
         if not spans:
             return Proposal()
         hits = rule_hits(transcript)

@@ -133,16 +133,27 @@ def normalise_dates(text: str, sent_at: datetime | None = None) -> str:
 
 
 # ------------------------------------------------------------ instructions
+_WRITE_VERBS = (r"anota|anote|registra|registre|salva|salve|grava|grave|memoriza|memorize|guarda|guarde|coloca|"
+                r"coloque|bota|bote|poe|ponha|atualiza|atualize|marca|marque|adiciona|adicione|inclui|inclua")
 INSTRUCTION_RE = re.compile(
-    r"\b(?:anota|anote|registra|registre|salva|salve|grava|grave|memoriza|memorize|guarda|guarde|coloca|coloque|"
-    r"bota|bote|poe|ponha|atualiza|atualize|marca|marque)\s+(?:ai|aí|la|ai\s+no\s+sistema|no\s+(?:sistema|cadastro|"
-    r"meu\s+cadastro|perfil)|na\s+(?:memoria|minha\s+ficha|ficha))"
-    r"|\b(?:ignore|ignora|esquece|esqueca|desconsidere|desconsidera)\s+(?:as\s+|suas\s+|todas\s+as\s+|tudo\s+)"
-    r"(?:instruc|regras|orientac|anterior|que\s+te\s+(?:disseram|falaram))"
-    r"|\b(?:voce|vc)\s+(?:agora\s+)?(?:e|eh|sera|vai\s+ser)\s+(?:um|uma|o|a)\s+(?:assistente|ia|bot|robo)\b"
-    r"|\b(?:finja|finge|faz\s+de\s+conta)\s+que\b"
-    r"|\bprompt\b|\bsystem\b|\bmodo\s+(?:desenvolvedor|admin|debug)\b"
-    r"|\b(?:a\s+partir\s+de\s+agora|de\s+agora\s+em\s+diante)\s+(?:voce|vc|responda|responde|me\s+trat)"
+    # "anota aí que…", "registra que…", "salva na memória que…": writing into the agent's memory
+    rf"\b(?:{_WRITE_VERBS})\s+(?:(?:ai|la|aqui|isso|no\s+(?:sistema|cadastro|meu\s+cadastro|perfil)|"
+    r"na\s+(?:memoria|minha\s+ficha|ficha|sua\s+memoria))\s+)*(?:que|q)\b"
+    rf"|\b(?:{_WRITE_VERBS})\s+(?:ai|la)\s+no\s+sistema\b"
+    # "ignore as instruções", "esquece suas regras", "esquece tudo e…"
+    r"|\b(?:ignore|ignora|ignorar|esquece|esqueca|desconsidere|desconsidera)\s+(?:(?:as|suas|todas\s+as|o|a|seu|sua)\s+)?"
+    r"(?:instruc|regras|orientac|prompt|sistema|programac|tudo\s+(?:e|que|q)\b)"
+    r"|\b(?:instrucoes|prompt|regras)\s+(?:do\s+sistema|anteriores|internas)\b|\bsuas\s+instrucoes\b"
+    r"|\bqual\s+modelo\s+(?:de\s+ia\s+)?(?:vc|voce)\b"
+    r"|\b(?:voce|vc)\s+(?:agora\s+)?(?:e|eh|sera|vai\s+ser)\s+(?:um|uma|o|a|so\s+um)\s+(?:assistente|ia|bot|robo)\b"
+    r"|\btem\s+(?:que|q)\s+(?:me\s+)?obedecer\b|\b(?:finja|finge|faz\s+de\s+conta)\s+que\b"
+    r"|\bmodo\s+(?:desenvolvedor|admin|debug)\b"
+    r"|\b(?:a\s+partir\s+de\s+agora|de\s+agora\s+em\s+diante)\b.{0,30}\b(?:voce|vc|responda|responde|fale|me\s+trat)"
+    r"|\b(?:responda|responde|fale|fala)\s+(?:so|somente|apenas)\s+em\s+(?:ingles|espanhol)"
+    # an entitlement only the business can grant, claimed by the customer
+    r"|\b(?:gerente|dono|dona|chefe|supervisor\w*|diretor\w*)\b.{0,40}\b(?:autoriz\w*|liber\w*|prometeu|falou|disse|garantiu)\b"
+    r".{0,60}\b(?:desconto|gratis|de\s+graca|brinde|cortesia|\d+\s*%)"
+    r"|\b(?:tenho|ganho|tem)\s+(?:direito\s+a\s+)?\d+\s*%\s*(?:de\s+)?desconto"
     r"|\b(?:me\s+(?:da|de|dá|dê)|aplica|aplique)\s+(?:um\s+)?(?:desconto|cupom)\s+de\s+\d+"
     r"|\bsou\s+(?:cliente\s+)?vip\b.{0,40}\b\d+\s*%"
     r"|\bignore\s+(?:previous|all|the)\s+instructions\b"

@@ -36,8 +36,10 @@ import numpy as np
 
 from streams.learn.evaluate import evidence_overlap
 from streams.learn.extract_learned import (
-    ARTEFACT, HASH_DIM, MAX_WINDOW, N_CUES, LinearModel, Span, featurize, rule_hits, select, transcript_spans,
+    ARTEFACT, HASH_DIM, MAX_WINDOW, N_CUES, LinearModel, Span, featurize, message_features, rule_hits, select,
+    transcript_spans,
 )
+from streams.learn.normalise import is_instruction
 from streams.learn.fixtures import DEV_DIR, read_jsonl, transcript_of
 from streams.learn.taxonomy import MEMORY_TYPES
 
@@ -161,6 +163,50 @@ def out_of_fold(examples: list[Example], folds: list[list[int]], C: float) -> li
     return probs  # type: ignore[return-value]
 
 
+def train_instruction_head(rows: list[dict], embedder, n_folds: int, log=print):
+    """Message-level classifier of ``"instruction": true``; threshold by grouped CV on F1 of
+    (explicit guard OR score ≥ threshold), ties to the higher threshold (fewer facts lost)."""
+    from sklearn.linear_model import LogisticRegression
+
+    texts, labels, groups = [], [], []
+    for row in rows:
+        for m in row["messages"]:
+            if m["role"] == "contact":
+                texts.append(m["text"])
+                labels.append(int(bool(m.get("instruction"))))
+                groups.append(f"{row['account_id']}:{row['contact_id']}")
+    y = np.array(labels)
+    if y.sum() < 2:
+        return None, 0.0, 1.0, {}
+    X = message_features(texts, embedder)
+    keys = sorted(set(groups))
+    fold = np.array([keys.index(g) % n_folds for g in groups])
+    oof = np.zeros(len(y))
+    for f in range(n_folds):
+        tr, te = fold != f, fold == f
+        if y[tr].sum() == 0:
+            continue
+        clf = LogisticRegression(C=1.0, class_weight="balanced", max_iter=2000).fit(X[tr], y[tr])
+        oof[te] = clf.predict_proba(X[te])[:, 1]
+    guard = np.array([is_instruction(t) for t in texts])
+
+    def f1_at(th):
+        pred = guard | (oof >= th)
+        tp, fp, fn = int((pred & (y == 1)).sum()), int((pred & (y == 0)).sum()), int((~pred & (y == 1)).sum())
+        return (2 * tp / (2 * tp + fp + fn) if tp else 0.0), tp, fp, fn
+
+    grid = [round(x, 2) for x in np.arange(0.5, 1.0, 0.05)]
+    th = max(grid, key=lambda t: (f1_at(t)[0], t))
+    f1, tp, fp, fn = f1_at(th)
+    guard_only = {"tp": int((guard & (y == 1)).sum()), "fp": int((guard & (y == 0)).sum())}
+    clf = LogisticRegression(C=1.0, class_weight="balanced", max_iter=2000).fit(X, y)
+    stats = {"messages": len(y), "instructions": int(y.sum()), "threshold": th, "cv_f1": round(f1, 4),
+             "cv_tp": tp, "cv_fp": fp, "cv_fn": fn, "guard_alone": guard_only}
+    log(f"instruction messages: {int(y.sum())}/{len(y)}; guard alone catches {guard_only['tp']} "
+        f"(false alarms {guard_only['fp']}); guard or classifier ≥ {th}: cross-validated tp {tp} fp {fp} fn {fn}")
+    return clf.coef_[0].astype(np.float32), float(clf.intercept_[0]), float(th), stats
+
+
 def train(corpus: Path, n_folds: int = 5, embedder=None, log=print, c_grid=C_GRID) -> LinearModel:
     from streams.embedding import build_embedder
 
@@ -186,6 +232,7 @@ def train(corpus: Path, n_folds: int = 5, embedder=None, log=print, c_grid=C_GRI
     C = max(c_grid, key=lambda c: (results[c][0]["f1"], -c))
     cv, thresholds = results[C]
     W, b = fit(examples, C)
+    iw, ib, ith, istats = train_instruction_head(rows, embedder, n_folds, log)
     meta = {
         "version": VERSION,
         "embedder": {"provider": "use", "model": getattr(embedder, "name", "use-multilingual-v3")},
@@ -198,12 +245,13 @@ def train(corpus: Path, n_folds: int = 5, embedder=None, log=print, c_grid=C_GRI
                      "grouped_by": "account_id:contact_id", "C": C},
         "thresholds": {t: float(round(x, 2)) for t, x in zip(MEMORY_TYPES, thresholds)},
         "cross_validated": cv,
+        "instruction_classifier": istats,
     }
     log(f"chosen C={C}; thresholds " + ", ".join(f"{t}={x:.2f}" for t, x in zip(MEMORY_TYPES, thresholds)))
     log(f"cross-validated on {corpus} (grouped by customer, {n_folds} folds): "
         f"precision {cv['precision']:.3f}, recall {cv['recall']:.3f}, F1 {cv['f1']:.3f} "
         f"(tp {cv['tp']}, fp {cv['fp']}, fn {cv['fn']}); {time.perf_counter() - t0:.0f} s")
-    return LinearModel(tuple(MEMORY_TYPES), W, b, thresholds.astype(np.float32), meta)
+    return LinearModel(tuple(MEMORY_TYPES), W, b, thresholds.astype(np.float32), meta, iw, ib, ith)
 
 
 def main(argv: list[str] | None = None) -> int:
