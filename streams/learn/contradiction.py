@@ -24,8 +24,8 @@ from typing import Protocol, Sequence, TypeVar
 import numpy as np
 from pydantic import BaseModel, Field
 
-from streams.learn import slots as S
-from streams.learn.extract_rules import PET_WORDS, PROF, _pref_slots
+from streams.learn import lexicon as S
+from streams.learn.lexicon import CONTRADICTION_DISTANCE, parse_slots
 from streams.learn.model import NEGATED_PREFIX, TokenUsage
 from streams.learn.text import fold, tokens
 
@@ -65,7 +65,7 @@ def select_candidates(
     live_facts: Sequence[T],
     memory_type: str,
     *,
-    max_distance: float = 0.6,
+    max_distance: float = CONTRADICTION_DISTANCE,
     limit: int = 3,
 ) -> list[T]:
     """The contact's live facts of ``memory_type`` within cosine distance
@@ -88,162 +88,8 @@ def select_candidates(
     return [f for _, _, f in scored[:limit]]
 
 
-# ---------------------------------------------------------------------------
-# Slots from fact content
-# ---------------------------------------------------------------------------
-NEGATION = re.compile(
-    r"\bnao\b|\bn\b|nunca|nenhum\w*|\bparou\b|\bdeixou\b|terminou|terminaram|morreu|faleceu|aposentou\w*|\bsaiu\b|fechou|"
-    r"separ\w+|divorci\w+|\bex-|cancelou|no longer|\bnot\b|never|\bnone\b|died|\bquit\b|stopped|left\b"
-)
-CLAUSE_SPLIT = re.compile(r"[;()]|,\s*(?=(?:nao|n|agora|mas|porem|but|now)\b)|\s+e\s+(?=nao\b)|\.\s+")
-PARTNER_STATUS = [
-    ("married", r"casad[oa]|casou|casaram|espos[oa]|marido|\bmulher\b|married|wife|husband"),
-    ("engaged", r"noiv[oa]|engaged|fiance"),
-    ("dating", r"namor\w*|boyfriend|girlfriend|dating"),
-]
-ORG_AFTER = re.compile(r"\b(?:da|do|na|no|pela|pelo|em|at|for|a|o)\s+(?=[A-ZÀ-Ý])")
-ACCESS_WORDS = r"cadeirante|cadeira de rodas|adaptad\w*|barras? de apoio|acessibilidade|mobilidade|wheelchair"
-
-
-def _subject(original: str) -> str | None:
-    for m in re.finditer(r"(?<=\s)[A-ZÀ-Ý][\wÀ-ÿ]+", original):
-        if fold(m.group(0)) not in S.NOT_NAMES:
-            return fold(m.group(0))
-    return None
-
-
-def _names(original: str) -> list[str]:
-    return [fold(n) for n in re.findall(r"(?<=\s)[A-ZÀ-Ý][\wÀ-ÿ]+", original) if fold(n) not in S.NOT_NAMES]
-
-
-def celebration_key(f: str) -> str | None:
-    if re.search(r"casamento|casou|casamos|casad[oa]s|bodas|wedding|married", f):
-        return "wedding_anniversary"
-    if re.search(r"namoro|namorar|dating anniversary", f):
-        return "dating_anniversary"
-    if re.search(r"aniversari\w*|\bniver\b|birthday", f):
-        if re.search(r"namorad|marido|espos|noiv|mulher|partner|husband|wife", f):
-            return "birthday_partner"
-        if re.search(r"filh[oa]|son|daughter", f):
-            return "birthday_child"
-        if re.search(r"\bd[ao] client[ea]|\bmeu\b|\bproprio\b|own|my", f):
-            return "birthday"
-        return "birthday"
-    return None
-
-
-def _slots_of_clause(memory_type: str, original: str, negated: bool) -> list[S.Slot]:
-    f = fold(original)
-    out: list[S.Slot] = []
-    t = memory_type
-    if t == "preferencia":
-        for key, value, _ in _pref_slots(f, original, None):  # type: ignore[arg-type]
-            out.append(S.Slot(key, fold(value), negated))
-    elif t == "restricao":
-        subject = _subject(original)
-        if re.search(r"voltou a beber|voltei a beber|bebe normalmente|drinks again", f):
-            out.append(S.Slot("drinking", "yes", False, subject))
-        elif re.search(r"(?:nao|n) (?:consome|bebe|toma|pode beber)\w*.*(?:alcool|bebida)|parou de beber|sem alcool|abstemi|does not drink|doesn'?t drink", f):
-            out.append(S.Slot("drinking", "no", False, subject))
-        if re.search(r"nenhuma restric\w*|sem restric\w*|no (?:dietary )?restriction", f):
-            out.append(S.Slot("diet_any", None, True, subject))
-        for m in re.finditer(r"alergi\w*\s+(?:a|ao|as|aos|de|to)\s+([\w ]+)", f):
-            out.append(S.Slot("allergy", m.group(1).strip(), negated, subject))
-        if re.search(r"nenhuma alergia|sem alergia|no allerg", f):
-            out.append(S.Slot("allergy", None, True, subject))
-        m = re.search(r"intoleran\w*\s+(?:a|ao|as|aos|de|to)\s+(\w+)|(\w+) intolerant", f)
-        if m:
-            out.append(S.Slot("intolerance", (m.group(1) or m.group(2)).strip(), negated, subject))
-        if re.search(r"celiac|gluten", f):
-            out.append(S.Slot("celiac", "gluten", negated, subject))
-        if re.search(r"diabet", f):
-            out.append(S.Slot("diabetes", "diabetes", negated, subject))
-        if re.search(r"vegetarian|vegan", f):
-            out.append(S.Slot("diet", "vegetarian", negated, subject))
-        m = re.search(ACCESS_WORDS, f)
-        if m:
-            out.append(S.Slot("accessibility", m.group(0), negated, subject))
-    elif t == "vinculo_social":
-        names = _names(original)
-        for status, pattern in PARTNER_STATUS:
-            m = re.search(pattern, f)
-            if m:
-                after = [fold(n) for n in re.findall(r"[A-ZÀ-Ý][\wÀ-ÿ]+", original[m.end():]) if fold(n) not in S.NOT_NAMES]
-                name = after[0] if after else (names[0] if names else "?")
-                out.append(S.Slot("partner", f"{status}:{name}", negated))
-                break
-        m = re.search(r"\b(dois|duas|tres|quatro|cinco|two|three|four|[1-9])\s+filh", f)
-        if m:
-            n = S.NUMBERS.get(m.group(1), int(m.group(1)) if m.group(1).isdigit() else 0)
-            out.append(S.Slot("children_count", str(n), negated))
-        for key in ("child", "parent", "sibling", "in_law", "grandfamily"):
-            pattern = next(p for p, k, _ in S.RELATIONS if k == key)
-            m = re.search(rf"\b(?:{pattern})\b", f)
-            if m and not (key == "child" and any(s.key == "children_count" for s in out)):
-                after = [fold(n) for n in re.findall(r"[A-ZÀ-Ý][\wÀ-ÿ]+", original[m.end():])]
-                out.append(S.Slot(key, after[0] if after else None, negated))
-    elif t == "data_comemorativa":
-        key = celebration_key(f)
-        if key:
-            out.append(S.Slot(key, S.date_value(f), negated))
-    elif t == "padrao_comportamental":
-        hours = S.hours_in(f)
-        freq = S.frequency_of(f)
-        if freq or re.search(r"toda semana|semanal|every week", f):
-            out.append(S.Slot("visit_frequency", f"{freq or 'weekly'}|{'-'.join(S.weekdays_in(f))}", negated))
-        elif re.search(r"cafe da manha|acorda|de pe|breakfast|wake", f):
-            out.append(S.Slot("morning_routine", f"{S.period_of(f, hours) or ''}|{','.join(str(h) for h in hours)}", negated))
-        elif re.search(r"cheg|\bvem\b|\bvir\b|vinda|check-?in|arriv|visita|hosped", f):
-            out.append(S.Slot("arrival_time", f"{S.period_of(f, hours) or ''}|{','.join(str(h) for h in hours)}", negated))
-    elif t == "reclamacao":
-        topic = S.topic_of(f)
-        if topic:
-            status = "resolved" if S.RESOLVED.search(f) else "open"
-            out.append(S.Slot(f"complaint_{topic}", status, False))
-    elif t == "feedback_positivo":
-        names = _names(original)
-        if names:
-            out.append(S.Slot("praise_staff", names[0], negated))
-    elif t == "vinculo_comercial":
-        for m in ORG_AFTER.finditer(original):
-            org = S.org_at(original, m.end())
-            if org:
-                out.append(S.Slot("employer", fold(org), negated))
-                break
-        if not out and re.search(r"convenio|corporativ", f):
-            out.append(S.Slot("employer", None, negated))
-    elif t == "contexto_pessoal":
-        m = re.search(rf"\b(?:{PROF})", f)
-        if m:
-            out.append(S.Slot("occupation", m.group(0)[:-1], negated and not re.search(r"aposent", f)))
-        m = re.search(r"notur\w*|\bnoite\b|night|diur\w*|\bdia\b|\bday\b", f)
-        if m and re.search(r"plant|turno|shift|trabalh", f):
-            out.append(S.Slot("work_shift", "noite" if re.match(r"notur|noite|night", m.group(0)) else "dia", negated))
-        m = re.search(r"\b(?:mora|moram|vive|reside|lives)\s+(?:em|no|na|in)\s+", f)
-        if m:
-            city = S.org_at(original, m.end())
-            out.append(S.Slot("city", fold(city) if city else None, negated))
-        m = re.search(PET_WORDS, f)
-        if m:
-            names = _names(original)
-            out.append(S.Slot("pet", names[0] if names else None, negated))
-    return out
-
-
-
-def slots_from_text(memory_type: str, text: str) -> list[S.Slot]:
-    """Slots a fact's content talks about, clause by clause, with negation."""
-    out: list[S.Slot] = []
-    for clause in CLAUSE_SPLIT.split(text):
-        if not clause or not clause.strip():
-            continue
-        negated = bool(NEGATION.search(fold(clause)))
-        out.extend(_slots_of_clause(memory_type, clause.strip(), negated))
-    return out
-
-
 def _view_slots(view: MemoryView) -> list[S.Slot]:
-    found = slots_from_text(view.memory_type, view.content)
+    found = parse_slots(view.memory_type, view.content)
     if view.memory_key and view.normalized_value:
         value = view.normalized_value
         negated = value.startswith(NEGATED_PREFIX)
@@ -317,8 +163,7 @@ def rules_contradicts(old: MemoryView, new: MemoryView) -> Verdict:
                 return Verdict(contradicts=True, reason=f"update:{o.key}:{o.value}->{n.value}")
     if old.memory_type not in {"reclamacao", "feedback_positivo"} and not ({s.key for s in old_slots} & {s.key for s in new_slots}):
         # No shared slot: a negated new fact about the same thing still retires the old one.
-        fo, fn = fold(old.content), fold(new.content)
-        if NEGATION.search(fn) and not NEGATION.search(fo):
+        if S.FACT_NEGATION.search(S.normalize(new.content)) and not S.FACT_NEGATION.search(S.normalize(old.content)):
             generic = {"suite", "quarto", "cliente", "sempre", "prefere", "gosta", "costuma"}
             shared = {w for w in tokens(old.content) if len(w) >= 4} & {w for w in tokens(new.content) if len(w) >= 4} - generic
             if shared:

@@ -1,8 +1,9 @@
 import pytest
 
 from streams.learn.contradiction import (
-    MemoryView, OpenAIContradictionChecker, RulesContradictionChecker, select_candidates, slots_from_text,
+    MemoryView, OpenAIContradictionChecker, RulesContradictionChecker, select_candidates,
 )
+from streams.learn.lexicon import parse_slots
 from streams.learn.llm import LlmConfig, ModelUnavailable
 from tests.support.openai_server import FakeOpenAI, Reply
 
@@ -50,7 +51,7 @@ def test_stored_key_and_value_are_used():
 
 
 def test_slots_from_text_negation_is_per_clause():
-    slots = slots_from_text("preferencia", "Prefere a suíte Master; não quer mais a Hidro")
+    slots = parse_slots("preferencia", "Prefere a suíte Master; não quer mais a Hidro")
     assert ("preferred_room", "master", False) in [(s.key, s.value, s.negated) for s in slots]
     assert ("preferred_room", "hidro", True) in [(s.key, s.value, s.negated) for s in slots]
 
