@@ -5,7 +5,7 @@ PY    := $(VENV)/bin/python
 PIP   := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 
-.PHONY: install up down status test test-debezium demo bench bench-ingest bench-memory bench-responder eval-memory eval-recall eval-answers schemas clean
+.PHONY: train train-contradiction install up down status test test-debezium demo bench bench-ingest bench-memory bench-responder eval-memory eval-recall eval-answers schemas clean
 
 install: $(STAMP)
 $(STAMP): pyproject.toml
@@ -37,6 +37,12 @@ test-debezium: install
 
 schemas: install
 	$(PY) -m schemas.export
+
+# Reproducible training from examples/dev only (artefacts in streams/learn/models/, versioned).
+train: train-contradiction
+
+train-contradiction: install
+	$(PY) -m streams.learn.train_contradiction
 
 eval-memory: install
 	$(PY) -m streams.learn.evaluate

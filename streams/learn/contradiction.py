@@ -2,13 +2,15 @@
 
 Two providers behind one port (``ContradictionChecker.check(old, new)``):
 
-- ``RulesContradictionChecker``: slot-based. Both facts are reduced to slots
-  (``memory_key`` + normalised value, negated or not) with the lexicons the
-  extractor uses (``slots.py``), from the stored key/value when given and from
-  the content text otherwise. A contradiction is: the same single-valued slot
-  with an incompatible value (an update), or a negation of the same value (or
-  of the whole slot). Different slots, equal values, paraphrases and more
-  specific versions do not contradict.
+- ``RulesContradictionChecker`` (offline): both facts are reduced to slots
+  (``memory_key`` + normalised value, negated or not) with the shared lexicon
+  (``lexicon.parse_slots``), from the stored key/value when given and from the
+  content text otherwise; ``rules_contradicts`` says whether the same
+  single-valued slot got an incompatible value (an update), or the same value
+  (or the whole slot) was negated. That verdict and the change-of-state cues
+  ("agora", "voltou a", "largou", "não … mais", "se formou"…) are weighed by a
+  small classifier learnt from the development pairs (``contradiction_model.py``).
+  Instructions inside a fact are removed first and never change the verdict.
 - ``OpenAIContradictionChecker``: asks an OpenAI-compatible model for a yes/no
   JSON answer (same client conventions as the extractor).
 
@@ -109,7 +111,7 @@ def _same_value(key: str, a: str | None, b: str | None) -> bool:
     if key == "visit_frequency":
         fa, _, da = a.partition("|")
         fb, _, db = b.partition("|")
-        return fa == fb and (not da or not db or da == db)
+        return (not fa or not fb or fa == fb) and (not da or not db or da == db)
     if key == "partner":
         sa, _, na = a.partition(":")
         sb, _, nb = b.partition(":")
@@ -140,8 +142,8 @@ def rules_contradicts(old: MemoryView, new: MemoryView) -> Verdict:
     old_slots, new_slots = _view_slots(old), _view_slots(new)
     for o in old_slots:
         for n in new_slots:
-            if o.subject and n.subject and o.subject != n.subject:
-                continue
+            if o.subject != n.subject and ((o.subject and n.subject) or old.memory_type == "preferencia"):
+                continue  # about different people (a preference without a subject is the customer's own)
             whole_negation = n.key == "diet_any" and n.negated and o.key in S.FOOD_KEYS | {"diet_any"}
             if whole_negation and not o.negated:
                 return Verdict(contradicts=True, reason=f"negation:{o.key}:*")
@@ -156,14 +158,14 @@ def rules_contradicts(old: MemoryView, new: MemoryView) -> Verdict:
                 if o.value == "open" and n.value == "resolved":
                     return Verdict(contradicts=True, reason=f"resolved:{o.key}")
                 continue
-            if not o.negated and o.key in S.SINGLE_VALUED and not same:
+            if not o.negated and S.single_valued(o.key) and not same:
                 # An update only if the new fact has no positive slot equal to the old value.
                 if any(m.key == o.key and not m.negated and _same_value(o.key, o.value, m.value) for m in new_slots):
                     continue
                 return Verdict(contradicts=True, reason=f"update:{o.key}:{o.value}->{n.value}")
     if old.memory_type not in {"reclamacao", "feedback_positivo"} and not ({s.key for s in old_slots} & {s.key for s in new_slots}):
         # No shared slot: a negated new fact about the same thing still retires the old one.
-        if S.FACT_NEGATION.search(S.normalize(new.content)) and not S.FACT_NEGATION.search(S.normalize(old.content)):
+        if S.is_negated(new.content) and not S.is_negated(old.content) and not S.addition_cues(new.content):
             generic = {"suite", "quarto", "cliente", "sempre", "prefere", "gosta", "costuma"}
             shared = {w for w in tokens(old.content) if len(w) >= 4} & {w for w in tokens(new.content) if len(w) >= 4} - generic
             if shared:
@@ -172,10 +174,33 @@ def rules_contradicts(old: MemoryView, new: MemoryView) -> Verdict:
 
 
 class RulesContradictionChecker:
+    """The offline provider (``contradiction_provider = "rules"``): the slot parser's
+    verdict and the change-of-state cues of both facts, weighed by the judge learnt
+    from the development pairs (``contradiction_model.py``). Instructions hidden in
+    a fact are removed before anything reads it."""
+
     name = "rules"
+    _judge = None
+
+    def __init__(self, judge=None):
+        from streams.learn.contradiction_model import LearnedJudge
+
+        if judge is None:
+            if RulesContradictionChecker._judge is None:
+                RulesContradictionChecker._judge = LearnedJudge.load()
+            judge = RulesContradictionChecker._judge
+        self.judge = judge
 
     def check(self, old: MemoryView, new: MemoryView) -> Verdict:
-        return rules_contradicts(old, new)
+        from streams.learn.contradiction_model import Pair, features
+
+        old_c = old.model_copy(update={"content": S.strip_instructions(old.content) or old.content})
+        new_c = new.model_copy(update={"content": S.strip_instructions(new.content) or new.content})
+        slot = rules_contradicts(old_c, new_c)
+        row = features(Pair(old.memory_type, old_c.content, new_c.content, slot.reason))
+        p = self.judge.score(row)
+        return Verdict(contradicts=p >= self.judge.threshold,
+                       reason=f"p={p:.2f} {self.judge.explain(row)} slot={slot.reason}")
 
 
 CONTRADICTION_SCHEMA = {

@@ -393,7 +393,7 @@ def normalize(text: str) -> str:
 NEGATION = re.compile(
     r"\bnao\b|nunca|nenhum\w*|\bnem\b|\bparou\b|\bparei\b|\bdeixou\b|\bdeixei\b|terminou|terminaram|terminei|morreu|faleceu|"
     r"aposentou\w*|\bsaiu\b|\bsai\b|fechou|separ\w+|divorci\w+|\bex-|cancel\w+|encerr\w+|suspend\w+|descartad\w+|"
-    r"largou|larguei|liberou|liberad\w+|\bsem\b|no longer|\bnot\b|never|\bnone\b|died|\bquit\b|stopped|left\b"
+    r"largou|larguei|liberou|liberad\w+|no longer|\bnot\b|never|\bnone\b|died|\bquit\b|stopped|left\b"
 )
 
 #: (cue, pattern): words that say a state changed. Order does not matter.
@@ -407,7 +407,7 @@ CHANGE_CUES: list[tuple[str, str]] = [
                  r"\bem vez d\w*|\bno lugar d\w*|\bswitched\b|\bmoved\b|\bbecame\b"),
     ("finished", r"\bse form(?:ou|ei)\b|\bform(?:ou|ei)-se\b|\bconclu\w+|\btermin(?:ou|ei) (?:a|o) (?:faculdade|curso|mestrado|doutorado|estudo)|"
                  r"\bpass(?:ou|ei) no (?:concurso|vestibular|exame)\b|\bgraduated\b"),
-    ("left", r"\bsa(?:iu|i) d[aoe]\b|\bpedi(?:u)? demissao\b|\bfoi demitid\w+|\bdemit\w+|\baposent\w+|\bleft\b"),
+    ("left", r"\bsa(?:iu|i) d[aoe]\b|\bdeix(?:ou|ei|amos|aram) (?:a|o|as|os)\b|\bpedi(?:u)? demissao\b|\bfoi demitid\w+|\bdemit\w+|\baposent\w+|\bleft\b"),
     ("ended", r"\btermin(?:ou|ei|amos|aram)\b|\bencerr\w+|\bcancel\w+|\bsuspend\w+|\bacab(?:ou|aram)\b|\bseparou\b|"
               r"\bdivorci\w+|\bmorreu\b|\bfaleceu\b|\bended\b|\bbroke up\b|\bdied\b"),
     ("cleared", r"\bliber(?:ou|ado|ada|aram)\b|\bdescartad\w+|\bcurad\w+|\bsarou\b|\bmelhor(?:ou|aram)\b|\bresolvid\w+|"
@@ -423,8 +423,14 @@ ADDITION_CUES = re.compile(
 )
 
 
+#: Dislike is a negative polarity too: "odeia cebola" and "não gosta de cebola" agree.
+DISLIKE = re.compile(r"\bodei\w*|\bdetest\w*|\bnao suport\w*|\bnao gost\w*|\bnao curt\w*|\babomin\w*|\bhates?\b|\bdislikes?\b")
+
+
 def is_negated(text: str) -> bool:
-    return bool(NEGATION.search(normalize(text)))
+    """Negative polarity: a negation, an ended state, or a dislike."""
+    n = normalize(text)
+    return bool(NEGATION.search(n) or DISLIKE.search(n))
 
 
 def change_cues(text: str) -> set[str]:
@@ -475,6 +481,8 @@ PROF = (
     r"arquitet[oa]|programador[a]?|designer|jornalista|piloto|comissari[oa]|caminhoneir[oa]|fotograf[oa]|musico|cantor[a]?|"
     r"atleta|militar|psicolog[oa]|fisioterapeuta|nutricionista|veterinari[oa]|farmaceutic[oa]|contador[a]?|empresari[oa]|"
     r"autonom[oa]|servidor[a]? public[oa]|cozinheir[oa]|motorista de aplicativo|uber|taxista|"
+    r"motoboy|entregador[a]?|porteir[oa]|zelador[a]?|escriv[aã]o?|soldado|vigilante|faxineir[oa]|diarista|pedreir[oa]|eletricista|"
+    r"cabeleireir[oa]|manicure|vendedor[a]?|bancari[oa]|recepcionista|garcom|garconete|"
     r"nurse|doctor|teacher|lawyer|engineer|retired|student|pilot|photographer|developer"
 )
 PET_WORDS = r"cachorr\w*|\bcao\b|cadel\w*|gat[oa]\w*|\bpet\b|\bdog\b|\bcat\b|golden|labrador|poodle|vira-?lata|shih-?tzu|\bpug\b|bulldog|yorkshire|spitz|beagle|dachshund|salsicha"
@@ -559,8 +567,13 @@ def _clause_slots(memory_type: str, original: str, negated: bool) -> list[Slot]:
     out: list[Slot] = []
     t = memory_type
     if t == "preferencia":
+        rel = re.search(rf"\b(?:{REL_ALT})\b", f)
+        subject = relation_of(rel.group(0))[0] if rel else None  # "a esposa gosta de…": not the customer's taste
         for key, value, _ in pref_slots(f, original):
-            out.append(Slot(key, fold(value), negated))
+            out.append(Slot(key, fold(value), negated, subject))
+        m = re.search(r"\b(?:prefere|prefiro|preferid[oa]|favorit[oa])\s+(?:(?:a|o|e|eh)\s+)*(?P<head>[a-z]{3,})\s+(?P<rest>[\w ]{2,40})", f)
+        if m and not out:
+            out.append(Slot(f"preferred_{m.group('head')}", m.group("rest").strip(), negated, subject))
     elif t == "restricao":
         subject = _fact_subject(original)
         if re.search(r"voltou a beber|voltei a beber|bebe normalmente|drinks again", f):
@@ -592,11 +605,12 @@ def _clause_slots(memory_type: str, original: str, negated: bool) -> list[Slot]:
             if m:
                 after = [fold(n) for n in re.findall(r"[A-ZÀ-Ý][\wÀ-ÿ]+", original[m.end():]) if fold(n) not in NOT_NAMES]
                 name = after[0] if after else (names[0] if names else "?")
-                out.append(Slot("partner", f"{status}:{name}", negated))
+                ended = bool(re.search(r"termin|separ|divorci|\bex-|romp|\bnao (?:namora|e casad|esta casad)|faleceu|morreu|viuv", f))
+                out.append(Slot("partner", f"{status}:{name}", ended))
                 break
         m = re.search(r"\b(dois|duas|tres|quatro|cinco|two|three|four|[1-9])\s+filh", f)
         if m:
-            n = NUMBERget(m.group(1), int(m.group(1)) if m.group(1).isdigit() else 0)
+            n = NUMBERS.get(m.group(1), int(m.group(1)) if m.group(1).isdigit() else 0)
             out.append(Slot("children_count", str(n), negated))
         for key in ("child", "parent", "sibling", "in_law", "grandfamily"):
             pattern = next(p for p, k, _ in RELATIONS if k == key)
@@ -613,6 +627,8 @@ def _clause_slots(memory_type: str, original: str, negated: bool) -> list[Slot]:
         freq = frequency_of(f)
         if freq or re.search(r"toda semana|semanal|every week", f):
             out.append(Slot("visit_frequency", f"{freq or 'weekly'}|{'-'.join(weekdays_in(f))}", negated))
+        elif weekdays_in(f):
+            out.append(Slot("visit_frequency", f"|{'-'.join(weekdays_in(f))}", negated))
         elif re.search(r"cafe da manha|acorda|de pe|breakfast|wake", f):
             out.append(Slot("morning_routine", f"{period_of(f, hours) or ''}|{','.join(str(h) for h in hours)}", negated))
         elif re.search(r"cheg|\bvem\b|\bvir\b|vinda|check-?in|arriv|visita|hosped", f):
@@ -641,7 +657,8 @@ def _clause_slots(memory_type: str, original: str, negated: bool) -> list[Slot]:
         m = re.search(r"notur\w*|\bnoite\b|night|diur\w*|\bdia\b|\bday\b", f)
         if m and re.search(r"plant|turno|shift|trabalh", f):
             out.append(Slot("work_shift", "noite" if re.match(r"notur|noite|night", m.group(0)) else "dia", negated))
-        m = re.search(r"\b(?:mora|moram|vive|reside|lives)\s+(?:em|no|na|in)\s+", f)
+        m = re.search(r"\b(?:mora|moram|vive|reside|lives)\s+(?:perto\s+)?(?:em|no|na|in|d[aoe])\s+(?:unidade\s+(?:d[aoe]\s+)?)?"
+                      r"|\b(?:se\s+)?mud(?:ou|ei|aram|amos)\s+(?:pro|pra|para|para o|para a|pro bairro|moved to)\s+", f)
         if m:
             city = org_at(original, m.end())
             out.append(Slot("city", fold(city) if city else None, negated))
@@ -660,8 +677,12 @@ def parse_slots(memory_type: str, text: str) -> list[Slot]:
     for clause in CLAUSE_SPLIT.split(expand_chat(strip_instructions(text) or text)):
         if not clause or not clause.strip():
             continue
-        negated = bool(FACT_NEGATION.search(normalize(clause)))
+        n = normalize(clause)
+        negated = bool(FACT_NEGATION.search(n) or DISLIKE.search(n))
         out.extend(_clause_slots(memory_type, clause.strip(), negated))
     return out
 
 
+def single_valued(key: str) -> bool:
+    """A slot that holds one value at a time (a new value replaces the old one)."""
+    return key in SINGLE_VALUED or key.startswith("preferred_")
