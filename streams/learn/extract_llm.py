@@ -27,7 +27,10 @@ from streams.learn.taxonomy import DESCRIPTIONS, MEMORY_TYPES
 from streams.learn.validate import MAX_FACTS, MIN_CONFIDENCE
 
 NAME = "openai"
-PROMPT_VERSION = "extract-v1"
+PROMPT_VERSION = "extract-v2"
+#: Bounds in the schema so a small model cannot run to ``max_tokens`` (and be cut off).
+MAX_CONTENT = 160
+MAX_EVIDENCE = 240
 
 
 def facts_schema(types: Iterable[str]) -> dict[str, Any]:
@@ -35,10 +38,14 @@ def facts_schema(types: Iterable[str]) -> dict[str, Any]:
         "type": "object",
         "properties": {
             "memory_type": {"type": "string", "enum": sorted(set(types))},
-            "memory_key": {"type": "string", "description": "snake_case slot, e.g. preferred_room, allergy, partner"},
-            "content": {"type": "string", "description": "short normalised fact in Portuguese, <= 200 chars"},
-            "normalized_value": {"type": "string", "description": "the slot's value, lower case, e.g. 'hidro', 'frutos do mar'"},
-            "evidence": {"type": "string", "description": "exact verbatim quote from ONE [cliente] message"},
+            "memory_key": {"type": "string", "maxLength": 48,
+                           "description": "snake_case slot, e.g. preferred_room, allergy, partner"},
+            "content": {"type": "string", "maxLength": MAX_CONTENT,
+                        "description": f"short normalised fact in Portuguese, <= {MAX_CONTENT} chars"},
+            "normalized_value": {"type": "string", "maxLength": 60,
+                                 "description": "the slot's value, lower case, e.g. 'hidro', 'frutos do mar'"},
+            "evidence": {"type": "string", "maxLength": MAX_EVIDENCE,
+                         "description": "exact verbatim quote from ONE [cliente] message"},
             "confidence": {"type": "number"},
         },
         "required": ["memory_type", "memory_key", "content", "normalized_value", "evidence", "confidence"],
@@ -46,7 +53,7 @@ def facts_schema(types: Iterable[str]) -> dict[str, Any]:
     }
     return {
         "type": "object",
-        "properties": {"facts": {"type": "array", "items": fact}},
+        "properties": {"facts": {"type": "array", "items": fact, "maxItems": MAX_FACTS}},
         "required": ["facts"],
         "additionalProperties": False,
     }

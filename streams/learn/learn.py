@@ -37,7 +37,7 @@ from streams.learn.consolidate import NewFact, plan_consolidation
 from streams.learn.contradiction import ContradictionChecker
 from streams.learn.embed import embed_contents
 from streams.learn.extract import FactExtractor, extract_facts
-from streams.learn.llm import ExtractionFailed
+from streams.learn.llm import ExtractionFailed, ModelTimedOut
 from streams.pricing import record_usage
 from streams.store.events import mark_processed, unprocessed
 
@@ -93,7 +93,7 @@ def _failed(ports: LearnPorts, conv: store.Conversation, error: Exception, now: 
         attempts = (state["attempts"] if state else 0) + 1
         store.record_extraction(conn, conv, "failed", now=now, error=f"{type(error).__name__}: {error}",
                                 extractor=f"{ports.extractor.name}:{ports.extractor.version}",
-                                next_attempt_at=next_attempt(attempts, now))
+                                next_attempt_at=None if isinstance(error, ModelTimedOut) else next_attempt(attempts, now))
     log.warning('extraction failed conversation_id=%d account_id=%d attempts=%d error="%s"',
                 conv.id, conv.account_id, attempts, error)
     return Outcome(conv.id, "failed", error=str(error))
