@@ -5,7 +5,7 @@ PY    := $(VENV)/bin/python
 PIP   := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 
-.PHONY: train train-contradiction install up down status test test-debezium demo bench bench-ingest bench-memory bench-responder eval-memory eval-recall eval-answers schemas clean
+.PHONY: install up down status test test-debezium demo bench bench-ingest bench-memory bench-responder eval train train-contradiction eval-memory eval-recall eval-answers schemas clean
 
 install: $(STAMP)
 $(STAMP): pyproject.toml
@@ -38,11 +38,21 @@ test-debezium: install
 schemas: install
 	$(PY) -m schemas.export
 
+PROVIDER ?= rules
+
+# Every quality figure on examples/dev and examples/heldout, one table (PROVIDER=openai: the chat endpoint).
+eval: install
+	$(PY) -m streams.evaluation --provider $(PROVIDER)
+
 # Reproducible training from examples/dev only (artefacts in streams/learn/models/, versioned).
-train: train-contradiction
+# The learnt fact extractor (when present) and the contradiction judge.
+train: install
+	@if [ -f streams/learn/train_extractor.py ]; then $(PY) -m streams.learn.train_extractor; fi
+	$(PY) -m streams.learn.train_contradiction
 
 train-contradiction: install
 	$(PY) -m streams.learn.train_contradiction
+
 
 eval-memory: install
 	$(PY) -m streams.learn.evaluate
