@@ -53,6 +53,7 @@ eval: install
 train: install
 	@if [ -f streams/learn/train_extractor.py ]; then $(PY) -m streams.learn.train_extractor; fi
 	$(PY) -m streams.learn.train_contradiction
+	$(PY) -m streams.learn.fewshot
 
 train-contradiction: install
 	$(PY) -m streams.learn.train_contradiction
