@@ -159,14 +159,15 @@ def rules_contradicts(old: MemoryView, new: MemoryView) -> Verdict:
                 if o.value == "open" and n.value == "resolved":
                     return Verdict(contradicts=True, reason=f"resolved:{o.key}")
                 continue
-            if not o.negated and S.single_valued(o.key) and not same:
+            if not o.negated and S.single_valued(o.key) and not same and not S.addition_cues(new.content):
                 # An update only if the new fact has no positive slot equal to the old value.
                 if any(m.key == o.key and not m.negated and _same_value(o.key, o.value, m.value) for m in new_slots):
                     continue
                 return Verdict(contradicts=True, reason=f"update:{o.key}:{o.value}->{n.value}")
     if old.memory_type not in {"reclamacao", "feedback_positivo"} and not ({s.key for s in old_slots} & {s.key for s in new_slots}):
         # No shared slot: a negated new fact about the same thing still retires the old one.
-        if S.is_negated(new.content) and not S.is_negated(old.content) and not S.addition_cues(new.content):
+        if (S.is_negated(new.content, old.memory_type) and not S.is_negated(old.content, old.memory_type)
+                and not S.addition_cues(new.content)):
             generic = {"suite", "quarto", "cliente", "sempre", "prefere", "gosta", "costuma"}
             shared = {w for w in tokens(old.content) if len(w) >= 4} & {w for w in tokens(new.content) if len(w) >= 4} - generic
             if shared:

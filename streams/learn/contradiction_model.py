@@ -43,7 +43,7 @@ _STOP = {
 
 #: Change-of-state cues that end the old state by themselves, and weaker ones
 #: ("agora", "passou a", "começou a") that often only add something new.
-STRONG_CUES = {"again", "stopped", "no_longer", "finished", "left", "ended", "cleared"}
+STRONG_CUES = {"again", "stopped", "no_longer", "finished", "left", "ended", "cleared", "corrected"}
 WEAK_CUES = {"now", "switched", "started"}
 FEATURES = [
     "slot_update", "slot_negation", "strong_change", "weak_change", "addition", "polarity_flip", "overlap",
@@ -78,7 +78,7 @@ def features(pair: Pair) -> list[float]:
         1.0 if fresh & STRONG_CUES else 0.0,
         1.0 if fresh & WEAK_CUES else 0.0,
         1.0 if addition else 0.0,
-        1.0 if L.is_negated(new) != L.is_negated(old) else 0.0,
+        1.0 if L.is_negated(new, pair.memory_type) != L.is_negated(old, pair.memory_type) else 0.0,
         overlap,
         1.0 if pair.memory_type == "reclamacao" and "cleared" in fresh else 0.0,
     ]

@@ -326,12 +326,20 @@ class Slot:
 
 
 SINGLE_VALUED = {
+    "payment_method", "employment",
     "preferred_room", "contact_channel", "preferred_drink", "room_floor", "room_position", "preferred_unit",
     "bed_setup", "partner", "children_count", "birthday", "birthday_partner", "birthday_child",
     "wedding_anniversary", "dating_anniversary", "arrival_time", "visit_frequency", "morning_routine",
     "employer", "occupation", "work_shift", "city", "drinking",
 }
 
+
+PAYMENTS = [
+    ("pix", r"\bpix\b"), ("boleto", r"boleto"), ("dinheiro", r"dinheiro|especie"),
+    ("credito", r"cartao de credito|\bcredito\b"), ("debito", r"cartao de debito|\bdebito\b"),
+    ("cartao", r"cartao"), ("vale", r"vale[- ]refeicao|vale[- ]alimentacao|\bvr\b|\bva\b"),
+]
+PAYMENT_WORDS = r"\bpix\b|boleto|dinheiro|especie|cartao(?: de (?:credito|debito))?|\bcredito\b|\bdebito\b|vale[- ](?:refeicao|alimentacao)"
 
 #: Cosine distance (fact embeddings) within which a live fact of the same type is
 #: a contradiction candidate for a new one. The one place this threshold lives.
@@ -398,9 +406,12 @@ NEGATION = re.compile(
 
 #: (cue, pattern): words that say a state changed. Order does not matter.
 CHANGE_CUES: list[tuple[str, str]] = [
-    ("now", r"\bagora\b|\bhoje em dia\b|atualmente|ultimamente|\bnow\b|nowadays|these days"),
+    ("now", r"\bagora\b|\bhoje em dia\b|atualmente|ultimamente|recentemente|de uns tempos (?:para|pra) ca|"
+            r"daqui (?:para|pra) frente|a partir de agora|\bnow\b|nowadays|these days"),
+    ("corrected", r"\bna verdade\b|\bcorrig\w+|\bme enganei\b|\bestava errad\w+|\bactually\b"),
     ("again", r"\bvolt(?:ou|ei|amos|aram) a\b|\bde novo\b|\bnovamente\b|\bagain\b"),
     ("stopped", r"\bpar(?:ou|ei|amos|aram) de\b|\bdeix(?:ou|ei|amos|aram) de\b|\blarg(?:ou|uei|amos|aram)\b|\bdesist\w+|"
+                r"\bcans(?:ou|ei|amos|aram) d\w*|\benjo(?:ou|ei|amos|aram) d\w*|\babandon\w+|\bcort(?:ou|ei|amos) (?:o|a|os|as)\b|"
                 r"\bquit\b|\bstopped\b|\bgave up\b"),
     ("no_longer", r"\bnao\b[^.;]{0,40}\bmais\b|\bja nao\b|\bnunca mais\b|\bno longer\b|\bnot any ?more\b"),
     ("switched", r"\btroc(?:ou|ei|amos|aram)\b|\bmud(?:ou|ei|amos|aram)\b|\bse mud\w+|\bvir(?:ou|ei)\b|\bpass(?:ou|ei|amos|aram) a\b|"
@@ -410,10 +421,13 @@ CHANGE_CUES: list[tuple[str, str]] = [
     ("left", r"\bsa(?:iu|i) d[aoe]\b|\bdeix(?:ou|ei|amos|aram) (?:a|o|as|os)\b|\bpedi(?:u)? demissao\b|\bfoi demitid\w+|\bdemit\w+|\baposent\w+|\bleft\b"),
     ("ended", r"\btermin(?:ou|ei|amos|aram)\b|\bencerr\w+|\bcancel\w+|\bsuspend\w+|\bacab(?:ou|aram)\b|\bseparou\b|"
               r"\bdivorci\w+|\bmorreu\b|\bfaleceu\b|\bended\b|\bbroke up\b|\bdied\b"),
-    ("cleared", r"\bliber(?:ou|ado|ada|aram)\b|\bdescartad\w+|\bcurad\w+|\bsarou\b|\bmelhor(?:ou|aram)\b|\bresolvid\w+|"
+    ("cleared", r"\bliber(?:ou|ado|ada|aram)\b|\bnormaliz\w+|\bteve alta\b|\btirou o gesso\b|\bse cur\w+|\bjá pode\b|\bja pode\b|"
+                r"\bdescartad\w+|\bcurad\w+|\bsarou\b|\bmelhor(?:ou|aram)\b|\bresolvid\w+|"
                 r"\bconsertad\w+|\barrumad\w+|\bfuncionando\b|\bsendo cumprid\w+|\bcumprid\w+ certinho|\bem dia\b|"
                 r"\bfixed\b|\bresolved\b|\bcleared\b"),
-    ("started", r"\bcome(?:cou|cei) a\b|\bentr(?:ou|ei) (?:na|no|em)\b|\bagora (?:e|trabalha|mora|esta|prefere|vai|vem|chega)\b|\bstarted\b"),
+    ("started", r"\bcome(?:cou|cei) a\b|\bfoi contratad\w*|\bfui contratad\w*|\barrum(?:ou|ei) (?:um )?(?:emprego|trampo|trabalho)|"
+                r"\bfoi morar\b|\bfui morar\b|\bficou noiv\w*|\bengravid\w+|\bnasceu\b|\bpromovid\w+|\badot(?:ou|ei|amos)\b|"
+                r"\bentr(?:ou|ei) (?:na|no|em)\b|\bagora (?:e|trabalha|mora|esta|prefere|vai|vem|chega)\b|\bstarted\b"),
 ]
 _CHANGE = [(name, re.compile(p)) for name, p in CHANGE_CUES]
 
@@ -427,9 +441,16 @@ ADDITION_CUES = re.compile(
 DISLIKE = re.compile(r"\bodei\w*|\bdetest\w*|\bnao suport\w*|\bnao gost\w*|\bnao curt\w*|\babomin\w*|\bhates?\b|\bdislikes?\b")
 
 
-def is_negated(text: str) -> bool:
-    """Negative polarity: a negation, an ended state, or a dislike."""
+#: "não pode / não come / não bebe…" states a restriction; it does not negate one.
+RESTRICTIVE = re.compile(r"\bnao (?:pode|posso|podem|come|como|comem|bebe|bebo|toma|tomo|consome|consumo|deve|usa|uso)\b(?! mais)")
+
+
+def is_negated(text: str, memory_type: str | None = None) -> bool:
+    """Negative polarity: a negation, an ended state, or a dislike (for a
+    restriction, its own "não pode…" is not a negation)."""
     n = normalize(text)
+    if memory_type == "restricao":
+        n = RESTRICTIVE.sub("restrito", n)
     return bool(NEGATION.search(n) or DISLIKE.search(n))
 
 
@@ -527,6 +548,7 @@ FACT_NEGATION = re.compile(
 )
 CLAUSE_SPLIT = re.compile(r"[;()]|,\s*(?=(?:nao|n|agora|mas|porem|but|now)\b)|\s+e\s+(?=nao\b)|\.\s+")
 PARTNER_STATUS = [
+    ("single", r"solteir[oa]|\bsingle\b"),
     ("married", r"casad[oa]|casou|casaram|espos[oa]|marido|\bmulher\b|married|wife|husband"),
     ("engaged", r"noiv[oa]|engaged|fiance"),
     ("dating", r"namor\w*|boyfriend|girlfriend|dating"),
@@ -598,7 +620,16 @@ def _clause_slots(memory_type: str, original: str, negated: bool) -> list[Slot]:
         m = re.search(ACCESS_WORDS, f)
         if m:
             out.append(Slot("accessibility", m.group(0), negated, subject))
-    elif t == "vinculo_social":
+    payment = re.search(PAYMENT_WORDS, f)
+    if payment and t in {"preferencia", "vinculo_comercial", "padrao_comportamental", "contexto_pessoal"}:
+        value = next(v for v, p in PAYMENTS if re.search(p, payment.group(0)))
+        out.append(Slot("payment_method", value, negated))
+    if t in {"contexto_pessoal", "vinculo_comercial"}:
+        if re.search(r"desempregad\w*|sem emprego|sem trabalho|perdeu o emprego|foi demitid\w*|unemployed", f):
+            out.append(Slot("employment", "unemployed", False))
+        elif re.search(r"contratad\w*|arrum\w+ (?:um )?(?:emprego|trampo|trabalho)|comec\w+ a trabalhar|\btrabalh\w+ (?:na|no|em|como|de)\b", f):
+            out.append(Slot("employment", "employed", False))
+    if t == "vinculo_social":
         names = _fact_names(original)
         for status, pattern in PARTNER_STATUS:
             m = re.search(pattern, f)
@@ -678,6 +709,8 @@ def parse_slots(memory_type: str, text: str) -> list[Slot]:
         if not clause or not clause.strip():
             continue
         n = normalize(clause)
+        if memory_type == "restricao":
+            n = RESTRICTIVE.sub("restrito", n)
         negated = bool(FACT_NEGATION.search(n) or DISLIKE.search(n))
         out.extend(_clause_slots(memory_type, clause.strip(), negated))
     return out
