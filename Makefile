@@ -5,7 +5,7 @@ PY    := $(VENV)/bin/python
 PIP   := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 
-.PHONY: install up down status test test-fast test-debezium demo bench bench-ingest bench-memory bench-responder eval train train-contradiction eval-memory eval-recall eval-answers schemas clean
+.PHONY: install up down status test test-fast test-debezium demo bench bench-ingest bench-memory bench-responder bench-llm-cost eval train train-contradiction eval-memory eval-recall eval-answers schemas clean
 
 install: $(STAMP)
 $(STAMP): pyproject.toml
@@ -73,6 +73,9 @@ bench: bench-ingest bench-memory bench-responder
 bench-ingest: install
 	$(PY) infra/localstack.py up --no-worker
 	$(PY) -m benchmarks.ingest
+
+bench-llm-cost: install
+	$(PY) -m benchmarks.llm_cost
 
 bench-memory: install
 	$(PY) infra/localstack.py up --no-worker
