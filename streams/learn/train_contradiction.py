@@ -1,11 +1,14 @@
 """Train the offline contradiction judge on the development pairs (``make train``).
 
-    python -m streams.learn.train_contradiction [--pairs examples/dev/contradictions.jsonl] [--out PATH]
+    python -m streams.learn.train_contradiction [--pairs FILE ...] [--out PATH]
 
-Leave-one-out cross-validation on the development pairs picks the L2 strength
-and prints its accuracy; the model is then fitted on every development pair
-and written to ``streams/learn/models/contradiction.json`` (deterministic:
-the same pairs give the same file). The held-out half is never read here.
+Trains on the development pairs (``examples/dev/contradictions.jsonl``) plus
+the pairs written for the project outside the corpus
+(``tests/learn/data/contradictions_written.jsonl``). Leave-one-out
+cross-validation picks the L2 strength and prints its accuracy; the model is
+then fitted on every pair and written to ``streams/learn/models/contradiction.json``
+(deterministic: the same pairs give the same file). The held-out half is never
+read here (refused if given).
 """
 
 from __future__ import annotations
@@ -21,6 +24,10 @@ from streams.learn.contradiction_model import FEATURES, MODEL_FILE, LearnedJudge
 from streams.learn.fixtures import DEV_DIR, read_jsonl
 
 L2_GRID = (0.3, 1.0, 3.0, 10.0)
+#: The development pairs of the corpus, plus pairs written for the project outside
+#: the corpus (never the held-out half).
+TRAINING_PAIRS = [DEV_DIR / "contradictions.jsonl",
+                  Path(__file__).resolve().parents[2] / "tests" / "learn" / "data" / "contradictions_written.jsonl"]
 
 
 def pair_of(row: dict) -> Pair:
@@ -39,13 +46,13 @@ def loo_accuracy(rows: list[list[float]], labels: list[int], l2: float) -> float
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m streams.learn.train_contradiction")
-    parser.add_argument("--pairs", type=Path, default=DEV_DIR / "contradictions.jsonl")
+    parser.add_argument("--pairs", type=Path, nargs="+", default=TRAINING_PAIRS)
     parser.add_argument("--out", type=Path, default=MODEL_FILE)
     args = parser.parse_args(argv)
-    if "heldout" in args.pairs.resolve().parts:
+    if any("heldout" in p.resolve().parts for p in args.pairs):
         print("refusing to train on the held-out half", file=sys.stderr)
         return 2
-    data = list(read_jsonl(args.pairs))
+    data = [row for p in args.pairs if p.exists() for row in read_jsonl(p)]
     rows = [features(pair_of(r)) for r in data]
     labels = [int(bool(r["contradicts"])) for r in data]
     scores = {l2: loo_accuracy(rows, labels, l2) for l2 in L2_GRID}
@@ -53,13 +60,14 @@ def main(argv: list[str] | None = None) -> int:
     weights, bias = fit_logistic(rows, labels, l2=best)
     judge = LearnedJudge(weights, bias)
     train_acc = sum((judge.score(x) >= 0.5) == bool(y) for x, y in zip(rows, labels)) / len(rows)
-    digest = hashlib.sha256(args.pairs.read_bytes()).hexdigest()[:12]
-    model = {"version": f"contradiction-lr-{digest}", "trained_on": str(args.pairs.name), "pairs": len(rows),
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in args.pairs if p.exists())).hexdigest()[:12]
+    names = [f"{p.parent.name}/{p.name}" for p in args.pairs if p.exists()]
+    model = {"version": f"contradiction-lr-{digest}", "trained_on": names, "pairs": len(rows),
              "l2": best, "loo_accuracy": round(scores[best], 4), "train_accuracy": round(train_acc, 4),
              "threshold": 0.5, "features": FEATURES, "weights": weights, "bias": bias}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(model, indent=1) + "\n")
-    print(f"contradiction judge: {len(rows)} dev pairs, leave-one-out accuracy "
+    print(f"contradiction judge: {len(rows)} pairs ({', '.join(names)}), leave-one-out accuracy "
           + ", ".join(f"l2={k}: {v:.3f}" for k, v in scores.items()))
     print(f"chosen l2={best}; training accuracy {train_acc:.3f}; written {args.out}")
     for name, w in sorted(zip(FEATURES, weights), key=lambda x: -abs(x[1])):
