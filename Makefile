@@ -5,7 +5,7 @@ PY    := $(VENV)/bin/python
 PIP   := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 
-.PHONY: install up down status test test-fast test-debezium demo bench bench-ingest bench-memory bench-responder eval train eval-memory eval-recall eval-answers schemas clean
+.PHONY: install up down status test test-fast test-debezium demo bench bench-ingest bench-memory bench-responder bench-llm-cost eval train train-contradiction eval-memory eval-recall eval-answers schemas clean
 
 install: $(STAMP)
 $(STAMP): pyproject.toml
@@ -48,9 +48,16 @@ PROVIDER ?= rules
 eval: install
 	$(PY) -m streams.evaluation --provider $(PROVIDER)
 
-# The learnt fact extractor: train on examples/dev (fixed folds, deterministic), write streams/learn/models/extractor-v1.*
+# Reproducible training from examples/dev only (artefacts in streams/learn/models/, versioned).
+# The learnt fact extractor, the contradiction judge and the prompts' labelled examples.
 train: install
 	$(PY) -m streams.learn.train_extractor
+	$(PY) -m streams.learn.train_contradiction
+	$(PY) -m streams.learn.fewshot
+
+train-contradiction: install
+	$(PY) -m streams.learn.train_contradiction
+
 
 eval-memory: install
 	$(PY) -m streams.learn.evaluate
@@ -66,6 +73,9 @@ bench: bench-ingest bench-memory bench-responder
 bench-ingest: install
 	$(PY) infra/localstack.py up --no-worker
 	$(PY) -m benchmarks.ingest
+
+bench-llm-cost: install
+	$(PY) -m benchmarks.llm_cost
 
 bench-memory: install
 	$(PY) infra/localstack.py up --no-worker

@@ -94,8 +94,15 @@ class Settings(BaseSettings):
         None, validation_alias=AliasChoices("MEMORIA_OPENAI_API_KEY", "OPENAI_API_KEY")
     )
     llm_model: str = "gpt-4o-mini"
-    llm_timeout: float = 20.0
+    # A CPU-served model needs minutes for a long answer (README: "The language-model path").
+    llm_timeout: float = 120.0
     llm_max_retries: int = 3
+    llm_max_tokens: int = 1200         # extraction / contradiction answers
+    reply_max_tokens: int = 300        # generated replies
+    # Send the JSON schema with "strict": true. Off by default: local servers (llama.cpp,
+    # vLLM) enforce the schema's limits through their grammar anyway, and OpenAI's strict
+    # mode rejects some of them (maxLength).
+    llm_strict_schema: bool = False
     # "rules" (deterministic offline providers) or "openai".
     extraction_provider: str = "rules"
     contradiction_provider: str = "rules"

@@ -37,15 +37,27 @@ def extract(
     file: Path = typer.Argument(..., exists=True, dir_okay=False, help="conversations, JSON Lines (fixture format)"),
     provider: str = typer.Option("rules", "--provider", help="rules (= offline, the learnt extractor) | patterns | openai"),
 ) -> None:
-    """Print the validated facts of each conversation, one JSON line per fact."""
+    """Print the validated facts of each conversation, one JSON line per fact.
+
+    A conversation that fails (model unavailable or timed out, unreadable row) is
+    reported on stderr and the batch goes on; the exit code is 1 when any failed."""
     extractor = build_extractor(provider)
+    failed = 0
+    total = 0
     for row in read_jsonl(file):
-        result = extract_facts(transcript_of(row), extractor)
+        total += 1
+        cid = row.get("conversation_id") if isinstance(row, dict) else None
+        try:
+            result = extract_facts(transcript_of(row), extractor)
+        except Exception as e:  # one conversation never aborts the batch
+            failed += 1
+            typer.echo(f"error: conversation {cid}: {type(e).__name__}: {e}", err=True)
+            continue
         if result.warning:
-            typer.echo(f"warning: conversation {row['conversation_id']}: {result.warning}", err=True)
+            typer.echo(f"warning: conversation {cid}: {result.warning}", err=True)
         for fact in result.facts:
             typer.echo(json.dumps({
-                "conversation_id": row["conversation_id"],
+                "conversation_id": cid,
                 "memory_type": fact.memory_type,
                 "memory_key": fact.memory_key,
                 "content": fact.content,
@@ -53,6 +65,10 @@ def extract(
                 "confidence": fact.confidence,
                 "scope": fact.scope,
             }, ensure_ascii=False))
+    if failed:
+        typer.echo(f"summary: {failed} of {total} conversations failed (reported above); the others were extracted",
+                   err=True)
+        raise typer.Exit(1)
 
 
 def contradicts(
@@ -63,12 +79,20 @@ def contradicts(
     if provider not in {"rules", "openai"}:
         raise typer.BadParameter(f"unknown provider {provider!r} (rules|openai)")
     checker = build_checker(provider)
+    failed = 0
     for row in read_jsonl(file):
-        verdict = checker.check(
-            MemoryView(memory_type=row["memory_type"], content=row["old"]),
-            MemoryView(memory_type=row.get("new_memory_type", row["memory_type"]), content=row["new"]),
-        )
+        try:
+            verdict = checker.check(
+                MemoryView(memory_type=row["memory_type"], content=row["old"]),
+                MemoryView(memory_type=row.get("new_memory_type", row["memory_type"]), content=row["new"]),
+            )
+        except Exception as e:  # one pair never aborts the batch
+            failed += 1
+            typer.echo(f"error: pair {row.get('pair_id')}: {type(e).__name__}: {e}", err=True)
+            continue
         typer.echo(json.dumps({"pair_id": row["pair_id"], "contradicts": verdict.contradicts}, ensure_ascii=False))
+    if failed:
+        raise typer.Exit(1)
 
 
 replay_app = typer.Typer(help="Re-run a flow on purpose (idempotent: no duplicates)", no_args_is_help=True)

@@ -11,7 +11,8 @@ from streams.settings import Settings
 
 def llm_config(settings: Settings) -> LlmConfig:
     return LlmConfig(base_url=settings.openai_base_url, api_key=settings.openai_api_key, model=settings.llm_model,
-                     timeout=settings.llm_timeout, max_retries=settings.llm_max_retries)
+                     timeout=settings.llm_timeout, max_retries=settings.llm_max_retries,
+                     max_tokens=settings.llm_max_tokens, strict_schema=settings.llm_strict_schema)
 
 
 def build_extractor(settings: Settings, provider: str | None = None, embedder=None) -> FactExtractor:

@@ -24,6 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from streams.learn.contradiction import ContradictionChecker, MemoryView, select_candidates
+from streams.learn.lexicon import CONTRADICTION_DISTANCE
 from streams.learn.model import NEGATED_PREFIX, Fact, TokenUsage
 from streams.learn.taxonomy import default_scope, expires_at
 from streams.learn.text import fold
@@ -34,7 +35,7 @@ log = logging.getLogger(__name__)
 #: (measured with USE multilingual: "22h" vs "23h" is 0.08, so slots that
 #: disagree are never merged whatever the distance).
 EQUIVALENT_DISTANCE = 0.05
-CANDIDATE_DISTANCE = 0.6
+CANDIDATE_DISTANCE = CONTRADICTION_DISTANCE
 MAX_CANDIDATES = 3
 #: Bounded increase of confidence when another conversation confirms a fact.
 REINFORCE_STEP = 0.05

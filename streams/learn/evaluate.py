@@ -130,13 +130,21 @@ def prf(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
 
 
 def evaluate_contradictions(path: Path, checker, show_errors: bool = False) -> tuple[int, int]:
+    """(right, total). A pair the checker cannot answer (model unavailable or timed
+    out) counts as wrong, is reported on stderr, and the evaluation goes on."""
+    from streams.learn.llm import ExtractionFailed
+
     right = total = 0
     for row in read_jsonl(path):
-        verdict = checker.check(
-            MemoryView(memory_type=row["memory_type"], content=row["old"]),
-            MemoryView(memory_type=row["memory_type"], content=row["new"]),
-        )
         total += 1
+        try:
+            verdict = checker.check(
+                MemoryView(memory_type=row["memory_type"], content=row["old"]),
+                MemoryView(memory_type=row["memory_type"], content=row["new"]),
+            )
+        except ExtractionFailed as e:
+            print(f"  FAILED {row['pair_id']}: {type(e).__name__}: {e}", file=sys.stderr)
+            continue
         if verdict.contradicts == row["contradicts"]:
             right += 1
         elif show_errors:

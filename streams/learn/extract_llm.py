@@ -15,6 +15,7 @@ give the same garbage).
 
 from __future__ import annotations
 
+import json
 from typing import Any, Iterable
 
 import openai
@@ -27,7 +28,10 @@ from streams.learn.taxonomy import DESCRIPTIONS, MEMORY_TYPES
 from streams.learn.validate import MAX_FACTS, MIN_CONFIDENCE
 
 NAME = "openai"
-PROMPT_VERSION = "extract-v1"
+PROMPT_VERSION = "extract-v3"
+#: Bounds in the schema so a small model cannot run to ``max_tokens`` (and be cut off).
+MAX_CONTENT = 160
+MAX_EVIDENCE = 240
 
 
 def facts_schema(types: Iterable[str]) -> dict[str, Any]:
@@ -35,10 +39,14 @@ def facts_schema(types: Iterable[str]) -> dict[str, Any]:
         "type": "object",
         "properties": {
             "memory_type": {"type": "string", "enum": sorted(set(types))},
-            "memory_key": {"type": "string", "description": "snake_case slot, e.g. preferred_room, allergy, partner"},
-            "content": {"type": "string", "description": "short normalised fact in Portuguese, <= 200 chars"},
-            "normalized_value": {"type": "string", "description": "the slot's value, lower case, e.g. 'hidro', 'frutos do mar'"},
-            "evidence": {"type": "string", "description": "exact verbatim quote from ONE [cliente] message"},
+            "memory_key": {"type": "string", "maxLength": 48,
+                           "description": "snake_case slot, e.g. preferred_room, allergy, partner"},
+            "content": {"type": "string", "maxLength": MAX_CONTENT,
+                        "description": f"short normalised fact in Portuguese, <= {MAX_CONTENT} chars"},
+            "normalized_value": {"type": "string", "maxLength": 60,
+                                 "description": "the slot's value, lower case, e.g. 'hidro', 'frutos do mar'"},
+            "evidence": {"type": "string", "maxLength": MAX_EVIDENCE,
+                         "description": "exact verbatim quote from ONE [cliente] message"},
             "confidence": {"type": "number"},
         },
         "required": ["memory_type", "memory_key", "content", "normalized_value", "evidence", "confidence"],
@@ -46,7 +54,7 @@ def facts_schema(types: Iterable[str]) -> dict[str, Any]:
     }
     return {
         "type": "object",
-        "properties": {"facts": {"type": "array", "items": fact}},
+        "properties": {"facts": {"type": "array", "items": fact, "maxItems": MAX_FACTS}},
         "required": ["facts"],
         "additionalProperties": False,
     }
@@ -81,7 +89,21 @@ Exemplos de boa evidência:
   {{"memory_type": "padrao_comportamental", "memory_key": "arrival_time", "content": "Costuma chegar por volta das 22h",
    "normalized_value": "22h", "evidence": "A gente chega sempre lá pelas 22h", "confidence": 0.9}}
 - [cliente] "Hoje vai ser mais tarde, umas 23h30." → nenhum fato (pedido pontual).
-"""
+{labelled_examples()}"""
+
+
+def labelled_examples() -> str:
+    """Conversations of the development half with their gold facts (``fewshot.py``)."""
+    from streams.learn.fewshot import load
+
+    blocks = []
+    for conv in load()["conversations"]:
+        lines = "\n".join(f"[{'cliente' if m['role'] == 'contact' else 'atendente'}] {m['text']}" for m in conv["messages"])
+        answer = json.dumps({"facts": conv["facts"]}, ensure_ascii=False)
+        blocks.append(f"Conversa:\n{lines}\nResposta: {answer}")
+    if not blocks:
+        return ""
+    return "\nExemplos rotulados (conversas de desenvolvimento, com a resposta certa):\n\n" + "\n\n".join(blocks) + "\n"
 
 
 def render_transcript(transcript: Transcript) -> str:

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from streams.learn import slots as S
+from streams.learn import lexicon as S
 from streams.learn.model import NEGATED_PREFIX, CandidateFact, Proposal, Transcript
 from streams.learn.text import Sentence, clause_around, fold, sentences, slug
 
@@ -374,34 +374,6 @@ PREF_NEG = re.compile(
 )
 
 
-def _pref_slots(f: str, original: str, ctx: Context | None, any_polarity: bool = False) -> list[tuple[str, str, str]]:
-    """(key, value, label) for each attribute the sentence talks about, by priority."""
-    out: list[tuple[str, str, str]] = []
-    chans = S.channel_in(f)
-    if chans and re.search(r"\b(?:por|pelo|pela|no|na|via|de|usar|aquele|by|through)\b", f):
-        positive = [c for c in chans if any_polarity or not re.search(r"(?:parei de usar|nao uso mais|nao \w+ mais)\s+(?:o |aquele |esse )?$", f[:c[1]])]
-        if positive:
-            v = positive[-1][0]
-            out.append(("contact_channel", v, {"email": "e-mail", "whatsapp": "WhatsApp", "phone": "telefone", "sms": "SMS"}[v]))
-    m = re.search(r"unidade\s+(?:d[aeo]\s+)?(?P<u>\w+)", f)
-    if m and original[m.start("u")].isupper():
-        out.append(("preferred_unit", m.group("u"), f"unidade {original[m.start('u'):m.end('u')]}"))
-    room = S.room_value(f, original)
-    if room and not (chans and not re.search(S.ROOM_WORDS, f)):
-        m2 = re.search(re.escape(room), f)
-        shown = original[m2.start():m2.end()] if m2 else room
-        word = re.search(S.ROOM_WORDS, f)
-        noun = original[word.start():word.end()].lower() if word else "suíte"
-        out.append(("preferred_room", room, f"{noun} {shown}"))
-    for key, value, pattern in S.PREF_ATTRS:
-        if re.search(pattern, f) and key not in {k for k, _, _ in out}:
-            out.append((key, value, value.replace("_", " ")))
-    drink = S.drink_value(f)
-    if drink:
-        out.append(("preferred_drink", drink, drink))
-    return out
-
-
 def rule_preferencia(s: Sentence, ctx: Context) -> Iterator[Hit]:
     f = s.folded
     cue = PREF_CUE.search(f)
@@ -422,7 +394,7 @@ def rule_preferencia(s: Sentence, ctx: Context) -> Iterator[Hit]:
     where = (cue or cond or neg)
     if where and _is_question(s, where.start(), where.end()):
         return
-    found = _pref_slots(f, s.text, ctx)
+    found = S.pref_slots(f, s.text)
     if not found:
         if cue and re.search(r"prefiro|prefer|favorit|gost|sempre (?:peco|pedimos|pego|escolho)", f):
             a, b = _obj(f, cue.end(), 6)
@@ -443,7 +415,7 @@ def rule_preferencia(s: Sentence, ctx: Context) -> Iterator[Hit]:
     # Negated mention of this slot ("cansamos da Hidro", "parei de usar aquele e-mail", "nada de quarto comum")
     negated = None
     if neg:
-        sub = _pref_slots(f[neg.start():], s.text[neg.start():], ctx, any_polarity=True)
+        sub = S.pref_slots(f[neg.start():], s.text[neg.start():], any_polarity=True)
         if sub:
             negated = sub[0]
     if negated and not cue:
@@ -568,19 +540,11 @@ def rule_vinculo_comercial(s: Sentence, ctx: Context) -> Iterator[Hit]:
 # ---------------------------------------------------------------------------
 # contexto_pessoal
 # ---------------------------------------------------------------------------
-PROF = (
-    r"enfermeir[oa]|medic[oa]|professor[a]?|advogad[oa]|engenheir[oa]|aposentad[oa]|estudante|policial|bombeir[oa]|dentista|"
-    r"arquitet[oa]|programador[a]?|designer|jornalista|piloto|comissari[oa]|caminhoneir[oa]|fotograf[oa]|musico|cantor[a]?|"
-    r"atleta|militar|psicolog[oa]|fisioterapeuta|nutricionista|veterinari[oa]|farmaceutic[oa]|contador[a]?|empresari[oa]|"
-    r"autonom[oa]|servidor[a]? public[oa]|cozinheir[oa]|motorista de aplicativo|uber|taxista|"
-    r"nurse|doctor|teacher|lawyer|engineer|retired|student|pilot|photographer|developer"
-)
-PROFESSION = re.compile(rf"\b(?:sou|eu sou|trabalho como|i'?m an?|i am an?|i'?m|i am)\s+(?:um |uma )?(?P<prof>{PROF})\b")
+PROFESSION = re.compile(rf"\b(?:sou|eu sou|trabalho como|i'?m an?|i am an?|i'?m|i am)\s+(?:um |uma )?(?P<prof>{S.PROF})\b")
 SHIFT = re.compile(r"plant(?:ao|oes)\s+(?:da |de )?(?P<p>noite|dia|madrugada)|plant(?:ao|oes) (?P<p2>noturno|diurno)s?|turno da (?P<p3>noite|manha|tarde)|(?P<p4>night|day) shifts?")
 CITY = re.compile(r"\b(?:moro|moramos|vivo|vivemos|resido|i live|we live)\s+(?:em|no|na|in|at)\s+(?P<city>\w)"
                   r"|\b(?:mudei|mudamos|me mudei|nos mudamos|i moved|we moved)\s+(?:pra|para|to)\s+(?P<city2>\w)")
-PET_WORDS = r"cachorr\w*|\bcao\b|cadel\w*|gat[oa]\w*|\bpet\b|\bdog\b|\bcat\b|golden|labrador|poodle|vira-?lata|shih-?tzu|\bpug\b|bulldog|yorkshire|spitz|beagle|dachshund|salsicha"
-PET_NAMED = re.compile(rf"\b(?:o|a)\s+(?P<name>\w+),?\s+(?:[^.!?]{{0,30}}?\s)?(?:meu|minha|nosso|nossa)\s+(?P<pet>{PET_WORDS})|\b(?:meu|minha|nosso|nossa|my)\s+(?P<pet2>{PET_WORDS}),?\s+(?:(?:o|a)\s+)?(?P<name2>\w+)")
+PET_NAMED = re.compile(rf"\b(?:o|a)\s+(?P<name>\w+),?\s+(?:[^.!?]{{0,30}}?\s)?(?:meu|minha|nosso|nossa)\s+(?P<pet>{S.PET_WORDS})|\b(?:meu|minha|nosso|nossa|my)\s+(?P<pet2>{S.PET_WORDS}),?\s+(?:(?:o|a)\s+)?(?P<name2>\w+)")
 PREGNANT = re.compile(r"\b(?:estou|to|tou)\s+gravida|\bgestante\b|i'?m pregnant")
 
 

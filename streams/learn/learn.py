@@ -9,9 +9,15 @@ fact extractor, a memory embedder, a contradiction checker and a clock):
    slow); a model that stays unavailable records the conversation as
    ``failed`` with a next attempt time, so it is never lost;
 3. embed the facts' content (3 attempts, else NULL);
-4. in one transaction under a per-contact lock: re-check that nobody
-   finished it meanwhile, consolidate (reinforce / insert / supersede), apply
-   the 50-fact cap, write the memory events and mark the conversation done.
+4. ask the contradiction checker about the candidates **outside any
+   transaction** (a model call takes seconds): plan on the contact's live facts
+   read without the lock, keeping every verdict;
+5. in one short transaction under a per-contact lock: re-check that nobody
+   finished it meanwhile, plan again on the live facts now (reusing the verdicts;
+   a candidate that appeared meanwhile sends us back to step 4, at most
+   ``PLAN_ROUNDS`` times), apply (reinforce / insert / supersede), the 50-fact
+   cap, write the memory events and mark the conversation done. No model is ever
+   called while the lock is held.
 
 ``ConversationEventHandler`` is the consumer of ``outbox.event.conversation``:
 decode → de-duplicate on the event id → ``learn_conversation`` → mark the event
@@ -34,10 +40,11 @@ from streams.kafka.consume import DeadLetter, Record
 from streams.kafka.envelope import DecodeError, decode_outbox
 from streams.learn import store
 from streams.learn.consolidate import NewFact, plan_consolidation
-from streams.learn.contradiction import ContradictionChecker
+from streams.learn.contradiction import ContradictionChecker, MemoryView, Verdict
+from streams.learn.model import TokenUsage
 from streams.learn.embed import embed_contents
 from streams.learn.extract import FactExtractor, extract_facts
-from streams.learn.llm import ExtractionFailed
+from streams.learn.llm import ExtractionFailed, ModelTimedOut
 from streams.pricing import record_usage
 from streams.store.events import mark_processed, unprocessed
 
@@ -50,6 +57,10 @@ LEARNING_EVENTS = frozenset({"conversation.resolved", "conversation.silent"})
 RETRY_BASE = timedelta(minutes=1)
 RETRY_MAX = timedelta(hours=1)
 MAX_ATTEMPTS = 6
+
+
+#: Rounds of "ask outside the lock, re-check under it" before giving up for now.
+PLAN_ROUNDS = 3
 
 
 def utcnow() -> datetime:
@@ -67,6 +78,44 @@ class LearnPorts:
     llm_model: str = ""               # for the cost estimate of model-backed providers
     embed_attempts: int = 3
     embed_backoff: float = 0.2
+
+
+def _verdict_key(old: MemoryView, new: MemoryView) -> tuple:
+    return (old.memory_type, old.content, old.memory_key, old.normalized_value,
+            new.memory_type, new.content, new.memory_key, new.normalized_value)
+
+
+class _AskingChecker:
+    """Outside any transaction: asks the real checker and keeps its verdicts."""
+
+    def __init__(self, checker: ContradictionChecker, verdicts: dict):
+        self.checker, self.verdicts, self.name = checker, verdicts, checker.name
+        self.usage = TokenUsage()
+
+    def check(self, old: MemoryView, new: MemoryView) -> Verdict:
+        key = _verdict_key(old, new)
+        if key not in self.verdicts:
+            verdict = self.checker.check(old, new)
+            self.usage = self.usage + verdict.usage
+            self.verdicts[key] = verdict.model_copy(update={"usage": TokenUsage()})
+        return self.verdicts[key]
+
+
+class _StaleCandidates(Exception):
+    """A candidate appeared between the unlocked plan and the locked one."""
+
+
+class _RecordedChecker:
+    """Under the contact lock: only verdicts already asked; never the model."""
+
+    def __init__(self, verdicts: dict, name: str):
+        self.verdicts, self.name = verdicts, name
+
+    def check(self, old: MemoryView, new: MemoryView) -> Verdict:
+        verdict = self.verdicts.get(_verdict_key(old, new))
+        if verdict is None:
+            raise _StaleCandidates()
+        return verdict
 
 
 @dataclass
@@ -94,7 +143,7 @@ def _failed(ports: LearnPorts, conv: store.Conversation, error: Exception, now: 
         attempts = (state["attempts"] if state else 0) + 1
         store.record_extraction(conn, conv, "failed", now=now, error=f"{type(error).__name__}: {error}",
                                 extractor=f"{ports.extractor.name}:{ports.extractor.version}",
-                                next_attempt_at=next_attempt(attempts, now))
+                                next_attempt_at=None if isinstance(error, ModelTimedOut) else next_attempt(attempts, now))
     log.warning('extraction failed conversation_id=%d account_id=%d attempts=%d error="%s"',
                 conv.id, conv.account_id, attempts, error)
     return Outcome(conv.id, "failed", error=str(error))
@@ -155,30 +204,49 @@ def learn_conversation(ports: LearnPorts, conversation_id: int, *, force: bool =
     vectors = embed_contents(ports.embedder, [f.content for f in result.facts],
                              attempts=ports.embed_attempts, backoff=ports.embed_backoff)
     model = ports.embedder.name if ports.embedder is not None else None
+    new_facts = [NewFact(f, v) for f, v in zip(result.facts, vectors)]
+    observed = conv.last_message_at or now
+    verdicts: dict = {}
+    asking = _AskingChecker(ports.checker, verdicts)
+    metadata = {"extractor": result.extractor, "embedding_model": model, "learnt_at": now.isoformat()}
+    if ports.llm_model and result.usage.prompt_tokens:
+        metadata["model"] = ports.llm_model
     try:
-        with ports.pool.connection() as conn, conn.transaction():
-            store.lock_contact(conn, conv.account_id, conv.contact_id)
-            if _erased_meanwhile(conn, conv):  # the erasure takes the same lock
-                return Outcome(conv.id, "erased")
-            state = store.extraction_state(conn, conv.id, for_update=True)
-            if state and state["status"] in ("done", "discarded") and not force:
-                return Outcome(conv.id, "already")  # another worker finished it meanwhile
-            live = store.live_facts(conn, conv.account_id, conv.contact_id)
-            learnt_here = store.facts_learnt_from(conn, conv.account_id, conv.contact_id, conv.id)
-            plan = plan_consolidation([NewFact(f, v) for f, v in zip(result.facts, vectors)], live, ports.checker,
-                                      conversation_id=conv.id, unit_id=conv.unit_id, now=now,
-                                      learnt_here=learnt_here, observed_at=conv.last_message_at or now)
-            metadata = {"extractor": result.extractor, "embedding_model": model,
-                        "learnt_at": now.isoformat()}
-            if ports.llm_model and result.usage.prompt_tokens:
-                metadata["model"] = ports.llm_model
-            applied = store.apply_plan(conn, plan, conv, now=now, metadata=metadata, embedding_model=model,
-                                       observed_at=conv.last_message_at or now)
-            capped = store.enforce_cap(conn, conv.account_id, conv.contact_id, now=now)
-            store.record_extraction(conn, conv, "done", now=now, facts=len(result.facts), extractor=result.extractor,
-                                    through_message_id=through)
+        for _ in range(PLAN_ROUNDS):
+            # 1. outside any transaction: the slow contradiction checks
+            with ports.pool.connection() as conn:
+                live = store.live_facts(conn, conv.account_id, conv.contact_id)
+                learnt_here = store.facts_learnt_from(conn, conv.account_id, conv.contact_id, conv.id)
+                conn.rollback()
+            plan_consolidation(new_facts, live, asking, conversation_id=conv.id, unit_id=conv.unit_id, now=now,
+                               learnt_here=learnt_here, observed_at=observed)
+            # 2. a short transaction under the contact's lock, with the verdicts already known
+            try:
+                with ports.pool.connection() as conn, conn.transaction():
+                    store.lock_contact(conn, conv.account_id, conv.contact_id)
+                    if _erased_meanwhile(conn, conv):  # the erasure takes the same lock
+                        return Outcome(conv.id, "erased")
+                    state = store.extraction_state(conn, conv.id, for_update=True)
+                    if state and state["status"] in ("done", "discarded") and not force:
+                        return Outcome(conv.id, "already")  # another worker finished it meanwhile
+                    live = store.live_facts(conn, conv.account_id, conv.contact_id)
+                    learnt_here = store.facts_learnt_from(conn, conv.account_id, conv.contact_id, conv.id)
+                    plan = plan_consolidation(new_facts, live, _RecordedChecker(verdicts, ports.checker.name),
+                                              conversation_id=conv.id, unit_id=conv.unit_id, now=now,
+                                              learnt_here=learnt_here, observed_at=observed)
+                    applied = store.apply_plan(conn, plan, conv, now=now, metadata=metadata, embedding_model=model,
+                                               observed_at=observed)
+                    capped = store.enforce_cap(conn, conv.account_id, conv.contact_id, now=now)
+                    store.record_extraction(conn, conv, "done", now=now, facts=len(result.facts),
+                                            extractor=result.extractor, through_message_id=through)
+                break
+            except _StaleCandidates:
+                continue  # the contact's memory changed meanwhile: ask about the new candidates, outside
+        else:
+            raise ExtractionFailed(f"the contact's memory changed during {PLAN_ROUNDS} rounds of contradiction checks")
     except ExtractionFailed as e:  # the contradiction model was unavailable: retry the whole conversation
         return _failed(ports, conv, e, now)
+    plan.usage = asking.usage
     record_usage(conv.account_id, "contradiction", ports.llm_model, plan.usage)
 
     for f in result.facts:

@@ -1,10 +1,18 @@
 """One way to call an OpenAI-compatible chat endpoint for JSON answers.
 
 Conventions shared by the LLM extractor and contradiction checker:
-JSON-schema ``response_format``, temperature 0, bounded ``max_tokens``, a
-timeout, and retries with exponential backoff (tenacity) on timeouts,
-connection errors, 429 and 5xx. The openai client's own retries are off so
-the policy is visible here.
+JSON-schema ``response_format``, temperature 0, bounded ``max_tokens``
+(``MEMORIA_LLM_MAX_TOKENS``), a timeout (``MEMORIA_LLM_TIMEOUT``, 120 s by
+default: a CPU-served model needs ~2 min for a 1,200-token answer), and
+retries with exponential backoff (tenacity) on connection errors, 429 and 5xx.
+The openai client's own retries are off so the policy is visible here.
+
+A **timeout is never retried**: the request is deterministic (temperature 0),
+so sending it again unchanged only times out again. It raises
+``ModelTimedOut`` (a ``ModelUnavailable``) at once, with the reason and the
+settings to change; the worker records the conversation as failed without a
+next attempt (``memoria replay extract`` runs it again once the timeout or
+``max_tokens`` is raised/lowered).
 
 Failure semantics:
 - the model stays unavailable after the retries → ``ModelUnavailable``
@@ -39,14 +47,19 @@ class ModelUnavailable(ExtractionFailed):
     """The model endpoint timed out / refused / returned 5xx after all retries."""
 
 
+class ModelTimedOut(ModelUnavailable):
+    """One request took longer than the timeout; not retried (it would again)."""
+
+
 @dataclass(frozen=True)
 class LlmConfig:
     base_url: str | None = None
     api_key: str | None = None
     model: str = "gpt-4o-mini"
-    timeout: float = 20.0
-    max_retries: int = 3          # retries after the first attempt
+    timeout: float = 120.0
+    max_retries: int = 3          # retries after the first attempt (never after a timeout)
     max_tokens: int = 1200
+    strict_schema: bool = False   # "strict": true in response_format (see settings)
     backoff_initial: float = 0.5  # seconds; doubles per retry
     backoff_max: float = 8.0
 
@@ -60,7 +73,9 @@ class ChatAnswer:
 
 
 def _retryable(exc: BaseException) -> bool:
-    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError)):
+    if isinstance(exc, openai.APITimeoutError):
+        return False  # deterministic request: unchanged, it would time out again
+    if isinstance(exc, (openai.APIConnectionError, openai.RateLimitError)):
         return True
     return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
 
@@ -130,10 +145,15 @@ def chat_json(
             max_tokens=config.max_tokens,
             response_format={
                 "type": "json_schema",
-                "json_schema": {"name": schema_name, "strict": True, "schema": schema},
+                "json_schema": {"name": schema_name, "strict": config.strict_schema, "schema": schema},
             },
         )
     except Exception as exc:
+        if isinstance(exc, openai.APITimeoutError):
+            raise ModelTimedOut(
+                f"model {config.model!r} timed out after {config.timeout:g} s with max_tokens={config.max_tokens}; "
+                "not retried (a temperature-0 request would time out again): raise MEMORIA_LLM_TIMEOUT "
+                "or lower MEMORIA_LLM_MAX_TOKENS") from exc
         if _retryable(exc):
             raise ModelUnavailable(f"model {config.model!r} unavailable after {config.max_retries + 1} attempts: {exc}") from exc
         if isinstance(exc, openai.APIStatusError):

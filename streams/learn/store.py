@@ -105,11 +105,16 @@ def due_retries(conn: psycopg.Connection, now: datetime, limit: int = 20) -> lis
 
 
 # ------------------------------------------------------------------- memories
+def contact_lock_key(account_id: int, contact_id: int) -> int:
+    """The advisory-lock key of one contact's memory."""
+    return int.from_bytes(hashlib.blake2b(f"memoria.contact:{account_id}:{contact_id}".encode(),
+                                          digest_size=8).digest(), "big", signed=True)
+
+
 def lock_contact(conn: psycopg.Connection, account_id: int, contact_id: int) -> None:
-    """Serialise consolidations of one contact (transaction-scoped)."""
-    key = int.from_bytes(hashlib.blake2b(f"memoria.contact:{account_id}:{contact_id}".encode(),
-                                         digest_size=8).digest(), "big", signed=True)
-    conn.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+    """Serialise consolidations of one contact (transaction-scoped). Held only for
+    the short apply step: no model is called under it (``learn.py``)."""
+    conn.execute("SELECT pg_advisory_xact_lock(%s)", (contact_lock_key(account_id, contact_id),))
 
 
 def as_array(value) -> np.ndarray | None:

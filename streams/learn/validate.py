@@ -9,8 +9,11 @@ Rules, in order, with stable discard reason codes:
   (a missing key defaults to the memory type).
 - ``low_confidence``: confidence (clamped to [0, 1]) is below ``MIN_CONFIDENCE``.
 - ``evidence_not_found``: the evidence is not a substring of a **contact**
-  message, comparing with whitespace collapsed and case folded only (accents
-  and punctuation must match). Kept facts carry the exact original substring.
+  message, tolerating what real models do: case, accents, runs of whitespace,
+  quotes around it or curly instead of straight ones, final punctuation, and an
+  ellipsis (``...``/``…``) between two verbatim spans of the same message.
+  Every word must still be the customer's, in order. Kept facts carry the
+  customer's **original** substring (from the first span to the last).
 - ``duplicate``: same type and key and value (or same type and content) as a
   fact already kept; the higher-confidence one is kept.
 - ``over_limit``: beyond ``MAX_FACTS`` (highest confidence first).
@@ -55,17 +58,56 @@ def truncate(content: str, limit: int = MAX_CONTENT_CHARS) -> str:
     return cut.rstrip() + "…"
 
 
-def find_verbatim(evidence: str, sources: Iterable[str]) -> str | None:
-    """The exact substring of one source that equals ``evidence`` up to
-    whitespace and case, or None. Accents and punctuation must match."""
-    words = evidence.split()
+_QUOTES = "\"'“”‘’«»`´"
+_ELLIPSIS = re.compile(r"\s*(?:\.\.\.+|…|\[\.\.\.\]|\(\.\.\.\))\s*")
+_QUOTE_CLASS = "[" + re.escape("\"'“”‘’«»`´") + "]"
+
+
+def _fold(text: str) -> str:
+    """Lower case without accents, same length (spans map back to the original)."""
+    out = []
+    for ch in text:
+        base = unicodedata.normalize("NFD", ch)[0].lower()
+        out.append(base if len(base) == 1 else ch)
+    return "".join(out)
+
+
+def _span_pattern(part: str) -> re.Pattern | None:
+    text = _fold(part).strip().strip(_QUOTES).strip()
+    tail = re.search(r"[.,;:!?]+$", text)
+    text = text[:tail.start()] if tail else text
+    words = [w.strip(_QUOTES) for w in text.strip(_QUOTES).split()]
+    words = [w for w in words if w]
     if not words:
         return None
-    pattern = re.compile(r"\s+".join(re.escape(w) for w in words), re.IGNORECASE)
+    # Quotes may come or go around words; every other character must be the customer's.
+    body = r"\s+".join(re.escape(w) for w in words)
+    optional_tail = f"(?:{re.escape(tail.group(0))})?" if tail else ""
+    return re.compile(rf"(?<!\w){body}(?!\w){optional_tail}")
+
+
+def find_verbatim(evidence: str, sources: Iterable[str]) -> str | None:
+    """The customer's original substring that ``evidence`` quotes, or None.
+
+    Tolerates case, accents, whitespace, surrounding or curly quotes, final
+    punctuation and an ellipsis between verbatim spans (all spans in one source,
+    in order; the result runs from the first span to the last)."""
+    parts = [p for p in _ELLIPSIS.split(evidence or "") if p.strip(" " + _QUOTES)]
+    patterns = [_span_pattern(p) for p in parts]
+    if not patterns or any(p is None for p in patterns):
+        return None
     for source in sources:
-        match = pattern.search(source)
-        if match:
-            return match.group(0)
+        folded = _fold(source)
+        start = end = None
+        pos = 0
+        for pattern in patterns:
+            m = pattern.search(folded, pos)
+            if m is None:
+                break
+            start = m.start() if start is None else start
+            end, pos = m.end(), m.end()
+        else:
+            return source[start:end]
     return None
 
 

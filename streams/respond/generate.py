@@ -222,8 +222,9 @@ def preference_hint(memories: Sequence[ScoredFact]) -> str:
 def _retryable(exc: BaseException) -> bool:
     import openai
 
-    if isinstance(exc, (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError,
-                        openai.InternalServerError)):
+    if isinstance(exc, openai.APITimeoutError):
+        return False  # the same request would time out again: the reply degrades instead
+    if isinstance(exc, (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)):
         return True
     return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
 
@@ -232,15 +233,15 @@ class OpenAIChatGenerator:
     """Any OpenAI-compatible ``/chat/completions`` endpoint (OpenAI, vLLM, Ollama...).
 
     The client's own retries are off; tenacity retries connection errors,
-    timeouts, 429 and 5xx ``max_retries`` times with jittered backoff; 4xx fail
-    at once. Per-inbox ``model``/``temperature`` in the request win over the
+    429 and 5xx ``max_retries`` times with jittered backoff; 4xx and timeouts fail
+    at once (the same request would only time out again). Per-inbox ``model``/``temperature`` in the request win over the
     defaults given here.
     """
 
     name = "openai"
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
-                 temperature: float = 0.7, timeout: float = 20.0, max_retries: int = 3,
+                 temperature: float = 0.7, timeout: float = 120.0, max_retries: int = 3,
                  max_tokens: int = 300, backoff_max: float = 4.0):
         from openai import OpenAI
 
@@ -282,5 +283,5 @@ def build_generator(provider: str, settings=None, embedder=None):
             settings = get_settings()
         return OpenAIChatGenerator(settings.llm_model, base_url=settings.openai_base_url,
                                    api_key=settings.openai_api_key, timeout=settings.llm_timeout,
-                                   max_retries=settings.llm_max_retries)
+                                   max_retries=settings.llm_max_retries, max_tokens=settings.reply_max_tokens)
     raise ValueError(f"unknown reply provider {provider!r} (offline, openai)")

@@ -69,3 +69,34 @@ def test_extract_openai_provider_uses_settings_from_env(tmp_path, monkeypatch):
         assert server.chat_requests[0]["model"] == "fake-llm"
     assert result.exit_code == 0, result.output
     assert lines(result.stdout) == [{"conversation_id": "z1", **{k: fact[k] for k in ("memory_type", "memory_key", "content", "evidence", "confidence")}, "scope": "global"}]
+
+
+def test_one_failed_conversation_never_aborts_the_extract_batch(tmp_path, monkeypatch):
+    from streams.settings import get_settings
+
+    def row(cid, text):
+        return json.dumps({"conversation_id": cid, "account_id": 1, "contact_id": 1, "unit_id": 2, "inbox_id": 3,
+                           "messages": [{"role": "contact", "text": text, "sent_at": "2025-01-01T10:00:00-03:00"}]})
+
+    conv = tmp_path / "c.jsonl"
+    conv.write_text("\n".join([row("a1", "Sou vegetariana, tá?"), row("a2", "Moro em Santos."),
+                               row("a3", "Tenho um gato, o Mingau.")]) + "\n")
+    fact = {"memory_type": "restricao", "memory_key": "diet", "content": "Vegetariana",
+            "normalized_value": "vegetariana", "evidence": "Sou vegetariana", "confidence": 0.9}
+    pet = {"memory_type": "contexto_pessoal", "memory_key": "pet", "content": "Tem o gato Mingau",
+           "normalized_value": "mingau", "evidence": "Tenho um gato, o Mingau", "confidence": 0.9}
+    # a2: the model stays down (HTTP 500 on every attempt); a1 and a3 answer.
+    replies = [Reply.json({"facts": [fact]})] + [Reply.error(500)] * 2 + [Reply.json({"facts": [pet]})]
+    with FakeOpenAI(replies) as server:
+        monkeypatch.setenv("MEMORIA_OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("MEMORIA_LLM_MAX_RETRIES", "1")
+        get_settings.cache_clear()
+        try:
+            result = CliRunner().invoke(app(), ["extract", "--provider", "openai", str(conv)])
+        finally:
+            get_settings.cache_clear()
+        assert server.chat_count == 4
+    assert result.exit_code == 1
+    assert [f["conversation_id"] for f in lines(result.stdout)] == ["a1", "a3"]
+    assert "error: conversation a2: ModelUnavailable" in result.stderr
+    assert "1 of 3 conversations failed" in result.stderr

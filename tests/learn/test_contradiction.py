@@ -1,8 +1,9 @@
 import pytest
 
 from streams.learn.contradiction import (
-    MemoryView, OpenAIContradictionChecker, RulesContradictionChecker, select_candidates, slots_from_text,
+    MemoryView, OpenAIContradictionChecker, RulesContradictionChecker, select_candidates,
 )
+from streams.learn.lexicon import parse_slots
 from streams.learn.llm import LlmConfig, ModelUnavailable
 from tests.support.openai_server import FakeOpenAI, Reply
 
@@ -50,7 +51,7 @@ def test_stored_key_and_value_are_used():
 
 
 def test_slots_from_text_negation_is_per_clause():
-    slots = slots_from_text("preferencia", "Prefere a suíte Master; não quer mais a Hidro")
+    slots = parse_slots("preferencia", "Prefere a suíte Master; não quer mais a Hidro")
     assert ("preferred_room", "master", False) in [(s.key, s.value, s.negated) for s in slots]
     assert ("preferred_room", "hidro", True) in [(s.key, s.value, s.negated) for s in slots]
 
@@ -93,3 +94,19 @@ def test_openai_checker():
         body = server.chat_requests[0]
         assert body["temperature"] == 0 and body["response_format"]["type"] == "json_schema"
         assert "Prefere a Master" in body["messages"][1]["content"]
+
+
+def test_evaluation_goes_on_when_the_model_fails_one_pair(tmp_path):
+    import json as _json
+
+    from streams.learn.evaluate import evaluate_contradictions
+
+    pairs = tmp_path / "p.jsonl"
+    pairs.write_text("\n".join(_json.dumps({"pair_id": f"p{i}", "memory_type": "preferencia", "old": "Prefere a Safira",
+                                            "new": "Agora prefere a Rubi", "contradicts": True}) for i in range(3)) + "\n")
+    replies = [Reply.json({"contradicts": True, "reason": "x"}), Reply.error(500), Reply.error(500),
+               Reply.json({"contradicts": True, "reason": "y"})]
+    with FakeOpenAI(replies) as server:
+        checker = OpenAIContradictionChecker(LlmConfig(base_url=server.base_url, api_key="t", max_retries=1,
+                                                       backoff_initial=0.01, backoff_max=0.02))
+        assert evaluate_contradictions(pairs, checker) == (2, 3)

@@ -232,14 +232,14 @@ def test_llm_json_in_noise_is_repaired(db, memory_embedder):
         assert learn_conversation(S.ports(db.pool, memory_embedder, extractor=_llm(server)), conv).facts == 1
 
 
-def test_model_timeouts_and_500s_fail_then_a_later_retry_succeeds(db, memory_embedder):
+def test_model_500s_fail_then_a_later_retry_succeeds(db, memory_embedder):
     a = S.account(db)
     c = S.contact(db, a)
     conv = S.conversation(db, a, c, S.HIDRO)
     fact = {"memory_type": "restricao", "memory_key": "allergy", "content": "Alérgico a camarão",
             "normalized_value": "camarao", "evidence": "sou alérgico a camarão", "confidence": 0.9}
     now = {"t": S.T0}
-    with FakeOpenAI([Reply.error(500), Reply.json({"facts": []}, delay=1.5)]) as server:
+    with FakeOpenAI([Reply.error(500), Reply.error(502)]) as server:
         p = S.ports(db.pool, memory_embedder, extractor=_llm(server, timeout=0.5), clock=lambda: now["t"])
         out = learn_conversation(p, conv)
         assert out.status == "failed" and server.chat_count == 2  # 1 try + 1 retry, then given up
@@ -261,6 +261,28 @@ def test_model_timeouts_and_500s_fail_then_a_later_retry_succeeds(db, memory_emb
     assert [r["memory_key"] for r in S.facts(db, c)] == ["allergy"]
     assert db.q("SELECT status, attempts FROM conversation_extractions WHERE conversation_id = %s", conv)[0] == {
         "status": "done", "attempts": 3}
+
+
+def test_a_model_timeout_is_given_up_at_once_with_its_reason_and_replay_runs_it(db, memory_embedder):
+    a = S.account(db)
+    c = S.contact(db, a)
+    conv = S.conversation(db, a, c, S.HIDRO)
+    fact = {"memory_type": "restricao", "memory_key": "allergy", "content": "Alérgico a camarão",
+            "normalized_value": "camarao", "evidence": "sou alérgico a camarão", "confidence": 0.9}
+    with FakeOpenAI([Reply.json({"facts": []}, delay=1.5)]) as server:
+        p = S.ports(db.pool, memory_embedder, extractor=_llm(server, timeout=0.5, max_retries=3))
+        out = learn_conversation(p, conv)
+        assert out.status == "failed" and server.chat_count == 1  # never sent again unchanged
+        row = db.q("SELECT status, next_attempt_at, last_error FROM conversation_extractions "
+                   "WHERE conversation_id = %s", conv)[0]
+        assert row["status"] == "failed" and row["next_attempt_at"] is None
+        assert "ModelTimedOut" in row["last_error"] and "MEMORIA_LLM_TIMEOUT" in row["last_error"]
+        assert retry_failed(S.ports(db.pool, memory_embedder, extractor=_llm(server),
+                                    clock=lambda: S.T0 + timedelta(hours=5))) == []
+        # once the operator changed the settings: memoria replay extract --conversation N
+        server.push(Reply.json({"facts": [fact]}))
+        assert learn_conversation(S.ports(db.pool, memory_embedder, extractor=_llm(server, timeout=5)), conv).status == "done"
+    assert [r["memory_key"] for r in S.facts(db, c)] == ["allergy"]
 
 
 class _BrokenEmbedder:
@@ -363,3 +385,40 @@ def test_an_older_conversation_processed_late_never_supersedes_a_newer_fact(db, 
     hidro = [f for f in rooms if "Hidro" in f["content"] and "Master" not in f["content"]]
     assert hidro and hidro[0]["superseded_by_id"] == live[0]["id"]
     assert hidro[0]["observed_at"] < live[0]["observed_at"]
+
+
+def test_a_model_contradiction_check_never_runs_under_the_contacts_lock(db, memory_embedder):
+    from streams.learn.contradiction import OpenAIContradictionChecker
+    from streams.learn.store import contact_lock_key
+
+    a = S.account(db)
+    c = S.contact(db, a)
+    conv1 = S.conversation(db, a, c, S.HIDRO)
+    learn_conversation(S.ports(db.pool, memory_embedder), conv1)
+    hidro = S.facts(db, c, "memory_key = 'preferred_room'")[0]
+
+    class LockProbe:
+        """The port the learner calls; it asks the real model client and, meanwhile,
+        tries the contact's lock from another connection."""
+        name = "openai"
+
+        def __init__(self, inner):
+            self.inner, self.lock_free = inner, []
+
+        def check(self, old, new):
+            with psycopg.connect(db.settings.database_url) as other:
+                free = other.execute("SELECT pg_try_advisory_xact_lock(%s) AS ok",
+                                     (contact_lock_key(a, c),)).fetchone()[0]
+                other.rollback()
+            self.lock_free.append(free)
+            return self.inner.check(old, new)
+
+    reply = Reply.json({"contradicts": True, "reason": "nova suíte preferida"}, delay=0.3)
+    with FakeOpenAI(default=reply) as server:
+        probe = LockProbe(OpenAIContradictionChecker(LlmConfig(base_url=server.base_url, api_key="t", timeout=5)))
+        conv2 = S.conversation(db, a, c, S.MASTER, at=S.T0 + timedelta(days=1))
+        out = learn_conversation(S.ports(db.pool, memory_embedder, checker=probe,
+                                         clock=lambda: S.T0 + timedelta(days=1)), conv2)
+        assert server.chat_count >= 1
+    assert probe.lock_free and all(probe.lock_free), probe.lock_free
+    assert out.status == "done" and out.superseded == [(hidro["id"], out.created[0])]

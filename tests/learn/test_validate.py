@@ -1,3 +1,5 @@
+import pytest
+
 from streams.learn.model import CandidateFact, Message, Transcript
 from streams.learn.validate import normalise_key, validate
 
@@ -39,9 +41,45 @@ def test_hallucinated_evidence_is_rejected():
     assert kept == [] and reasons(discarded) == ["evidence_not_found"]
 
 
-def test_accents_must_match():
-    kept, discarded = validate([fact(evidence="sou alergica a camarao")], CONV)
-    assert kept == [] and reasons(discarded) == ["evidence_not_found"]
+LONG = transcript(
+    ("contact", "Boa noite!! Eu e o boy sempre ficamos na Safira pq tem sauna, e ele é alérgico a camarão."),
+    ("agent", "Anotado! A Safira tem sauna sim."),
+    ("contact", "Minha esposa curte mto vinho rosé 🍷"),
+)
+
+
+@pytest.mark.parametrize("evidence, original", [
+    ("sou alergica a camarao", "Sou alérgica a  camarão"),                        # accents dropped
+    ("“Sou alérgica a camarão.”", "Sou alérgica a  camarão"),                    # curly quotes, final stop
+    ('"sou alérgica a camarão, tá?"', "Sou alérgica a  camarão, tá?"),            # straight quotes kept inside
+    ("Sou alérgica a camarão,   TÁ?", "Sou alérgica a  camarão, tá?"),
+    ("eu e o boy sempre ficamos na Safira ... tem sauna",                         # two verbatim spans
+     "Eu e o boy sempre ficamos na Safira pq tem sauna"),
+    ("Eu e o boy sempre… ele é alérgico a camarão",
+     "Eu e o boy sempre ficamos na Safira pq tem sauna, e ele é alérgico a camarão"),
+    ("minha esposa curte mto vinho rose", "Minha esposa curte mto vinho rosé"),
+])
+def test_evidence_tolerates_what_models_do_and_keeps_the_customers_original_text(evidence, original):
+    conv = transcript(*[(m.role, m.text) for m in CONV.messages + LONG.messages])
+    kept, discarded = validate([fact(evidence=evidence)], conv)
+    assert discarded == [], evidence
+    assert kept[0].evidence == original
+
+
+@pytest.mark.parametrize("evidence", [
+    "sou alérgica a camarões",                            # a word the customer did not write
+    "Sou alérgica a camar",                               # a cut word
+    "eu e o namorado sempre ficamos na Safira",           # a paraphrase of slang
+    "tem sauna ... eu e o boy sempre",                    # spans out of order
+    "Sou alérgica a camarão ... vinho rosé",              # spans from two different messages
+    "A Safira tem sauna sim",                             # the agent's words
+    "minha esposa curte muito vinho rosé",                # spelling repaired by the model
+    "...",
+])
+def test_evidence_the_customer_did_not_write_is_still_rejected(evidence):
+    conv = transcript(*[(m.role, m.text) for m in CONV.messages + LONG.messages])
+    kept, discarded = validate([fact(evidence=evidence)], conv)
+    assert kept == [] and reasons(discarded) == ["evidence_not_found"], evidence
 
 
 def test_agent_message_evidence_is_rejected():

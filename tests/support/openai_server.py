@@ -17,7 +17,8 @@ API (small on purpose):
   a 200 chat completion whose message content is that text.
   ``Reply.error(status, message)``: an OpenAI-shaped error body with that status.
   Every reply accepts ``delay=seconds`` (sleep before answering: triggers client
-  timeouts) and ``prompt_tokens`` / ``completion_tokens`` (the usage figures).
+  timeouts) and ``prompt_tokens`` / ``completion_tokens`` (the usage figures;
+  ``None`` estimates them from the request and the answer, ~4 characters a token).
 - ``.push(*replies)`` queues more replies. When the queue is empty the server
   answers ``default`` if given, else HTTP 500 "no scripted reply".
 - ``.requests``: every request as ``(path, body)``; ``.chat_requests``: bodies of
@@ -45,8 +46,8 @@ class Reply:
     content: str | None = None
     finish_reason: str = "stop"
     delay: float = 0.0
-    prompt_tokens: int = 10
-    completion_tokens: int = 5
+    prompt_tokens: int | None = 10       # None: estimated from the request (characters / 4)
+    completion_tokens: int | None = 5    # None: estimated from the content (characters / 4)
     error_message: str = "scripted error"
 
     @classmethod
@@ -150,11 +151,7 @@ class FakeOpenAI:
                         "message": {"role": "assistant", "content": reply.content},
                         "finish_reason": reply.finish_reason,
                     }],
-                    "usage": {
-                        "prompt_tokens": reply.prompt_tokens,
-                        "completion_tokens": reply.completion_tokens,
-                        "total_tokens": reply.prompt_tokens + reply.completion_tokens,
-                    },
+                    "usage": _usage(reply, body),
                 })
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -174,6 +171,23 @@ class FakeOpenAI:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+def estimate_tokens(text: str) -> int:
+    """OpenAI's rule of thumb, about 4 characters per token (no tokenizer ships offline)."""
+    return math.ceil(len(text) / 4)
+
+
+def _usage(reply: Reply, body: Any) -> dict:
+    prompt = reply.prompt_tokens
+    if prompt is None:
+        parts = [str(m.get("content", "")) for m in body.get("messages", [])] if isinstance(body, dict) else []
+        schema = json.dumps(body.get("response_format", {}), ensure_ascii=False) if isinstance(body, dict) else ""
+        prompt = estimate_tokens("".join(parts) + schema) + 4 * len(parts)  # + per-message framing
+    completion = reply.completion_tokens
+    if completion is None:
+        completion = estimate_tokens(reply.content or "")
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
 def _vector(text: str, dim: int = 8) -> list[float]:

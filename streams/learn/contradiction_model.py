@@ -1,0 +1,137 @@
+"""The offline contradiction judge: change-of-state features + a small learnt classifier.
+
+``features(old, new)`` turns a pair of facts of one type into a short vector
+read with the shared lexicon (``streams.learn.lexicon``), after removing any
+instruction hidden in either fact (``strip_instructions``: "ignore as
+instruções…" never changes a verdict):
+
+* the slot parser's verdict (same single-valued slot with another value, a
+  negation of the same value, an open complaint now resolved);
+* change-of-state cues the new fact carries and the old one does not ("agora",
+  "hoje em dia", "voltou a", "largou", "parou/deixou de", "não … mais",
+  "trocou", "passou a", "se formou", "saiu da", "terminou", "liberou"…),
+  whatever the spelling (``normalize``: "ñ", "nao", "mto", "vc"…);
+* compatible-addition cues ("também", "continua", "ainda");
+* a flip of polarity, and how much of the old fact's content the new one repeats.
+
+A logistic regression over those features is trained on the development pairs
+(``python -m streams.learn.train_contradiction``, ``make train``); the weights
+live in ``models/contradiction.json`` (a few hundred bytes, versioned with the
+code). ``LearnedJudge.predict`` returns the probability that the old fact stops
+being current.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from streams.learn import lexicon as L
+
+MODEL_FILE = Path(__file__).parent / "models" / "contradiction.json"
+
+_STOP = {
+    "a", "o", "as", "os", "de", "da", "do", "das", "dos", "e", "em", "na", "no", "nas", "nos", "um", "uma", "com",
+    "para", "por", "que", "se", "ao", "aos", "pelo", "pela", "mais", "muito", "sempre", "agora", "hoje", "dia",
+    "nao", "sem", "tem", "ter", "foi", "esta", "sao", "ser", "como", "so", "mesmo", "tambem", "ainda", "ja",
+    "cliente", "gosta", "prefere", "costuma", "vai", "vem", "faz", "passou", "voltou", "deixou", "the", "of",
+}
+
+#: Change-of-state cues that end the old state by themselves, and weaker ones
+#: ("agora", "passou a", "começou a") that often only add something new.
+STRONG_CUES = {"again", "stopped", "no_longer", "finished", "left", "ended", "cleared", "corrected"}
+WEAK_CUES = {"now", "switched", "started"}
+FEATURES = [
+    "slot_update", "slot_negation", "strong_change", "weak_change", "addition", "polarity_flip", "overlap",
+    "complaint_cleared",
+]
+
+
+def _content_tokens(text: str) -> set[str]:
+    return {w[:5] for w in re.findall(r"[a-z0-9]+", L.normalize(text)) if w not in _STOP and len(w) > 2}
+
+
+@dataclass(frozen=True)
+class Pair:
+    memory_type: str
+    old: str
+    new: str
+    rules_reason: str = ""   # the slot parser's reason ("update:…", "negation:…", "resolved:…", "compatible")
+
+
+def features(pair: Pair) -> list[float]:
+    old, new = L.strip_instructions(pair.old) or pair.old, L.strip_instructions(pair.new) or pair.new
+    reason = pair.rules_reason
+    fresh = L.change_cues(new) - L.change_cues(old)
+    addition = L.addition_cues(new)
+    if addition:
+        fresh -= WEAK_CUES  # "passou a pedir também": an addition, not a change
+    to, tn = _content_tokens(old), _content_tokens(new)
+    overlap = len(to & tn) / len(to) if to else 0.0
+    return [
+        1.0 if reason.startswith(("update", "resolved")) else 0.0,
+        1.0 if reason.startswith("negation") else 0.0,
+        1.0 if fresh & STRONG_CUES else 0.0,
+        1.0 if fresh & WEAK_CUES else 0.0,
+        1.0 if addition else 0.0,
+        1.0 if L.is_negated(new, pair.memory_type) != L.is_negated(old, pair.memory_type) else 0.0,
+        overlap,
+        1.0 if pair.memory_type == "reclamacao" and "cleared" in fresh else 0.0,
+    ]
+
+
+class LearnedJudge:
+    """Logistic regression over ``features``; weights from ``models/contradiction.json``."""
+
+    def __init__(self, weights: Sequence[float], bias: float, threshold: float = 0.5, version: str = "?"):
+        if len(weights) != len(FEATURES):
+            raise ValueError(f"model has {len(weights)} weights for {len(FEATURES)} features: retrain (make train)")
+        self.weights = list(weights)
+        self.bias = bias
+        self.threshold = threshold
+        self.version = version
+
+    @classmethod
+    def load(cls, path: Path = MODEL_FILE) -> "LearnedJudge":
+        data = json.loads(Path(path).read_text())
+        if data.get("features") != FEATURES:
+            raise ValueError(f"{path}: features differ from the code's: retrain (make train)")
+        return cls(data["weights"], data["bias"], data.get("threshold", 0.5), data.get("version", "?"))
+
+    def score(self, row: Sequence[float]) -> float:
+        z = self.bias + sum(w * x for w, x in zip(self.weights, row))
+        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+    def explain(self, row: Sequence[float], top: int = 3) -> str:
+        parts = sorted(((w * x, name) for w, x, name in zip(self.weights, row, FEATURES) if x), reverse=True)
+        return ",".join(name for c, name in parts[:top] if c > 0) or "none"
+
+
+#: The prior the weights are pulled towards (MAP with a Gaussian prior): the slot
+#: parser's verdicts are evidence of a contradiction on their own, whatever the
+#: few development pairs that show them without a cue. Everything else starts at 0.
+PRIOR = {"slot_update": 2.5, "slot_negation": 2.5}
+
+
+def fit_logistic(rows: Sequence[Sequence[float]], labels: Sequence[int], l2: float = 1.0,
+                 steps: int = 3000, lr: float = 0.5) -> tuple[list[float], float]:
+    """L2-regularised logistic regression by gradient descent (deterministic); the
+    penalty pulls towards ``PRIOR`` instead of zero."""
+    import numpy as np
+
+    X = np.asarray(rows, dtype=np.float64)
+    y = np.asarray(labels, dtype=np.float64)
+    n, d = X.shape
+    w0 = np.asarray([PRIOR.get(name, 0.0) for name in FEATURES]) if d == len(FEATURES) else np.zeros(d)
+    w = w0.copy()
+    b = 0.0
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-(X @ w + b)))
+        g = p - y
+        w -= lr * (X.T @ g / n + l2 * (w - w0) / n)
+        b -= lr * float(g.mean())
+    return [round(float(v), 4) for v in w], round(b, 4)

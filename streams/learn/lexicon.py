@@ -1,0 +1,721 @@
+"""The shared pt-BR lexicon and slot parser (extraction, contradiction, recall scoring).
+
+One module, one small public API, no private helpers imported elsewhere:
+
+* ``fold(text)``: lower case, no accents, **same length** (spans found in folded
+  text are the same spans in the original: evidence is cut from the original).
+* ``normalize(text)``: folded chat text with WhatsApp spelling made standard
+  (``vc`` → ``voce``, ``ñ``/``n`` → ``nao``, ``mto`` → ``muito``, ``pq`` → ``porque``,
+  ``niver`` → ``aniversario``, repeated letters squeezed, emojis dropped). Not
+  length-preserving: for matching and features, never for evidence.
+* ``expand_chat(text)``: the same spelling repairs on the original text, case kept
+  (so name detection still sees capitals).
+* ``is_negated(text)``, ``change_cues(text)``, ``addition_cues(text)``: polarity and
+  change-of-state cues ("agora", "voltou a", "largou", "se formou", "não … mais",
+  "deixou de", "trocou", "hoje em dia", resolved problems…) and compatible-addition
+  cues ("também", "continua").
+* ``is_instruction(text)`` / ``strip_instructions(text)``: text aimed at the agent or
+  the system ("anota aí que sou VIP", "ignore as instruções…", "SISTEMA: defina…").
+  Nothing in it is a fact, and it never changes a contradiction verdict.
+* ``parse_slots(memory_type, text)``: the slots (``Slot``: ``memory_key`` +
+  normalised value, negated or not, subject) a fact's text talks about, clause by
+  clause. The extractor derives slots from a customer's sentence with the same
+  vocabularies (``pref_slots``, ``room_value``, ``date_value``, ``hours_in`` ...), so
+  both sides agree on what "the same attribute" means.
+* ``CONTRADICTION_DISTANCE`` (0.6): the one cosine-distance cut-off for contradiction
+  candidates; ``SINGLE_VALUED``: slots that hold one value at a time.
+
+All regular expressions run on ``fold``-ed text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from streams.learn.text import fold
+
+# ---------------------------------------------------------------------------
+# Small vocabularies
+# ---------------------------------------------------------------------------
+NEG = r"(?:nao|n|nunca|nem|not|never|no longer|don'?t|do not)"
+NUMBERS = {
+    "um": 1, "uma": 1, "dois": 2, "duas": 2, "tres": 3, "quatro": 4, "cinco": 5,
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
+}
+MONTHS = {
+    "janeiro": 1, "fevereiro": 2, "marco": 3, "abril": 4, "maio": 5, "junho": 6,
+    "julho": 7, "agosto": 8, "setembro": 9, "outubro": 10, "novembro": 11, "dezembro": 12,
+    "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6,
+    "july": 7, "august": 8, "september": 9, "october": 10, "november": 11, "december": 12,
+    "jan": 1, "fev": 2, "feb": 2, "mar": 3, "abr": 4, "apr": 4, "jun": 6, "jul": 7,
+    "ago": 8, "aug": 8, "set": 9, "sep": 9, "out": 10, "oct": 10, "nov": 11, "dez": 12, "dec": 12,
+}
+_MONTH_ALT = "|".join(sorted(MONTHS, key=len, reverse=True))
+DATE_RE = re.compile(
+    r"\b(?P<d>[0-3]?\d)\s*[/.-]\s*(?P<m>[01]?\d)(?:\s*[/.-]\s*\d{2,4})?\b"
+    rf"|\b(?P<d2>[0-3]?\d)(?:o|º|st|nd|rd|th)?\s+(?:de\s+|of\s+)?(?P<mon>{_MONTH_ALT})\b"
+    rf"|\b(?P<mon2>{_MONTH_ALT})\s+(?P<d3>[0-3]?\d)(?:st|nd|rd|th)?\b"
+)
+
+WEEKDAYS = {
+    "segunda": "seg", "terca": "ter", "quarta": "qua", "quinta": "qui", "sexta": "sex",
+    "sabado": "sab", "domingo": "dom", "monday": "seg", "tuesday": "ter", "wednesday": "qua",
+    "thursday": "qui", "friday": "sex", "saturday": "sab", "sunday": "dom",
+}
+WEEKDAY_RE = re.compile(r"\b(" + "|".join(WEEKDAYS) + r")s?\b")
+HOUR_RE = re.compile(
+    r"\b(?P<h>[012]?\d)\s*(?:h|:|hs|horas?)\s*(?P<m>[0-5]\d)?\b(?!\s*(?:anos|dias))"
+    r"|\b(?P<h2>1[0-2]|[1-9])\s*(?P<ap>am|pm)\b"
+)
+PERIODS = [
+    ("madrugada", r"madrugada|depois da meia-?noite|meia-?noite|late night|after midnight|dawn"),
+    ("manha", r"\bmanha\b|cedo|morning|early"),
+    ("tarde", r"\btarde\b|afternoon"),
+    ("noite", r"\bnoite\b|evening|night"),
+]
+
+# Relations: stem → (slot, normalised status)
+RELATIONS: list[tuple[str, str, str]] = [
+    (r"namorad[oa]s?|boyfriend|girlfriend", "partner", "dating"),
+    (r"noiv[oa]s?|fiance[e]?", "partner", "engaged"),
+    (r"espos[oa]|marido|mulher|wife|husband|conjuge", "partner", "married"),
+    (r"companheir[oa]|parceir[oa] de vida|partner", "partner", "partner"),
+    (r"filh[oa]s?|criancas|kids|children|son|daughter", "child", "child"),
+    (r"mae|pai|mother|father|mom|dad", "parent", "parent"),
+    (r"irma[o]?s?|brother|sister", "sibling", "sibling"),
+    (r"sogr[oa]|cunhad[oa]", "in_law", "in_law"),
+    (r"avo|neto|neta", "grandfamily", "grandfamily"),
+]
+REL_ALT = "|".join(r[0] for r in RELATIONS)
+
+
+def relation_of(word: str) -> tuple[str, str] | None:
+    for pattern, key, status in RELATIONS:
+        if re.fullmatch(pattern, word):
+            return key, status
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Preference attributes: (key, value, pattern). Order = priority.
+# ---------------------------------------------------------------------------
+CHANNELS = [
+    ("email", r"e-?mail|email"),
+    ("whatsapp", r"whats\w*|\bzap\b|\bwpp\b|(?:mand\w*|envi\w*|fal\w*|cham\w*|contat\w*|respond\w*|cotac\w*|orcamento\w*)[\w ]{0,30}\bpor aqui|pelo chat"),
+    ("phone", r"telefone|ligacao|me liga\w*|phone|call"),
+    ("sms", r"\bsms\b"),
+]
+PREF_ATTRS: list[tuple[str, str, str]] = [
+    ("room_floor", "terreo", r"terreo|ground floor"),
+    ("room_floor", "alto", r"andar(?:es)? alto|andar(?:es)? mais alto|ultimo andar|high(?:er)? floor|top floor"),
+    ("room_floor", "baixo", r"andar(?:es)? baixo|primeiro andar|low(?:er)? floor"),
+    ("room_position", "fundos", r"\bfundos\b|back of|longe da (?:rua|avenida)"),
+    ("room_position", "frente", r"de frente (?:pra|para) (?:a )?(?:rua|avenida)|frente (?:pra|para) (?:a )?(?:rua|avenida)|street side"),
+    ("room_quiet", "silencioso", r"silencios\w*|longe do elevador|longe do barulho|quiet"),
+    ("room_view", "vista", r"\bvista\b|\bview\b"),
+    ("bed_setup", "duas_camas", r"duas camas|2 camas|camas de solteiro|twin beds?|two beds"),
+    ("bed_setup", "casal", r"cama de casal|cama king|king size|queen|double bed"),
+    ("garage", "fechada", r"garagem"),
+]
+DRINKS = r"espumante|champanhe|champagne|prosecco|vinho|cerveja|chopp?|caipirinha|whisky|gin|vodka|drink|suco|refrigerante|agua de coco|\bwine\b|\bbeer\b|rose\b|brut\b|tinto|moscatel"
+DRINK_SPECIFIC = r"rose\b|brut\b|tinto|branco|seco|suave|moscatel|prosecco|ipa\b|lager"
+ROOM_WORDS = r"su[ií]te|suite|quarto|chale|cabana|apartamento|apto|room"
+DRINK_RE = re.compile(DRINKS)
+
+
+def channel_in(folded: str) -> list[tuple[str, int]]:
+    """Channels mentioned, with position."""
+    found = []
+    for value, pattern in CHANNELS:
+        for m in re.finditer(pattern, folded):
+            found.append((value, m.start()))
+    return sorted(found, key=lambda x: x[1])
+
+
+def room_value(folded: str, original: str) -> str | None:
+    """Which suite/room: 'hidro', '15', 'chale', 'master' … or None."""
+    m = re.search(rf"\b(?:{ROOM_WORDS})\s+(?:n[ºo°.]?\s*)?(?P<v>\d+|[a-z]+)", folded)
+    if m and m.group("v") not in {"de", "do", "da", "com", "no", "na", "em", "pra", "para", "que", "e", "mais", "bem", "aqui", "ai"}:
+        if m.group("v").isdigit() or original[m.start("v")].isupper():
+            return m.group("v")
+        if m.group("v") in {"comum", "standard", "luxo", "master", "simples", "executivo", "superior", "single", "duplo"}:
+            return m.group("v")
+    m = re.search(r"\b(?:chale|cabana|bangalo)\b", folded)
+    if m:
+        return m.group(0)
+    # "a Hidro", "na 15", "da Master": a capitalised word or number after an article
+    for m in re.finditer(r"\b(?:a|o|na|no|da|do)\s+(?P<v>\d{1,4}\b|[a-z]\w+)", folded):
+        v = m.group("v")
+        if v.isdigit():
+            return v
+        if original[m.start("v")].isupper() and not re.match(r"(?:camila|unidade)", v):
+            return v
+    return None
+
+
+def drink_value(folded: str) -> str | None:
+    m = re.search(DRINK_SPECIFIC, folded)
+    if m:
+        return m.group(0).strip()
+    m = DRINK_RE.search(folded)
+    return m.group(0).strip() if m else None
+
+
+# ---------------------------------------------------------------------------
+# Complaints and praise
+# ---------------------------------------------------------------------------
+TOPICS: list[tuple[str, str]] = [
+    ("ar_condicionado", r"ar-? ?condicionado|\bar\b|climatiza\w*|air ?con\w*|\bac\b|a/c"),
+    ("wifi", r"wi-?fi|internet|\bsinal\b"),
+    ("chuveiro", r"chuveiro|agua quente|ducha|shower|hot water"),
+    ("portao", r"portao|garagem|\bgate\b|cancela"),
+    ("barulho", r"barulh\w*|caminh(?:ao|oes)|ruido|zoada|som alto|\bnois\w*"),
+    ("room_service", r"lanche|pedido|comida|cozinha|entrega|porcao|jantar|almoco|room service|\bfood\b|\border\b|delivery"),
+    ("cafe_da_manha", r"cafe da manha|breakfast"),
+    ("limpeza", r"suj[oa]|sujeira|limpeza|mancha|mofo|cabelo|\bdirty\b|cleaning"),
+    ("cama", r"\bcama\b|colchao|travesseiro|lencol|\bbed\b|mattress|pillow"),
+    ("tv", r"\btv\b|televis\w*|controle remoto"),
+    ("cheiro", r"cheiro|fedor|fedia|\bsmell\w*"),
+    ("banheiro", r"banheiro|descarga|\bvaso\b|\bpia\b|toalha|bathroom|toilet|towel"),
+    ("cobranca", r"cobran\w*|cobrad\w*|cobraram|cobrou|conta errada|charged|\bbill\w*"),
+    ("atendimento", r"atendiment\w*|recepcao|recepcionista|funcionari\w*|atendente|\bstaff\b|reception\w*"),
+    ("estacionamento", r"estacionamento|vaga|parking"),
+    ("elevador", r"elevador|elevator|lift"),
+    ("piscina", r"piscina|pool"),
+]
+
+PROBLEM = re.compile(
+    r"nao funcion\w*|n funcion\w*|parou de funcionar|quebrad\w*|estragad\w*|pingan\w*|pingou|vazan\w*|vazou|"
+    r"goteira|sem pressao|deix\w* a desejar|nao foi (?:trocad|limp|arrumad)\w*|manchad\w*|entupid\w*|suj[oa]\b|sujeira|\bmofo|demor\w*|eternidade|atrasad\w*|atrasou|so sai\w* agua|"
+    r"agua (?:fria|morna|gelada)|sem agua|fedor|fedia|pessim\w*|horrivel|horroros\w*|\bruim\b|"
+    r"dormi (?:muito |mto |super )?mal|nao (?:consegui|conseguimos) dormir|nao (?:veio|vieram|chegou|tinha|tem|ligava|liga|abre|abria|fecha|fechava|esquent\w*|gela\w*|sai\w*)|"
+    r"faltou|faltando|grosseir\w*|mal educad\w*|mal[- ]?atendid\w*|errad[oa]|a mais\b|decepcion\w*|"
+    r"passa\w* caminh\w*|muito barulh\w*|barulhent\w*|barulho (?:a|de|na) (?:noite|madrugada)|"
+    r"broken|didn'?t work|did not work|not working|doesn'?t work|dirty|noisy|leak\w*|\bslow\b|rude|terrible|awful|cold water|stain\w*"
+)
+RESOLVED = re.compile(
+    r"consertad\w*|resolvid\w*|arrumad\w*|trocad\w*|funcionando|\bnormal\b|ficou otim\w*|agora (?:esta|ta) bom|"
+    r"\bfixed\b|resolved|working (?:fine|now)"
+)
+POSITIVE = re.compile(
+    r"elogi\w*|foi um amor|um amor\b|atencios\w*|excelente|\botim[oa]\b|maravilh\w*|incrivel|\bo melhor\b|\ba melhor\b|"
+    r"melhor coisa|lind[oa] demais|ficou lind[oa]|perfeit[oa]\b|adorei|adoramos|amei|amamos|muito bo[am]\b|nota 10|"
+    r"sensacional|impecavel|caprich\w*|delicios\w*|gentil|gentileza|prestativ\w*|feliz da vida|show de bola|top demais|"
+    r"simpatic\w*|querid[oa]|\bgreat\b|amazing|excellent|wonderful|\bloved\b|awesome|the best|super legal|fantastic\w*|"
+    r"agradec\w* (?:a|o|ao|à|pel[oa])|gela rapido"
+)
+STAFF = r"recepcao|recepcionista|camareir\w*|\bchef\b|cozinheir\w*|garcom|garconete|atendente|\bmoca\b|\brapaz\b|funcionari\w*|equipe|\bpessoal\b|manobrista|porteiro|gerente|\bdona [a-z]+|\bseu [a-z]+|\bstaff\b|receptionist|housekeep\w*|waiter|waitress|massagista|motorista"
+THINGS = r"chale|su[ií]te|quarto|\bcafe\b|\bpao\b|jantar|almoco|comida|decoracao|piscina|\bcama\b|ar-? ?condicionado|banheiro|hidro|escondidinho|lanche|atendimento|limpeza|vista|lareira|arrum\w*|breakfast|\broom\b|\bfood\b|service|\bbolo\b|drink|massagem|\bspa\b|sobremesa|torta|cafe da manha|estadia|hospedagem"
+
+
+def topic_of(folded: str) -> str | None:
+    for topic, pattern in TOPICS:
+        if re.search(pattern, folded):
+            return topic
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Restrictions
+# ---------------------------------------------------------------------------
+FOOD_KEYS = {"allergy", "intolerance", "diabetes", "diet", "celiac"}
+
+
+def date_value(folded: str) -> str | None:
+    m = DATE_RE.search(folded)
+    if not m:
+        return None
+    if m.group("d"):
+        d, mo = int(m.group("d")), int(m.group("m"))
+    elif m.group("d2"):
+        d, mo = int(m.group("d2")), MONTHS[m.group("mon")]
+    else:
+        d, mo = int(m.group("d3")), MONTHS[m.group("mon2")]
+    if not (1 <= d <= 31 and 1 <= mo <= 12):
+        return None
+    return f"{d:02d}-{mo:02d}"
+
+
+def hours_in(folded: str) -> list[float]:
+    out = []
+    for m in HOUR_RE.finditer(folded):
+        if m.group("h") is not None:
+            h = int(m.group("h"))
+            mins = int(m.group("m") or 0)
+        else:
+            h = int(m.group("h2")) % 12 + (12 if m.group("ap") == "pm" else 0)
+            mins = 0
+        if 0 <= h <= 24:
+            out.append(h + mins / 60)
+    if re.search(r"meia-?noite|midnight", folded):
+        out.append(0.0)
+    return out
+
+
+def period_of(folded: str, hours: list[float]) -> str | None:
+    for name, pattern in PERIODS:
+        if re.search(pattern, folded):
+            return name
+    if hours:
+        h = hours[0]
+        return "madrugada" if h < 5 else "manha" if h < 12 else "tarde" if h < 18 else "noite"
+    return None
+
+
+def weekdays_in(folded: str) -> list[str]:
+    return [WEEKDAYS[m.group(1)] for m in WEEKDAY_RE.finditer(folded)]
+
+
+FREQUENCY_PATTERNS = [
+    ("weekly", r"toda(?:s as)? semanas?|semanalmente|every week|weekly|toda (?:segunda|terca|quarta|quinta|sexta|sabado|domingo)|todo (?:sabado|domingo)"),
+    ("biweekly", r"a cada (?:15|quinze) dias|de (?:15|quinze) em (?:15|quinze) dias|quinzena\w*|a cada duas semanas|every (?:two|2) weeks|biweekly"),
+    ("monthly", r"todo mes|uma vez por mes|mensalmente|every month|monthly|a cada (?:30|trinta) dias"),
+    ("weekends", r"todo (?:fim|final) de semana|fins de semana|every weekend"),
+]
+
+
+def frequency_of(folded: str) -> str | None:
+    for name, pattern in FREQUENCY_PATTERNS:
+        if re.search(pattern, folded):
+            return name
+    m = re.search(r"a cada (\d+) (dias|semanas|meses)|every (\d+) (days|weeks|months)", folded)
+    if m:
+        n = m.group(1) or m.group(3)
+        unit = (m.group(2) or m.group(4))[0]
+        return f"every_{n}{unit}"
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Names
+# ---------------------------------------------------------------------------
+NOT_NAMES = {
+    "eu", "ele", "ela", "boa", "bom", "oi", "ola", "obrigado", "obrigada", "agora", "sim", "nao", "a", "o",
+    "e", "da", "de", "do", "que", "pode", "vou", "mas", "tudo", "ja", "isso", "hoje", "amanha", "aqui",
+    "dona", "seu", "sr", "sra", "dr", "dra", "pix", "whatsapp", "wi", "ok", "show", "valeu", "the", "i", "my",
+}
+NAME_RE = re.compile(r"[A-ZÀ-Ý][\wÀ-ÿ'’-]*")
+ORG_RE = re.compile(r"[A-ZÀ-Ý][\wÀ-ÿ&'’.-]*(?:\s+(?:(?:de|da|do|das|dos|&)\s+)?[A-ZÀ-Ý0-9][\wÀ-ÿ&'’.-]*)*")
+
+
+def name_at(original: str, pos: int) -> str | None:
+    """A capitalised person name starting exactly at ``pos``."""
+    m = NAME_RE.match(original, pos)
+    if not m or fold(m.group(0)) in NOT_NAMES:
+        return None
+    return m.group(0)
+
+
+def org_at(original: str, pos: int) -> str | None:
+    m = ORG_RE.match(original, pos)
+    if not m:
+        return None
+    org = m.group(0).rstrip(".")
+    if fold(org.split()[0]) in NOT_NAMES | {"unidade", "suite", "quarto", "rua", "avenida", "cidade"}:
+        return None
+    return org
+
+
+@dataclass(frozen=True)
+class Slot:
+    key: str
+    value: str | None       # None: the slot as a whole ("any allergy")
+    negated: bool = False
+    subject: str | None = None  # who it is about, when not the customer
+
+
+SINGLE_VALUED = {
+    "payment_method", "employment",
+    "preferred_room", "contact_channel", "preferred_drink", "room_floor", "room_position", "preferred_unit",
+    "bed_setup", "partner", "children_count", "birthday", "birthday_partner", "birthday_child",
+    "wedding_anniversary", "dating_anniversary", "arrival_time", "visit_frequency", "morning_routine",
+    "employer", "occupation", "work_shift", "city", "drinking",
+}
+
+
+PAYMENTS = [
+    ("pix", r"\bpix\b"), ("boleto", r"boleto"), ("dinheiro", r"dinheiro|especie"),
+    ("credito", r"cartao de credito|\bcredito\b"), ("debito", r"cartao de debito|\bdebito\b"),
+    ("cartao", r"cartao"), ("vale", r"vale[- ]refeicao|vale[- ]alimentacao|\bvr\b|\bva\b"),
+]
+PAYMENT_WORDS = r"\bpix\b|boleto|dinheiro|especie|cartao(?: de (?:credito|debito))?|\bcredito\b|\bdebito\b|vale[- ](?:refeicao|alimentacao)"
+
+#: Cosine distance (fact embeddings) within which a live fact of the same type is
+#: a contradiction candidate for a new one. The one place this threshold lives.
+CONTRADICTION_DISTANCE = 0.6
+
+# ---------------------------------------------------------------------------
+# Chat spelling
+# ---------------------------------------------------------------------------
+#: WhatsApp spellings → standard words (folded). Whole words only.
+ABBREVIATIONS = {
+    "vc": "voce", "vcs": "voces", "ce": "voce", "pq": "porque", "pq?": "por que", "tb": "tambem", "tbm": "tambem",
+    "tmb": "tambem", "mto": "muito", "mt": "muito", "mta": "muita", "mtos": "muitos", "mtas": "muitas",
+    "blz": "beleza", "niver": "aniversario", "aniver": "aniversario", "qnto": "quanto", "qto": "quanto",
+    "qnt": "quanto", "qndo": "quando", "qdo": "quando", "qd": "quando", "q": "que", "oq": "o que", "hj": "hoje",
+    "amn": "amanha", "agr": "agora", "dps": "depois", "msm": "mesmo", "td": "tudo", "tds": "todos", "cmg": "comigo",
+    "ctg": "contigo", "fds": "fim de semana", "sdds": "saudades", "obg": "obrigado", "vlw": "valeu", "n": "nao",
+    "ñ": "nao", "nao": "nao", "naum": "nao", "num": "nao", "nn": "nao", "tou": "estou", "to": "estou", "ta": "esta",
+    "tá": "esta", "tava": "estava", "tamo": "estamos", "pro": "para o", "pra": "para", "pros": "para os",
+    "mtu": "muito", "smp": "sempre", "sempr": "sempre", "nd": "nada", "ngm": "ninguem", "alg": "alguem",
+    "qlq": "qualquer", "qq": "qualquer", "msg": "mensagem", "whats": "whatsapp", "zap": "whatsapp",
+    "wpp": "whatsapp", "vdd": "verdade", "tdo": "tudo", "kd": "cade", "entt": "entao", "ent": "entao",
+    "eh": "e", "é": "e", "boy": "namorado", "mozao": "namorado", "mozão": "namorado", "mô": "amor",
+    "bb": "bebe", "cel": "celular", "fone": "telefone", "dnv": "de novo", "denovo": "de novo",
+}
+_WORD = re.compile(r"[\wñ]+\??", re.UNICODE)
+_EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200d]+")
+_REPEAT = re.compile(r"([a-z])\1{2,}")
+
+
+def _expand_word(m: re.Match) -> str:
+    word = m.group(0)
+    key = fold(word.rstrip("?")) if word != "ñ" else "ñ"
+    repl = ABBREVIATIONS.get(key)
+    if repl is None or (key == "ce" and not word.islower()):
+        return word
+    tail = "?" if word.endswith("?") else ""
+    if key in {"to", "ta", "pro", "pra", "e", "eh", "nao"}:
+        return word  # ambiguous or already standard: leave the original
+    return (repl.capitalize() if word[:1].isupper() else repl) + tail
+
+
+def expand_chat(text: str) -> str:
+    """The original text with chat spellings replaced by standard words (case kept)."""
+    text = _EMOJI.sub(" ", text or "")
+    return _WORD.sub(_expand_word, text)
+
+
+def normalize(text: str) -> str:
+    """Folded text with chat spelling made standard; for matching and features only."""
+    f = fold(_EMOJI.sub(" ", text or ""))
+    f = _REPEAT.sub(r"\1", f)
+    f = re.sub(r"[\wñ]+", lambda m: ABBREVIATIONS.get(m.group(0), m.group(0)), f)
+    return " ".join(f.split())
+
+
+# ---------------------------------------------------------------------------
+# Polarity, change of state, compatible additions (patterns on normalize()d text)
+# ---------------------------------------------------------------------------
+NEGATION = re.compile(
+    r"\bnao\b|nunca|nenhum\w*|\bnem\b|\bparou\b|\bparei\b|\bdeixou\b|\bdeixei\b|terminou|terminaram|terminei|morreu|faleceu|"
+    r"aposentou\w*|\bsaiu\b|\bsai\b|fechou|separ\w+|divorci\w+|\bex-|cancel\w+|encerr\w+|suspend\w+|descartad\w+|"
+    r"largou|larguei|liberou|liberad\w+|no longer|\bnot\b|never|\bnone\b|died|\bquit\b|stopped|left\b"
+)
+
+#: (cue, pattern): words that say a state changed. Order does not matter.
+CHANGE_CUES: list[tuple[str, str]] = [
+    ("now", r"\bagora\b|\bhoje em dia\b|atualmente|ultimamente|recentemente|de uns tempos (?:para|pra) ca|"
+            r"daqui (?:para|pra) frente|a partir de agora|\bnow\b|nowadays|these days"),
+    ("corrected", r"\bna verdade\b|\bcorrig\w+|\bme enganei\b|\bestava errad\w+|\bactually\b"),
+    ("again", r"\bvolt(?:ou|ei|amos|aram) a\b|\bde novo\b|\bnovamente\b|\bagain\b"),
+    ("stopped", r"\bpar(?:ou|ei|amos|aram) de\b|\bdeix(?:ou|ei|amos|aram) de\b|\blarg(?:ou|uei|amos|aram)\b|\bdesist\w+|"
+                r"\bcans(?:ou|ei|amos|aram) d\w*|\benjo(?:ou|ei|amos|aram) d\w*|\babandon\w+|\bcort(?:ou|ei|amos) (?:o|a|os|as)\b|"
+                r"\bquit\b|\bstopped\b|\bgave up\b"),
+    ("no_longer", r"\bnao\b[^.;]{0,40}\bmais\b|\bja nao\b|\bnunca mais\b|\bno longer\b|\bnot any ?more\b"),
+    ("switched", r"\btroc(?:ou|ei|amos|aram)\b|\bmud(?:ou|ei|amos|aram)\b|\bse mud\w+|\bvir(?:ou|ei)\b|\bpass(?:ou|ei|amos|aram) a\b|"
+                 r"\bem vez d\w*|\bno lugar d\w*|\bswitched\b|\bmoved\b|\bbecame\b"),
+    ("finished", r"\bse form(?:ou|ei)\b|\bform(?:ou|ei)-se\b|\bconclu\w+|\btermin(?:ou|ei) (?:a|o) (?:faculdade|curso|mestrado|doutorado|estudo)|"
+                 r"\bpass(?:ou|ei) no (?:concurso|vestibular|exame)\b|\bgraduated\b"),
+    ("left", r"\bsa(?:iu|i) d[aoe]\b|\bdeix(?:ou|ei|amos|aram) (?:a|o|as|os)\b|\bpedi(?:u)? demissao\b|\bfoi demitid\w+|\bdemit\w+|\baposent\w+|\bleft\b"),
+    ("ended", r"\btermin(?:ou|ei|amos|aram)\b|\bencerr\w+|\bcancel\w+|\bsuspend\w+|\bacab(?:ou|aram)\b|\bseparou\b|"
+              r"\bdivorci\w+|\bmorreu\b|\bfaleceu\b|\bended\b|\bbroke up\b|\bdied\b"),
+    ("cleared", r"\bliber(?:ou|ado|ada|aram)\b|\bnormaliz\w+|\bteve alta\b|\btirou o gesso\b|\bse cur\w+|\bjá pode\b|\bja pode\b|"
+                r"\bdescartad\w+|\bcurad\w+|\bsarou\b|\bmelhor(?:ou|aram)\b|\bresolvid\w+|"
+                r"\bconsertad\w+|\barrumad\w+|\bfuncionando\b|\bsendo cumprid\w+|\bcumprid\w+ certinho|\bem dia\b|"
+                r"\bfixed\b|\bresolved\b|\bcleared\b"),
+    ("started", r"\bcome(?:cou|cei) a\b|\bfoi contratad\w*|\bfui contratad\w*|\barrum(?:ou|ei) (?:um )?(?:emprego|trampo|trabalho)|"
+                r"\bfoi morar\b|\bfui morar\b|\bficou noiv\w*|\bengravid\w+|\bnasceu\b|\bpromovid\w+|\badot(?:ou|ei|amos)\b|"
+                r"\bentr(?:ou|ei) (?:na|no|em)\b|\bagora (?:e|trabalha|mora|esta|prefere|vai|vem|chega)\b|\bstarted\b"),
+]
+_CHANGE = [(name, re.compile(p)) for name, p in CHANGE_CUES]
+
+#: Words that add to what is known without replacing it ("também", "continua").
+ADDITION_CUES = re.compile(
+    r"\btambem\b|\balem d\w*|\bcontinua\w*|\bainda\b|\bsegue\b|\bmais (?:um|uma)\b|\bjunto\b|\btoo\b|\balso\b|\bstill\b|\bas well\b"
+)
+
+
+#: Dislike is a negative polarity too: "odeia cebola" and "não gosta de cebola" agree.
+DISLIKE = re.compile(r"\bodei\w*|\bdetest\w*|\bnao suport\w*|\bnao gost\w*|\bnao curt\w*|\babomin\w*|\bhates?\b|\bdislikes?\b")
+
+
+#: "não pode / não come / não bebe…" states a restriction; it does not negate one.
+RESTRICTIVE = re.compile(r"\bnao (?:pode|posso|podem|come|como|comem|bebe|bebo|toma|tomo|consome|consumo|deve|usa|uso)\b(?! mais)")
+
+
+def is_negated(text: str, memory_type: str | None = None) -> bool:
+    """Negative polarity: a negation, an ended state, or a dislike (for a
+    restriction, its own "não pode…" is not a negation)."""
+    n = normalize(text)
+    if memory_type == "restricao":
+        n = RESTRICTIVE.sub("restrito", n)
+    return bool(NEGATION.search(n) or DISLIKE.search(n))
+
+
+def change_cues(text: str) -> set[str]:
+    """Which change-of-state cues (names from ``CHANGE_CUES``) the text carries."""
+    n = normalize(text)
+    return {name for name, rx in _CHANGE if rx.search(n)}
+
+
+def addition_cues(text: str) -> bool:
+    return bool(ADDITION_CUES.search(normalize(text)))
+
+
+# ---------------------------------------------------------------------------
+# Instructions aimed at the agent / the system
+# ---------------------------------------------------------------------------
+INSTRUCTION = re.compile(
+    r"\bignor\w*\s+(?:as|todas as|os|todos os|a|o|suas|tuas)?\s*(?:instruc\w*|regras|ordens|orientac\w*|comandos|prompt\w*|mensagens anteriores)"
+    r"|\b(?:desconsider\w*|esquec\w*)\s+(?:as|todas as|os|tudo)?\s*(?:instruc\w*|regras|o que)"
+    r"|\b(?:sistema|system|assistant|assistente|admin)\s*:"
+    r"|\b(?:defin\w*|marqu\w*|marca|coloqu\w*|set|responda?|retorn\w*)\s+(?:como\s+)?(?:contradicts|contradicao|nao contradicao|true|false|verdadeiro|falso)\b"
+    r"|\bcontradicts\s*=|\bmarqu\w* (?:isso )?como\b"
+    r"|\b(?:anot\w*|registr\w*|salv\w*|grav\w*|lembr\w*|coloc\w*|bot\w*|escrev\w*)\s+(?:ai|aí|la|isso|ai no sistema|no sistema|no meu cadastro|no cadastro|na ficha)?\s*(?:que|q)\s+(?:eu\s+)?(?:sou|tenho|ganho|ganhei|tem|mereco)\b[^.!?]{0,60}\b(?:vip|desconto|gratis|gratuit\w*|cortesia|credito|prioridade|isencao|isent\w*|brinde|\d+ ?%)"
+    r"|\b(?:me d[aei]|quero|aplica|aplique)\s+(?:um\s+|o\s+)?desconto de \d+"
+    r"|\b(?:ignore|disregard|forget)\s+(?:all\s+|the\s+|your\s+)?(?:previous\s+|prior\s+)?(?:instructions|rules|prompt)"
+    r"|\byou are now\b|\bvoce agora e\b|\ba partir de agora voce\b"
+)
+_SENT = re.compile(r"(?<=[.!?;])\s+|\n+")
+
+
+def is_instruction(text: str) -> bool:
+    """True when the text (a message or a fact) addresses the agent or the system
+    with an order, a rule override or a claimed privilege."""
+    return bool(INSTRUCTION.search(normalize(text)))
+
+
+def strip_instructions(text: str) -> str:
+    """The text without its sentences that are instructions (the rest unchanged)."""
+    parts = [p for p in _SENT.split(text or "") if p.strip()]
+    kept = [p for p in parts if not is_instruction(p)]
+    return " ".join(kept).strip()
+
+
+# ---------------------------------------------------------------------------
+# Occupations, pets, preference attributes
+# ---------------------------------------------------------------------------
+PROF = (
+    r"enfermeir[oa]|medic[oa]|professor[a]?|advogad[oa]|engenheir[oa]|aposentad[oa]|estudante|policial|bombeir[oa]|dentista|"
+    r"arquitet[oa]|programador[a]?|designer|jornalista|piloto|comissari[oa]|caminhoneir[oa]|fotograf[oa]|musico|cantor[a]?|"
+    r"atleta|militar|psicolog[oa]|fisioterapeuta|nutricionista|veterinari[oa]|farmaceutic[oa]|contador[a]?|empresari[oa]|"
+    r"autonom[oa]|servidor[a]? public[oa]|cozinheir[oa]|motorista de aplicativo|uber|taxista|"
+    r"motoboy|entregador[a]?|porteir[oa]|zelador[a]?|escriv[aã]o?|soldado|vigilante|faxineir[oa]|diarista|pedreir[oa]|eletricista|"
+    r"cabeleireir[oa]|manicure|vendedor[a]?|bancari[oa]|recepcionista|garcom|garconete|"
+    r"nurse|doctor|teacher|lawyer|engineer|retired|student|pilot|photographer|developer"
+)
+PET_WORDS = r"cachorr\w*|\bcao\b|cadel\w*|gat[oa]\w*|\bpet\b|\bdog\b|\bcat\b|golden|labrador|poodle|vira-?lata|shih-?tzu|\bpug\b|bulldog|yorkshire|spitz|beagle|dachshund|salsicha"
+
+
+def pref_slots(f: str, original: str, any_polarity: bool = False) -> list[tuple[str, str, str]]:
+    """(key, value, label) for each preference attribute a sentence talks about, by
+    priority; ``f`` is ``fold(original)``."""
+    out: list[tuple[str, str, str]] = []
+    chans = channel_in(f)
+    if chans and re.search(r"\b(?:por|pelo|pela|no|na|via|de|usar|aquele|by|through)\b", f):
+        positive = [c for c in chans if any_polarity or not re.search(r"(?:parei de usar|nao uso mais|nao \w+ mais)\s+(?:o |aquele |esse )?$", f[:c[1]])]
+        if positive:
+            v = positive[-1][0]
+            out.append(("contact_channel", v, {"email": "e-mail", "whatsapp": "WhatsApp", "phone": "telefone", "sms": "SMS"}[v]))
+    m = re.search(r"unidade\s+(?:d[aeo]\s+)?(?P<u>\w+)", f)
+    if m and original[m.start("u")].isupper():
+        out.append(("preferred_unit", m.group("u"), f"unidade {original[m.start('u'):m.end('u')]}"))
+    room = room_value(f, original)
+    if room and not (chans and not re.search(ROOM_WORDS, f)):
+        m2 = re.search(re.escape(room), f)
+        shown = original[m2.start():m2.end()] if m2 else room
+        word = re.search(ROOM_WORDS, f)
+        noun = original[word.start():word.end()].lower() if word else "suíte"
+        out.append(("preferred_room", room, f"{noun} {shown}"))
+    for key, value, pattern in PREF_ATTRS:
+        if re.search(pattern, f) and key not in {k for k, _, _ in out}:
+            out.append((key, value, value.replace("_", " ")))
+    drink = drink_value(f)
+    if drink:
+        out.append(("preferred_drink", drink, drink))
+    return out
+
+
+
+# ---------------------------------------------------------------------------
+# Slots from fact content
+# ---------------------------------------------------------------------------
+FACT_NEGATION = re.compile(
+    r"\bnao\b|\bn\b|nunca|nenhum\w*|\bparou\b|\bdeixou\b|terminou|terminaram|morreu|faleceu|aposentou\w*|\bsaiu\b|fechou|"
+    r"separ\w+|divorci\w+|\bex-|cancelou|no longer|\bnot\b|never|\bnone\b|died|\bquit\b|stopped|left\b"
+)
+CLAUSE_SPLIT = re.compile(r"[;()]|,\s*(?=(?:nao|n|agora|mas|porem|but|now)\b)|\s+e\s+(?=nao\b)|\.\s+")
+PARTNER_STATUS = [
+    ("single", r"solteir[oa]|\bsingle\b"),
+    ("married", r"casad[oa]|casou|casaram|espos[oa]|marido|\bmulher\b|married|wife|husband"),
+    ("engaged", r"noiv[oa]|engaged|fiance"),
+    ("dating", r"namor\w*|boyfriend|girlfriend|dating"),
+]
+ORG_AFTER = re.compile(r"\b(?:da|do|na|no|pela|pelo|em|at|for|a|o)\s+(?=[A-ZÀ-Ý])")
+ACCESS_WORDS = r"cadeirante|cadeira de rodas|adaptad\w*|barras? de apoio|acessibilidade|mobilidade|wheelchair"
+
+
+def _fact_subject(original: str) -> str | None:
+    for m in re.finditer(r"(?<=\s)[A-ZÀ-Ý][\wÀ-ÿ]+", original):
+        if fold(m.group(0)) not in NOT_NAMES:
+            return fold(m.group(0))
+    return None
+
+
+def _fact_names(original: str) -> list[str]:
+    return [fold(n) for n in re.findall(r"(?<=\s)[A-ZÀ-Ý][\wÀ-ÿ]+", original) if fold(n) not in NOT_NAMES]
+
+
+def celebration_key(f: str) -> str | None:
+    if re.search(r"casamento|casou|casamos|casad[oa]s|bodas|wedding|married", f):
+        return "wedding_anniversary"
+    if re.search(r"namoro|namorar|dating anniversary", f):
+        return "dating_anniversary"
+    if re.search(r"aniversari\w*|\bniver\b|birthday", f):
+        if re.search(r"namorad|marido|espos|noiv|mulher|partner|husband|wife", f):
+            return "birthday_partner"
+        if re.search(r"filh[oa]|son|daughter", f):
+            return "birthday_child"
+        if re.search(r"\bd[ao] client[ea]|\bmeu\b|\bproprio\b|own|my", f):
+            return "birthday"
+        return "birthday"
+    return None
+
+
+def _clause_slots(memory_type: str, original: str, negated: bool) -> list[Slot]:
+    f = fold(original)
+    out: list[Slot] = []
+    t = memory_type
+    if t == "preferencia":
+        rel = re.search(rf"\b(?:{REL_ALT})\b", f)
+        subject = relation_of(rel.group(0))[0] if rel else None  # "a esposa gosta de…": not the customer's taste
+        for key, value, _ in pref_slots(f, original):
+            out.append(Slot(key, fold(value), negated, subject))
+        m = re.search(r"\b(?:prefere|prefiro|preferid[oa]|favorit[oa])\s+(?:(?:a|o|e|eh)\s+)*(?P<head>[a-z]{3,})\s+(?P<rest>[\w ]{2,40})", f)
+        if m and not out:
+            out.append(Slot(f"preferred_{m.group('head')}", m.group("rest").strip(), negated, subject))
+    elif t == "restricao":
+        subject = _fact_subject(original)
+        if re.search(r"voltou a beber|voltei a beber|bebe normalmente|drinks again", f):
+            out.append(Slot("drinking", "yes", False, subject))
+        elif re.search(r"(?:nao|n) (?:consome|bebe|toma|pode beber)\w*.*(?:alcool|bebida)|parou de beber|sem alcool|abstemi|does not drink|doesn'?t drink", f):
+            out.append(Slot("drinking", "no", False, subject))
+        if re.search(r"nenhuma restric\w*|sem restric\w*|no (?:dietary )?restriction", f):
+            out.append(Slot("diet_any", None, True, subject))
+        for m in re.finditer(r"alergi\w*\s+(?:a|ao|as|aos|de|to)\s+([\w ]+)", f):
+            out.append(Slot("allergy", m.group(1).strip(), negated, subject))
+        if re.search(r"nenhuma alergia|sem alergia|no allerg", f):
+            out.append(Slot("allergy", None, True, subject))
+        m = re.search(r"intoleran\w*\s+(?:a|ao|as|aos|de|to)\s+(\w+)|(\w+) intolerant", f)
+        if m:
+            out.append(Slot("intolerance", (m.group(1) or m.group(2)).strip(), negated, subject))
+        if re.search(r"celiac|gluten", f):
+            out.append(Slot("celiac", "gluten", negated, subject))
+        if re.search(r"diabet", f):
+            out.append(Slot("diabetes", "diabetes", negated, subject))
+        if re.search(r"vegetarian|vegan", f):
+            out.append(Slot("diet", "vegetarian", negated, subject))
+        m = re.search(ACCESS_WORDS, f)
+        if m:
+            out.append(Slot("accessibility", m.group(0), negated, subject))
+    payment = re.search(PAYMENT_WORDS, f)
+    if payment and t in {"preferencia", "vinculo_comercial", "padrao_comportamental", "contexto_pessoal"}:
+        value = next(v for v, p in PAYMENTS if re.search(p, payment.group(0)))
+        out.append(Slot("payment_method", value, negated))
+    if t in {"contexto_pessoal", "vinculo_comercial"}:
+        if re.search(r"desempregad\w*|sem emprego|sem trabalho|perdeu o emprego|foi demitid\w*|unemployed", f):
+            out.append(Slot("employment", "unemployed", False))
+        elif re.search(r"contratad\w*|arrum\w+ (?:um )?(?:emprego|trampo|trabalho)|comec\w+ a trabalhar|\btrabalh\w+ (?:na|no|em|como|de)\b", f):
+            out.append(Slot("employment", "employed", False))
+    if t == "vinculo_social":
+        names = _fact_names(original)
+        for status, pattern in PARTNER_STATUS:
+            m = re.search(pattern, f)
+            if m:
+                after = [fold(n) for n in re.findall(r"[A-ZÀ-Ý][\wÀ-ÿ]+", original[m.end():]) if fold(n) not in NOT_NAMES]
+                name = after[0] if after else (names[0] if names else "?")
+                ended = bool(re.search(r"termin|separ|divorci|\bex-|romp|\bnao (?:namora|e casad|esta casad)|faleceu|morreu|viuv", f))
+                out.append(Slot("partner", f"{status}:{name}", ended))
+                break
+        m = re.search(r"\b(dois|duas|tres|quatro|cinco|two|three|four|[1-9])\s+filh", f)
+        if m:
+            n = NUMBERS.get(m.group(1), int(m.group(1)) if m.group(1).isdigit() else 0)
+            out.append(Slot("children_count", str(n), negated))
+        for key in ("child", "parent", "sibling", "in_law", "grandfamily"):
+            pattern = next(p for p, k, _ in RELATIONS if k == key)
+            m = re.search(rf"\b(?:{pattern})\b", f)
+            if m and not (key == "child" and any(s.key == "children_count" for s in out)):
+                after = [fold(n) for n in re.findall(r"[A-ZÀ-Ý][\wÀ-ÿ]+", original[m.end():])]
+                out.append(Slot(key, after[0] if after else None, negated))
+    elif t == "data_comemorativa":
+        key = celebration_key(f)
+        if key:
+            out.append(Slot(key, date_value(f), negated))
+    elif t == "padrao_comportamental":
+        hours = hours_in(f)
+        freq = frequency_of(f)
+        if freq or re.search(r"toda semana|semanal|every week", f):
+            out.append(Slot("visit_frequency", f"{freq or 'weekly'}|{'-'.join(weekdays_in(f))}", negated))
+        elif weekdays_in(f):
+            out.append(Slot("visit_frequency", f"|{'-'.join(weekdays_in(f))}", negated))
+        elif re.search(r"cafe da manha|acorda|de pe|breakfast|wake", f):
+            out.append(Slot("morning_routine", f"{period_of(f, hours) or ''}|{','.join(str(h) for h in hours)}", negated))
+        elif re.search(r"cheg|\bvem\b|\bvir\b|vinda|check-?in|arriv|visita|hosped", f):
+            out.append(Slot("arrival_time", f"{period_of(f, hours) or ''}|{','.join(str(h) for h in hours)}", negated))
+    elif t == "reclamacao":
+        topic = topic_of(f)
+        if topic:
+            status = "resolved" if RESOLVED.search(f) else "open"
+            out.append(Slot(f"complaint_{topic}", status, False))
+    elif t == "feedback_positivo":
+        names = _fact_names(original)
+        if names:
+            out.append(Slot("praise_staff", names[0], negated))
+    elif t == "vinculo_comercial":
+        for m in ORG_AFTER.finditer(original):
+            org = org_at(original, m.end())
+            if org:
+                out.append(Slot("employer", fold(org), negated))
+                break
+        if not out and re.search(r"convenio|corporativ", f):
+            out.append(Slot("employer", None, negated))
+    elif t == "contexto_pessoal":
+        m = re.search(rf"\b(?:{PROF})", f)
+        if m:
+            out.append(Slot("occupation", m.group(0)[:-1], negated and not re.search(r"aposent", f)))
+        m = re.search(r"notur\w*|\bnoite\b|night|diur\w*|\bdia\b|\bday\b", f)
+        if m and re.search(r"plant|turno|shift|trabalh", f):
+            out.append(Slot("work_shift", "noite" if re.match(r"notur|noite|night", m.group(0)) else "dia", negated))
+        m = re.search(r"\b(?:mora|moram|vive|reside|lives)\s+(?:perto\s+)?(?:em|no|na|in|d[aoe])\s+(?:unidade\s+(?:d[aoe]\s+)?)?"
+                      r"|\b(?:se\s+)?mud(?:ou|ei|aram|amos)\s+(?:pro|pra|para|para o|para a|pro bairro|moved to)\s+", f)
+        if m:
+            city = org_at(original, m.end())
+            out.append(Slot("city", fold(city) if city else None, negated))
+        m = re.search(PET_WORDS, f)
+        if m:
+            names = _fact_names(original)
+            out.append(Slot("pet", names[0] if names else None, negated))
+    return out
+
+
+
+def parse_slots(memory_type: str, text: str) -> list[Slot]:
+    """Slots a fact's text talks about, clause by clause, with negation (chat
+    spellings repaired first: "ñ", "vc", "mto", "niver"...)."""
+    out: list[Slot] = []
+    for clause in CLAUSE_SPLIT.split(expand_chat(strip_instructions(text) or text)):
+        if not clause or not clause.strip():
+            continue
+        n = normalize(clause)
+        if memory_type == "restricao":
+            n = RESTRICTIVE.sub("restrito", n)
+        negated = bool(FACT_NEGATION.search(n) or DISLIKE.search(n))
+        out.extend(_clause_slots(memory_type, clause.strip(), negated))
+    return out
+
+
+def single_valued(key: str) -> bool:
+    """A slot that holds one value at a time (a new value replaces the old one)."""
+    return key in SINGLE_VALUED or key.startswith("preferred_")
