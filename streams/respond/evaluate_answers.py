@@ -42,6 +42,7 @@ from streams.respond.generate import (
     OfflineComposer,
 )
 from streams.respond.handler import Responder, respond
+from streams.respond.intent import IntentExamples
 from streams.respond.model import ConversationContext, InboxConfig, KnowledgeChunk
 
 FIXTURES = FIXTURES_DIR
@@ -136,7 +137,8 @@ async def run_grid(embedder, questions, docs, thresholds, max_results: int, chun
         deps = Responder(store=MemoryStore(InboxConfig(inbox_id=1, rag_distance_threshold=th,
                                                        rag_max_results=max_results)),
                          memory=NoMemory(), knowledge=index, memory_embedder=embedder,
-                         knowledge_embedder=embedder, generator=OfflineComposer(embedder=embedder))
+                         knowledge_embedder=embedder, generator=OfflineComposer(embedder=embedder),
+                         intent_examples=IntentExamples(embedder))
         res = {"threshold": th, "ans_ok": 0, "ans_n": 0, "unans_ok": 0, "unans_n": 0,
                "retr_ans_ok": 0, "retr_ans_n": 0, "retr_unans_ok": 0, "failures": []}
         for q in questions:

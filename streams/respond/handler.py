@@ -36,7 +36,7 @@ import numpy as np
 from schemas.events import InboundMessage, OutboundReply
 from streams.respond.generate import (FALLBACK_LOOP, FALLBACK_NO_KNOWLEDGE,
                                       unsupported_prices)
-from streams.respond.intent import detect_intent
+from streams.respond.intent import GENERAL, IntentExamples, detect_intent, refine_intent
 from streams.respond.lead import next_lead_state
 from streams.respond.model import ConversationContext, Generation, KnowledgeChunk, ReplyRequest, Usage
 from streams.respond.ports import (Clock, ConversationStore, Embedder, Generator, KnowledgeSearch,
@@ -75,6 +75,9 @@ class Responder:
     max_retrievals: int = MAX_RETRIEVALS
     top_k_memories: int = TOP_K
     min_memory_score: float | None = None
+    # similarity fallback for what the keyword dictionary leaves "general"; it
+    # must embed with memory_embedder (it reuses the message's one vector)
+    intent_examples: IntentExamples | None = None
 
 
 @dataclass(frozen=True)
@@ -117,17 +120,28 @@ async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None
     ctx: ConversationContext = await _call(deps.store.load_context, msg, HISTORY_MESSAGES)
     inbox = ctx.inbox
     detected = detect_intent(msg.text, inbox.intent_keywords)
-    strategy: Strategy = decide(detected.intent)
     degraded: list[str] = []
-
-    wants_knowledge = strategy.retrieves
-    over_limit = wants_knowledge and ctx.retrieval_count >= deps.max_retrievals
-    retrieve = wants_knowledge and not over_limit
     same_model = deps.memory_embedder.name == deps.knowledge_embedder.name
 
     # The message vector, computed once and shared when the models match.
     memory_vec: asyncio.Task[np.ndarray] | None = None
-    if ctx.recall_enabled or (retrieve and same_model):
+    examples = deps.intent_examples
+    if (detected.intent == GENERAL and examples is not None
+            and examples.model == deps.memory_embedder.name):
+        # "general" retrieves anyway, so the vector is needed regardless: use it first
+        # to read the intent from example phrases (no second embedding)
+        memory_vec = asyncio.create_task(_embed(deps.memory_embedder, msg.text))
+        try:
+            detected = refine_intent(detected, await asyncio.shield(memory_vec), examples)
+        except Exception as e:  # the embedding failure is reported by recall/knowledge
+            log.warning("intent fallback skipped conversation_id=%s error=%r", msg.conversation_id, e)
+    strategy: Strategy = decide(detected.intent)
+
+    wants_knowledge = strategy.retrieves
+    over_limit = wants_knowledge and ctx.retrieval_count >= deps.max_retrievals
+    retrieve = wants_knowledge and not over_limit
+
+    if memory_vec is None and (ctx.recall_enabled or (retrieve and same_model)):
         memory_vec = asyncio.create_task(_embed(deps.memory_embedder, msg.text))
 
     async def recall() -> list[ScoredFact]:
