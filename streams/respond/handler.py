@@ -269,22 +269,28 @@ LEXICAL_WEIGHT = 0.04    # distance units per idf-weighted word shared with the 
 
 def rerank(message: str, chunks: Sequence[KnowledgeChunk]) -> list[KnowledgeChunk]:
     """Hybrid order: cosine distance, minus a small bonus per rare word the chunk
-    shares with the message (stemmed, idf over the candidates). Dense vectors
-    blur lists of similar items ("Suíte Luxo ... Suíte Master ..."); the words
-    the customer typed break those ties. Only candidates already within the
-    distance cut-off are reordered: the cut-off still decides *whether*."""
+    shares with the message (chat spelling normalised, singular stems, idf over
+    the candidates; the question's focus words — not "quanto", "tem", "vocês" —
+    count twice). Dense vectors blur lists of similar items ("Suíte Luxo ...
+    Suíte Master ..."); the words the customer typed break those ties. Only
+    candidates already within the distance cut-off are reordered: the cut-off
+    still decides *whether*."""
     import math
 
-    from streams.respond.text import content_tokens, stem
+    from streams.respond.compose import answer_units, chunk_words, question_words
 
-    if len(chunks) < 2:
-        return list(chunks)
-    query = {stem(t) for t in content_tokens(message)}
-    bags = [{stem(t) for t in content_tokens(c.text)} for c in chunks]
+    if not chunks:
+        return []
+    query, focus = question_words(message)
+    bags = [chunk_words(c.text) for c in chunks]
     n = len(chunks)
     df = {t: sum(t in b for b in bags) for t in query}
+
     def score(i: int) -> float:
-        bonus = sum(1.0 + math.log(n / df[t]) for t in query & bags[i] if df[t])
+        if not answer_units(chunks[i].text):
+            return math.inf  # a heading alone: nothing in it can answer
+        bonus = sum((2.0 if t in focus else 1.0) * (1.0 + math.log(n / df[t]))
+                    for t in query & bags[i] if df[t])
         return chunks[i].distance - LEXICAL_WEIGHT * bonus
     return [chunks[i] for i in sorted(range(n), key=lambda i: (score(i), chunks[i].distance))]
 
