@@ -132,7 +132,8 @@ def _read(chunk_text: str, rank: int = 0, heading: str = "") -> tuple[list[Unit]
             text = _clean(raw)
             first_piece = bi == 0 and pi == 0
             last_piece = bi == len(blocks) - 1 and pi == len(pieces) - 1
-            if _is_fragment(text) and not (item and text and text[0].isalnum()):
+            orphan = not item and bool(re.match(r"\d+\s*\w{0,3}\s*:", text))  # "2h: R$ 219,00 ...": whose?
+            if orphan or (_is_fragment(text) and not (item and text and text[0].isalnum())):
                 if first_piece and text:
                     head_fragment = text
                 continue
@@ -231,6 +232,43 @@ def question_words(message: str) -> tuple[set[str], set[str]]:
     return all_stems, focus
 
 
+_DEAL = re.compile(r"\b(desconto|promoc\w*|metade do preco|gratis|de graca|em dobro|fidelidade|cupom|"
+                   r"sem custo|sem taxa|sem juros|pacote|combo|rodizio|mais em conta)\b")
+
+
+def offers_deal(text: str) -> bool:
+    """A promotion, discount or cheaper option (what answers "tá caro")."""
+    return bool(_DEAL.search(fold(text)))
+
+
+def asks_price(message: str) -> bool:
+    return bool(_PRICE_Q.search(normalize_chat(message)))
+
+
+def carries_asked_attribute(message: str, text: str) -> bool | None:
+    """Does ``text`` carry what the question asks for (an address for "onde
+    fica", hours for "que horas", a weekday for "qual dia")? None: the question
+    asks for none of these."""
+    norm, folded = normalize_chat(message), fold(text)
+    checks = [(_ADDRESS_Q, _ADDRESS_A), (_HOURS_Q, _HOURS_A), (_DAY_Q, _DAY_A)]
+    asked = [a for q, a in checks if q.search(norm)]
+    if not asked:
+        return None
+    return any(a.search(folded) for a in asked)
+
+
+def says_no(text: str, focus: set[str]) -> bool:
+    """Does ``text`` deny something the question asks about ("Não temos sauna",
+    "não aceitamos cheque", "é proibido fumar", "não são permitidos")?"""
+    words = fold(text).split()
+    for k, w in enumerate(words):
+        if (w in ("nao", "nem", "nunca") or w.startswith("proibid")) and not (k and words[k - 1] == "se"):
+            window = words[max(0, k - 4):k + 6]
+            if not focus or any(stem(x) in focus for x in window):
+                return True
+    return False
+
+
 def is_yes_no(message: str) -> bool:
     return not _WH.search(normalize_chat(message))
 
@@ -278,6 +316,25 @@ def range_match(question_norm: str, unit_folded: str) -> bool:
     return any(lo <= v <= hi and mu == su for v, mu in asked for lo, hi, su in spans)
 
 
+def attribute_bonus(question_norm: str, text: str, wants_price: bool = False) -> float:
+    """How well ``text`` carries the kind of answer the question asks for: an
+    amount for a price, hours for "que horas", a weekday for "qual dia", an
+    address for "onde fica", a range holding the quantity asked ("5 km")."""
+    folded = fold(text)
+    bonus = 0.0
+    if (wants_price or _PRICE_Q.search(question_norm)) and "R$" in text:
+        bonus += 2.0
+    if _HOURS_Q.search(question_norm) and _HOURS_A.search(folded):
+        bonus += 1.5
+    if _DAY_Q.search(question_norm) and _DAY_A.search(folded):
+        bonus += 1.5
+    if _ADDRESS_Q.search(question_norm) and _ADDRESS_A.search(folded):
+        bonus += 2.0
+    if range_match(question_norm, folded):
+        bonus += 3.0
+    return bonus
+
+
 @dataclass(frozen=True)
 class Scored:
     unit: Unit
@@ -303,28 +360,16 @@ def score_units(message: str, units: Sequence[Unit], *, wants_price: bool = Fals
     def idf(s: str) -> float:
         return 1.0 + math.log(n / df[s]) if df[s] else 0.0
 
-    wants_price = wants_price or bool(_PRICE_Q.search(norm))
-    wants_hours = bool(_HOURS_Q.search(norm))
-    wants_day = bool(_DAY_Q.search(norm))
-    wants_address = bool(_ADDRESS_Q.search(norm))
     hint_terms = _stems(hint) - q_all
     out = []
     for k, u in enumerate(units):
         lex = sum(idf(s) for s in q_all & texts[k]) + 0.5 * sum(idf(s) for s in q_all & ctxs[k])
-        # the rare words of the question (names, periods: "coral", "2h") count double
+        # the rare words of the question (names, periods: "coral", "2h") count double,
+        # and a name in the item's own label ("Suíte Brisa: ...") once more
         lex += sum(idf(s) for s in focus & texts[k] if df[s] <= max(1, n // 4))
-        folded = fold(u.text)
-        bonus = 0.0
-        if wants_price and "R$" in u.text:
-            bonus += 2.0
-        if wants_hours and _HOURS_A.search(folded):
-            bonus += 1.5
-        if wants_day and _DAY_A.search(folded):
-            bonus += 1.5
-        if wants_address and _ADDRESS_A.search(folded):
-            bonus += 2.0
-        if range_match(norm, folded):
-            bonus += 3.0
+        if u.item and ":" in u.text[:60]:
+            lex += sum(idf(s) for s in focus & _stems(u.text.split(":", 1)[0]))
+        bonus = attribute_bonus(norm, u.text, wants_price)
         if hint_terms:
             bonus += 0.75 * sum(idf(s) for s in hint_terms & texts[k])
         hits = len(focus & (texts[k] | ctxs[k]))
@@ -358,8 +403,7 @@ def answer_text(message: str, picked: Sequence[Unit]) -> str:
         if u.context and ctx_only and len(u.context.split()) <= 4:
             text = f"{u.context}: {text}"
         parts.append(text)
-    first = fold(picked[0].text)
-    if is_yes_no(message) and _NEGATIVE_START.search(first):
+    if is_yes_no(message) and says_no(picked[0].text, focus):
         lead = parts[[u for u in sorted(picked, key=lambda x: x.order)].index(picked[0])]
         parts.remove(lead)
         parts.insert(0, "Não, " + lead[0].lower() + lead[1:] if fold(lead).startswith("nao") else "Não. " + lead)

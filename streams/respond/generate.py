@@ -143,8 +143,10 @@ class OfflineComposer:
 
         def eligible(s: compose.Scored) -> bool:
             strong = s.similarity is not None and s.similarity >= self.strong_similarity
-            if intent in (i.GENERAL, i.OBJECTION):  # small talk quotes knowledge only when it is clearly about it
+            if intent == i.GENERAL:  # small talk quotes knowledge only when it is clearly about it
                 return s.focus_hits > 0 and (strong or s.lexical >= 2 * self.min_overlap)
+            if intent == i.OBJECTION:
+                return True  # any deal the search found (filtered below)
             if focus:
                 return s.focus_hits > 0 or strong
             return s.lexical >= self.min_overlap or (s.similarity or 0.0) >= self.min_similarity
@@ -155,6 +157,17 @@ class OfflineComposer:
         ranked = sorted((s for s in scored if eligible(s)), key=lambda s: (-s.score, s.unit.order))
         if not ranked:
             return []
+        if intent == i.PRICE or compose.asks_price(message):
+            ranked = [s for s in ranked if "R$" in s.unit.text]
+            if not ranked:
+                return []  # a price was asked and no retrieved line states one: hand over
+        carrying = [s for s in ranked if compose.carries_asked_attribute(message, s.unit.text)]
+        if carrying:  # "onde fica" → the address line, "que horas" → a line with hours
+            ranked = carrying
+        if intent == i.OBJECTION:  # answer an objection with a deal, or not at all
+            ranked = [s for s in ranked if compose.offers_deal(s.unit.text)]
+            if not ranked:
+                return []
         best = [ranked[0]]
         for s in ranked[1:self.max_sentences]:
             if s.score >= self.second_ratio * ranked[0].score and s.score > 0:

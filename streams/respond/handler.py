@@ -164,8 +164,9 @@ async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None
         if threshold is None:
             threshold = default_max_distance(deps.knowledge_embedder.name)
         hits = await _call(deps.knowledge.search, vec, msg.account_id,
-                           inbox.rag_max_results * RERANK_POOL, threshold)
-        chunks = [c for c in map(_as_chunk, hits) if c.distance <= threshold]
+                           inbox.rag_max_results * RERANK_POOL, threshold + RESCUE_MARGIN)
+        chunks = [c for c in map(_as_chunk, hits)
+                  if c.distance <= threshold or lexically_sure(msg.text, c.text)]
         return rerank(msg.text, chunks)[: inbox.rag_max_results]
 
     recall_task = None
@@ -263,25 +264,44 @@ async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None
                           chunks=tuple(used_chunks))
 
 
-RERANK_POOL = 4          # candidates per result taken from the vector search
+RERANK_POOL = 8          # candidates per result taken from the vector search
 LEXICAL_WEIGHT = 0.04    # distance units per idf-weighted word shared with the message
+# A chunk up to this far beyond the cut-off is kept only on lexical evidence: it
+# names every focus word of the question and carries the kind of answer asked.
+# Short chat questions ("qnto é o pacote de petalas") embed poorly; their words do not.
+RESCUE_MARGIN = 0.1
+
+
+def lexically_sure(message: str, text: str) -> bool:
+    """Every focus word of the question is in ``text`` (at least one), and an
+    amount is there if a price is asked."""
+    from streams.respond.compose import asks_price, chunk_words, question_words
+
+    _, focus = question_words(message)
+    if not focus or not focus <= chunk_words(text):
+        return False
+    return "R$" in text or not asks_price(message)
 
 
 def rerank(message: str, chunks: Sequence[KnowledgeChunk]) -> list[KnowledgeChunk]:
     """Hybrid order: cosine distance, minus a small bonus per rare word the chunk
     shares with the message (chat spelling normalised, singular stems, idf over
     the candidates; the question's focus words — not "quanto", "tem", "vocês" —
-    count twice). Dense vectors blur lists of similar items ("Suíte Luxo ...
+    count twice), and for carrying the kind of answer asked (an amount for a
+    price, hours, a weekday, an address: ``compose.attribute_bonus``). A chunk
+    that is only a heading goes last. Dense vectors blur lists of similar items ("Suíte Luxo ...
     Suíte Master ..."); the words the customer typed break those ties. Only
     candidates already within the distance cut-off are reordered: the cut-off
     still decides *whether*."""
     import math
 
-    from streams.respond.compose import answer_units, chunk_words, question_words
+    from streams.respond.compose import answer_units, attribute_bonus, chunk_words, question_words
+    from streams.respond.text import normalize_chat
 
     if not chunks:
         return []
     query, focus = question_words(message)
+    norm = normalize_chat(message)
     bags = [chunk_words(c.text) for c in chunks]
     n = len(chunks)
     df = {t: sum(t in b for b in bags) for t in query}
@@ -290,7 +310,7 @@ def rerank(message: str, chunks: Sequence[KnowledgeChunk]) -> list[KnowledgeChun
         if not answer_units(chunks[i].text):
             return math.inf  # a heading alone: nothing in it can answer
         bonus = sum((2.0 if t in focus else 1.0) * (1.0 + math.log(n / df[t]))
-                    for t in query & bags[i] if df[t])
+                    for t in query & bags[i] if df[t]) + attribute_bonus(norm, chunks[i].text)
         return chunks[i].distance - LEXICAL_WEIGHT * bonus
     return [chunks[i] for i in sorted(range(n), key=lambda i: (score(i), chunks[i].distance))]
 
