@@ -150,7 +150,7 @@ async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None
             _call(deps.memory.live_facts, msg.account_id, msg.contact_id, timeout_s=deps.recall_budget_s),
             asyncio.shield(memory_vec))
         return score_memories(vec, facts, msg.unit_id, top_k=deps.top_k_memories,
-                              min_score=deps.min_memory_score)
+                              min_score=deps.min_memory_score, query_text=msg.text)
 
     query: dict[str, Any] = {}
 
