@@ -163,6 +163,18 @@ async def run_grid(embedder, questions, docs, thresholds, max_results: int, chun
     return out
 
 
+def answer_accuracy(folder: str | Path, embedder, *, max_results: int = 3, chunking=(300, 120)) -> dict:
+    """What ``make eval`` reports for answers: every question of ``folder`` through
+    ``respond()`` (intent with its example fallback, the calibrated distance cut-off
+    of the embedder, the offline composer), judged by ``judge``."""
+    folder = Path(folder)
+    questions, docs = load(folder / "questions.jsonl"), load(knowledge_file(folder))
+    res = asyncio.run(run_grid(embedder, questions, docs, [None], max_results, chunking))[0]
+    n = res["ans_n"] + res["unans_n"]
+    return {"accuracy": res["accuracy"], "correct": res["ans_ok"] + res["unans_ok"], "n": n,
+            "failures": res["failures"]}
+
+
 def distances(embedder, questions, docs, chunking=(800, 120)) -> dict:
     """Best distance of an expected document (answerable) vs of any chunk (unanswerable)."""
     index = build_index(embedder, docs, *chunking)

@@ -140,7 +140,10 @@ def word_evidence(query_text: str, contents: Sequence[str]) -> list[float]:
     q_stems = {stem(w) for w in q_words if w not in STOPWORDS and len(w) > 2}
     q_roles = {_ROLE_OF[w] for w in q_words if w in _ROLE_OF}
     fact_words = [set(fold(c).split()) for c in contents]
-    fact_names = [_names(c) for c in contents]
+    # a name is a capitalised word that is not the first of its fact; once known,
+    # it is found in any position ("Casado com a Renata" / "Renata não come glúten")
+    all_names = set().union(*(_names(c) for c in contents)) if contents else set()
+    fact_names = [ws & all_names for ws in fact_words]
     df: dict[str, int] = {}
     for ws in fact_words:
         for st in {stem(w) for w in ws if w not in STOPWORDS and len(w) > 2}:
