@@ -5,7 +5,7 @@ PY    := $(VENV)/bin/python
 PIP   := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 
-.PHONY: install up down status test test-debezium demo bench bench-ingest bench-memory bench-responder eval-memory eval-recall eval-answers schemas clean
+.PHONY: install up down status test test-debezium demo bench bench-ingest bench-memory bench-responder eval train eval-memory eval-recall eval-answers schemas clean
 
 install: $(STAMP)
 $(STAMP): pyproject.toml
@@ -37,6 +37,16 @@ test-debezium: install
 
 schemas: install
 	$(PY) -m schemas.export
+
+PROVIDER ?= rules
+
+# Every quality figure on examples/dev and examples/heldout, one table (PROVIDER=openai: the chat endpoint).
+eval: install
+	$(PY) -m streams.evaluation --provider $(PROVIDER)
+
+# The learnt fact extractor: train on examples/dev (fixed folds, deterministic), write streams/learn/models/extractor-v1.*
+train: install
+	$(PY) -m streams.learn.train_extractor
 
 eval-memory: install
 	$(PY) -m streams.learn.evaluate

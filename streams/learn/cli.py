@@ -35,7 +35,7 @@ def build_checker(provider: str):
 
 def extract(
     file: Path = typer.Argument(..., exists=True, dir_okay=False, help="conversations, JSON Lines (fixture format)"),
-    provider: str = typer.Option("rules", "--provider", help="rules | openai"),
+    provider: str = typer.Option("rules", "--provider", help="rules (= offline, the learnt extractor) | patterns | openai"),
 ) -> None:
     """Print the validated facts of each conversation, one JSON line per fact."""
     extractor = build_extractor(provider)

@@ -14,9 +14,17 @@ def llm_config(settings: Settings) -> LlmConfig:
                      timeout=settings.llm_timeout, max_retries=settings.llm_max_retries)
 
 
-def build_extractor(settings: Settings, provider: str | None = None) -> FactExtractor:
+def build_extractor(settings: Settings, provider: str | None = None, embedder=None) -> FactExtractor:
+    """``rules``/``offline``: the learnt offline extractor (artefact in streams/learn/models,
+    built by ``make train``); ``patterns``: the hand-written rules alone; ``openai``: the chat model."""
     provider = provider or settings.extraction_provider
-    if provider == "rules":
+    if provider in ("rules", "offline"):
+        from streams.learn.extract_learned import LearnedExtractor
+
+        if embedder is not None and getattr(embedder, "name", None) != "use-multilingual-v3":
+            embedder = None  # the artefact names its own embedder
+        return LearnedExtractor(embedder=embedder)
+    if provider == "patterns":
         from streams.learn.extract_rules import RulesExtractor
 
         return RulesExtractor()
@@ -24,7 +32,7 @@ def build_extractor(settings: Settings, provider: str | None = None) -> FactExtr
         from streams.learn.extract_llm import OpenAIExtractor
 
         return OpenAIExtractor(llm_config(settings))
-    raise ValueError(f"unknown extraction provider {provider!r} (rules|openai)")
+    raise ValueError(f"unknown extraction provider {provider!r} (rules|offline|patterns|openai)")
 
 
 def build_checker(settings: Settings, provider: str | None = None) -> ContradictionChecker:
@@ -39,7 +47,8 @@ def build_checker(settings: Settings, provider: str | None = None) -> Contradict
 def build_ports(container, **overrides) -> LearnPorts:
     s = container.settings
     uses_model = "openai" in (s.extraction_provider, s.contradiction_provider)
-    kw = dict(pool=container.pool, extractor=build_extractor(s), embedder=container.memory_embedder,
+    kw = dict(pool=container.pool, extractor=build_extractor(s, embedder=container.memory_embedder),
+              embedder=container.memory_embedder,
               checker=build_checker(s), llm_model=s.llm_model if uses_model else "")
     kw.update(overrides)
     return LearnPorts(**kw)

@@ -4,8 +4,10 @@
         [--provider rules|openai] [--contradiction-provider rules|openai] [--show-errors]
 
 Extraction: a predicted fact matches a gold fact of the same type whose
-evidence overlaps it (one is a substring of the other, or token Jaccard ≥ 0.5,
-after ``fold``), one-to-one (greedy on best overlap). Prints precision, recall
+evidence overlaps it (one is a substring of the other and the shorter holds at
+least a third of the longer's words, or word Jaccard ≥ 0.5, after ``fold``) or
+whose content says the same (Jaccard ≥ 0.5 of content words), one-to-one
+(greedy on the best score). Prints precision, recall
 and F1 per type and overall, plus the count of facts whose evidence is not
 verbatim in a contact message; exits 1 when that count is > 0.
 Contradiction: accuracy of ``contradicts`` against the gold booleans.
@@ -26,22 +28,44 @@ from streams.learn.taxonomy import MEMORY_TYPES
 from streams.learn.text import fold, tokens
 
 
+#: Function words left out when comparing contents ("Gosta de vinho rosé" vs "A esposa gosta de vinho rosé").
+STOPWORDS = frozenset(
+    "a o as os de da do das dos e em no na nos nas um uma uns umas para pra pro com por que se ao aos "
+    "the of to and in".split())
+MATCH_THRESHOLD = 0.5
+
+
 def evidence_overlap(a: str, b: str) -> float:
-    """1.0 when one folded evidence contains the other, else token Jaccard."""
+    """1.0 when one folded evidence contains the other and the shorter holds at
+    least a third of the longer's words (so a whole message does not "overlap"
+    a short gold span), else word Jaccard."""
     fa, fb = " ".join(fold(a).split()), " ".join(fold(b).split())
+    ta, tb = tokens(a), tokens(b)
     if fa and fb and (fa in fb or fb in fa):
-        return 1.0
-    ta, tb = set(tokens(a)), set(tokens(b))
-    return len(ta & tb) / len(ta | tb) if ta | tb else 0.0
+        short, long_ = sorted((len(ta), len(tb)))
+        if long_ == 0 or short * 3 >= long_:
+            return 1.0
+    sa, sb = set(ta), set(tb)
+    return len(sa & sb) / len(sa | sb) if sa | sb else 0.0
+
+
+def content_overlap(a: str, b: str) -> float:
+    """Word Jaccard of two contents without function words."""
+    sa = {t for t in tokens(a) if t not in STOPWORDS}
+    sb = {t for t in tokens(b) if t not in STOPWORDS}
+    return len(sa & sb) / len(sa | sb) if sa | sb else 0.0
 
 
 def match_facts(predicted: list[Fact], gold: list[dict]) -> list[tuple[int, int]]:
+    """One-to-one matching (greedy on the best score): same memory type, and the
+    evidences overlap or the contents say the same (score ≥ ``MATCH_THRESHOLD``)."""
     pairs = []
     for i, p in enumerate(predicted):
         for j, g in enumerate(gold):
             if p.memory_type == g["memory_type"]:
-                score = evidence_overlap(p.evidence, g["evidence"])
-                if score >= 0.5:
+                score = max(evidence_overlap(p.evidence, g["evidence"]),
+                            content_overlap(p.content, g.get("content", "")))
+                if score >= MATCH_THRESHOLD:
                     pairs.append((score, i, j))
     used_p, used_g, out = set(), set(), []
     for score, i, j in sorted(pairs, reverse=True):
@@ -56,17 +80,33 @@ def is_verbatim(fact: Fact, row: dict) -> bool:
     return any(fact.evidence in m["text"] for m in row["messages"] if m["role"] == "contact")
 
 
+def from_instruction(fact: Fact, row: dict) -> bool:
+    """The fact's evidence lies only in messages marked ``"instruction": true``."""
+    sources = [m for m in row["messages"] if m["role"] == "contact" and fact.evidence in m["text"]]
+    return bool(sources) and all(m.get("instruction") for m in sources)
+
+
 def evaluate_extraction(path: Path, extractor: FactExtractor, show_errors: bool = False) -> dict:
+    """Counts per type; a conversation whose extraction raises counts as no facts
+    (``failed``) instead of aborting the run."""
     tp, fp, fn = Counter(), Counter(), Counter()
-    non_verbatim = 0
+    non_verbatim = instruction_facts = failed = 0
     for row in read_jsonl(path):
-        result = extract_facts(transcript_of(row), extractor)
         gold = row.get("gold_facts", [])
+        try:
+            result = extract_facts(transcript_of(row), extractor)
+        except Exception as e:  # a model that is down or broken: report, go on
+            failed += 1
+            print(f"  FAILED {row['conversation_id']}: {type(e).__name__}: {e}", file=sys.stderr)
+            for g in gold:
+                fn[g["memory_type"]] += 1
+            continue
         matched = match_facts(result.facts, gold)
         mp = {i for i, _ in matched}
         mg = {j for _, j in matched}
         for i, fact in enumerate(result.facts):
             non_verbatim += 0 if is_verbatim(fact, row) else 1
+            instruction_facts += from_instruction(fact, row)
             if i in mp:
                 tp[fact.memory_type] += 1
             else:
@@ -78,7 +118,8 @@ def evaluate_extraction(path: Path, extractor: FactExtractor, show_errors: bool 
                 fn[g["memory_type"]] += 1
                 if show_errors:
                     print(f"  FN {row['conversation_id']} {g['memory_type']} | {g['content']} | {g['evidence']}")
-    return {"tp": tp, "fp": fp, "fn": fn, "non_verbatim": non_verbatim}
+    return {"tp": tp, "fp": fp, "fn": fn, "non_verbatim": non_verbatim,
+            "instruction_facts": instruction_facts, "failed": failed}
 
 
 def prf(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
@@ -113,6 +154,7 @@ def report_extraction(stats: dict) -> tuple[float, float, float]:
     p, r, f = prf(T, F, N)
     print(f"{'overall':24} {p:6.3f} {r:6.3f} {f:6.3f} {T:4} {F:4} {N:4}")
     print(f"non-verbatim evidence: {stats['non_verbatim']}")
+    print(f"facts from instruction messages: {stats['instruction_facts']}")
     return p, r, f
 
 
@@ -120,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m streams.learn.evaluate")
     parser.add_argument("--conversations", type=Path, default=FIXTURES_DIR / "conversations.jsonl")
     parser.add_argument("--pairs", type=Path, default=FIXTURES_DIR / "contradictions.jsonl")
-    parser.add_argument("--provider", default="rules", choices=["rules", "openai"])
+    parser.add_argument("--provider", default="rules", choices=["rules", "offline", "patterns", "openai"])
     parser.add_argument("--contradiction-provider", default="rules", choices=["rules", "openai"])
     parser.add_argument("--show-errors", action="store_true")
     args = parser.parse_args(argv)

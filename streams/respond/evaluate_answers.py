@@ -129,7 +129,10 @@ def judge(q: dict, text: str) -> bool:
     return not fallback
 
 
-async def run_grid(embedder, questions, docs, thresholds, max_results: int, chunking=(800, 120)) -> list[dict]:
+async def run_grid(embedder, questions, docs, thresholds, max_results: int, chunking=(800, 120),
+                   generator=None) -> list[dict]:
+    """One accuracy per threshold (``None``: the cut-off calibrated for the embedder);
+    ``generator`` defaults to the offline composer."""
     index = build_index(embedder, docs, *chunking)
     doc_of = {uuid.uuid5(NS, d["document_id"]): d["document_id"] for d in docs}
     out = []
@@ -137,7 +140,8 @@ async def run_grid(embedder, questions, docs, thresholds, max_results: int, chun
         deps = Responder(store=MemoryStore(InboxConfig(inbox_id=1, rag_distance_threshold=th,
                                                        rag_max_results=max_results)),
                          memory=NoMemory(), knowledge=index, memory_embedder=embedder,
-                         knowledge_embedder=embedder, generator=OfflineComposer(embedder=embedder),
+                         knowledge_embedder=embedder,
+                         generator=generator or OfflineComposer(embedder=embedder),
                          intent_examples=IntentExamples(embedder))
         res = {"threshold": th, "ans_ok": 0, "ans_n": 0, "unans_ok": 0, "unans_n": 0,
                "retr_ans_ok": 0, "retr_ans_n": 0, "retr_unans_ok": 0, "failures": []}

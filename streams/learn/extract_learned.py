@@ -1,0 +1,359 @@
+"""The offline fact extractor that learns from labelled conversations (provider ``rules``/``offline``).
+
+How it proposes facts for one conversation:
+
+1. **Candidates are verbatim spans.** Every contact message is cut into clauses
+   (sentence ends, commas, semicolons, emojis, laughter, "mas", "pq", "então"...);
+   a candidate is a run of one to ``MAX_WINDOW`` consecutive clauses, cut from the
+   original text, so its evidence is a substring of what the customer wrote by
+   construction. Messages that instruct the agent (``normalise.is_instruction``, or
+   the learnt instruction score) yield no candidate at all.
+2. **Features**: the sentence embedding of the span (USE multilingual, the memory
+   embedder; it understands paraphrase), hashed character n-grams of the folded
+   span (robust to chat spelling: "mto", "vc", missing accents), a few cues
+   (question, negation, one-off words such as "hoje", first person, third party,
+   habit words, length) and which memory types the rule-based extractor sees in
+   the span (``extract_rules`` is now a feature and a slot/content normaliser, not
+   the decision).
+3. **One logistic classifier per memory type**, trained on the development half of
+   ``examples/`` (``make train``, ``streams.learn.train_extractor``); a candidate
+   becomes a fact of a type when its probability reaches that type's threshold
+   (chosen by cross-validation grouped by customer). Overlapping candidates of a
+   type keep the most probable one; at most ``MAX_FACTS`` facts per conversation,
+   most confident first.
+4. **Content** is normalised, never the evidence: the rule extractor's templated
+   content when it saw the same fact, otherwise the span with chat abbreviations
+   expanded and dates written ``dd/mm`` (``normalise``); third parties stay in the
+   content ("minha esposa curte muito vinho rosé"). ``memory_key`` comes from the
+   rule slot when there is one, else from a small per-type slot lexicon.
+   Confidence maps the probability onto [0.5, 1]: the type's threshold is 0.5.
+
+The artefact (``streams/learn/models/extractor-v1.npz`` + ``.json``) holds the
+weights, thresholds, feature configuration, the training data's SHA-256 and the
+cross-validated metrics; a missing artefact is an error that names the command
+that builds it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from streams.learn import slots as S
+from streams.learn.model import CandidateFact, Proposal, Transcript
+from streams.learn.normalise import expand_chat, is_instruction, normalise_dates
+from streams.learn.taxonomy import MEMORY_TYPES
+from streams.learn.text import fold
+
+NAME = "learned"
+MODELS_DIR = Path(__file__).resolve().parent / "models"
+ARTEFACT = MODELS_DIR / "extractor-v1"
+TRAIN_COMMAND = "make train   (or: python -m streams.learn.train_extractor)"
+
+MAX_WINDOW = 3
+MAX_FACTS = 5
+HASH_DIM = 4096
+NGRAMS = (2, 3, 4)
+
+# Clause boundaries (on folded text; same length as the original).
+_BOUNDARY = re.compile(
+    r"[.!?…;:,()\[\]\n\"“”]+|[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F]+"
+    r"|\s(?:k{3,}|(?:ha){2,}h?|(?:rs)+)\b"
+    r"|\s(?:mas|pq|porque|entao|so que|ai|e ai|alias|inclusive|tipo)\s"
+)
+_WORD = re.compile(r"\w+")
+
+QUESTION_START = re.compile(r"^\s*(?:e\s+)?(?:tem|voces tem|vcs tem|vc tem|quanto|qnto|qual|quais|pode|posso|da pra|"
+                            r"como|onde|quando|que horas|aceita|existe|sera)\b")
+NEGATION = re.compile(r"\b(?:nao|n|nunca|nem|jamais|nada|nenhum|nenhuma)\b")
+ONE_OFF = re.compile(r"\b(?:hoje|hj|amanha|essa noite|esta noite|dessa vez|desta vez|agora a noite|mais tarde|"
+                     r"daqui a pouco|nesse sabado|neste sabado|esse fim de semana|por hora|so hoje)\b")
+FIRST_PERSON = re.compile(r"\b(?:eu|sou|tenho|to|tou|estou|meu|minha|meus|minhas|me|mim|a gente|nos|nossa|nosso)\b")
+THIRD_PARTY = re.compile(rf"\b(?:meu|minha|meus|minhas|nosso|nossa)\s+(?:{S.REL_ALT}|boy|mina|mozao|mozi|amor|"
+                         r"namorad\w*|esposa|marido|mulher|filh\w*|mae|pai|sogr\w*|irma\w*|amig\w*|chefe|"
+                         r"cachorr\w*|gat\w*|pet|dog)\b|\b(?:ele|ela|eles|elas)\b")
+HABIT = re.compile(r"\b(?:sempre|toda|todo|todas|todos|costum\w*|geralmente|normalmente|de vez em quando|"
+                   r"direto|vira e mexe|religiosamente|tradicao)\b")
+HYPOTHETICAL = re.compile(r"\b(?:se (?:tiver|tivesse|for|fosse|der|puder)|seria|talvez|quem sabe)\b")
+N_CUES = 10
+
+
+# ------------------------------------------------------------------ candidates
+@dataclass(frozen=True)
+class Span:
+    message_index: int
+    start: int
+    end: int
+    text: str          # the original substring (evidence)
+    clauses: int = 1   # how many clauses the span runs over
+
+
+def clauses(text: str) -> list[tuple[int, int]]:
+    """Clause bounds in ``text`` (trimmed, at least one word each)."""
+    folded = fold(text)
+    out, pos = [], 0
+    for m in list(_BOUNDARY.finditer(folded)) + [None]:
+        end = m.start() if m else len(text)
+        a, b = pos, end
+        while a < b and not text[a].isalnum():
+            a += 1
+        while b > a and text[b - 1] in " \t-–—~*_'":
+            b -= 1
+        if _WORD.search(text[a:b]):
+            out.append((a, b))
+        if m:
+            pos = m.end()
+    return out
+
+
+def candidate_spans(text: str, message_index: int = 0, max_window: int = MAX_WINDOW) -> list[Span]:
+    """Runs of 1..max_window consecutive clauses; each a verbatim substring of ``text``."""
+    cl = clauses(text)
+    out = []
+    for i in range(len(cl)):
+        for w in range(1, max_window + 1):
+            if i + w > len(cl):
+                break
+            a, b = cl[i][0], cl[i + w - 1][1]
+            piece = text[a:b].strip()
+            if piece and len(piece) <= 400:
+                out.append(Span(message_index, a, a + len(piece), piece, w))
+    return out
+
+
+def transcript_spans(transcript: Transcript) -> list[Span]:
+    spans = []
+    for i, m in enumerate(transcript.messages):
+        if m.role != "contact" or is_instruction(m.text):
+            continue
+        spans.extend(candidate_spans(m.text, i))
+    return spans
+
+
+# -------------------------------------------------------------------- features
+def hashed_ngrams(text: str, dim: int = HASH_DIM) -> np.ndarray:
+    """Log-scaled, L2-normalised counts of character n-grams of the folded words (stable crc32 hash)."""
+    vec = np.zeros(dim, dtype=np.float32)
+    for word in fold(text).split():
+        w = f" {word} "
+        for n in NGRAMS:
+            for k in range(max(1, len(w) - n + 1)):
+                vec[zlib.crc32(w[k:k + n].encode()) % dim] += 1.0
+    np.log1p(vec, out=vec)
+    norm = float(np.linalg.norm(vec))
+    return vec / norm if norm else vec
+
+
+def cue_features(span: str, message: str) -> np.ndarray:
+    f, fm = fold(span), fold(message)
+    k = message.find(span)
+    sentence_q = k >= 0 and message[k + len(span):].lstrip()[:1] == "?"
+    return np.array([
+        1.0 if f.rstrip().endswith("?") or sentence_q else 0.0,
+        1.0 if QUESTION_START.search(f) else 0.0,
+        1.0 if NEGATION.search(f) else 0.0,
+        1.0 if ONE_OFF.search(f) else 0.0,
+        1.0 if FIRST_PERSON.search(f) else 0.0,
+        1.0 if THIRD_PARTY.search(f) else 0.0,
+        1.0 if HABIT.search(f) else 0.0,
+        1.0 if HYPOTHETICAL.search(f) else 0.0,
+        min(len(f.split()), 30) / 15.0,
+        1.0 if is_instruction(fm) else 0.0,
+    ], dtype=np.float32)
+
+
+def rule_hits(transcript: Transcript) -> list[tuple[CandidateFact, int, int, int]]:
+    """The rule extractor's candidates located in the messages: (candidate, message, start, end)."""
+    from streams.learn.extract_rules import RulesExtractor
+
+    out = []
+    for cand in RulesExtractor().propose(transcript).candidates:
+        for i, m in enumerate(transcript.messages):
+            if m.role == "contact" and cand.evidence:
+                k = m.text.find(cand.evidence)
+                if k >= 0:
+                    out.append((cand, i, k, k + len(cand.evidence)))
+                    break
+    return out
+
+
+def _overlap(a0: int, a1: int, b0: int, b1: int) -> int:
+    return max(0, min(a1, b1) - max(a0, b0))
+
+
+def rule_features(span: Span, hits) -> np.ndarray:
+    v = np.zeros(len(MEMORY_TYPES), dtype=np.float32)
+    for cand, i, a, b in hits:
+        if i == span.message_index and _overlap(a, b, span.start, span.end) > 0 and cand.memory_type in MEMORY_TYPES:
+            v[MEMORY_TYPES.index(cand.memory_type)] = 1.0
+    return v
+
+
+def featurize(transcript: Transcript, spans: Sequence[Span], embedder, hits=None) -> np.ndarray:
+    """One row per span: [embedding | hashed n-grams | cues | rule types]."""
+    if not spans:
+        return np.zeros((0, 0), dtype=np.float32)
+    hits = rule_hits(transcript) if hits is None else hits
+    emb = np.asarray(embedder.embed_passages([s.text for s in spans]), dtype=np.float32)
+    rows = []
+    for s, e in zip(spans, emb):
+        msg = transcript.messages[s.message_index].text
+        rows.append(np.concatenate([e, hashed_ngrams(s.text), cue_features(s.text, msg), rule_features(s, hits)]))
+    return np.stack(rows)
+
+
+# ---------------------------------------------------------------------- model
+@dataclass
+class LinearModel:
+    types: tuple[str, ...]
+    weights: np.ndarray      # (n_types, n_features)
+    bias: np.ndarray         # (n_types,)
+    thresholds: np.ndarray   # (n_types,)
+    meta: dict
+
+    def probabilities(self, X: np.ndarray) -> np.ndarray:
+        if X.size == 0:
+            return np.zeros((0, len(self.types)), dtype=np.float32)
+        z = X @ self.weights.T + self.bias
+        return 1.0 / (1.0 + np.exp(-z))
+
+    def save(self, path: Path = ARTEFACT) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(path.with_suffix(".npz"), weights=self.weights.astype(np.float16),
+                            bias=self.bias.astype(np.float32), thresholds=self.thresholds.astype(np.float32))
+        meta = dict(self.meta, types=list(self.types))
+        path.with_suffix(".json").write_text(json.dumps(meta, ensure_ascii=False, indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: Path = ARTEFACT) -> "LinearModel":
+        npz, js = path.with_suffix(".npz"), path.with_suffix(".json")
+        if not npz.exists() or not js.exists():
+            raise FileNotFoundError(
+                f"the learnt extractor's artefact {npz.name} is missing from {path.parent}; build it with: {TRAIN_COMMAND}")
+        meta = json.loads(js.read_text())
+        with np.load(npz) as z:
+            return cls(tuple(meta["types"]), z["weights"].astype(np.float32), z["bias"], z["thresholds"], meta)
+
+
+# ---------------------------------------------------------------- selection
+@dataclass
+class Scored:
+    span: Span
+    memory_type: str
+    probability: float
+    confidence: float
+
+
+def select(spans: Sequence[Span], probs: np.ndarray, types: Sequence[str], thresholds: np.ndarray,
+           max_facts: int = MAX_FACTS, length_penalty: float = 0.0) -> list[Scored]:
+    """Per type: candidates at or above the threshold, overlapping ones collapsed to the
+    best (probability minus ``length_penalty`` per extra clause: the tightest span that
+    states the fact wins over a window around it); then the ``max_facts`` most confident."""
+    chosen: list[Scored] = []
+    for t, name in enumerate(types):
+        thr = float(thresholds[t])
+        above = [k for k in range(len(spans)) if probs[k, t] >= thr]
+        above.sort(key=lambda k: -(float(probs[k, t]) - length_penalty * (spans[k].clauses - 1)))
+        kept: list[Span] = []
+        for k in above:
+            p = float(probs[k, t])
+            s = spans[k]
+            if any(o.message_index == s.message_index and _overlap(o.start, o.end, s.start, s.end) > 0 for o in kept):
+                continue
+            kept.append(s)
+            conf = 0.5 + 0.5 * (p - thr) / max(1e-6, 1.0 - thr)
+            chosen.append(Scored(s, name, p, round(min(1.0, conf), 4)))
+    chosen.sort(key=lambda c: -c.confidence)
+    return chosen[:max_facts]
+
+
+# ------------------------------------------------------------------ content
+_KEYWORD_SLOTS: dict[str, list[tuple[str, str]]] = {
+    "restricao": [("allergy", r"alerg"), ("intolerance", r"intoleran|lactose|gluten"), ("celiac", r"celiac"),
+                  ("diet", r"vegetarian|vegan|carne|dieta|low carb|jejum"), ("diabetes", r"diabet|acucar"),
+                  ("alcohol", r"beb|alcool|cerveja|vinho|drink"), ("mobility", r"muleta|cadeira|escada|joelho|coluna|mobilidade"),
+                  ("fear", r"medo|pavor|fobia")],
+    "contexto_pessoal": [("pet", r"cachorr|gat[oa]|\bpet\b|\bdog\b|cadel|filhote|vira ?lata|\bpit\b|poodle|golden|shih"),
+                         ("occupation", r"trabalh|sou (?:medic|enfermeir|professor|motoboy|advogad|engenheir|dentist)|"
+                                        r"emprego|plantao|turno|profiss|estud|faculdade|formei|formou"),
+                         ("residence", r"\bmoro\b|moramos|mudei|mudamos|bairro|cidade"),
+                         ("pregnancy", r"gravid|gestante|bebe"), ("health", r"cirurgia|operei|tratamento|saude|remedio")],
+    "vinculo_social": [("partner", r"namorad|noiv|espos|marido|mulher|\bboy\b|mozao|companheir|casad"),
+                       ("child", r"filh|crianca"), ("parent", r"\bmae\b|\bpai\b"), ("sibling", r"irma"),
+                       ("friend", r"amig")],
+    "data_comemorativa": [("wedding_anniversary", r"casamento|casamos|casad"),
+                          ("dating_anniversary", r"namoro|junto|juntos"),
+                          ("birthday", r"aniversari|niver|anos")],
+    "vinculo_comercial": [("employer", r"empresa|trabalho na|trabalho no|firma|ltda|cnpj|corporativ"),
+                          ("billing", r"nota|fatura|boleto|faturad")],
+    "preferencia": [("payment", r"pix|cartao|dinheiro|boleto|parcel"), ("drink", S.DRINKS),
+                    ("room", S.ROOM_WORDS), ("schedule", r"\d+h|horario|manha|tarde|noite"),
+                    ("channel", r"whats|zap|e-?mail|liga")],
+    "padrao_comportamental": [("visit_time", r"\d+h|noite|tarde|manha|madrugada|sexta|sabado|domingo|fim de semana"),
+                              ("order", r"pede|peco|pedimos|pizza|sabor|borda")],
+}
+
+
+def slot_key(memory_type: str, text: str) -> str:
+    f = fold(text)
+    for key, pattern in _KEYWORD_SLOTS.get(memory_type, []):
+        if re.search(pattern, f):
+            return key
+    return memory_type
+
+
+def content_of(span: Span, memory_type: str, sent_at: datetime | None) -> str:
+    text = expand_chat(span.text)
+    if memory_type == "data_comemorativa":
+        text = normalise_dates(text, sent_at)
+    text = text.strip(" ,;:.-")
+    return (text[:1].upper() + text[1:]) if text else span.text
+
+
+# ---------------------------------------------------------------- extractor
+class LearnedExtractor:
+    """``FactExtractor`` over the trained artefact (see the module docstring)."""
+
+    name = NAME
+
+    def __init__(self, embedder=None, artefact: Path = ARTEFACT, model: LinearModel | None = None):
+        self.model = model or LinearModel.load(artefact)
+        self.version = str(self.model.meta.get("version", "learned-v1"))
+        if embedder is None:
+            from streams.embedding import build_embedder
+
+            cfg = self.model.meta.get("embedder", {"provider": "use", "model": "use-multilingual-v3"})
+            embedder = build_embedder(cfg["provider"], cfg["model"])
+        expected = self.model.meta.get("embedder", {}).get("model")
+        if expected and getattr(embedder, "name", expected) != expected:
+            raise ValueError(f"the extractor was trained with the {expected} embedder, got {embedder.name}")
+        self.embedder = embedder
+
+    def propose(self, transcript: Transcript) -> Proposal:
+        spans = transcript_spans(transcript)
+        if not spans:
+            return Proposal()
+        hits = rule_hits(transcript)
+        probs = self.model.probabilities(featurize(transcript, spans, self.embedder, hits))
+        chosen = select(spans, probs, self.model.types, self.model.thresholds,
+                        length_penalty=float(self.model.meta.get("length_penalty", 0.0)))
+        return Proposal(candidates=[self._candidate(c, transcript, hits) for c in chosen])
+
+    def _candidate(self, c: Scored, transcript: Transcript, hits) -> CandidateFact:
+        s = c.span
+        rule = next((cand for cand, i, a, b in hits if i == s.message_index and cand.memory_type == c.memory_type
+                     and _overlap(a, b, s.start, s.end) > 0), None)
+        sent_at = transcript.messages[s.message_index].sent_at
+        if rule is not None:
+            key, value, content = rule.memory_key, rule.normalized_value, rule.content
+        else:
+            key, value, content = slot_key(c.memory_type, s.text), None, content_of(s, c.memory_type, sent_at)
+        return CandidateFact(memory_type=c.memory_type, memory_key=key, content=content, normalized_value=value,
+                             evidence=s.text, confidence=c.confidence)

@@ -1,0 +1,234 @@
+"""Train the learnt fact extractor on the development half (``make train``).
+
+    python -m streams.learn.train_extractor [--corpus examples/dev] [--out streams/learn/models/extractor-v1]
+        [--folds 5] [--check]
+
+Reproducible: the same corpus gives the same artefact (deterministic solver, folds
+by customer in a fixed order, no random state anywhere). Steps:
+
+1. candidates of every dev conversation (``extract_learned.transcript_spans``) and
+   their features; a candidate is a positive example of a memory type when its span
+   overlaps a gold evidence of that type (the evaluation's ``evidence_overlap`` ≥ 0.5);
+2. grouped cross-validation (``--folds``, grouped by customer so a customer's
+   conversations never sit on both sides) chooses the regularisation ``C`` and then
+   each type's threshold, by the F1 of the whole extraction (selection, ≤ 5 facts,
+   one-to-one matching) on the out-of-fold predictions;
+3. the final classifiers are fit on all of dev with the chosen ``C``; the artefact
+   records the thresholds, the SHA-256 of the training file, and the cross-validated
+   metrics, which are printed. ``--check`` trains in memory and compares the metrics
+   with the shipped artefact's (exit 1 when they differ).
+
+Never point ``--corpus`` at ``examples/heldout``: that half is only reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from streams.learn.evaluate import evidence_overlap
+from streams.learn.extract_learned import (
+    ARTEFACT, HASH_DIM, MAX_WINDOW, N_CUES, LinearModel, Span, featurize, rule_hits, select, transcript_spans,
+)
+from streams.learn.fixtures import DEV_DIR, read_jsonl, transcript_of
+from streams.learn.taxonomy import MEMORY_TYPES
+
+VERSION = "learned-v1"
+C_GRID = (0.5, 1.0, 2.0, 4.0)
+THRESHOLD_GRID = tuple(round(x, 2) for x in np.arange(0.2, 0.96, 0.05))
+MATCH = 0.5
+
+
+@dataclass
+class Example:
+    row: dict
+    spans: list[Span]
+    X: np.ndarray
+    Y: np.ndarray        # (n_spans, n_types) 0/1
+    group: str
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def build_examples(rows: list[dict], embedder) -> list[Example]:
+    out = []
+    for row in rows:
+        t = transcript_of(row)
+        spans = transcript_spans(t)
+        X = featurize(t, spans, embedder, rule_hits(t)) if spans else np.zeros((0, 1), np.float32)
+        Y = np.zeros((len(spans), len(MEMORY_TYPES)), dtype=np.int8)
+        for g in row.get("gold_facts", []):
+            ti = MEMORY_TYPES.index(g["memory_type"])
+            for k, s in enumerate(spans):
+                if evidence_overlap(s.text, g["evidence"]) >= MATCH:
+                    Y[k, ti] = 1
+        out.append(Example(row, spans, X, Y, f"{row['account_id']}:{row['contact_id']}"))
+    return out
+
+
+def folds_by_group(examples: list[Example], k: int) -> list[list[int]]:
+    """Deterministic grouped folds: customers sorted by key, dealt round-robin."""
+    groups = sorted({e.group for e in examples})
+    fold_of = {g: i % k for i, g in enumerate(groups)}
+    return [[i for i, e in enumerate(examples) if fold_of[e.group] == f] for f in range(k)]
+
+
+def fit(examples: list[Example], C: float) -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.linear_model import LogisticRegression
+
+    X = np.concatenate([e.X for e in examples if len(e.spans)])
+    Y = np.concatenate([e.Y for e in examples if len(e.spans)])
+    W = np.zeros((len(MEMORY_TYPES), X.shape[1]), dtype=np.float32)
+    b = np.full(len(MEMORY_TYPES), -10.0, dtype=np.float32)
+    for t in range(len(MEMORY_TYPES)):
+        y = Y[:, t]
+        if y.sum() == 0:
+            continue
+        clf = LogisticRegression(C=C, class_weight="balanced", max_iter=2000, solver="lbfgs")
+        clf.fit(X, y)
+        W[t], b[t] = clf.coef_[0], clf.intercept_[0]
+    return W, b
+
+
+def probs_of(e: Example, W: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if not len(e.spans):
+        return np.zeros((0, len(MEMORY_TYPES)))
+    return 1.0 / (1.0 + np.exp(-(e.X @ W.T + b)))
+
+
+def score(examples: list[Example], probs: list[np.ndarray], thresholds: np.ndarray, penalty: float = 0.0) -> dict:
+    """Extraction P/R/F1 with the product's selection and one-to-one evidence matching."""
+    tp = fp = fn = 0
+    per = Counter()
+    for e, P in zip(examples, probs):
+        chosen = select(e.spans, P, MEMORY_TYPES, thresholds, length_penalty=penalty)
+        gold = e.row.get("gold_facts", [])
+        pairs = sorted(((evidence_overlap(c.span.text, g["evidence"]), i, j)
+                        for i, c in enumerate(chosen) for j, g in enumerate(gold)
+                        if c.memory_type == g["memory_type"]), reverse=True)
+        used_i, used_j = set(), set()
+        for s, i, j in pairs:
+            if s >= MATCH and i not in used_i and j not in used_j:
+                used_i.add(i)
+                used_j.add(j)
+        tp += len(used_i)
+        fp += len(chosen) - len(used_i)
+        fn += len(gold) - len(used_j)
+        for i, c in enumerate(chosen):
+            per[(c.memory_type, "tp" if i in used_i else "fp")] += 1
+        for j, g in enumerate(gold):
+            if j not in used_j:
+                per[(g["memory_type"], "fn")] += 1
+    p = tp / (tp + fp) if tp + fp else 1.0
+    r = tp / (tp + fn) if tp + fn else 1.0
+    f = 2 * p * r / (p + r) if p + r else 0.0
+    return {"precision": round(p, 4), "recall": round(r, 4), "f1": round(f, 4), "tp": tp, "fp": fp, "fn": fn,
+            "per_type": {t: {k: per[(t, k)] for k in ("tp", "fp", "fn")} for t in MEMORY_TYPES}}
+
+
+def tune_thresholds(examples: list[Example], probs: list[np.ndarray], penalty: float = 0.0) -> np.ndarray:
+    """Coordinate ascent on F1: one global threshold, then each type's, twice over."""
+    best = max(THRESHOLD_GRID,
+               key=lambda th: (score(examples, probs, np.full(len(MEMORY_TYPES), th), penalty)["f1"], th))
+    thr = np.full(len(MEMORY_TYPES), best, dtype=np.float32)
+    for _ in range(2):
+        for t in range(len(MEMORY_TYPES)):
+            def f1_with(th, t=t):
+                trial = thr.copy()
+                trial[t] = th
+                return score(examples, probs, trial, penalty)["f1"], th
+            thr[t] = max(THRESHOLD_GRID, key=f1_with)
+    return thr
+
+
+def out_of_fold(examples: list[Example], folds: list[list[int]], C: float) -> list[np.ndarray]:
+    probs: list[np.ndarray | None] = [None] * len(examples)
+    for test in folds:
+        train = [examples[i] for i in range(len(examples)) if i not in set(test)]
+        W, b = fit(train, C)
+        for i in test:
+            probs[i] = probs_of(examples[i], W, b)
+    return probs  # type: ignore[return-value]
+
+
+def train(corpus: Path, n_folds: int = 5, embedder=None, log=print, c_grid=C_GRID) -> LinearModel:
+    from streams.embedding import build_embedder
+
+    t0 = time.perf_counter()
+    embedder = embedder or build_embedder("use", "use-multilingual-v3")
+    path = Path(corpus) / "conversations.jsonl"
+    rows = list(read_jsonl(path))
+    examples = build_examples(rows, embedder)
+    n_spans = sum(len(e.spans) for e in examples)
+    gold = sum(len(e.row.get("gold_facts", [])) for e in examples)
+    covered = sum(int(any(evidence_overlap(s.text, g["evidence"]) >= MATCH for s in e.spans))
+                  for e in examples for g in e.row.get("gold_facts", []))
+    log(f"{len(rows)} conversations, {gold} gold facts, {n_spans} candidate spans; "
+        f"{covered}/{gold} gold evidences reachable by a candidate ({time.perf_counter() - t0:.0f} s)")
+    folds = folds_by_group(examples, n_folds)
+    results = {}
+    for C in c_grid:
+        probs = out_of_fold(examples, folds, C)
+        thr = tune_thresholds(examples, probs)
+        results[C] = (score(examples, probs, thr), thr)
+        log(f"  C={C}: cross-validated P={results[C][0]['precision']:.3f} R={results[C][0]['recall']:.3f} "
+            f"F1={results[C][0]['f1']:.3f}")
+    C = max(c_grid, key=lambda c: (results[c][0]["f1"], -c))
+    cv, thresholds = results[C]
+    W, b = fit(examples, C)
+    meta = {
+        "version": VERSION,
+        "embedder": {"provider": "use", "model": getattr(embedder, "name", "use-multilingual-v3")},
+        "features": {"embedding_dim": int(getattr(embedder, "dim", 512)), "hash_dim": HASH_DIM, "cues": N_CUES,
+                     "rule_types": len(MEMORY_TYPES), "max_window": MAX_WINDOW},
+        "training": {"corpus": str(Path(corpus).resolve().relative_to(Path(__file__).resolve().parents[2]))
+                     if Path(corpus).resolve().is_relative_to(Path(__file__).resolve().parents[2]) else str(corpus),
+                     "conversations_sha256": file_sha256(path), "conversations": len(rows), "gold_facts": gold,
+                     "candidate_spans": n_spans, "reachable_gold": covered, "folds": n_folds,
+                     "grouped_by": "account_id:contact_id", "C": C},
+        "thresholds": {t: float(round(x, 2)) for t, x in zip(MEMORY_TYPES, thresholds)},
+        "cross_validated": cv,
+    }
+    log(f"chosen C={C}; thresholds " + ", ".join(f"{t}={x:.2f}" for t, x in zip(MEMORY_TYPES, thresholds)))
+    log(f"cross-validated on {corpus} (grouped by customer, {n_folds} folds): "
+        f"precision {cv['precision']:.3f}, recall {cv['recall']:.3f}, F1 {cv['f1']:.3f} "
+        f"(tp {cv['tp']}, fp {cv['fp']}, fn {cv['fn']}); {time.perf_counter() - t0:.0f} s")
+    return LinearModel(tuple(MEMORY_TYPES), W, b, thresholds.astype(np.float32), meta)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m streams.learn.train_extractor", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus", type=Path, default=DEV_DIR)
+    ap.add_argument("--out", type=Path, default=ARTEFACT)
+    ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--check", action="store_true", help="train in memory; compare with the shipped artefact")
+    a = ap.parse_args(argv)
+    if "heldout" in Path(a.corpus).resolve().parts:
+        print("error: the held-out half is for reporting only; train on examples/dev", file=sys.stderr)
+        return 2
+    model = train(a.corpus, a.folds)
+    if a.check:
+        shipped = LinearModel.load(a.out)
+        same = (shipped.meta.get("cross_validated") == model.meta["cross_validated"]
+                and shipped.meta["training"]["conversations_sha256"] == model.meta["training"]["conversations_sha256"])
+        print("artefact is up to date" if same else "artefact differs from a fresh training: run make train")
+        return 0 if same else 1
+    model.save(a.out)
+    size = sum(p.stat().st_size for p in (a.out.with_suffix(".npz"), a.out.with_suffix(".json")))
+    print(f"wrote {a.out.with_suffix('.npz')} and .json ({size / 1024:.0f} KB)")
+    print(json.dumps({"cross_validated": {k: v for k, v in model.meta["cross_validated"].items() if k != "per_type"}}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
