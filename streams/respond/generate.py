@@ -151,12 +151,13 @@ class OfflineComposer:
                 return s.focus_hits > 0 or strong
             return s.lexical >= self.min_overlap or (s.similarity or 0.0) >= self.min_similarity
 
-        uncovered = compose.uncovered_focus(message, units)
-        if len(uncovered) >= 2 and 3 * len(uncovered) >= 2 * len(focus) and intent not in (i.GENERAL, i.OBJECTION):
-            return []  # the question is mostly about things the knowledge never mentions
         ranked = sorted((s for s in scored if eligible(s)), key=lambda s: (-s.score, s.unit.order))
         if not ranked:
             return []
+        uncovered = compose.uncovered_focus(message, units)
+        if (len(uncovered) >= 2 and 3 * len(uncovered) >= 2 * len(focus) and ranked[0].focus_hits < 2
+                and intent not in (i.GENERAL, i.OBJECTION)):
+            return []  # the question is mostly about things the knowledge never mentions
         if intent == i.PRICE or compose.asks_price(message):
             ranked = [s for s in ranked if "R$" in s.unit.text]
             if not ranked:

@@ -140,3 +140,9 @@ def test_answer_accuracy_on_dev_questions():
     r = answer_accuracy(FIXTURES_DIR, CachedEmbedder(build_embedder("use", "use-multilingual-v3")))
     print(f"dev answers: {r}")
     assert r["accuracy"] >= 0.9
+
+
+def test_chatty_question_with_many_other_words_is_still_answered():
+    text = ask("Boa noite! Sábado de madrugada passo aí de novo com a patroa, quanto fica o pernoite na Safira?",
+               "price_question", SUITES)
+    assert "R$ 390,00" in text and "Suíte Safira" in text
