@@ -13,7 +13,7 @@ example ``../shared/fixtures``) and prints one table:
 | non-verbatim evidence | :func:`extraction_metrics` | facts whose evidence is not an exact substring of a contact message (must be 0) |
 | facts from instructions | :func:`extraction_metrics` | facts whose evidence lies in a message marked ``"instruction": true`` (must be 0) |
 | contradiction accuracy | :func:`contradiction_metrics` | ``contradicts`` against the gold boolean of each pair |
-| intent accuracy | :func:`intent_metrics` | the responder's intent detector (default keyword dictionary) against each question's gold intent |
+| intent accuracy | :func:`intent_metrics` | the responder's intent detector (default keyword dictionary on chat-normalised text, then the example-phrase fallback with the memory embedder) against each question's gold intent |
 | recall@3 / recall@5 | :func:`recall_metrics` | the responder's memory scoring with the configured memory embedder, no floor |
 | answer accuracy | :func:`answer_metrics` | the real ``respond()`` use-case per question (configured knowledge embedder and cut-off, offline composer or the chat model), judged as in ``streams.respond.evaluate_answers`` |
 
@@ -78,26 +78,23 @@ def contradiction_metrics(folder: Path, checker) -> dict:
 
 
 # ------------------------------------------------------------------- intent
-def intent_metrics(folder: Path, inbox_keywords: dict | None = None) -> dict:
-    """The responder's intent detector (default dictionary) against the gold intents."""
-    from streams.respond.intent import detect_intent
+def intent_metrics(folder: Path, embedder=None) -> dict:
+    """The responder's intent detector against the gold intents: the default keyword
+    dictionary (chat spelling normalised), then, for what it leaves ``general``, the
+    nearest example phrase by the message's embedding (``embedder``: the one the
+    responder embeds messages with)."""
+    from streams.respond.evaluate_intent import intent_accuracy
 
-    rows = list(read_jsonl(Path(folder) / "questions.jsonl"))
-    right = sum(detect_intent(q["text"], inbox_keywords).intent == q["intent"] for q in rows)
-    return {"intent_accuracy": right / len(rows) if rows else float("nan")}
+    return {"intent_accuracy": intent_accuracy(folder, embedder)["accuracy"]}
 
 
 # ------------------------------------------------------------------- recall
 def recall_metrics(folder: Path, embedder) -> dict:
-    from streams.respond.evaluate_recall import recall_at_k
-    from streams.respond.rank import load_cases, rank_case
-    from streams.respond.recall import TOP_K
+    """recall@3 / recall@5 of the responder's memory scoring (``memoria rank``)."""
+    from streams.respond.evaluate_recall import recall_metrics as recall_of
 
-    cases = load_cases(Path(folder) / "recall.jsonl")
-    tops = [rank_case(c, embedder, TOP_K) for c in cases]
-    r5, _, _ = recall_at_k(cases, tops)
-    r3, _, _ = recall_at_k(cases, [t[:3] for t in tops])
-    return {"recall_at_3": r3, "recall_at_5": r5}
+    m = recall_of(folder, embedder)
+    return {"recall_at_3": m["recall@3"], "recall_at_5": m["recall@5"]}
 
 
 # ------------------------------------------------------------------ answers
@@ -125,7 +122,7 @@ def evaluate_folder(folder: Path, provider: str, ports: dict) -> dict:
     if (folder / "contradictions.jsonl").exists():
         out.update(contradiction_metrics(folder, ports["checker"]))
     if (folder / "questions.jsonl").exists():
-        out.update(intent_metrics(folder))
+        out.update(intent_metrics(folder, ports["memory_embedder"]))
         out.update(answer_metrics(folder, ports["knowledge_embedder"], ports.get("generator_factory")))
     if (folder / "recall.jsonl").exists():
         out.update(recall_metrics(folder, ports["memory_embedder"]))

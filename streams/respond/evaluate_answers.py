@@ -42,6 +42,7 @@ from streams.respond.generate import (
     OfflineComposer,
 )
 from streams.respond.handler import Responder, respond
+from streams.respond.intent import IntentExamples
 from streams.respond.model import ConversationContext, InboxConfig, KnowledgeChunk
 
 FIXTURES = FIXTURES_DIR
@@ -140,7 +141,8 @@ async def run_grid(embedder, questions, docs, thresholds, max_results: int, chun
                                                        rag_max_results=max_results)),
                          memory=NoMemory(), knowledge=index, memory_embedder=embedder,
                          knowledge_embedder=embedder,
-                         generator=generator or OfflineComposer(embedder=embedder))
+                         generator=generator or OfflineComposer(embedder=embedder),
+                         intent_examples=IntentExamples(embedder))
         res = {"threshold": th, "ans_ok": 0, "ans_n": 0, "unans_ok": 0, "unans_n": 0,
                "retr_ans_ok": 0, "retr_ans_n": 0, "retr_unans_ok": 0, "failures": []}
         for q in questions:
@@ -163,6 +165,18 @@ async def run_grid(embedder, questions, docs, thresholds, max_results: int, chun
         res["accuracy"] = (res["ans_ok"] + res["unans_ok"]) / max(1, res["ans_n"] + res["unans_n"])
         out.append(res)
     return out
+
+
+def answer_accuracy(folder: str | Path, embedder, *, max_results: int = 3, chunking=(300, 120)) -> dict:
+    """What ``make eval`` reports for answers: every question of ``folder`` through
+    ``respond()`` (intent with its example fallback, the calibrated distance cut-off
+    of the embedder, the offline composer), judged by ``judge``."""
+    folder = Path(folder)
+    questions, docs = load(folder / "questions.jsonl"), load(knowledge_file(folder))
+    res = asyncio.run(run_grid(embedder, questions, docs, [None], max_results, chunking))[0]
+    n = res["ans_n"] + res["unans_n"]
+    return {"accuracy": res["accuracy"], "correct": res["ans_ok"] + res["unans_ok"], "n": n,
+            "failures": res["failures"]}
 
 
 def distances(embedder, questions, docs, chunking=(800, 120)) -> dict:

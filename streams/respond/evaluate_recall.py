@@ -96,3 +96,15 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def recall_metrics(folder, embedder) -> dict:
+    """What ``make eval`` reports for recall ranking on ``folder``/recall.jsonl:
+    recall@3 and recall@5 of the responder's own scoring (``rank_case``)."""
+    from pathlib import Path
+
+    cases = load_cases(Path(folder) / "recall.jsonl")
+    tops = [rank_case(c, embedder, TOP_K) for c in cases]
+    r5, _, n = recall_at_k(cases, tops)
+    r3, _, _ = recall_at_k(cases, [t[:3] for t in tops])
+    return {"recall@3": r3, "recall@5": r5, "cases": n}

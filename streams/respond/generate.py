@@ -21,6 +21,7 @@ from typing import Sequence
 from tenacity import (Retrying, retry_if_exception, stop_after_attempt,
                       wait_exponential_jitter)
 
+from streams.respond import compose
 from streams.respond import intent as i
 from streams.respond.model import Generation, KnowledgeChunk, ReplyRequest, Usage
 from streams.respond.recall import ScoredFact
@@ -41,6 +42,9 @@ FALLBACK_MEDIA = ("Recebi seu arquivo, mas ainda não consigo abrir imagens, ví
 FALLBACK_UNSUPPORTED = "Não consegui abrir essa mensagem. Pode me escrever sua dúvida em texto?"
 LOCATION_REPLY = "Recebi sua localização, obrigado! Como posso te ajudar?"
 CONTACTS_REPLY = "Recebi o contato, obrigado! Como posso te ajudar?"
+# small talk and objections that the knowledge does not address: a polite reply, no hand-over
+GENERAL_REPLY = "Entendi! Se precisar de algo, é só me chamar por aqui."
+OBJECTION_REPLY = "Entendo! Se quiser, te passo as opções e condições que temos."
 
 FORBIDDEN_WORDS = ("memória", "memoria", "registro")
 
@@ -78,21 +82,29 @@ def split_sentences(text: str) -> list[str]:
 class OfflineComposer:
     """Deterministic replies from retrieved text and fixed sentences only.
 
-    Sentences of the retrieved chunks are ranked by idf-weighted word overlap
-    with the message and, when an ``embedder`` is given (the knowledge
-    embedder), by cosine similarity too, which finds "animais" for
-    "cachorro". The best ``max_sentences`` are copied verbatim.
+    The retrieved chunks are read as quotable units (``streams.respond.compose``:
+    sentences, list items, table rows; never headings or cut pieces), scored
+    against the question by words (idf, chat spelling normalised), by meaning
+    (cosine similarity with the knowledge embedder, which finds "animais" for
+    "cachorro"), by the attribute asked (an amount, hours, a day, an address) and
+    by the entity asked (the rare words of the question). The best unit, and a
+    second one that scores nearly as well, are copied verbatim; a yes/no
+    question answered by a negative statement starts with "Não". What the
+    knowledge does not cover gets the hand-over sentence.
     """
 
     name = "offline"
 
     def __init__(self, max_sentences: int = 2, min_overlap: float = 1.0, embedder=None,
-                 min_similarity: float = 0.25, lexical_weight: float = 0.1):
+                 min_similarity: float = 0.25, lexical_weight: float = 0.1,
+                 strong_similarity: float = 0.3, second_ratio: float = 0.85):
         self.max_sentences = max_sentences
         self.min_overlap = min_overlap
         self.embedder = embedder
         self.min_similarity = min_similarity
         self.lexical_weight = lexical_weight
+        self.strong_similarity = strong_similarity
+        self.second_ratio = second_ratio
         self.cache_size = 20_000
         self._cache: dict[str, OrderedDict] = {}
         self._cache_lock = threading.Lock()
@@ -110,48 +122,66 @@ class OfflineComposer:
         picked = self.pick_sentences(r.message, r.chunks, r.intent, hint=preference_hint(r.memories),
                                      query_vector=query_vector)
         if not picked:
-            return FALLBACK_NO_KNOWLEDGE if r.retrieval == "required" else GENERAL_NO_KNOWLEDGE
+            if r.retrieval == "required":
+                return FALLBACK_NO_KNOWLEDGE
+            return OBJECTION_REPLY if r.intent == i.OBJECTION else GENERAL_REPLY
+        answer = compose.answer_text(r.message, picked)
         opener = "Entendo! " if r.intent == i.OBJECTION else ""
-        return self._with_memory(opener + " ".join(picked), r.memories, r.chunks)
+        return self._with_memory(opener + answer, r.memories, r.chunks)
 
     def pick_sentences(self, message: str, chunks: Sequence[KnowledgeChunk], intent: str,
-                       hint: str = "", query_vector=None) -> list[str]:
-        """Up to ``max_sentences`` chunk sentences most related to the message.
+                       hint: str = "", query_vector=None) -> list[compose.Unit]:
+        """Up to ``max_sentences`` units of the chunks that answer the message, best first.
 
         ``hint`` (the customer's recalled preference, e.g. "suíte Master") breaks
-        ties towards the sentences about what this customer usually wants; it
-        never makes an unrelated sentence eligible on its own.
+        ties towards the units about what this customer usually wants; it never
+        makes an unrelated unit eligible on its own.
         """
-        sentences: list[str] = []
-        for c in chunks:
-            for s in split_sentences(c.text):
-                if s not in sentences:
-                    sentences.append(s)
-        if not sentences:
+        units = compose.units_of_chunks([c.text for c in chunks], [c.document_id for c in chunks])
+        if not units:
             return []
-        stems = [{stem(t) for t in content_tokens(s)} for s in sentences]
-        df = Counter(t for st in stems for t in st)
-        n = len(sentences)
-        query = {stem(t) for t in content_tokens(message)}
-        lexical = [sum(1.0 + math.log(n / df[t]) for t in (query & st)) for st in stems]
-        wants_price = intent in (i.PRICE, i.OBJECTION)
-        bonus = [0.5 if wants_price and "R$" in s else 0.0 for s in sentences]
-        hint_terms = {stem(t) for t in content_tokens(hint)} - query
-        if hint_terms:
-            bonus = [b + 0.75 * sum(1.0 + math.log(n / df[t]) for t in (hint_terms & st))
-                     for b, st in zip(bonus, stems)]
+        sims = None
         if self.embedder is not None:
-            vecs = self._sentence_vectors(sentences)
+            vecs = self._sentence_vectors([u.text for u in units])
             q = query_vector if query_vector is not None else self.embedder.embed_queries([message])[0]
             sims = [float(v @ q) for v in vecs]
-            scores = [sim + self.lexical_weight * (lex + b) for sim, lex, b in zip(sims, lexical, bonus)]
-            ok = [sim >= self.min_similarity or lex >= self.min_overlap for sim, lex in zip(sims, lexical)]
-        else:
-            scores = [lex + b for lex, b in zip(lexical, bonus)]
-            ok = [lex >= self.min_overlap for lex in lexical]
-        ranked = sorted((idx for idx in range(n) if ok[idx]), key=lambda k: (-scores[k], k))
-        best = ranked[: self.max_sentences]
-        return [sentences[k] for k in sorted(best)]  # the documents' own order reads better
+        scored = compose.score_units(message, units, wants_price=intent in (i.PRICE, i.OBJECTION),
+                                     sims=sims, hint=hint, lexical_weight=self.lexical_weight)
+        _, focus = compose.question_words(message)
+
+        def eligible(s: compose.Scored) -> bool:
+            strong = s.similarity is not None and s.similarity >= self.strong_similarity
+            if intent == i.GENERAL:  # small talk quotes knowledge only when it is clearly about it
+                return s.focus_hits > 0 and (strong or s.lexical >= 2 * self.min_overlap)
+            if intent == i.OBJECTION:
+                return True  # any deal the search found (filtered below)
+            if focus:
+                return s.focus_hits > 0 or strong
+            return s.lexical >= self.min_overlap or (s.similarity or 0.0) >= self.min_similarity
+
+        ranked = sorted((s for s in scored if eligible(s)), key=lambda s: (-s.score, s.unit.order))
+        if not ranked:
+            return []
+        uncovered = compose.uncovered_focus(message, units)
+        if (len(uncovered) >= 2 and 3 * len(uncovered) >= 2 * len(focus) and ranked[0].focus_hits < 2
+                and intent not in (i.GENERAL, i.OBJECTION)):
+            return []  # the question is mostly about things the knowledge never mentions
+        if intent == i.PRICE or compose.asks_price(message):
+            ranked = [s for s in ranked if "R$" in s.unit.text]
+            if not ranked:
+                return []  # a price was asked and no retrieved line states one: hand over
+        carrying = [s for s in ranked if compose.carries_asked_attribute(message, s.unit.text)]
+        if carrying:  # "onde fica" → the address line, "que horas" → a line with hours
+            ranked = carrying
+        if intent == i.OBJECTION:  # answer an objection with a deal, or not at all
+            ranked = [s for s in ranked if compose.offers_deal(s.unit.text)]
+            if not ranked:
+                return []
+        best = [ranked[0]]
+        for s in ranked[1:self.max_sentences]:
+            if s.score >= self.second_ratio * ranked[0].score and s.score > 0:
+                best.append(s)
+        return [s.unit for s in best]
 
     def _sentence_vectors(self, sentences: list[str]):
         """Chunk sentences repeat across replies: embed each once (bounded LRU per model)."""

@@ -37,7 +37,7 @@ from schemas.events import InboundMessage, OutboundReply
 from streams.respond.generate import (CONTACTS_REPLY, FALLBACK_AUDIO, FALLBACK_LOOP, FALLBACK_MEDIA,
                                       FALLBACK_NO_KNOWLEDGE, FALLBACK_UNSUPPORTED, LOCATION_REPLY,
                                       unsupported_prices)
-from streams.respond.intent import detect_intent
+from streams.respond.intent import GENERAL, IntentExamples, detect_intent, refine_intent
 from streams.respond.lead import next_lead_state
 from streams.respond.model import ConversationContext, Generation, KnowledgeChunk, ReplyRequest, Usage
 from streams.respond.ports import (Clock, ConversationStore, Embedder, Generator, KnowledgeSearch,
@@ -76,6 +76,9 @@ class Responder:
     max_retrievals: int = MAX_RETRIEVALS
     top_k_memories: int = TOP_K
     min_memory_score: float | None = None
+    # similarity fallback for what the keyword dictionary leaves "general"; it
+    # must embed with memory_embedder (it reuses the message's one vector)
+    intent_examples: IntentExamples | None = None
 
 
 @dataclass(frozen=True)
@@ -155,17 +158,28 @@ async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None
                               recall_ms=None, total_ms=total_ms)
     inbox = ctx.inbox
     detected = detect_intent(msg.text, inbox.intent_keywords)
-    strategy: Strategy = decide(detected.intent)
     degraded: list[str] = []
-
-    wants_knowledge = strategy.retrieves
-    over_limit = wants_knowledge and ctx.retrieval_count >= deps.max_retrievals
-    retrieve = wants_knowledge and not over_limit
     same_model = deps.memory_embedder.name == deps.knowledge_embedder.name
 
     # The message vector, computed once and shared when the models match.
     memory_vec: asyncio.Task[np.ndarray] | None = None
-    if ctx.recall_enabled or (retrieve and same_model):
+    examples = deps.intent_examples
+    if (detected.intent == GENERAL and examples is not None
+            and examples.model == deps.memory_embedder.name):
+        # "general" retrieves anyway, so the vector is needed regardless: use it first
+        # to read the intent from example phrases (no second embedding)
+        memory_vec = asyncio.create_task(_embed(deps.memory_embedder, msg.text))
+        try:
+            detected = refine_intent(detected, await asyncio.shield(memory_vec), examples)
+        except Exception as e:  # the embedding failure is reported by recall/knowledge
+            log.warning("intent fallback skipped conversation_id=%s error=%r", msg.conversation_id, e)
+    strategy: Strategy = decide(detected.intent)
+
+    wants_knowledge = strategy.retrieves
+    over_limit = wants_knowledge and ctx.retrieval_count >= deps.max_retrievals
+    retrieve = wants_knowledge and not over_limit
+
+    if memory_vec is None and (ctx.recall_enabled or (retrieve and same_model)):
         memory_vec = asyncio.create_task(_embed(deps.memory_embedder, msg.text))
 
     async def recall() -> list[ScoredFact]:
@@ -174,7 +188,7 @@ async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None
             _call(deps.memory.live_facts, msg.account_id, msg.contact_id, timeout_s=deps.recall_budget_s),
             asyncio.shield(memory_vec))
         return score_memories(vec, facts, msg.unit_id, top_k=deps.top_k_memories,
-                              min_score=deps.min_memory_score)
+                              min_score=deps.min_memory_score, query_text=msg.text)
 
     query: dict[str, Any] = {}
 
@@ -188,8 +202,9 @@ async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None
         if threshold is None:
             threshold = default_max_distance(deps.knowledge_embedder.name)
         hits = await _call(deps.knowledge.search, vec, msg.account_id,
-                           inbox.rag_max_results * RERANK_POOL, threshold)
-        chunks = [c for c in map(_as_chunk, hits) if c.distance <= threshold]
+                           inbox.rag_max_results * RERANK_POOL, threshold + RESCUE_MARGIN)
+        chunks = [c for c in map(_as_chunk, hits)
+                  if c.distance <= threshold or lexically_sure(msg.text, c.text)]
         return rerank(msg.text, chunks)[: inbox.rag_max_results]
 
     recall_task = None
@@ -287,28 +302,53 @@ async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None
                           chunks=tuple(used_chunks))
 
 
-RERANK_POOL = 4          # candidates per result taken from the vector search
+RERANK_POOL = 8          # candidates per result taken from the vector search
 LEXICAL_WEIGHT = 0.04    # distance units per idf-weighted word shared with the message
+# A chunk up to this far beyond the cut-off is kept only on lexical evidence: it
+# names every focus word of the question and carries the kind of answer asked.
+# Short chat questions ("qnto é o pacote de petalas") embed poorly; their words do not.
+RESCUE_MARGIN = 0.1
+
+
+def lexically_sure(message: str, text: str) -> bool:
+    """Every focus word of the question is in ``text`` (at least one), and an
+    amount is there if a price is asked."""
+    from streams.respond.compose import asks_price, chunk_words, question_words
+
+    _, focus = question_words(message)
+    if not focus or not focus <= chunk_words(text):
+        return False
+    return "R$" in text or not asks_price(message)
 
 
 def rerank(message: str, chunks: Sequence[KnowledgeChunk]) -> list[KnowledgeChunk]:
     """Hybrid order: cosine distance, minus a small bonus per rare word the chunk
-    shares with the message (stemmed, idf over the candidates). Dense vectors
-    blur lists of similar items ("Suíte Luxo ... Suíte Master ..."); the words
-    the customer typed break those ties. Only candidates already within the
-    distance cut-off are reordered: the cut-off still decides *whether*."""
+    shares with the message (chat spelling normalised, singular stems, idf over
+    the candidates; the question's focus words — not "quanto", "tem", "vocês" —
+    count twice), and for carrying the kind of answer asked (an amount for a
+    price, hours, a weekday, an address: ``compose.attribute_bonus``). A chunk
+    that is only a heading goes last. Dense vectors blur lists of similar items ("Suíte Luxo ...
+    Suíte Master ..."); the words the customer typed break those ties. Only
+    candidates already within the distance cut-off are reordered: the cut-off
+    still decides *whether*."""
     import math
 
-    from streams.respond.text import content_tokens, stem
+    from streams.respond.compose import answer_units, attribute_bonus, chunk_words, question_words
+    from streams.respond.text import normalize_chat
 
-    if len(chunks) < 2:
-        return list(chunks)
-    query = {stem(t) for t in content_tokens(message)}
-    bags = [{stem(t) for t in content_tokens(c.text)} for c in chunks]
+    if not chunks:
+        return []
+    query, focus = question_words(message)
+    norm = normalize_chat(message)
+    bags = [chunk_words(c.text) for c in chunks]
     n = len(chunks)
     df = {t: sum(t in b for b in bags) for t in query}
+
     def score(i: int) -> float:
-        bonus = sum(1.0 + math.log(n / df[t]) for t in query & bags[i] if df[t])
+        if not answer_units(chunks[i].text):
+            return math.inf  # a heading alone: nothing in it can answer
+        bonus = sum((2.0 if t in focus else 1.0) * (1.0 + math.log(n / df[t]))
+                    for t in query & bags[i] if df[t]) + attribute_bonus(norm, chunks[i].text)
         return chunks[i].distance - LEXICAL_WEIGHT * bonus
     return [chunks[i] for i in sorted(range(n), key=lambda i: (score(i), chunks[i].distance))]
 

@@ -19,16 +19,34 @@ An inbox's ``intent_keywords`` (JSON) extends or overrides the defaults::
 
 Inbox keywords weigh ``INBOX_WEIGHT`` by default so an operator's word beats
 the shipped lexicon.
+
+Chat spelling: message and keywords are both passed through
+``normalize_chat`` (``qnto`` → ``quanto``, ``vcs`` → ``voces``, ``q`` → ``que``,
+``blz`` → ``beleza``, repeated letters squeezed), so the dictionary matches what
+people type.
+
+When no keyword matches, :class:`IntentExamples` (optional) compares the
+message's embedding (the vector the responder computes anyway) with example
+phrases per intent (``data/intent_examples.json``) and takes the nearest intent
+if its similarity clears ``EXAMPLE_THRESHOLD`` (chosen by cross-validation on
+the dev questions: ``python -m streams.respond.evaluate_intent``). The
+dictionary stays authoritative: the examples only decide what it leaves
+``general``.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Mapping
+from pathlib import Path
+from typing import Any, Mapping, Sequence
 
-from streams.respond.text import fold
+import numpy as np
+
+from streams.respond.text import normalize_chat
 
 PRICE = "price_question"
 INFO = "info_request"
@@ -51,10 +69,11 @@ DEFAULT_KEYWORDS: dict[str, dict[str, float]] = {
     PRICE: {
         "quanto custa": 2, "quanto custam": 2, "quanto fica": 2, "quanto ficaria": 2,
         "quanto e": 2, "quanto sai": 2, "quanto cobra*": 2, "quanto vou pagar": 2,
+        "quanto": 1.5, "de quanto": 2, "sai quanto": 2, "fica quanto": 2, "sai por quanto": 2,
         "qual o valor": 2, "qual valor": 2, "valor*": 1.5, "preco*": 2, "tarifa*": 2,
         "taxa": 2, "taxas": 2, "orcamento": 2, "cotacao": 2, "custa": 1.5, "custo": 1.5,
         "paga": 1, "pagam": 1, "cobra": 1.5, "cobram": 1.5, "cobrado": 1.5, "r$": 1,
-        "reais": 1, "tabela": 1,
+        "reais": 1, "tabela": 1, "pedido minimo": 2,
     },
     OBJECTION: {
         "caro": 3, "cara": 2, "caros": 3, "caras": 2, "carissim*": 3, "salgado": 2,
@@ -62,7 +81,8 @@ DEFAULT_KEYWORDS: dict[str, dict[str, float]] = {
         "em conta": 1.5, "muito alto": 2, "nao compensa": 3, "nao vale": 2,
         "absurdo": 2, "desconto": 1.5, "concorrente": 2, "achei melhor": 2,
         "fora do orcamento": 3, "nao cabe no bolso": 3, "vou pensar": 2,
-        "nao tenho certeza": 1.5, "muito dinheiro": 2,
+        "nao tenho certeza": 1.5, "muito dinheiro": 2, "puxado": 2, "pesado": 1.5,
+        "mais barato": 3, "te falo": 1, "te aviso": 1,
     },
     POLICY: {
         "cancel*": 3, "desist*": 3, "reembols*": 3, "estorno": 3, "multa": 3,
@@ -72,13 +92,16 @@ DEFAULT_KEYWORDS: dict[str, dict[str, float]] = {
         "posso trazer": 2, "pode trazer": 2, "ate que horas posso": 2,
         "ate quando posso": 2, "cachorro": 1, "gato": 1, "gata": 1, "pet": 1,
         "pets": 1, "animal": 1, "animais": 1, "fumar": 2, "menor de idade": 2,
-        "documento": 1.5, "aceitam pet*": 2, "antecedencia": 1.5,
+        "documento": 1.5, "aceitam pet*": 2, "antecedencia": 1.5, "cheque": 2.5,
+        "parcel*": 2.5, "fiado": 2.5, "fidelidade": 2.5, "por fatia": 2, "no cio": 2,
+        "atendem": 1, "aceitam": 1.5, "aceita": 1.5, "pode entrar": 2, "vale refeicao": 2,
     },
     INFO: {
         "que horas": 1, "horario*": 1, "abre": 1.5, "abrem": 1.5, "fecha": 1.5,
         "funciona": 1.5, "funcionam": 1.5, "funcionamento": 1.5, "endereco": 2,
         "onde fica": 2, "localiza*": 2, "como chego": 2, "estacion*": 1.5, "vaga": 1,
-        "vagas": 1, "parcel*": 2, "cartao": 1.5, "pix": 1.5, "forma de pagamento": 2,
+        "vagas": 1, "cartao": 1.5, "entregam": 2, "entrega no": 1.5, "quanto tempo": 2,
+        "vendem": 1, "qual dia": 1.5, "que dia": 1.5, "feito na casa": 1, "qual o nome": 1.5, "pix": 1.5, "forma de pagamento": 2,
         "formas de pagamento": 2, "aceita*": 1, "tem": 0.5, "voces tem": 1,
         "vcs tem": 1, "possui": 1, "possuem": 1, "oferece*": 1, "disponive*": 1,
         "como faco": 1.5, "como funciona": 1.5, "servido": 1, "cafe da manha": 1,
@@ -96,7 +119,9 @@ DEFAULT_KEYWORDS: dict[str, dict[str, float]] = {
         "perfeito": 0.6, "beleza": 0.6, "blz": 0.6, "obrigad*": 0.6, "valeu": 0.6,
         "pode confirmar": 0.8, "confirmad*": 0.6, "confirmo": 0.6, "pode ser": 0.6,
         "sim": 0.6, "isso": 0.3, "otimo": 0.6, "show": 0.6, "agradeco": 0.6,
-        "pode fechar": 0.8, "fechou": 0.6, "entendi": 0.6, "ta bom": 0.6,
+        "pode fechar": 0.8, "fechou": 0.6, "entendi": 0.6, "ta bom": 0.6, "pode reservar": 0.8,
+        "pode agendar": 0.8, "pode mandar": 0.8, "manda o pix": 1.0, "pode marcar": 0.8,
+        "isso mesmo": 0.6,
         "ate mais": 0.6, "ate logo": 0.6, "tchau": 0.6,
     },
 }
@@ -116,7 +141,7 @@ class _Lexicon:
 
 def _compile(keyword: str) -> re.Pattern[str] | None:
     prefix = keyword.strip().endswith("*")
-    folded = fold(keyword.strip().rstrip("*"))
+    folded = normalize_chat(keyword.strip().rstrip("*"))
     if not folded:
         return None
     body = r"\s+".join(re.escape(w) for w in folded.split())
@@ -174,7 +199,7 @@ def _rank(intent: str) -> int:
 
 def detect_intent(text: str, inbox_keywords: Mapping[str, Any] | None = None) -> IntentResult:
     """The message's intent, or ``general`` when no keyword matches."""
-    folded = fold(text)
+    folded = normalize_chat(text)
     lexicon = lexicon_for(inbox_keywords)
     scores: dict[str, float] = {}
     matched: dict[str, list[str]] = {}
@@ -203,3 +228,73 @@ def _remove_spans(text: str, spans: list[tuple[int, int]]) -> str:
         for i in range(a, b):
             keep[i] = False
     return "".join(c if k else " " for c, k in zip(text, keep))
+
+
+# ------------------------------------------------------ similarity fallback
+EXAMPLES_FILE = Path(__file__).with_name("data") / "intent_examples.json"
+# Chosen by cross-validation on the dev questions (streams/respond/evaluate_intent.py).
+EXAMPLE_THRESHOLD = 0.65
+
+
+def load_examples(path: str | Path = EXAMPLES_FILE) -> dict[str, list[str]]:
+    raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    return {k: [str(x) for x in v] for k, v in raw.items() if not k.startswith("_")}
+
+
+class IntentExamples:
+    """Nearest example phrase per intent, by cosine similarity of embeddings.
+
+    The examples are embedded once per embedder (lazily, thread-safe); a
+    message is compared through the vector the caller already has, so the
+    fallback costs one small matrix product, never a second embedding.
+    """
+
+    def __init__(self, embedder, examples: Mapping[str, Sequence[str]] | None = None,
+                 threshold: float = EXAMPLE_THRESHOLD):
+        self.embedder = embedder
+        self.examples = dict(examples) if examples is not None else load_examples()
+        self.threshold = threshold
+        self._matrix: np.ndarray | None = None
+        self._labels: list[str] = []
+        self._lock = threading.Lock()
+
+    @property
+    def model(self) -> str:
+        return self.embedder.name
+
+    def _ensure(self) -> tuple[np.ndarray, list[str]]:
+        with self._lock:
+            if self._matrix is None:
+                labels, texts = [], []
+                for intent, phrases in self.examples.items():
+                    for p in phrases:
+                        labels.append(intent)
+                        texts.append(p)
+                m = np.asarray(self.embedder.embed_passages(texts), dtype=np.float32)
+                norms = np.linalg.norm(m, axis=1, keepdims=True)
+                self._matrix, self._labels = m / np.where(norms == 0, 1, norms), labels
+        return self._matrix, self._labels
+
+    def nearest(self, vector) -> tuple[str, float]:
+        """(intent of the most similar example, its cosine similarity)."""
+        m, labels = self._ensure()
+        v = np.asarray(vector, dtype=np.float32).reshape(-1)
+        n = float(np.linalg.norm(v))
+        if n == 0.0 or v.shape[0] != m.shape[1]:
+            return GENERAL, 0.0
+        sims = m @ (v / n)
+        k = int(np.argmax(sims))
+        return labels[k], float(sims[k])
+
+    def classify(self, vector) -> IntentResult:
+        intent, sim = self.nearest(vector)
+        if sim < self.threshold:
+            return IntentResult(GENERAL, 0.0, ())
+        return IntentResult(intent, sim, ("~example",))
+
+
+def refine_intent(detected: IntentResult, vector, examples: IntentExamples | None) -> IntentResult:
+    """The dictionary's verdict, or, when it said ``general``, the examples' one."""
+    if detected.intent != GENERAL or examples is None or vector is None:
+        return detected
+    return examples.classify(vector)

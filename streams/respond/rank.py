@@ -46,7 +46,7 @@ def rank_case(case: dict[str, Any], embedder, top_k: int = TOP_K,
                         embedding=passages[i])
              for i, f in enumerate(facts_in)]
     return [s.fact.id for s in score_memories(query, facts, unit_id=None, top_k=top_k,
-                                              min_score=min_score)]
+                                              min_score=min_score, query_text=case["query"])]
 
 
 def rank_cases(cases: Iterable[dict[str, Any]], embedder, top_k: int = TOP_K,

@@ -7,8 +7,12 @@ conversation without a unit sees no unit-scoped fact at all. A fact without
 an embedding (embedding failed) or whose vector has another dimension (a
 different model) is invisible.
 
-score = cosine similarity × weight (weight 0.7 once a "reduce weight" TTL
-expired). Vectors are L2-normalised by the embedders, but we normalise again
+score = (cosine similarity + word evidence) × weight (weight 0.7 once a
+"reduce weight" TTL expired). Word evidence (``word_evidence``, when the
+message text is given) adds what a sentence embedding misses in chat: a name
+the customer types ("vou levar o Vitor") and the people behind relation words
+("a patroa", "o véio", "os meninos", "meu bebê de quatro patas" → the spouse,
+the children, the pet, and every fact naming them). Vectors are L2-normalised by the embedders, but we normalise again
 so a store returning raw pgvector values cannot skew the ranking.
 
 ``min_score`` is an optional relevance floor. Measured on the dev recall set
@@ -58,15 +62,17 @@ def compatible(fact: MemoryFact, unit_id: int | None) -> bool:
 
 def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[MemoryFact],
                    unit_id: int | None, top_k: int = TOP_K,
-                   min_score: float | None = DEFAULT_MIN_SCORE) -> list[ScoredFact]:
+                   min_score: float | None = DEFAULT_MIN_SCORE,
+                   query_text: str | None = None) -> list[ScoredFact]:
     """The at most ``top_k`` compatible facts, best first (ties: higher confidence, lower id)."""
+    evidence = word_evidence(query_text, [f.content for f in facts]) if query_text else None
     q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
     qn = float(np.linalg.norm(q))
     if qn == 0.0 or top_k <= 0:
         return []
     q = q / qn
     scored: list[ScoredFact] = []
-    for fact in facts:
+    for k, fact in enumerate(facts):
         if fact.embedding is None or not compatible(fact, unit_id):
             continue
         e = np.asarray(fact.embedding, dtype=np.float32).reshape(-1)
@@ -76,7 +82,8 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
         if en == 0.0:
             continue
         sim = float(np.dot(q, e) / en)
-        score = sim * float(fact.weight)
+        extra = evidence[k] if evidence is not None else 0.0
+        score = (sim + extra) * float(fact.weight)
         if min_score is not None and score < min_score:
             continue
         scored.append(ScoredFact(fact, sim, score))
@@ -91,3 +98,73 @@ def fact_passage_text(memory_type: str, content: str) -> str:
     label did not help (see ``evaluate_recall --variants``).
     """
     return content
+
+
+# ---------------------------------------------------------------- word evidence
+# Relation words → the role they name. A query word of a role points to the
+# facts holding a word of the same role, and to every fact naming the people
+# those facts name ("Casado com a Renata" → "Renata faz aniversário em maio").
+ROLES: dict[str, tuple[str, ...]] = {
+    "partner": ("esposa", "esposo", "marido", "mulher", "patroa", "patrao", "veio", "veia", "conjuge",
+                "casado", "casada", "casou", "namorado", "namorada", "namora", "noivo", "noiva", "boy",
+                "mozao", "amor", "companheiro", "companheira", "altar", "bodas", "casamento"),
+    "child": ("filho", "filha", "filhos", "filhas", "meninos", "meninas", "menino", "menina", "pequeno",
+              "pequena", "crianca", "criancas", "gemeos", "gemeas", "neto", "neta", "netos", "moleque"),
+    "pet": ("cachorro", "cachorra", "cao", "dog", "gato", "gata", "gatas", "gatos", "pet", "pets",
+            "patas", "husky", "shih", "labrador", "vira", "srd", "bichinho", "lobao", "peludo"),
+    "parent": ("mae", "pai", "sogra", "sogro", "coroa"),
+}
+_ROLE_OF = {w: r for r, ws in ROLES.items() for w in ws}
+NAME_BONUS = 0.15      # a name the customer typed, found in the fact
+ROLE_BONUS = 0.08      # the fact holds the role the customer referred to
+LINK_BONUS = 0.08      # the fact names a person of that role
+WORD_BONUS = 0.04      # per rare content word shared (stemmed)
+
+
+def _names(text: str) -> set[str]:
+    """Capitalised words that are not the first of the text (people, pets, places)."""
+    import re
+
+    from streams.respond.text import fold
+
+    words = re.findall(r"[A-Za-zÀ-ÿ]+", text)
+    return {fold(w) for k, w in enumerate(words) if k > 0 and w[0].isupper() and len(w) > 2}
+
+
+def word_evidence(query_text: str, contents: Sequence[str]) -> list[float]:
+    """Per fact, the bonus the customer's words give it (see ``ROLES``)."""
+    from streams.respond.compose import stem
+    from streams.respond.text import STOPWORDS, normalize_chat, fold
+
+    q_words = set(normalize_chat(query_text).split())
+    q_stems = {stem(w) for w in q_words if w not in STOPWORDS and len(w) > 2}
+    q_roles = {_ROLE_OF[w] for w in q_words if w in _ROLE_OF}
+    fact_words = [set(fold(c).split()) for c in contents]
+    # a name is a capitalised word that is not the first of its fact; once known,
+    # it is found in any position ("Casado com a Renata" / "Renata não come glúten")
+    all_names = set().union(*(_names(c) for c in contents)) if contents else set()
+    fact_names = [ws & all_names for ws in fact_words]
+    df: dict[str, int] = {}
+    for ws in fact_words:
+        for st in {stem(w) for w in ws if w not in STOPWORDS and len(w) > 2}:
+            df[st] = df.get(st, 0) + 1
+    # people of the roles the customer mentioned, and the people they named
+    linked = set()
+    for ws, names in zip(fact_words, fact_names):
+        if any(_ROLE_OF.get(w) in q_roles for w in ws):
+            linked |= names
+    linked |= {w for w in q_words if any(w in n for n in fact_names)}
+    out = []
+    n = max(1, len(contents))
+    for ws, names in zip(fact_words, fact_names):
+        bonus = 0.0
+        if names & q_words:
+            bonus += NAME_BONUS
+        if any(_ROLE_OF.get(w) in q_roles for w in ws):
+            bonus += ROLE_BONUS
+        if names & linked:
+            bonus += LINK_BONUS
+        shared = {stem(w) for w in ws if w not in STOPWORDS and len(w) > 2} & q_stems
+        bonus += WORD_BONUS * sum(1 for st in shared if df.get(st, 0) <= max(1, n // 3))
+        out.append(bonus)
+    return out

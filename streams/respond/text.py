@@ -34,3 +34,26 @@ def content_tokens(text: str) -> list[str]:
 def stem(token: str, size: int = 5) -> str:
     """A crude prefix stem: good enough to match ``parcelar``/``parcelamento``."""
     return token[:size]
+
+
+# WhatsApp spellings → the standard folded word (whole tokens only, after ``fold``).
+CHAT_SPELLINGS = {
+    "qnto": "quanto", "qnt": "quanto", "qto": "quanto", "qnta": "quanta", "qntos": "quantos",
+    "qntas": "quantas", "vc": "voce", "vcs": "voces", "q": "que", "oq": "o que",
+    "pq": "porque", "tb": "tambem", "tbm": "tambem", "tmb": "tambem", "mto": "muito", "mt": "muito",
+    "mta": "muita", "mtos": "muitos", "mtas": "muitas", "blz": "beleza", "hj": "hoje",
+    "msm": "mesmo", "td": "tudo", "tds": "todos", "obg": "obrigado", "obgd": "obrigado",
+    "obgda": "obrigada", "vlw": "valeu", "cmg": "comigo", "ctz": "certeza", "pfv": "por favor",
+    "pf": "por favor", "pfvr": "por favor", "n": "nao", "nn": "nao", "kd": "cade", "dps": "depois",
+    "qdo": "quando", "qnd": "quando", "sla": "sei la", "agr": "agora", "niver": "aniversario",
+    "fds": "fim de semana", "vdd": "verdade", "ngm": "ninguem", "hr": "hora", "hrs": "horas",
+    "tah": "ta", "eh": "e", "neh": "ne", "vo": "vou", "d": "de", "tô": "to", "ok": "ok", "okk": "ok", "flw": "falou", "bjs": "beijos", "add": "adicionar",
+}
+_REPEATS = re.compile(r"([a-z])\1{2,}")
+
+
+def normalize_chat(text: str) -> str:
+    """``fold`` plus WhatsApp spelling made standard: "qnto vcs cobram?" →
+    "quanto voces cobram", "oiii" → "oi", "blz" → "beleza". For matching only."""
+    folded = _REPEATS.sub(r"\1", fold(text))
+    return " ".join(CHAT_SPELLINGS.get(t, t) for t in folded.split())

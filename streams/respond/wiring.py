@@ -49,6 +49,7 @@ def build_responder(settings, container) -> Responder:
     from streams.respond.adapters import (ChunkKnowledgeSearch, CollectionEmbedder, PostgresConversationStore,
                                           PostgresMemoryRecall)
     from streams.respond.generate import build_generator
+    from streams.respond.intent import IntentExamples
 
     memory_embedder = container.memory_embedder
     store = container.vector_store  # the worker owns the local store: never its HTTP proxy
@@ -61,6 +62,7 @@ def build_responder(settings, container) -> Responder:
         knowledge=ChunkKnowledgeSearch(container.pool, store, settings.vector_domain, container.embedder_for,
                                        query_model=lambda: knowledge_embedder.name),
         memory_embedder=memory_embedder, knowledge_embedder=knowledge_embedder,
+        intent_examples=IntentExamples(memory_embedder),
         generator=build_generator(settings.reply_provider, settings,
                                   embedder=knowledge_embedder if settings.reply_provider == "offline" else None))
 

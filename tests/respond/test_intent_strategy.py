@@ -18,7 +18,7 @@ QUESTIONS = FIXTURES_DIR / "questions.jsonl"
     ("Posso cancelar a reserva?", "policy"),
     ("Vcs aceitam pet? posso levar meu cachorro", "policy"),
     ("Que horas abre a unidade Centro?", "info_request"),
-    ("Dá pra parcelar no cartão?", "info_request"),
+    ("Dá pra parcelar no cartão?", "policy"),  # payment terms are policy (examples/README labels)
     ("Olá, boa tarde!", "greeting"),
     ("ola boa noite", "greeting"),
     ("Oi", "greeting"),

@@ -44,3 +44,27 @@ def test_rank_command_prints_one_json_line_per_case(tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     lines = [json.loads(l) for l in res.output.splitlines()]
     assert [l["case_id"] for l in lines] == ["a", "b"] and lines[0]["top"][0] == 1 and lines[1]["top"] == [0]
+
+
+def test_word_evidence_names_roles_and_linked_people():
+    from streams.respond.recall import word_evidence
+
+    facts = ["Casado com a Renata", "Renata não come glúten", "Tem um husky chamado Loki",
+             "Paga no cartão", "O sócio Paulo prefere vinho"]
+    ev = word_evidence("a patroa vem comigo hj, tem opção pra ela?", facts)
+    assert ev[0] > 0 and ev[1] > 0  # the spouse fact, and the fact naming the spouse
+    assert ev[2] == ev[3] == ev[4] == 0
+    ev = word_evidence("vou levar o Paulo", facts)
+    assert ev[4] > 0 and max(ev[:4]) == 0
+    ev = word_evidence("o lobão precisa de banho", facts)  # a pet word → the pet fact
+    assert ev[2] > 0
+
+
+def test_recall_ranking_on_dev_cases():
+    from streams.embedding import build_embedder
+    from streams.learn.fixtures import FIXTURES_DIR
+    from streams.respond.evaluate_recall import recall_metrics
+
+    m = recall_metrics(FIXTURES_DIR, build_embedder("use", "use-multilingual-v3"))
+    print(f"dev recall: {m}")
+    assert m["recall@5"] >= 0.95 and m["recall@3"] >= 0.85

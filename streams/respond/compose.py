@@ -1,0 +1,410 @@
+"""What the offline composer may quote, and how it picks what answers the question.
+
+Knowledge chunks are Markdown cut into pieces. ``answer_units`` turns one chunk
+into *units*: whole sentences of prose, whole list items ("Suíte Coral: ... 2h:
+R$ 139,00 · 4h: R$ 189,00 ..."), and table rows read with their header
+("Pequeno (até 10 kg) — Banho: R$ 60,00; Banho + tosa: R$ 98,00."). Headings are
+never quoted: they are kept as each unit's *context* (for matching: the address
+line under "## Vila Nova" is about Vila Nova). Markdown markers (``**``, ``#``,
+bullets, table pipes) are removed, and pieces cut by the chunker (starting in
+lower case or with punctuation, or a chunk's truncated last sentence) are dropped.
+
+``pick_units`` scores every unit against the question:
+
+* words: idf-weighted overlap of the question's words (chat spelling normalised)
+  with the unit, and at half weight with its heading;
+* meaning: cosine similarity of the unit's embedding with the message vector,
+  when an embedder is given;
+* the attribute asked: a price question wants an amount ("R$"), "que horas"
+  wants hours ("18h"), "qual dia" a weekday, "onde fica" an address;
+* the entity asked: a rare word of the question (a name that occurs in the
+  knowledge: "Jade", "Vila Nova", "2h") found in the unit weighs more than
+  common words, so the line of that item wins over its neighbours.
+
+A unit is eligible only if it shares a *focus word* of the question (a word that
+is not a generic question word such as "quanto", "tem", "vocês", "fazem") or its
+similarity is high; and when the question names something the retrieved
+knowledge never mentions at all ("catarata", "adestramento"), nothing answers it
+and the composer hands over. A yes/no question whose best unit is a negative
+statement ("Não aceitamos cheque.") is answered "Não, ...".
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Sequence
+
+from streams.respond.text import STOPWORDS, fold, normalize_chat
+
+
+def stem(token: str, size: int = 5) -> str:
+    """A crude stem: singular, then a prefix ("gatos" and "gato" agree)."""
+    if len(token) > 3 and token.endswith("s"):
+        token = token[:-1]
+    return token[:size]
+
+# ------------------------------------------------------------------ units
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-ZÀ-Ý0-9\"“(¿¡])")
+_LIST_SPLIT = re.compile(r"(?:^|\s)[-•*]\s+(?=\S)")
+_TABLE_RULE = re.compile(r"\|\s*:?-{3,}")
+_MARKUP = re.compile(r"\*\*|__|`")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+")
+_ITEM_END = re.compile(r"(?<=\d)\s+(?=[A-ZÀ-Ý](?:[a-zà-ý]|\s))")
+_CUT_ITEM = re.compile(r"\b(com|de|do|da|dos|das|e|ou|a|o|as|os|para|pra|por|em|no|na|r|um|uma|ate|sem|mais)$")
+
+
+@dataclass(frozen=True)
+class Unit:
+    text: str          # quotable: clean and complete
+    context: str = ""  # the nearest heading above it (matching only, never quoted)
+    order: int = 0     # position: chunk rank, then place in the chunk
+    item: bool = False  # a list item or table row (no sentence end needed)
+
+
+def _clean(text: str) -> str:
+    text = _MARKUP.sub("", text)
+    text = _HEADING.sub("", text)
+    return " ".join(text.split()).strip(" -•·")
+
+
+def _table_units(block: str, context: str) -> list[tuple[str, bool]]:
+    cells = [c.strip() for c in block.split("|")]
+    rows: list[list[str]] = [[]]
+    for k, c in enumerate(cells[1:-1], start=1):
+        if c == "" and rows[-1]:       # "| |": the end of one row and the start of the next
+            rows.append([])
+        elif c:
+            rows[-1].append(c)
+    rows = [r for r in rows if r and not all(re.fullmatch(r":?-{3,}:?", c) for c in r)]
+    if len(rows) < 2:
+        return []
+    header, out = rows[0], []
+    for r in rows[1:]:
+        if len(r) != len(header):
+            continue
+        pairs = "; ".join(f"{_clean(h)}: {_clean(v)}" for h, v in zip(header[1:], r[1:]))
+        out.append((f"{_clean(r[0])} — {pairs}.", True))
+    return out
+
+
+def _is_fragment(text: str) -> bool:
+    return (not text or text[0].islower() or text[0] in ",.;:)]}»”" or len(text) < 3
+            or bool(re.match(r"\d+,\d\d\b", text)))
+
+
+def _read(chunk_text: str, rank: int = 0, heading: str = "") -> tuple[list[Unit], str, tuple[str, bool] | None]:
+    """(units, the chunk's leading fragment, its cut last piece and whether it is a list item)."""
+    units: list[Unit] = []
+    head_fragment, tail_cut = "", None
+    blocks = [b for b in chunk_text.replace("\r\n", "\n").split("\n\n") if b.strip()]
+    for bi, block in enumerate(blocks):
+        block = block.replace("**", "").replace("__", "").strip()
+        if _HEADING.match(block):
+            first, _, rest = block.partition("\n")
+            heading = _clean(first)
+            block = rest.strip()
+            if not block:
+                continue
+        pieces: list[tuple[str, bool]] = []
+        if _TABLE_RULE.search(block) and block.count("|") >= 6:
+            before, _, _ = block.partition("|")
+            pieces += [(s, False) for s in _SENTENCE_SPLIT.split(before.strip()) if s.strip()]
+            pieces += _table_units(block[len(before):], heading)
+        else:
+            if "|" in block:  # the tail of a table cut by the chunker: keep what follows it
+                block = block.rsplit("|", 1)[1]
+            parts = _LIST_SPLIT.split(" " + block.replace("\n", " "))
+            intro, items = parts[0], parts[1:]
+            pieces += [(p, False) for s in _SENTENCE_SPLIT.split(intro.strip())
+                       for p in _ITEM_END.split(s) if p.strip()]
+            for it in items:
+                # an item glued to the paragraph after it ("...: R$ 45,00 Não fazemos ...")
+                head, *tail = _ITEM_END.split(it.strip(), maxsplit=1)
+                if head.strip():
+                    pieces.append((head, True))
+                for rest in tail:
+                    pieces += [(s, False) for s in _SENTENCE_SPLIT.split(rest.strip()) if s.strip()]
+        label = ""
+        for pi, (raw, item) in enumerate(pieces):
+            text = _clean(raw)
+            first_piece = bi == 0 and pi == 0
+            last_piece = bi == len(blocks) - 1 and pi == len(pieces) - 1
+            orphan = not item and bool(re.match(r"\d+\s*\w{0,3}\s*:", text))  # "2h: R$ 219,00 ...": whose?
+            if orphan or (_is_fragment(text) and not (item and text and text[0].isalnum())):
+                if first_piece and text:
+                    head_fragment = text
+                continue
+            cut = ((item and _CUT_ITEM.search(fold(text))) or (not item and not re.search(r"[.!?):]$", text))
+                   or (item and last_piece and not re.search(r"[.!?;)%\d]$", text)))
+            if cut:
+                if last_piece:
+                    tail_cut = (text, item)
+                continue  # the chunker cut it: never quote half of it
+            if text.endswith(":"):
+                label = text[:-1].strip()  # the label of the list that follows
+                continue
+            if not re.search(r"[.!?]$", text):
+                text = text.rstrip(";,") + "."
+            ctx = label if (item and label) else heading
+            units.append(Unit(text, ctx, rank * 1000 + len(units), item))
+    return units, head_fragment, tail_cut
+
+
+def answer_units(chunk_text: str, rank: int = 0, heading: str = "") -> list[Unit]:
+    """The quotable units of one chunk, in reading order."""
+    return _read(chunk_text, rank, heading)[0]
+
+
+def units_of_chunks(texts: Sequence[str], documents: Sequence[object] | None = None) -> list[Unit]:
+    """Units of the retrieved chunks (best chunk first), without repeats: chunks
+    overlap, and a unit inside a longer one is the same text cut shorter.
+
+    When ``documents`` (one key per chunk) shows two chunks of one document, one
+    ending in a piece the chunker cut ("Não aceitamos fêmeas no") and the other
+    starting with the rest ("cio."), the two halves are joined back into the
+    sentence they were."""
+    out: list[Unit | None] = []
+    seen: dict[str, int] = {}
+    heads: dict[object, list[tuple[int, str]]] = {}
+    tails: dict[object, list[tuple[int, str, bool]]] = {}
+
+    def add(u: Unit) -> None:
+        key = fold(u.text)
+        if key in seen or any(key in k for k in seen):
+            return
+        for k in [k for k in seen if k in key]:  # a longer version replaces the shorter
+            out[seen.pop(k)] = None
+        seen[key] = len(out)
+        out.append(u)
+
+    for rank, t in enumerate(texts):
+        units, head, tail = _read(t, rank)
+        for u in units:
+            add(u)
+        if documents is not None:
+            if head:
+                heads.setdefault(documents[rank], []).append((rank, head))
+            if tail:
+                tails.setdefault(documents[rank], []).append((rank, *tail))
+    for doc, ts in tails.items():
+        hs = [h for h in heads.get(doc, []) if h[0] != ts[0][0]]
+        if len(ts) == 1 and len(hs) == 1:
+            rank, text, item = ts[0]
+            joined = _clean(f"{text} {hs[0][1]}")
+            if re.search(r"[.!?]$", joined):
+                add(Unit(joined, "", rank * 1000 + 999, item))
+    return [u for u in out if u is not None]
+
+
+# -------------------------------------------------------------- questions
+# Words that ask rather than name what is asked about.
+GENERIC = frozenset("""
+quanto quanta quantos quantas custa custam custar fica ficaria sai valor valores preco precos
+cobra cobram cobrado paga pago pagar taxa qual quais que como onde quando quem porque tem temos
+tenho voces voce fazem faz fazer aceita aceitam atende atendem vende vendem pode posso podem
+consigo consegue da dar precisa preciso levar trazer existe algum alguma alguem coisa coisas
+hora horas horario abre abrem fecha fecham funciona funcionam dia dias semana unidade unidades
+ate ai la sobre gostaria saber informar informacao ola oi gente favor ainda tipo sei nossa hein
+entao mesmo assim tambem agora depois antes hoje amanha seu sua meu minha ele ela eles elas
+""".split())
+
+_PRICE_Q = re.compile(r"\b(quanto|quanta|valor|valores|preco|precos|custa|custam|cobra|cobram|taxa|sai por|orcamento)\b")
+_HOURS_Q = re.compile(r"\b(que horas|horario|horarios|abre|abrem|fecha|fecham|funciona|funcionam|ate quando)\b")
+_DAY_Q = re.compile(r"\b(qual dia|que dia|quais dias|dia da semana|dias da semana|quando)\b")
+_ADDRESS_Q = re.compile(r"\b(onde fica|onde ficam|endereco|localizacao|como chego|onde e)\b")
+_WH = re.compile(r"\b(quanto|quanta|quantos|quantas|qual|quais|que horas|onde|quando|como|quem|porque|por que|o que)\b")
+
+_HOURS_A = re.compile(r"\b\d{1,2}h(\d{2})?\b|\b\d{1,2}:\d{2}\b")
+_DAY_A = re.compile(r"\b(segunda|terca|quarta|quinta|sexta|sabado|domingo)s?(-feiras?)?\b")
+_ADDRESS_A = re.compile(r"\b(rua|r|av|avenida|rodovia|estrada|travessa|alameda|praca|km)\b.{0,40}\d")
+_NEGATIVE = re.compile(r"\b(nao|nem|nunca|proibid[oa]s?|somente|apenas|so)\b")
+_NEGATIVE_START = re.compile(r"^(nao|nem|nunca|proibid|e proibido)\b")
+
+
+def question_words(message: str) -> tuple[set[str], set[str]]:
+    """(all content stems, focus stems) of a customer's message."""
+    tokens = [t for t in normalize_chat(message).split() if t not in STOPWORDS and len(t) > 1]
+    all_stems = {stem(t) for t in tokens}
+    focus = {stem(t) for t in tokens if t not in GENERIC and not t.isdigit()}
+    return all_stems, focus
+
+
+_DEAL = re.compile(r"\b(desconto|promoc\w*|metade do preco|gratis|de graca|em dobro|fidelidade|cupom|"
+                   r"sem custo|sem taxa|sem juros|pacote|combo|rodizio|mais em conta)\b")
+
+
+def offers_deal(text: str) -> bool:
+    """A promotion, discount or cheaper option (what answers "tá caro")."""
+    return bool(_DEAL.search(fold(text)))
+
+
+def asks_price(message: str) -> bool:
+    return bool(_PRICE_Q.search(normalize_chat(message)))
+
+
+def carries_asked_attribute(message: str, text: str) -> bool | None:
+    """Does ``text`` carry what the question asks for (an address for "onde
+    fica", hours for "que horas", a weekday for "qual dia")? None: the question
+    asks for none of these."""
+    norm, folded = normalize_chat(message), fold(text)
+    checks = [(_ADDRESS_Q, _ADDRESS_A), (_HOURS_Q, _HOURS_A), (_DAY_Q, _DAY_A)]
+    asked = [a for q, a in checks if q.search(norm)]
+    if not asked:
+        return None
+    return any(a.search(folded) for a in asked)
+
+
+def says_no(text: str, focus: set[str]) -> bool:
+    """Does ``text`` deny something the question asks about ("Não temos sauna",
+    "não aceitamos cheque", "é proibido fumar", "não são permitidos")?"""
+    words = fold(text).split()
+    for k, w in enumerate(words):
+        if (w in ("nao", "nem", "nunca") or w.startswith("proibid")) and not (k and words[k - 1] == "se"):
+            window = words[max(0, k - 4):k + 6]
+            if not focus or any(stem(x) in focus for x in window):
+                return True
+    return False
+
+
+def is_yes_no(message: str) -> bool:
+    return not _WH.search(normalize_chat(message))
+
+
+def _stems(text: str) -> set[str]:
+    return {stem(t) for t in fold(text).split() if t not in STOPWORDS and len(t) > 1}
+
+
+def chunk_words(text: str) -> set[str]:
+    """The stems a knowledge text offers to ``question_words`` (same stemming)."""
+    return _stems(text)
+
+
+_MEASURE = r"(km|kg|cm|h|horas?|pessoas|dias|anos|meses|fatias)"
+_NUM = r"(\d+(?:[.,]\d+)?)"
+_Q_AMOUNT = re.compile(_NUM + r"\s*" + _MEASURE + r"\b")
+_RANGES = [
+    (re.compile(r"\bate " + _NUM + r"\s*" + _MEASURE), lambda a: (0.0, a)),
+    (re.compile(r"\b(?:acima de|mais de|a partir de) " + _NUM + r"\s*" + _MEASURE), lambda a: (a, math.inf)),
+]
+_BETWEEN = re.compile(r"\b(?:de )?" + _NUM + r"\s*" + _MEASURE + r"? a " + _NUM + r"\s*" + _MEASURE)
+
+
+def _num(x: str) -> float:
+    return float(x.replace(".", "").replace(",", ".")) if "," in x else float(x)
+
+
+def _unit_of(m: str) -> str:
+    return {"hora": "h", "horas": "h"}.get(m, m)
+
+
+def range_match(question_norm: str, unit_folded: str) -> bool:
+    """Does a quantity of the question ("5 km", "7kg", "32 kg") fall in a range
+    the unit states ("de 3 km a 6 km", "até 10 kg", "acima de 25 kg")?"""
+    asked = [(_num(a), _unit_of(m)) for a, m in _Q_AMOUNT.findall(question_norm)]
+    if not asked:
+        return False
+    spans: list[tuple[float, float, str]] = []
+    for rx, make in _RANGES:
+        for a, m in rx.findall(unit_folded):
+            lo, hi = make(_num(a))
+            spans.append((lo, hi, _unit_of(m)))
+    for a, m1, b, m2 in _BETWEEN.findall(unit_folded):
+        spans.append((_num(a), _num(b), _unit_of(m2)))
+    return any(lo <= v <= hi and mu == su for v, mu in asked for lo, hi, su in spans)
+
+
+def attribute_bonus(question_norm: str, text: str, wants_price: bool = False) -> float:
+    """How well ``text`` carries the kind of answer the question asks for: an
+    amount for a price, hours for "que horas", a weekday for "qual dia", an
+    address for "onde fica", a range holding the quantity asked ("5 km")."""
+    folded = fold(text)
+    bonus = 0.0
+    if (wants_price or _PRICE_Q.search(question_norm)) and "R$" in text:
+        bonus += 2.0
+    if _HOURS_Q.search(question_norm) and _HOURS_A.search(folded):
+        bonus += 1.5
+    if _DAY_Q.search(question_norm) and _DAY_A.search(folded):
+        bonus += 1.5
+    if _ADDRESS_Q.search(question_norm) and _ADDRESS_A.search(folded):
+        bonus += 2.0
+    if range_match(question_norm, folded):
+        bonus += 3.0
+    return bonus
+
+
+@dataclass(frozen=True)
+class Scored:
+    unit: Unit
+    score: float
+    lexical: float
+    similarity: float | None
+    focus_hits: int
+
+
+def score_units(message: str, units: Sequence[Unit], *, wants_price: bool = False,
+                sims: Sequence[float] | None = None, hint: str = "",
+                lexical_weight: float = 0.1) -> list[Scored]:
+    """Every unit with its score for ``message`` (unsorted)."""
+    if not units:
+        return []
+    q_all, focus = question_words(message)
+    norm = normalize_chat(message)
+    texts = [_stems(u.text) for u in units]
+    ctxs = [_stems(u.context) - t for u, t in zip(units, texts)]
+    n = len(units)
+    df = Counter(s for t, c in zip(texts, ctxs) for s in (t | c))
+
+    def idf(s: str) -> float:
+        return 1.0 + math.log(n / df[s]) if df[s] else 0.0
+
+    hint_terms = _stems(hint) - q_all
+    out = []
+    for k, u in enumerate(units):
+        lex = sum(idf(s) for s in q_all & texts[k]) + 0.5 * sum(idf(s) for s in q_all & ctxs[k])
+        # the rare words of the question (names, periods: "coral", "2h") count double,
+        # and a name in the item's own label ("Suíte Brisa: ...") once more
+        lex += sum(idf(s) for s in focus & texts[k] if df[s] <= max(1, n // 4))
+        if u.item and ":" in u.text[:60]:
+            lex += sum(idf(s) for s in focus & _stems(u.text.split(":", 1)[0]))
+        bonus = attribute_bonus(norm, u.text, wants_price)
+        if hint_terms:
+            bonus += 0.75 * sum(idf(s) for s in hint_terms & texts[k])
+        hits = len(focus & (texts[k] | ctxs[k]))
+        sim = None if sims is None else float(sims[k])
+        score = (sim if sim is not None else 0.0) + lexical_weight * (lex + bonus) if sims is not None \
+            else lex + bonus
+        out.append(Scored(u, score, lex, sim, hits))
+    return out
+
+
+def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
+    """Focus words of the question that no retrieved unit mentions, not even by prefix."""
+    _, focus = question_words(message)
+    words: set[str] = set()
+    for u in units:
+        words |= set(fold(f"{u.text} {u.context}").split())
+    return {f for f in focus if not any(f in w for w in words)}
+
+
+def answer_text(message: str, picked: Sequence[Unit]) -> str:
+    """The picked units in reading order, with a clear "Não" when a yes/no
+    question's best unit says no, and a heading label when the unit needs it
+    to name what it is about ("Vila Nova: Av. dos Ipês, 1.250.")."""
+    if not picked:
+        return ""
+    q_all, focus = question_words(message)
+    parts = []
+    for u in sorted(picked, key=lambda x: x.order):
+        text = u.text
+        ctx_only = (focus & _stems(u.context)) - _stems(u.text)
+        if u.context and ctx_only and len(u.context.split()) <= 4:
+            text = f"{u.context}: {text}"
+        parts.append(text)
+    if is_yes_no(message) and says_no(picked[0].text, focus):
+        lead = parts[[u for u in sorted(picked, key=lambda x: x.order)].index(picked[0])]
+        parts.remove(lead)
+        parts.insert(0, "Não, " + lead[0].lower() + lead[1:] if fold(lead).startswith("nao") else "Não. " + lead)
+    return " ".join(parts)

@@ -1,0 +1,148 @@
+"""The offline composer picks what answers the question (entity + attribute),
+says "Não" when the knowledge says no, never quotes Markdown or cut pieces,
+and hands over what the knowledge does not cover. Knowledge written here."""
+
+import re
+from uuid import uuid4
+
+import pytest
+
+from streams.ingest.chunking import chunk_text
+from streams.respond.compose import answer_units, range_match, units_of_chunks
+from streams.respond.generate import (FALLBACK_NO_KNOWLEDGE, GENERAL_REPLY, OBJECTION_REPLY,
+                                      OfflineComposer, unsupported_prices)
+from streams.respond.model import KnowledgeChunk, ReplyRequest
+
+SUITES = """# Suítes e valores
+
+Valem para todas as unidades.
+
+- **Suíte Jade**: hidromassagem e sauna seca. 2h: R$ 110,00 · 4h: R$ 150,00 · Pernoite: R$ 260,00.
+- **Suíte Safira**: piscina aquecida e teto solar. 2h: R$ 180,00 · 4h: R$ 240,00 · Pernoite: R$ 390,00.
+- **Suíte Topázio**: cama redonda. 4h: R$ 95,00 · Pernoite: R$ 170,00. A Topázio não é alugada por 2h."""
+
+RULES = """# Regras
+
+## Pagamento
+Aceitamos Pix e cartão. Não aceitamos cheque.
+
+## Unidade Lagoa
+Rua das Garças, 77.
+Não temos estacionamento próprio nesta unidade.
+
+**Cancelamento**:
+- até 48 horas antes, devolvemos o sinal;
+- com menos de 48 horas, o sinal vira crédito por 90 dias."""
+
+DELIVERY = """# Entrega
+
+| Distância | Taxa | Prazo |
+|---|---|---|
+| até 2 km | R$ 5,00 | 30 min |
+| de 2 km a 7 km | R$ 12,00 | 50 min |
+
+Acima de 7 km não entregamos."""
+
+
+def chunk(text, doc=None):
+    return KnowledgeChunk(uuid4(), doc or uuid4(), 0.3, text)
+
+
+def ask(message, intent, *texts, retrieval="required"):
+    chunks = [chunk(t) for t in texts]
+    req = ReplyRequest(messages=[], message=message, intent=intent, retrieval=retrieval, chunks=tuple(chunks))
+    text = OfflineComposer().generate(req).text
+    assert not unsupported_prices(text, chunks)
+    return text
+
+
+def test_entity_and_attribute_pick_that_items_line():
+    text = ask("qnto sai a safira por 2h?", "price_question", SUITES)
+    assert "R$ 180,00" in text and "Jade" not in text and "R$ 110,00" not in text
+    text = ask("quanto fica o pernoite na jade", "price_question", SUITES)
+    assert "Suíte Jade" in text and "R$ 260,00" in text and "Safira" not in text
+
+
+def test_negative_yes_no_answer_starts_with_nao():
+    assert ask("vcs aceitam cheque?", "policy", RULES).startswith("Não, não aceitamos cheque.")
+    text = ask("tem estacionamento na unidade lagoa?", "info_request", RULES)
+    assert text.startswith("Não") and "estacionamento próprio" in text
+
+
+def test_a_heading_names_the_unit_it_is_about():
+    text = ask("onde fica a unidade lagoa?", "info_request", RULES)
+    assert "Rua das Garças, 77." in text and text.startswith("Unidade Lagoa: ")
+
+
+def test_list_label_is_context_and_quantities_meet_ranges():
+    text = ask("se eu cancelar faltando 1 dia perco o sinal?", "policy", RULES)
+    assert "crédito por 90 dias" in text or "devolvemos o sinal" in text
+    text = ask("qual a taxa pra 5 km?", "price_question", DELIVERY)
+    assert "R$ 12,00" in text and "R$ 5,00" not in text
+    assert "Taxa: R$ 12,00" in text  # a table row is read with its header
+    assert range_match("entrega pra 5 km", "de 2 km a 7 km") and not range_match("9 km", "ate 7 km")
+    assert range_match("um labrador de 32 kg", "caes acima de 25 kg")
+
+
+def test_never_headings_markup_or_cut_pieces():
+    for message, intent in [("quanto custa a suíte?", "price_question"), ("quais as regras?", "policy"),
+                            ("como funciona a entrega?", "info_request")]:
+        for size in (120, 200, 300):
+            pieces = [c.content for c in chunk_text(SUITES + "\n\n" + RULES + "\n\n" + DELIVERY, size, 50)]
+            text = ask(message, intent, *pieces)
+            assert "#" not in text and "**" not in text and "|" not in text and " - " not in text, text
+            for sentence in re.split(r"(?<=[.!?])\s+", text):
+                assert not sentence[:1].islower(), (size, text)
+    for size in (120, 200):
+        for piece in chunk_text(SUITES + "\n\n" + RULES, size, 50):
+            for u in answer_units(piece.content):
+                assert not u.text.startswith(("#", "-", "*", "|")) and u.text[0].isupper() or u.item
+                assert u.text.endswith((".", "!", "?")), u.text
+
+
+def test_halves_of_a_cut_sentence_are_joined_back():
+    doc = uuid4()
+    a = "- Diária: R$ 80,00 - Não aceitamos fêmeas no"
+    b = "cio. O hotelzinho recebe só cães."
+    units = units_of_chunks([a, b], [doc, doc])
+    assert "Não aceitamos fêmeas no cio." in [u.text for u in units]
+    assert "cio." not in " ".join(u.text for u in units if u.text != "Não aceitamos fêmeas no cio.")
+    # from two different documents nothing is joined
+    assert "Não aceitamos fêmeas no cio." not in [u.text for u in units_of_chunks([a, b], [doc, uuid4()])]
+
+
+def test_what_the_knowledge_does_not_cover_is_handed_over():
+    assert ask("vcs fazem massagem relaxante e drenagem linfática?", "info_request", SUITES, RULES) \
+        == FALLBACK_NO_KNOWLEDGE
+    # a price asked, and no retrieved line states one
+    assert ask("quanto custa o estacionamento?", "price_question", RULES) == FALLBACK_NO_KNOWLEDGE
+    assert ask("quanto custa?", "price_question") == FALLBACK_NO_KNOWLEDGE
+
+
+def test_small_talk_and_objections_get_polite_replies_not_the_hand_over():
+    assert ask("kkkk vcs são demais", "general", SUITES, retrieval="optional") == GENERAL_REPLY
+    assert ask("achei salgado", "objection", SUITES, retrieval="optional") == OBJECTION_REPLY
+    deal = "Terça em Dobro: na compra de uma suíte de 4h, a segunda visita do mês sai pela metade do preço."
+    text = ask("tá caro demais", "objection", SUITES, deal, retrieval="optional")
+    assert text.startswith("Entendo! ") and "metade do preço" in text
+
+
+@pytest.mark.parametrize("intent,expect", [("greeting", "Olá"), ("confirmation", "Perfeito")])
+def test_greeting_and_confirmation_need_no_knowledge(intent, expect):
+    assert ask("oi blz", intent, retrieval="none").startswith(expect)
+
+
+def test_answer_accuracy_on_dev_questions():
+    from streams.embedding import build_embedder
+    from streams.learn.fixtures import FIXTURES_DIR
+    from streams.respond.evaluate_answers import CachedEmbedder, answer_accuracy
+
+    r = answer_accuracy(FIXTURES_DIR, CachedEmbedder(build_embedder("use", "use-multilingual-v3")))
+    print(f"dev answers: {r}")
+    assert r["accuracy"] >= 0.9
+
+
+def test_chatty_question_with_many_other_words_is_still_answered():
+    text = ask("Boa noite! Sábado de madrugada passo aí de novo com a patroa, quanto fica o pernoite na Safira?",
+               "price_question", SUITES)
+    assert "R$ 390,00" in text and "Suíte Safira" in text

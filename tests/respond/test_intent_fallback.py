@@ -1,0 +1,97 @@
+"""Intent with chat spelling: the dictionary on normalised text, then the
+example-phrase fallback on the message's own vector (real USE embedder)."""
+
+import asyncio
+
+import pytest
+
+from streams.respond.evaluate_intent import cross_validate, intent_accuracy, load_questions
+from streams.respond.generate import OfflineComposer
+from streams.respond.handler import Responder, respond
+from streams.respond.intent import (EXAMPLE_THRESHOLD, IntentExamples, IntentResult, detect_intent,
+                                    load_examples, refine_intent)
+from streams.respond.model import InboxConfig
+from streams.respond.text import normalize_chat
+from streams.learn.fixtures import FIXTURES_DIR
+from tests.respond.fakes import BagOfWordsEmbedder, FakeKnowledge, FakeMemory, FakeStore, FixedClock, inbound
+
+
+@pytest.fixture(scope="module")
+def use():
+    from streams.embedding import build_embedder
+
+    return build_embedder("use", "use-multilingual-v3")
+
+
+def test_normalize_chat_spelling():
+    assert normalize_chat("Qnt vcs cobram?? Blz") == "quanto voces cobram beleza"
+    assert normalize_chat("q horas abre hj") == "que horas abre hoje"
+    assert normalize_chat("oiiii tb quero, mto bom") == "oi tambem quero muito bom"
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("qnt vcs cobram pra 2 pessoas?", "price_question"),
+    ("a diaria sai qnto?", "price_question"),
+    ("q horas vcs fecham hj?", "info_request"),
+    ("vcs aceitam cheque pre datado?", "policy"),
+    ("blz, pode marcar", "confirmation"),
+    ("oiii bom diaaa", "greeting"),
+])
+def test_dictionary_reads_chat_spelling(text, expected):
+    assert detect_intent(text).intent == expected
+
+
+def test_inbox_keywords_are_normalised_too():
+    assert detect_intent("qnto é o combo?", {"price_question": ["combo"]}).intent == "price_question"
+    assert detect_intent("vcs tem rodízio?", {"info_request": ["vcs tem rodizio"]}).intent == "info_request"
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("dá p levar o dog?", "policy"),  # no keyword; nearest example: "posso levar meu cachorro"
+    ("oiee", "greeting"),
+])
+def test_examples_decide_what_the_dictionary_leaves_general(use, text, expected):
+    assert detect_intent(text).intent == "general"
+    ex = IntentExamples(use)
+    got = refine_intent(detect_intent(text), use.embed_queries([text])[0], ex)
+    assert got.intent == expected and got.matched == ("~example",) and got.score >= EXAMPLE_THRESHOLD
+
+
+def test_below_threshold_stays_general_and_dictionary_stays_authoritative(use):
+    ex = IntentExamples(use)
+    vec = use.embed_queries(["eae, suave?"])[0]
+    assert ex.nearest(vec)[1] < EXAMPLE_THRESHOLD
+    assert refine_intent(detect_intent("eae, suave?"), vec, ex).intent == "general"
+    # a keyword verdict is never replaced, whatever the examples say
+    kw = IntentResult("price_question", 2.0, ("quanto",))
+    assert refine_intent(kw, use.embed_queries(["posso levar meu cachorro"])[0], ex) is kw
+
+
+def test_examples_file_has_every_intent_and_no_duplicates():
+    ex = load_examples()
+    assert set(ex) == {"price_question", "info_request", "policy", "objection", "greeting",
+                       "confirmation", "general"}
+    phrases = [p for v in ex.values() for p in v]
+    assert len(phrases) == len(set(phrases)) and all(len(v) >= 10 for v in ex.values())
+
+
+def test_threshold_cross_validation_and_dev_accuracy(use):
+    cv = cross_validate(load_questions(FIXTURES_DIR), use, folds=5)
+    assert len(cv["folds"]) == 5 and 0.2 <= cv["chosen_on_all"] <= 0.8
+    print(f"intent cv: {cv}")
+    assert cv["cv_accuracy"] >= 0.9
+    acc = intent_accuracy(FIXTURES_DIR, use)
+    assert acc["accuracy"] >= 0.9, acc
+
+
+def test_handler_embeds_the_message_once_for_fallback_recall_and_knowledge():
+    emb = BagOfWordsEmbedder()
+    ex = IntentExamples(emb, {"policy": ["levar cachorro"], "general": ["kkkk"]}, threshold=0.5)
+    deps = Responder(store=FakeStore(inbox=InboxConfig(1101, rag_distance_threshold=0.95)), memory=FakeMemory([]),
+                     knowledge=FakeKnowledge(emb, [(101, "regras", "Não é permitido levar cachorro.")]),
+                     memory_embedder=emb, knowledge_embedder=emb, generator=OfflineComposer(),
+                     clock=FixedClock(), intent_examples=ex)
+    out = asyncio.run(respond(inbound("rola levar o cachorro?"), deps))
+    assert out.reply.intent == "policy" and out.reply.strategy == "required"
+    assert emb.calls == 1  # the examples used the vector recall and knowledge use
+    assert "cachorro" in out.reply.text
