@@ -70,6 +70,20 @@ class Settings(BaseSettings):
     embedding_base_url: str | None = None
     embedding_api_key: str | None = None
 
+    # --- Embedding service (``memoria embedding-service``) ------------------
+    # When set, the worker, the responder and the CLI embed through the service
+    # instead of loading the models in-process.
+    embedding_service_url: str | None = None
+    embedding_service_host: str = "127.0.0.1"
+    embedding_service_port: int = 6081
+    embedding_service_workers: int = 1        # model workers (one model instance each) per model
+    embedding_service_max_batch: int = 64     # texts per model call
+    embedding_service_max_wait_ms: float = 2.0  # how long a batch waits for more requests
+    embedding_service_max_queue: int = 2048   # texts queued per model before 429 + Retry-After
+    embedding_service_models: str = ""       # extra models to serve, comma-separated
+    embedding_service_query_timeout: float = 2.0   # seconds, per request (responder)
+    embedding_service_passage_patience: float = 15.0  # seconds of retries before "unavailable"
+
     # --- LLM (OpenAI-compatible) ----------------------------------------
     openai_base_url: str | None = Field(
         None, validation_alias=AliasChoices("MEMORIA_OPENAI_BASE_URL", "OPENAI_BASE_URL")

@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 from aiokafka import AIOKafkaProducer
 
 from streams import metrics
+from streams.errors import DependencyUnavailable
 from streams.kafka.topics import dlq_topic
 
 log = logging.getLogger(__name__)
@@ -69,23 +70,39 @@ class DeadLetterWriter:
 
 
 async def process_batch(records: Sequence[Record], handler: Handler, dlq: DeadLetterWriter, *,
-                        attempts: int = 3, base_delay: float = 0.5) -> None:
-    """Run ``handler`` in a thread until every record is processed or dead-lettered."""
+                        attempts: int = 3, base_delay: float = 0.5, max_delay: float = 30.0) -> None:
+    """Run ``handler`` in a thread until every record is processed or dead-lettered.
+
+    ``DependencyUnavailable`` (a dependency is down, the records are fine) is
+    retried with backoff for as long as it lasts: it never counts as an
+    attempt and never dead-letters.
+    """
     if not records:
         return
     topic = records[0].topic
 
     async def run(batch: Sequence[Record]) -> Sequence[DeadLetter]:
         last: Exception | None = None
-        for i in range(attempts):
+        i = 0
+        waits = 0
+        while i < attempts:
             try:
                 return await asyncio.to_thread(handler, batch)
+            except DependencyUnavailable as e:  # wait for it, same records
+                waits += 1
+                metrics.EVENTS_FAILED.labels(topic).inc()
+                delay = min(max_delay, base_delay * (2 ** min(waits, 10)))
+                log.warning("batch of %d from %s waits for a dependency (wait %d, %.1fs): %r",
+                            len(batch), topic, waits, delay, e)
+                await asyncio.sleep(delay)
+                continue
             except Exception as e:  # transient by assumption: retry
                 last = e
                 metrics.EVENTS_FAILED.labels(topic).inc()
                 log.warning("batch of %d from %s failed (attempt %d/%d): %r",
                             len(batch), topic, i + 1, attempts, e)
                 await asyncio.sleep(base_delay * (2 ** i))
+                i += 1
         raise last  # type: ignore[misc]
 
     try:
