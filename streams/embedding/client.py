@@ -36,7 +36,7 @@ class EmbeddingUnavailable(EmbeddingError, DependencyUnavailable):
 
 class ServiceEmbedder:
     def __init__(self, base_url: str, model: str, *, query_timeout_s: float = 2.0,
-                 passage_timeout_s: float = 30.0, query_patience_s: float = 1.0,
+                 passage_timeout_s: float = 30.0, query_patience_s: float = 0.25,
                  passage_patience_s: float = 15.0, batch_size: int = 256):
         self.base_url = base_url.rstrip("/")
         self.name = model

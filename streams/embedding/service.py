@@ -245,7 +245,7 @@ class ServiceConfig:
 class EmbeddingsRequest(BaseModel):
     model: str
     input: str | list[str]
-    encoding_format: Literal["float"] | None = None
+    encoding_format: Literal["float", "base64"] | None = None  # the openai client asks for base64
     # Not in OpenAI's API: how to encode (asymmetric models such as e5). Default: passage.
     input_type: Literal["query", "passage"] = "passage"
 
@@ -305,8 +305,14 @@ def build_service(config: ServiceConfig, *, factories: dict[str, Callable[[], Em
         vecs = await run(b, texts, req.input_type, "openai")
         if isinstance(vecs, JSONResponse):
             return vecs
+        if req.encoding_format == "base64":  # little-endian float32, as OpenAI sends it
+            import base64
+
+            enc = [base64.b64encode(v.astype("<f4").tobytes()).decode() for v in vecs]
+        else:
+            enc = [v.tolist() for v in vecs]
         return {"object": "list", "model": b.name,
-                "data": [{"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vecs)],
+                "data": [{"object": "embedding", "index": i, "embedding": e} for i, e in enumerate(enc)],
                 "usage": {"prompt_tokens": sum(len(t.split()) for t in texts),
                           "total_tokens": sum(len(t.split()) for t in texts)}}
 

@@ -28,6 +28,7 @@ from pydantic import ValidationError
 
 from schemas.events import InboundMessage, OutboundReply
 from streams import metrics
+from streams.embedding import EmbeddingError
 from streams.pricing import record_usage
 from streams.kafka.consume import DeadLetter, Record
 from streams.kafka.topics import INBOUND, OUTBOUND, qualified
@@ -170,9 +171,13 @@ def register(app, settings, container, roles, *, batch_agent, state) -> None:
         # blocking ports run in threads: enough of them that recall never queues behind generation
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(32, thread_name_prefix="respond"))
         deps = await asyncio.to_thread(build_responder, settings, container)
-        # warm the models once, off the first message's latency
-        await asyncio.to_thread(deps.memory_embedder.embed_queries, ["olá"])
-        await asyncio.to_thread(deps.knowledge_embedder.embed_queries, ["olá"])
+        # warm the models once, off the first message's latency (an embedding service that is
+        # not up yet is no reason not to start: replies degrade until it answers)
+        for embedder in (deps.memory_embedder, deps.knowledge_embedder):
+            try:
+                await asyncio.to_thread(embedder.embed_queries, ["olá"])
+            except EmbeddingError as e:
+                log.warning("respond: embedder %s not ready at start: %s", embedder.name, e)
         await edges_ready(state)  # the DLQ producer is started by the Edges service
         runner = RespondRunner(deps, state["producer"], state["dlq"], outbound)
         async for events in stream.take_events(BATCH_MAX, within=BATCH_WITHIN_S):
