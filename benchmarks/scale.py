@@ -304,6 +304,10 @@ def main() -> int:
             d = b.disk()
             fact_rows.append(dict(size=size, recall=total, fetch=fetch, heavy=heavy, replies=replies, disk=d,
                                   hnsw_s=hnsw_s, hnsw_b=hnsw_b, load=(load0 + os.getloadavg()[0]) / 2))
+            console.print("  " + "; ".join(f"{k} p50/p95/p99 {pct(v, 50):.2f}/{pct(v, 95):.2f}/{pct(v, 99):.2f} ms"
+                                           for k, v in (("recall", total), ("fetch", fetch), ("heavy", heavy),
+                                                        ("respond()", replies)))
+                          + f"; load {fact_rows[-1]['load']:.1f}")
             plans.append((size, b.explain(), d["indexes"]))
         for size in CHUNK_SIZES:
             load_s = b.grow_chunks(size)
@@ -313,6 +317,9 @@ def main() -> int:
             replies = b.replies(REPLIES, f"k{size}")
             chunk_rows.append(dict(size=size, search=k, replies=replies, disk=b.disk(),
                                    load=(load0 + os.getloadavg()[0]) / 2))
+            console.print(f"  knowledge search p50/p95/p99 {pct(k, 50):.2f}/{pct(k, 95):.2f}/{pct(k, 99):.2f} ms; "
+                          f"respond() {pct(replies, 50):.2f}/{pct(replies, 95):.2f}/{pct(replies, 99):.2f} ms; "
+                          f"load {chunk_rows[-1]['load']:.1f}")
         b.pool.close()
         b.c.close()
     finally:

@@ -21,6 +21,7 @@ from streams.settings import Settings
 from tests.harness import free_port, wait_until
 
 USE = "use-multilingual-v3"
+pytestmark = pytest.mark.slow  # loads the models and serves them over HTTP
 
 
 class Server:
