@@ -44,7 +44,7 @@ class Container:
         return build_embedder(s.embedding_provider, s.embedding_model, base_url=s.embedding_base_url,
                               api_key=s.embedding_api_key, batch_size=s.embedding_batch_size,
                               service_url=self._service_url(s.embedding_provider),
-                              service_options=self._service_options())
+                              service_options=self._service_options(), threads=s.embedding_threads)
 
     @property
     def memory_embedder(self) -> Embedder:
@@ -54,7 +54,7 @@ class Container:
                               base_url=s.embedding_base_url, api_key=s.embedding_api_key,
                               batch_size=s.embedding_batch_size,
                               service_url=self._service_url(s.memory_embedding_provider),
-                              service_options=self._service_options())
+                              service_options=self._service_options(), threads=s.embedding_threads)
 
     def _service_url(self, provider: str) -> str | None:
         """The embedding service runs the in-process models; a remote API is called directly."""
@@ -77,7 +77,7 @@ class Container:
                                       api_key=self.settings.embedding_api_key)
             raise ValueError(f"no embedding provider known for model {model!r}")
         return build_embedder(provider, model, service_url=self._service_url(provider),
-                              service_options=self._service_options())
+                              service_options=self._service_options(), threads=self.settings.embedding_threads)
 
     def close(self) -> None:
         if "pool" in self.__dict__:

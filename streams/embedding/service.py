@@ -208,6 +208,7 @@ class ServiceConfig:
     max_batch: int = 64
     max_wait_ms: float = 2.0
     max_queue: int = 1024
+    threads: int = 1
 
     @classmethod
     def from_settings(cls, s) -> "ServiceConfig":
@@ -226,7 +227,7 @@ class ServiceConfig:
         collections = {"chunks": chunks, chunk_alias(s.vector_domain): chunks, "memories": memories}
         return cls(models=models, collections=collections, workers=s.embedding_service_workers,
                    max_batch=s.embedding_service_max_batch, max_wait_ms=s.embedding_service_max_wait_ms,
-                   max_queue=s.embedding_service_max_queue)
+                   max_queue=s.embedding_service_max_queue, threads=s.embedding_threads)
 
     def model_of_collection(self, collection: str) -> str | None:
         """A configured collection, or a versioned chunk collection whose name binds its model."""
@@ -263,7 +264,7 @@ def build_service(config: ServiceConfig, *, factories: dict[str, Callable[[], Em
 
     metrics = ServiceMetrics()
     batchers = {
-        name: ModelBatcher(name, (factories or {}).get(name) or (lambda p=provider, m=name: build_embedder_uncached(p, m)),
+        name: ModelBatcher(name, (factories or {}).get(name) or (lambda p=provider, m=name: build_embedder_uncached(p, m, threads=config.threads)),
                            workers=config.workers, max_batch=config.max_batch, max_wait_ms=config.max_wait_ms,
                            max_queue=config.max_queue, metrics=metrics)
         for name, provider in config.models.items()}
