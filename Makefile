@@ -5,7 +5,7 @@ PY    := $(VENV)/bin/python
 PIP   := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 
-.PHONY: install up down status test test-fast test-debezium demo bench bench-ingest bench-memory bench-responder bench-llm-cost eval train train-contradiction eval-memory eval-recall eval-answers schemas clean
+.PHONY: install up down status test test-fast test-debezium demo bench bench-ingest bench-memory bench-responder bench-llm-cost bench-scale eval train train-contradiction eval-memory eval-recall eval-answers schemas clean
 
 install: $(STAMP)
 $(STAMP): pyproject.toml
@@ -84,6 +84,10 @@ bench-memory: install
 bench-responder: install
 	$(PY) infra/localstack.py up --no-worker
 	$(PY) -m benchmarks.responder
+
+bench-scale: install
+	$(PY) infra/localstack.py up --no-worker
+	$(PY) -m benchmarks.scale
 
 demo: install
 	$(PY) infra/localstack.py up

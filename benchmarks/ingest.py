@@ -20,6 +20,7 @@ from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks import service as bench_service  # noqa: E402
 from benchmarks.report import pct, print_table  # noqa: E402
 from tests.harness import Env, wait_until  # noqa: E402
 
@@ -49,8 +50,11 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="memoria-bench-"))
     env = Env(tmp, "bench")
     rows = []
+    service = None
+    worker_env: dict[str, str] = {}
     try:
         corpus = texts(N_CHUNKS)
+        load0 = os.getloadavg()[0]
         # ---- baseline: the same model on the same texts, batched like the worker
         emb = Container(env.settings).embedder
         emb.embed_passages(corpus[:64])  # warm-up
@@ -61,9 +65,11 @@ def main() -> int:
         raw = N_CHUNKS / (time.perf_counter() - t)
         rows.append(("raw embedding (baseline)", f"{raw:,.0f} chunks/s", f"batches of {batch}", ""))
         del emb
+        if bench_service.wanted():  # the worker embeds through the service, out of its process
+            service, worker_env["MEMORIA_EMBEDDING_SERVICE_URL"] = bench_service.start(env, tmp)
 
         # ---- pipeline: 5,000 chunks end to end through relay + ingest worker
-        env.start_worker("relay,ingest")
+        env.start_worker("relay,ingest", extra_env=worker_env)
         store = env.vector_store()
         alias = chunk_alias(env.settings.vector_domain)
         per_doc = 100
@@ -81,7 +87,7 @@ def main() -> int:
         assert store.count(store.alias_target(alias)) >= N_CHUNKS
         pipe = N_CHUNKS / elapsed
         rows.append((f"pipeline, {N_CHUNKS} chunks commit→searchable", f"{pipe:,.0f} chunks/s",
-                     f"{pipe / raw:.2f} × baseline", "target ≥ 0.80"))
+                     f"{pipe / raw:.2f} × baseline", "target ≥ 0.90"))
         rows.append(("  (of which Postgres writes)", f"{commit_done:.1f} s", "", ""))
 
         # ---- steady 50 chunks/s: commit→searchable lag
@@ -103,7 +109,7 @@ def main() -> int:
             time.sleep(0.01)
         rows.append((f"lag at steady {STEADY_RATE} chunks/s ({len(lags)} chunks)",
                      f"p50 {pct(lags, 50) * 1000:,.0f} ms", f"p95 {pct(lags, 95) * 1000:,.0f} ms",
-                     "target p95 ≤ 2,000 ms"))
+                     "target p95 ≤ 1,000 ms"))
         for w in env.workers:
             env.stop_worker(w)
 
@@ -113,7 +119,10 @@ def main() -> int:
         rows.append(("relay commit→Kafka ack (steady)", f"p95 {p95 * 1000:.1f} ms", "", "target ≤ 50 ms"))
     finally:
         env.close()
+        bench_service.stop(service)
     print_table("memoria bench-ingest", ("measure", "value", "ratio / detail", "target"), rows, console)
+    console.print(f"embedding {'through the embedding service' if service else 'in the worker'}; load average "
+                  f"{load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end, on {os.cpu_count()} cores")
     return 0
 
 

@@ -317,12 +317,55 @@ def memoria(*args: str) -> list[str]:
     return [str(VENV_BIN / "memoria"), *args]
 
 
-def worker_up() -> None:
+def _service_addr() -> tuple[str, int]:
+    return (os.environ.get("MEMORIA_EMBEDDING_SERVICE_HOST", "127.0.0.1"),
+            int(os.environ.get("MEMORIA_EMBEDDING_SERVICE_PORT", "6081")))
+
+
+def embedding_service_up() -> str | None:
+    """Start ``memoria embedding-service`` (unless MEMORIA_EMBEDDING_SERVICE_URL names
+    another one, or is set to "off"); returns the URL the worker should use."""
+    configured = os.environ.get("MEMORIA_EMBEDDING_SERVICE_URL")
+    if configured:
+        return None if configured == "off" else configured
+    host, port = _service_addr()
+    url = f"http://{host}:{port}"
+    if read_pid("embedding-service"):
+        log("embedding service already running")
+        return url
+    if port_open(host, port):
+        raise StackError(f"port {host}:{port} is taken by another process (not started by this stack); "
+                         "stop it or set MEMORIA_EMBEDDING_SERVICE_PORT to a free port")
+    spawn("embedding-service", memoria("embedding-service"))
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            import urllib.request
+
+            with urllib.request.urlopen(f"{url}/health", timeout=1) as r:
+                if r.status == 200:
+                    log(f"embedding service ready ({url})")
+                    return url
+        except OSError:
+            pass
+        if not read_pid("embedding-service"):
+            raise StackError(f"embedding service exited; see {LOGS / 'embedding-service.log'}")
+        time.sleep(0.3)
+    raise StackError(f"embedding service not ready after 120s; see {LOGS / 'embedding-service.log'}")
+
+
+def worker_up(service_url: str | None = None) -> None:
     if read_pid("worker"):
         log("worker already running")
         return
-    spawn("worker", memoria("worker"))
-    log(f"worker started (all roles); log: {LOGS / 'worker.log'}")
+    env = os.environ.copy()
+    if service_url:
+        env["MEMORIA_EMBEDDING_SERVICE_URL"] = service_url
+    elif env.get("MEMORIA_EMBEDDING_SERVICE_URL") == "off":
+        env.pop("MEMORIA_EMBEDDING_SERVICE_URL")
+    spawn("worker", memoria("worker"), env)
+    log(f"worker started (all roles{', embedding service ' + service_url if service_url else ''}); "
+        f"log: {LOGS / 'worker.log'}")
     host = "127.0.0.1"
     port = int(os.environ.get("MEMORIA_WORKER_WEB_PORT", "6066"))
     deadline = time.time() + 120
@@ -343,11 +386,12 @@ def up(with_worker: bool) -> None:
     subprocess.run(memoria("migrate"), check=True)
     subprocess.run(memoria("topics", "create"), check=True)
     if with_worker:
-        worker_up()
+        worker_up(embedding_service_up())
 
 
 def down() -> None:
     stop_pid("worker", "memoria", timeout=30)
+    stop_pid("embedding-service", "memoria", timeout=15)
     postgres_down()
     stop_pid("kafka", "tansu")
 
@@ -359,9 +403,11 @@ def status() -> int:
         ("kafka", read_pid("kafka"), port_open(host, port), f"{host}:{port}"),
         ("postgres", None, port_open(pgh, pgp), f"{pgh}:{pgp}"),
         ("worker", read_pid("worker"), None, ""),
+        ("embedding-service", read_pid("embedding-service"), port_open(*_service_addr()),
+         "%s:%s" % _service_addr()),
     ]
     for name, pid, listening, addr in rows:
-        print(f"{name:9} pid={pid or '-':<8} listening={listening} {addr}")
+        print(f"{name:17} pid={pid or '-':<8} listening={listening} {addr}")
     return 0
 
 

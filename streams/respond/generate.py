@@ -187,18 +187,20 @@ class OfflineComposer:
         """Chunk sentences repeat across replies: embed each once (bounded LRU per model)."""
         import numpy as np
 
+        name = self.embedder.name
         with self._cache_lock:  # replies are composed in several threads at once
-            cache = self._cache.setdefault(self.embedder.name, OrderedDict())
-            missing = [s for s in dict.fromkeys(sentences) if s not in cache]
-            if missing:
-                for s, v in zip(missing, self.embedder.embed_passages(missing)):
-                    cache[s] = v
+            cache = self._cache.setdefault(name, OrderedDict())
+            have = {s: cache[s] for s in sentences if s in cache}
+        missing = [s for s in dict.fromkeys(sentences) if s not in have]
+        if missing:  # embedded outside the lock: other replies use the cache meanwhile
+            have.update(zip(missing, self.embedder.embed_passages(missing)))
+        with self._cache_lock:
             for s in sentences:
+                cache[s] = have[s]
                 cache.move_to_end(s)
-            vecs = np.stack([cache[s] for s in sentences])
             while len(cache) > self.cache_size:
                 cache.popitem(last=False)
-        return vecs
+        return np.stack([have[s] for s in sentences])
 
     @staticmethod
     def _with_memory(text: str, memories: Sequence[ScoredFact], chunks: Sequence[KnowledgeChunk]) -> str:

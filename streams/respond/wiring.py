@@ -31,6 +31,7 @@ from pydantic import ValidationError
 
 from schemas.events import InboundMessage, OutboundReply
 from streams import metrics
+from streams.embedding import EmbeddingError
 from streams.pricing import record_usage
 from streams.kafka import errors
 from streams.kafka.consume import DeadLetter, Record, oversized
@@ -183,9 +184,13 @@ def register(app, settings, container, roles, *, batch_agent, state) -> None:
         deps = await errors.until_available(
             "respond", lambda: asyncio.to_thread(build_responder, settings, container),
             base=settings.dependency_backoff_base, cap=settings.dependency_backoff_max)
-        # warm the models once, off the first message's latency
-        await asyncio.to_thread(deps.memory_embedder.embed_queries, ["olá"])
-        await asyncio.to_thread(deps.knowledge_embedder.embed_queries, ["olá"])
+        # warm the models once, off the first message's latency (an embedding service that is
+        # not up yet is no reason not to start: replies degrade until it answers)
+        for embedder in (deps.memory_embedder, deps.knowledge_embedder):
+            try:
+                await asyncio.to_thread(embedder.embed_queries, ["olá"])
+            except EmbeddingError as e:
+                log.warning("respond: embedder %s not ready at start: %s", embedder.name, e)
         await edges_ready(state)  # the DLQ producer is started by the Edges service
         runner = RespondRunner(deps, state["producer"], state["dlq"], outbound,
                                base_delay=settings.dependency_backoff_base,

@@ -1,0 +1,35 @@
+"""Benchmarks that run the worker against ``memoria embedding-service`` (BENCH_EMBEDDING_SERVICE=1)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from tests.harness import Env, free_port, wait_until
+
+
+def wanted() -> bool:
+    return os.environ.get("BENCH_EMBEDDING_SERVICE", "0") not in ("0", "", "false")
+
+
+def start(env: Env, tmp: Path) -> tuple[subprocess.Popen, str]:
+    """Start the service on a free port; returns the process and its URL."""
+    port = free_port()
+    log = open(tmp / "embedding-service.log", "ab")
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "memoria"), "embedding-service", "--port", str(port)],
+                            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **env.env},
+                            start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    wait_until(lambda: proc.poll() is None and httpx.get(f"{url}/health", timeout=1).status_code == 200, 120,
+               what="embedding service")
+    return proc, url
+
+
+def stop(proc: subprocess.Popen | None) -> None:
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        proc.wait(30)

@@ -1,0 +1,189 @@
+"""The embedding service over the real models: OpenAI-compatible route (called
+with the official ``openai`` client), collection-aware route with mismatch
+refusals, micro-batching, back-pressure, and its client's errors by kind."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import httpx
+import numpy as np
+import pytest
+
+from streams.embedding import build_embedder
+from streams.embedding.client import EmbeddingUnavailable, ServiceEmbedder
+from streams.embedding.providers import EmbeddingError
+from streams.embedding.service import ServiceConfig, build_service
+from streams.kafka.errors import DependencyUnavailable
+from streams.settings import Settings
+from tests.harness import free_port, wait_until
+
+USE = "use-multilingual-v3"
+pytestmark = pytest.mark.slow  # loads the models and serves them over HTTP
+
+
+class Server:
+    """The service app under uvicorn in a thread, on a free port."""
+
+    def __init__(self, config: ServiceConfig, port: int | None = None):
+        import uvicorn
+
+        self.port = port or free_port()
+        self.app = build_service(config)
+        self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=self.port,
+                                                    log_level="warning", access_log=False))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self):
+        self.thread.start()
+        wait_until(lambda: httpx.get(f"{self.url}/health", timeout=1).status_code == 200, 120,
+                   what="embedding service health")
+        return self
+
+    def __exit__(self, *exc):
+        self.server.should_exit = True
+        self.thread.join(30)
+
+    def metric(self, name: str) -> float:
+        for line in httpx.get(f"{self.url}/metrics").text.splitlines():
+            if line.startswith(name + " ") or line.startswith(name + "{"):
+                return float(line.rsplit(" ", 1)[1])
+        raise KeyError(name)
+
+
+def config(**kw) -> ServiceConfig:
+    return ServiceConfig.from_settings(Settings(**kw))
+
+
+@pytest.fixture(scope="module")
+def service():
+    with Server(config(embedding_service_max_wait_ms=20)) as s:
+        yield s
+
+
+def test_openai_compatible_route_with_the_openai_client(service):
+    from openai import OpenAI
+
+    client = OpenAI(base_url=f"{service.url}/v1", api_key="unused")
+    texts = ["quanto custa o pernoite?", "Vocês aceitam cachorro?"]
+    resp = client.embeddings.create(model=USE, input=texts)
+    got = np.array([d.embedding for d in sorted(resp.data, key=lambda d: d.index)], dtype=np.float32)
+    local = build_embedder("use", USE).embed_passages(texts)
+    assert got.shape == (2, 512)
+    assert np.allclose(got, local, atol=1e-5)
+    # a single string is accepted too; an unknown model is a 404
+    assert len(client.embeddings.create(model=USE, input="olá").data[0].embedding) == 512
+    r = httpx.post(f"{service.url}/v1/embeddings", json={"model": "text-embedding-3-small", "input": "x"})
+    assert r.status_code == 404 and "not served" in r.text
+
+
+def test_collection_route_resolves_the_model_and_refuses_a_mismatch(service):
+    info = httpx.get(f"{service.url}/v1/collections/chunks").json()
+    assert info == {"collection": "chunks", "model": USE, "dimension": 512}
+    ok = httpx.post(f"{service.url}/v1/collections/memories/embed",
+                    json={"input": ["prefere suíte Master"], "kind": "query", "model": USE, "dimension": 512})
+    assert ok.status_code == 200
+    body = ok.json()
+    assert body["model"] == USE and body["dimension"] == 512 and len(body["vectors"][0]) == 512
+    # a versioned chunk collection binds its model in its name
+    named = httpx.post(f"{service.url}/v1/collections/memoria__text__chunks__{USE}__v2/embed",
+                       json={"input": ["a"]})
+    assert named.status_code == 200
+    wrong_model = httpx.post(f"{service.url}/v1/collections/chunks/embed",
+                             json={"input": ["a"], "model": "all-minilm-l6-v2"})
+    assert wrong_model.status_code == 409 and "one vector space" in wrong_model.text
+    wrong_dim = httpx.post(f"{service.url}/v1/collections/chunks/embed", json={"input": ["a"], "dimension": 384})
+    assert wrong_dim.status_code == 409 and "dimension 512" in wrong_dim.text
+    unknown = httpx.post(f"{service.url}/v1/collections/nope/embed", json={"input": ["a"]})
+    assert unknown.status_code == 404
+    assert service.metric('memoria_embedding_service_rejected_total{model="use-multilingual-v3",'
+                          'reason="model_mismatch"}') >= 1
+
+
+def test_concurrent_requests_are_micro_batched(service):
+    before_calls = service.metric('memoria_embedding_service_batch_size_count{model="use-multilingual-v3"}')
+    before_texts = service.metric('memoria_embedding_service_batch_size_sum{model="use-multilingual-v3"}')
+
+    async def burst():
+        async with httpx.AsyncClient(base_url=service.url, timeout=30) as c:
+            rs = await asyncio.gather(*(c.post("/v1/embeddings", json={"model": USE, "input": [f"mensagem {i}"]})
+                                        for i in range(40)))
+        return rs
+
+    rs = asyncio.run(burst())
+    assert all(r.status_code == 200 for r in rs)
+    # each caller gets its own text's vector back
+    local = build_embedder("use", USE).embed_passages(["mensagem 7"])[0]
+    assert np.allclose(np.array(rs[7].json()["data"][0]["embedding"]), local, atol=1e-5)
+    calls = service.metric('memoria_embedding_service_batch_size_count{model="use-multilingual-v3"}') - before_calls
+    texts = service.metric('memoria_embedding_service_batch_size_sum{model="use-multilingual-v3"}') - before_texts
+    assert texts == 40
+    assert calls < 40 and texts / calls > 1, f"{texts} texts in {calls} model calls: no batching"
+
+
+def test_full_queue_answers_429_with_retry_after():
+    # a small queue and a long batching wait: the first request holds the queue while the others arrive
+    with Server(config(embedding_service_max_queue=8, embedding_service_max_batch=8,
+                       embedding_service_max_wait_ms=300)) as s:
+        async def burst():
+            async with httpx.AsyncClient(base_url=s.url, timeout=30) as c:
+                return await asyncio.gather(*(c.post("/v1/embeddings",
+                                                     json={"model": USE, "input": [f"a {i}", f"b {i}", f"c {i}"]})
+                                              for i in range(12)))
+
+        rs = asyncio.run(burst())
+        codes = [r.status_code for r in rs]
+        assert codes.count(200) >= 2 and codes.count(429) >= 1, codes
+        refused = next(r for r in rs if r.status_code == 429)
+        assert int(refused.headers["Retry-After"]) >= 1
+        assert refused.json()["error"]["type"] == "queue_full"
+        assert s.metric('memoria_embedding_service_rejected_total{model="use-multilingual-v3",'
+                        'reason="queue_full"}') >= 1
+        assert s.metric('memoria_embedding_service_queue_depth{model="use-multilingual-v3"}') == 0
+        # the client waits out a 429 (Retry-After) instead of failing
+        emb = ServiceEmbedder(s.url, USE, passage_patience_s=30)
+
+        def hammer(i):
+            return emb.embed_passages([f"x {i} {j}" for j in range(3)])
+
+        async def clients():
+            return await asyncio.gather(*(asyncio.to_thread(hammer, i) for i in range(12)))
+
+        out = asyncio.run(clients())
+        assert all(v.shape == (3, 512) for v in out)
+
+
+def test_client_errors_by_kind(service):
+    emb = ServiceEmbedder(service.url, USE)
+    assert emb.dim == 512 and emb.name == USE
+    v = emb.embed_queries(["quanto custa o pernoite?"])
+    assert np.allclose(v, build_embedder("use", USE).embed_queries(["quanto custa o pernoite?"]), atol=1e-5)
+    # a service that does not serve the expected model: refused at once, not "unavailable"
+    with pytest.raises(EmbeddingError) as refused:
+        _ = ServiceEmbedder(service.url, "multilingual-e5-small").dim
+    assert not isinstance(refused.value, DependencyUnavailable)
+    # nobody listening: retried within the patience, then unavailable (a dependency, never dead-lettered)
+    down = ServiceEmbedder(f"http://127.0.0.1:{free_port()}", USE, passage_patience_s=0.5, query_patience_s=0.2)
+    t = time.perf_counter()
+    with pytest.raises(EmbeddingUnavailable) as e:
+        down.embed_passages(["a"])
+    assert isinstance(e.value, DependencyUnavailable)
+    assert 0.4 <= time.perf_counter() - t < 5
+    assert "attempt" in str(e.value)
+
+
+def test_service_config_from_settings():
+    cfg = config(embedding_provider="sentence-transformers", embedding_model="all-minilm-l6-v2",
+                 memory_embedding_provider="use", memory_embedding_model=USE,
+                 embedding_service_models="multilingual-e5-small", embedding_service_workers=2)
+    assert cfg.models == {"all-minilm-l6-v2": "sentence-transformers", USE: "use",
+                          "multilingual-e5-small": "e5"}
+    assert cfg.collections["chunks"] == "all-minilm-l6-v2" and cfg.collections["memories"] == USE
+    assert cfg.model_of_collection("memoria__text__chunks__multilingual-e5-small__v3") == "multilingual-e5-small"
+    assert cfg.model_of_collection("memoria__text__chunks__unknown-model") is None
+    assert cfg.workers == 2
+    with pytest.raises(ValueError, match="unknown model"):
+        config(embedding_service_models="gpt-embeddings")
