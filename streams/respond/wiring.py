@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from schemas.events import InboundMessage, OutboundReply
 from streams import metrics
-from streams.pricing import record_usage
+from streams.pricing import count_metrics
 from streams.kafka.consume import DeadLetter, Record
 from streams.kafka.topics import INBOUND, OUTBOUND, qualified
 from streams.respond.handler import RespondOutcome, Responder, respond
@@ -150,7 +150,7 @@ class RespondRunner:
             metrics.RECALL_REQUESTS.labels("degraded" if degraded else "hit" if o.memories else "miss").inc()
         for reason in o.reply.degraded:
             metrics.DEGRADED_REPLIES.labels(reason).inc()
-        record_usage(o.reply.account_id, "reply", o.model, o.usage)
+        count_metrics(o.model_call)
 
 
 def register(app, settings, container, roles, *, batch_agent, state) -> None:
