@@ -24,6 +24,8 @@ SHOTS = REPO_ROOT / "screenshots"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
 
+if not Path(CHROMIUM).exists() and os.environ.get("MEMORIA_REQUIRE_BROWSER") == "1":
+    raise RuntimeError(f"chromium not found at {CHROMIUM} and MEMORIA_REQUIRE_BROWSER=1 (.ci/run installs it)")
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
                                 reason="chromium not installed (apt-get install -y chromium; .ci/run does it)")
 
