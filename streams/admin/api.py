@@ -330,7 +330,8 @@ def create_app(container, *, console: bool = True) -> FastAPI:
     def patch_inbox(inbox_id: Id, body: InboxPatch, op: Op):
         with container.pool.connection() as conn:
             try:
-                row = inbox_service.update_inbox(conn, op.account_id, inbox_id, body.model_dump(exclude_unset=True))
+                row = inbox_service.update_inbox(conn, op.account_id, inbox_id, body.model_dump(exclude_unset=True),
+                                                 operator=op)
             except inbox_service.InvalidConfig as e:
                 raise HTTPException(422, str(e)) from None
         if row is None:

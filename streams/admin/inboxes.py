@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from streams.admin.tokens import Operator
 from streams.respond.intent import INTENTS
 
 COLUMNS = ("name", "system_prompt", "playbook_prompt", "rag_distance_threshold", "rag_max_results", "model",
@@ -85,9 +86,15 @@ def list_inboxes(conn: psycopg.Connection, account_id: int) -> list[dict]:
                         (account_id,)).fetchall()
 
 
+def last_change(conn: psycopg.Connection, account_id: int, inbox_id: int) -> dict | None:
+    return conn.execute("SELECT changed_by, changed_at, changes FROM inbox_changes WHERE account_id = %s "
+                        "AND inbox_id = %s ORDER BY changed_at DESC, id DESC LIMIT 1", (account_id, inbox_id)).fetchone()
+
+
 def update_inbox(conn: psycopg.Connection, account_id: int, inbox_id: int, changes: dict[str, Any],
-                 *, max_prompt_tokens: int | None = None) -> dict | None:
-    """Apply the given fields only; None when the account has no such inbox. Raises InvalidConfig."""
+                 *, operator: Operator, max_prompt_tokens: int | None = None) -> dict | None:
+    """Apply the given fields only, and record who changed which (before → after) in ``inbox_changes``.
+    None when the account has no such inbox. Raises InvalidConfig."""
     from streams.respond.prompt import SYSTEM_PROMPT_MAX_TOKENS
 
     limit = max_prompt_tokens or SYSTEM_PROMPT_MAX_TOKENS
@@ -104,6 +111,15 @@ def update_inbox(conn: psycopg.Connection, account_id: int, inbox_id: int, chang
         return get_inbox(conn, account_id, inbox_id)
     sets = ", ".join(f"{k} = %s" for k in changes)
     with conn.transaction():
+        before = conn.execute(f"SELECT {', '.join(changes)} FROM inboxes WHERE id = %s AND account_id = %s "
+                              "FOR UPDATE", (inbox_id, account_id)).fetchone()
+        if before is None:
+            return None
         row = conn.execute(f"UPDATE inboxes SET {sets} WHERE id = %s AND account_id = %s "
                            f"RETURNING id, {', '.join(COLUMNS)}", (*changes.values(), inbox_id, account_id)).fetchone()
+        diff = {k: {"before": before[k], "after": row[k]} for k in changes if before[k] != row[k]}
+        if diff:
+            conn.execute("INSERT INTO inbox_changes (account_id, inbox_id, changed_by, token_id, changes) "
+                         "VALUES (%s, %s, %s, %s, %s)", (account_id, inbox_id, operator.label, operator.token_id,
+                                                         Jsonb(diff)))
     return row

@@ -216,6 +216,8 @@ def test_inbox_partial_updates_prompt_limit_and_custom_intents(api):
     assert client.patch("/v1/inboxes/10", json={"rag_max_results": 0}, headers=h1).status_code == 422
     assert client.patch("/v1/inboxes/10", json={"rag_max_results": 5}, headers=h2).status_code == 404
     assert client.put("/v1/inboxes/10", json=cfg, headers=h1).status_code == 405
+    last = env.q("SELECT changed_by, changes FROM inbox_changes WHERE inbox_id = 10 ORDER BY id DESC LIMIT 1")[0]
+    assert last["changed_by"].startswith("ana (token ") and list(last["changes"]) == ["intent_keywords"]
 
 
 def test_custom_intent_is_detected_and_rules_survive_an_inbox_prompt():

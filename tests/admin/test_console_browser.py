@@ -275,6 +275,8 @@ def test_operator_console_in_a_browser(console, browser):
     inbox = env.q("SELECT playbook_prompt, rag_distance_threshold, intent_keywords FROM inboxes WHERE id = 10")[0]
     assert inbox == {"playbook_prompt": "Ofereça o café da manhã.", "rag_distance_threshold": 0.7,
                      "intent_keywords": {"availability_check": ["tem vaga"]}}
+    assert f"por {operator} (intent_keywords, playbook_prompt, rag_distance_threshold)" in \
+        page.get_by_test_id("inbox-changed").inner_text()
     page.get_by_label("Prompt do sistema").fill("palavra " * 600)
     with page.expect_navigation():
         page.get_by_role("button", name="Salvar").click()

@@ -331,10 +331,10 @@ def mount_console(app: FastAPI, container) -> None:
         return page(request, "inboxes.html", {"op": op, "csrf": csrf, "inboxes": rows, "title": "Caixas de entrada",
                                               "nav": "inboxes"})
 
-    def inbox_context(row: dict) -> dict:
+    def inbox_context(row: dict, last: dict | None = None) -> dict:
         from streams.respond.prompt import SYSTEM_PROMPT_MAX_TOKENS
 
-        return {"inbox": row, "tokens": inbox_service.system_prompt_tokens(row["system_prompt"] or ""),
+        return {"inbox": row, "last_change": last, "tokens": inbox_service.system_prompt_tokens(row["system_prompt"] or ""),
                 "max_tokens": SYSTEM_PROMPT_MAX_TOKENS,
                 "calibrated": inbox_service.calibrated_threshold(settings.embedding_model),
                 "embedding_model": settings.embedding_model,
@@ -345,9 +345,10 @@ def mount_console(app: FastAPI, container) -> None:
     async def inbox(request: Request, op, csrf, inbox_id: int):
         with container.pool.connection() as conn:
             row = inbox_service.get_inbox(conn, op.account_id, inbox_id)
+            last = inbox_service.last_change(conn, op.account_id, inbox_id) if row else None
         if row is None:
             return not_found(request, op, csrf, f"Caixa de entrada {inbox_id}")
-        return page(request, "inbox.html", {"op": op, "csrf": csrf, **inbox_context(row),
+        return page(request, "inbox.html", {"op": op, "csrf": csrf, **inbox_context(row, last),
                                             "title": f"Caixa de entrada {row['name'] or inbox_id}", "nav": "inboxes"})
 
     @app.post("/console/inboxes/{inbox_id}", include_in_schema=False)
@@ -376,7 +377,7 @@ def mount_console(app: FastAPI, container) -> None:
                 return not_found(request, op, None, f"Caixa de entrada {inbox_id}")
             if error is None:
                 try:
-                    inbox_service.update_inbox(conn, op.account_id, inbox_id, changes)
+                    inbox_service.update_inbox(conn, op.account_id, inbox_id, changes, operator=op)
                     log.info('inbox updated account_id=%d inbox_id=%d operator="%s"', op.account_id, inbox_id,
                              op.label)
                     return go(f"/console/inboxes/{inbox_id}", ok="inbox")
