@@ -51,13 +51,13 @@ def memory_embedder():
     return build_embedder(s.memory_embedding_provider, s.memory_embedding_model)
 
 
-def _fixtures_present() -> bool:
-    from streams.learn.fixtures import FIXTURES_DIR
-
-    return (FIXTURES_DIR / "conversations.jsonl").exists()
+SERVICE_FIXTURES = {"stack", "env", "db"}
 
 
-# The evaluation fixtures live beside the checkout (../shared/fixtures, as CI lays
-# them out) or where MEMORIA_FIXTURES_DIR points; a bare clone elsewhere has none.
-requires_fixtures = pytest.mark.skipif(not _fixtures_present(),
-                                       reason="../shared/fixtures not found (set MEMORIA_FIXTURES_DIR)")
+def pytest_collection_modifyitems(config, items):
+    """Tests that reach a real service (directly or through a fixture) are marked
+    ``services``; the rest are the unit tier that ``make test-fast`` runs."""
+    for item in items:
+        if SERVICE_FIXTURES & set(getattr(item, "fixturenames", ())) or item.get_closest_marker("slow") \
+                or item.get_closest_marker("debezium"):
+            item.add_marker(pytest.mark.services)

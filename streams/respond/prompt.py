@@ -1,4 +1,4 @@
-"""Prompt assembly (design §4C): memory block, knowledge block, messages.
+"""Prompt assembly (docs/architecture.md §4C): memory block, knowledge block, messages.
 
 Order inside the system message: system prompt (the inbox's own or the
 default), inbox playbook, the non-negotiable rules (``NON_NEGOTIABLE_RULES``:
