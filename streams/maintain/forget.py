@@ -82,7 +82,7 @@ def restore_memory(conn: psycopg.Connection, account_id: int, memory_id: int, *,
     contradictions with the contact's live facts of its type, settled by when each was stated."""
     from streams.learn.consolidate import CANDIDATE_DISTANCE, MAX_CANDIDATES
     from streams.learn.contradiction import MemoryView, select_candidates
-    from streams.learn.embed import embed_contents
+    from streams.learn.embed import embed_contents, embedding_usage
     from streams.learn.model import TokenUsage
     from streams.pricing import write_ledger, count_metrics, model_call
 
@@ -93,6 +93,8 @@ def restore_memory(conn: psycopg.Connection, account_id: int, memory_id: int, *,
     if row is None:
         raise LookupError(memory_id)
     [vec] = embed_contents(embedder, [row["content"]])   # slow part, outside the transaction
+    embedding_call = model_call(account_id, "embedding", embedder.name if embedder else "",
+                                embedding_usage(embedder))
     usage = TokenUsage()
     with conn.transaction():
         r = conn.execute("SELECT id, contact_id, memory_type, memory_key, content, normalized_value, deleted_at, "
@@ -146,8 +148,9 @@ def restore_memory(conn: psycopg.Connection, account_id: int, memory_id: int, *,
             events.append(store._memory_event("memory.superseded", memory_id, account_id, contact_id))
         add_events(conn, events)
         call = model_call(account_id, "contradiction", llm_model, usage)
-        write_ledger(conn, [call])
+        write_ledger(conn, [call, embedding_call])
     count_metrics(call)
+    count_metrics(embedding_call)
     log.info('memory restored account_id=%d memory_id=%d status=%s superseded=%s actor="%s"', account_id,
              memory_id, out.status, out.superseded, actor)
     return out

@@ -289,3 +289,24 @@ def test_schemathesis_never_500(api):
 
         run()
     assert failures == []
+
+
+def test_console_sign_in_is_throttled_and_needs_csrf(api):
+    import re
+
+    env, client, ids, h1, h2 = api
+    token = h1["Authorization"].split(" ", 1)[1]
+
+    def sign_in(secret: str, csrf: str | None = None):
+        page = client.get("/console/login")
+        value = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
+        return client.post("/console/login", data={"csrf": csrf or value, "token": secret}, follow_redirects=False)
+
+    assert "error=csrf" in sign_in(token, csrf="forged").headers["location"]
+    r = sign_in(token)
+    assert r.status_code == 303 and r.headers["location"] == "/console/contacts"
+    assert "httponly" in r.headers["set-cookie"].lower() and "samesite=strict" in r.headers["set-cookie"].lower()
+    for _ in range(10):
+        assert "error=login" in sign_in("mem_guess").headers["location"]
+    # after 10 refusals from this address, even the right token waits
+    assert "error=throttled" in sign_in(token).headers["location"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,8 @@ COOKIE = "memoria_session"
 LOGIN_CSRF_COOKIE = "memoria_login_csrf"
 FORGET_ALL_PHRASE = "ESQUECER TUDO"
 MAX_FORM_BYTES = 64 * 1024
+LOGIN_MAX_FAILURES = 10          # refused sign-ins per client address ...
+LOGIN_WINDOW_S = 300.0           # ... within this window, then sign-in is refused for a while
 MEMORY_TYPE_LABELS = {
     "preferencia": "Preferência", "data_comemorativa": "Data comemorativa", "vinculo_social": "Vínculo social",
     "padrao_comportamental": "Padrão", "reclamacao": "Reclamação", "feedback_positivo": "Elogio",
@@ -48,7 +51,8 @@ MESSAGES = {
     "inbox": "Caixa de entrada salva.", "signed_out": "Sessão encerrada.",
 }
 ERRORS = {
-    "login": "Token inválido ou revogado.", "csrf": "O formulário expirou; tente de novo.",
+    "login": "Token inválido ou revogado.",
+    "throttled": "Muitas tentativas de entrada; aguarde alguns minutos.", "csrf": "O formulário expirou; tente de novo.",
     "confirm": f"Para esquecer tudo, digite exatamente {FORGET_ALL_PHRASE}.",
     "not_editable": "Este fato não pode ser editado (está no histórico).", "empty": "O conteúdo não pode ficar vazio.",
     "restore": "Este fato não pode ser restaurado (não está esquecido, ou passaram 30 dias).",
@@ -173,16 +177,31 @@ def mount_console(app: FastAPI, container) -> None:
                         secure=settings.console_secure_cookies, max_age=3600)
         return resp
 
+    failures: dict[str, list[float]] = {}   # client address -> times of refused sign-ins (this process)
+
+    def too_many(client: str, now: float) -> bool:
+        recent = [t for t in failures.get(client, []) if now - t < LOGIN_WINDOW_S]
+        failures[client] = recent
+        if len(failures) > 10_000:   # bounded memory: forget the quietest clients
+            for k in [k for k, v in failures.items() if not v][:5000]:
+                failures.pop(k, None)
+        return len(recent) >= LOGIN_MAX_FAILURES
+
     @app.post("/console/login", include_in_schema=False)
     async def login(request: Request):
         data = await form(request)
         if not sessions.same(data.get("csrf"), request.cookies.get(LOGIN_CSRF_COOKIE)):
             return go("/console/login", error="csrf")
+        client, now = (request.client.host if request.client else "?"), time.monotonic()
+        if too_many(client, now):
+            log.warning('console sign-in throttled client="%s"', client)
+            return go("/console/login", error="throttled")
         with container.pool.connection() as conn:
             op = operator_for(conn, data.get("token", "").strip())
             conn.commit()
             if op is None:
-                log.info("console sign-in refused")
+                failures.setdefault(client, []).append(now)
+                log.info('console sign-in refused client="%s"', client)
                 return go("/console/login", error="login")
             secret, _ = sessions.create_session(conn, op, hours=settings.console_session_hours)
         log.info('console sign-in account_id=%d operator="%s"', op.account_id, op.label)
