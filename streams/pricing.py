@@ -1,19 +1,28 @@
 """Model tokens and estimated cost per account and stage (docs/architecture.md §6).
 
 Prices are USD per million tokens (prompt, completion). The table is a
-default; ``MEMORIA_MODEL_PRICES`` (JSON ``{"model": [prompt, completion]}``)
-overrides or extends it. A model name matches its entry exactly or by prefix
-("gpt-4o-mini-2024-07-18" is priced as "gpt-4o-mini"). Offline providers
-report zero tokens, so they cost 0.
+default; ``MEMORIA_MODEL_PRICES`` (JSON ``{"model": [prompt, completion]}``,
+read by ``streams.settings``) overrides or extends it. A model name matches its
+entry exactly or by prefix ("gpt-4o-mini-2024-07-18" is priced as
+"gpt-4o-mini"). Offline providers report zero tokens, so they cost 0.
+
+Every model call that used tokens is counted twice: Prometheus counters (for
+dashboards; they reset with the process) and one row of the ``model_usage``
+ledger in Postgres (per account, stage, model, with tokens and cost), written
+on the caller's connection, inside the transaction that records the call's
+effect, so both commit together. ``ref`` (a reply id, ...) makes a redelivered
+event count once.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
+
+import psycopg
 
 from streams import metrics
 
@@ -25,7 +34,10 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
     "gpt-4.1-mini": (0.40, 1.60),
     "gpt-4.1-nano": (0.10, 0.40),
     "gpt-4.1": (2.00, 8.00),
+    "text-embedding-3-small": (0.02, 0.0),
+    "text-embedding-3-large": (0.13, 0.0),
 }
+STAGES = ("extraction", "contradiction", "reply", "embedding")
 
 
 class TokenCounts(Protocol):
@@ -36,7 +48,11 @@ class TokenCounts(Protocol):
 @lru_cache(maxsize=None)
 def price_table(overrides: str | None = None) -> dict[str, tuple[float, float]]:
     table = dict(DEFAULT_PRICES)
-    raw = overrides if overrides is not None else os.environ.get("MEMORIA_MODEL_PRICES", "")
+    if overrides is None:
+        from streams.settings import get_settings
+
+        overrides = get_settings().model_prices
+    raw = overrides
     if raw.strip():
         try:
             table.update({k: (float(v[0]), float(v[1])) for k, v in json.loads(raw).items()})
@@ -58,14 +74,70 @@ def cost_usd(model: str, usage: TokenCounts, table: dict[str, tuple[float, float
     return (usage.prompt_tokens * prompt + usage.completion_tokens * completion) / 1_000_000
 
 
-def record_usage(account_id: int, stage: str, model: str, usage: TokenCounts,
-                 table: dict[str, tuple[float, float]] | None = None) -> float:
-    """Count tokens and estimated cost per account and stage; returns the cost."""
+@dataclass(frozen=True)
+class ModelCall:
+    """One model call to put in the ledger."""
+
+    account_id: int
+    stage: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    ref: str | None = None
+
+
+def model_call(account_id: int, stage: str, model: str, usage: TokenCounts, *, ref: str | None = None,
+               table: dict[str, tuple[float, float]] | None = None) -> ModelCall | None:
+    """The ledger entry of a call, or None when it used no tokens (offline providers)."""
+    if stage not in STAGES:
+        raise ValueError(f"unknown stage {stage!r}; known: {STAGES}")
     if not (usage.prompt_tokens or usage.completion_tokens):
+        return None
+    return ModelCall(account_id, stage, model or "unknown", int(usage.prompt_tokens),
+                     int(usage.completion_tokens), cost_usd(model, usage, table), ref)
+
+
+LEDGER_INSERT = """INSERT INTO model_usage (account_id, stage, model, prompt_tokens, completion_tokens, cost_usd, ref)
+                   VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING"""
+
+
+def ledger_args(call: ModelCall) -> tuple:
+    return (call.account_id, call.stage, call.model, call.prompt_tokens, call.completion_tokens, call.cost_usd,
+            call.ref)
+
+
+def write_ledger(conn: psycopg.Connection, calls: list[ModelCall | None]) -> int:
+    """Insert the calls (None skipped) in the caller's transaction; returns how many were new."""
+    calls = [c for c in calls if c is not None]
+    if not calls:
+        return 0
+    if len(calls) == 1:
+        return conn.execute(LEDGER_INSERT, ledger_args(calls[0])).rowcount
+    with conn.cursor() as cur:
+        cur.executemany(LEDGER_INSERT, [ledger_args(c) for c in calls])
+        return len(calls)
+
+
+def count_metrics(call: ModelCall | None) -> float:
+    """The Prometheus counters of a call (after its ledger row committed); returns the cost."""
+    if call is None:
         return 0.0
-    acct = str(account_id)
-    metrics.MODEL_TOKENS.labels(acct, stage, "prompt").inc(usage.prompt_tokens)
-    metrics.MODEL_TOKENS.labels(acct, stage, "completion").inc(usage.completion_tokens)
-    cost = cost_usd(model, usage, table)
-    metrics.MODEL_COST.labels(acct, stage).inc(cost)
-    return cost
+    acct = str(call.account_id)
+    metrics.MODEL_TOKENS.labels(acct, call.stage, "prompt").inc(call.prompt_tokens)
+    metrics.MODEL_TOKENS.labels(acct, call.stage, "completion").inc(call.completion_tokens)
+    metrics.MODEL_COST.labels(acct, call.stage).inc(call.cost_usd)
+    return call.cost_usd
+
+
+def record_usage(account_id: int, stage: str, model: str, usage: TokenCounts,
+                 table: dict[str, tuple[float, float]] | None = None, *,
+                 conn: psycopg.Connection | None = None, ref: str | None = None) -> float:
+    """Count tokens and estimated cost per account and stage (metrics, and the
+    ledger when ``conn`` is given); returns the cost."""
+    call = model_call(account_id, stage, model, usage, ref=ref, table=table)
+    if call is None:
+        return 0.0
+    if conn is not None:
+        write_ledger(conn, [call])
+    return count_metrics(call)

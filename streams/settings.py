@@ -170,6 +170,20 @@ class Settings(BaseSettings):
     chatwoot_webhook_token: str | None = None
     chatwoot_webhook_secret: str | None = None
 
+    # --- Costs ------------------------------------------------------------
+    # The cost ledger (model_usage) stores USD; the console shows BRL at this rate.
+    usd_brl_rate: float = 5.40
+    # Prices (USD per million tokens, prompt and completion) override/extend
+    # streams.pricing.DEFAULT_PRICES: JSON {"model": [prompt, completion]}.
+    model_prices: str = ""
+
+    # --- Admin API and operator console ------------------------------------
+    admin_host: str = "127.0.0.1"
+    admin_port: int = 8080
+    console_session_hours: float = 12.0
+    # Secure cookies need HTTPS; set true behind TLS (a plain-HTTP localhost cannot use them).
+    console_secure_cookies: bool = False
+
     # --- Worker ----------------------------------------------------------
     worker_web_host: str = "127.0.0.1"
     worker_web_port: int = 6066

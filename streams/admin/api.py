@@ -15,7 +15,6 @@ from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from psycopg.types.json import Jsonb
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from streams.admin import tokens
@@ -26,7 +25,6 @@ PG_BIGINT_MAX = 2**63 - 1
 #: Request bodies above this are refused with 413 before they are read.
 MAX_BODY_BYTES = 256 * 1024
 #: Matching is linear in the keywords: an unbounded list slows every reply of the inbox.
-MAX_KEYWORDS_PER_INTENT = 200
 Id = Annotated[int, Field(ge=1, le=PG_BIGINT_MAX)]
 
 
@@ -44,6 +42,7 @@ class Memory(BaseModel):
     status: Literal["active", "superseded", "expired", "deleted"]
     source_conversation_id: int | None
     source_unit_id: int | None
+    source_unit_name: str | None = None
     supporting_conversation_ids: list[int]
     expires_at: datetime | None
     last_verified_at: datetime
@@ -63,11 +62,11 @@ class MemoryList(BaseModel):
 
 
 class MemoryEdit(BaseModel):
+    """The new content; who edited is the token's operator (recorded in the fact's metadata)."""
     model_config = ConfigDict(extra="forbid")
     content: str = Field(min_length=1, max_length=1000)
-    edited_by: str = Field(min_length=1, max_length=200, description="who made the edit (recorded in metadata)")
 
-    @field_validator("content", "edited_by")
+    @field_validator("content")
     @classmethod
     def _not_blank(cls, v: str) -> str:
         if not v.strip():
@@ -77,10 +76,15 @@ class MemoryEdit(BaseModel):
         return v.strip()
 
 
+class RestoreResult(BaseModel):
+    memory: Memory
+    superseded: list[int] = Field(description="live facts the restored one contradicted and replaced")
+    superseded_by: int | None = Field(description="a newer contradicting live fact that keeps it in history")
+
+
 class Confirmation(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    confirm: Literal[True] = Field(description="must be true: this cannot be undone from the API")
-    requested_by: str = Field("", max_length=200)
+    confirm: Literal[True] = Field(description="must be true")
 
 
 class ForgetResult(BaseModel):
@@ -93,62 +97,96 @@ class EraseResult(BaseModel):
     erased: dict[str, int]
 
 
-class InboxConfig(BaseModel):
+class InboxPatch(BaseModel):
+    """Only the fields present change (``null`` threshold = the calibrated default)."""
     model_config = ConfigDict(extra="forbid")
-    system_prompt: str = Field("", max_length=20000)
-    playbook_prompt: str = Field("", max_length=20000)
+    system_prompt: str | None = Field(None, max_length=20000,
+                                      description="≤ 500 tokens; the non-negotiable rules are always added")
+    playbook_prompt: str | None = Field(None, max_length=20000)
     rag_distance_threshold: float | None = Field(
         None, ge=0, le=2, description="cosine distance; null = the value calibrated for the knowledge model")
-    rag_max_results: int = Field(3, ge=1, le=20)
-    model: str = Field("", max_length=200)
-    temperature: float = Field(0.7, ge=0, le=2)
-    intent_keywords: dict[str, list[Annotated[str, Field(min_length=1, max_length=100)]]] = Field(
-        default_factory=dict, description="intent → keywords (accent- and case-insensitive); at most "
-                                          f"{MAX_KEYWORDS_PER_INTENT} per intent")
+    rag_max_results: int | None = Field(None, ge=1, le=20)
+    model: str | None = Field(None, max_length=200)
+    temperature: float | None = Field(None, ge=0, le=2)
+    intent_keywords: dict[str, Any] | None = Field(
+        None, description="intent → [keywords] or {\"keywords\": [...] | {kw: weight}, \"replace\": bool}; "
+                          "new intents (e.g. availability_check) are allowed")
 
     @field_validator("system_prompt", "playbook_prompt", "model")
     @classmethod
-    def _no_nul(cls, v: str) -> str:
-        if "\x00" in v:
+    def _no_nul(cls, v: str | None) -> str | None:
+        if v is not None and "\x00" in v:
             raise ValueError("must not contain NUL characters")
         return v
 
-    @field_validator("intent_keywords")
-    @classmethod
-    def _known_intents(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
-        known = {"price_question", "info_request", "policy", "greeting", "objection", "confirmation", "general"}
-        bad = sorted(set(v) - known)
-        if bad:
-            raise ValueError(f"unknown intents {bad}; known: {sorted(known)}")
-        for intent, words in v.items():
-            if len(words) > MAX_KEYWORDS_PER_INTENT:
-                raise ValueError(f"{intent}: {len(words)} keywords; at most {MAX_KEYWORDS_PER_INTENT} per intent")
-            if any("\x00" in w for w in words):
-                raise ValueError("keywords must not contain NUL characters")
-        return v
 
-
-class Inbox(InboxConfig):
+class Inbox(BaseModel):
     id: int
+    name: str
+    system_prompt: str
+    system_prompt_tokens: int
+    system_prompt_max_tokens: int
+    playbook_prompt: str
+    rag_distance_threshold: float | None
+    calibrated_distance_threshold: float = Field(description="the active embedding model's calibrated cut-off")
+    rag_max_results: int
+    model: str
+    temperature: float
+    intent_keywords: dict[str, Any]
+
+
+class Flag(BaseModel):
+    flag: Literal["memory_extraction_enabled", "memory_recall_enabled"]
+    label: str
+    enabled: bool
+    changed_at: datetime | None
+    changed_by: str | None
 
 
 class Flags(BaseModel):
+    flags: list[Flag]
+    cost_this_month_brl: float
+
+
+class FlagChange(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    memory_extraction_enabled: bool
-    memory_recall_enabled: bool
+    enabled: bool
+
+
+class MonthCost(BaseModel):
+    month: str
+    usd: float
+    brl: float
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    by_stage_brl: dict[str, float]
+
+
+class Costs(BaseModel):
+    account_id: int
+    usd_brl_rate: float
+    months: list[MonthCost]
 
 
 class ReportItem(BaseModel):
-    memory_type: Literal["reclamacao", "feedback_positivo"]
     topic: str
-    example: str
+    label: str
     count: int
+    example: str
 
 
 class UnitReport(BaseModel):
     unit_id: int
+    unit_name: str
     complaints: list[ReportItem]
     compliments: list[ReportItem]
+    facts_by_type: dict[str, int]
+    facts_learnt: int
+    facts_superseded: int
+    supersedence_rate: float | None
+    recall_p99_ms: float | None
+    replies_with_recall: int
 
 
 class Report(BaseModel):
@@ -217,33 +255,34 @@ class BoundedBody:
 
 
 # --------------------------------------------------------------------- app
-def _status(r: dict, now: datetime) -> str:
-    if r["deleted_at"] is not None:
-        return "deleted"
-    if r["superseded_at"] is not None:
-        return "superseded"
-    if r["expires_at"] is not None and r["expires_at"] <= now:
-        return "expired"
-    return "active"
+def _memory(r: dict) -> Memory:
+    return Memory(**{k: r[k] for k in Memory.model_fields})
 
 
-def _memory(r: dict, now: datetime) -> Memory:
-    return Memory(**{k: r[k] for k in Memory.model_fields if k not in ("status", "embedded")},
-                  status=_status(r, now), embedded=r["embedded"])
+def inbox_view(row: dict, settings) -> Inbox:
+    from streams.admin.inboxes import calibrated_threshold, system_prompt_tokens
+    from streams.respond.prompt import SYSTEM_PROMPT_MAX_TOKENS
+
+    return Inbox(**row, system_prompt_tokens=system_prompt_tokens(row["system_prompt"]),
+                 system_prompt_max_tokens=SYSTEM_PROMPT_MAX_TOKENS,
+                 calibrated_distance_threshold=calibrated_threshold(settings.embedding_model))
 
 
-MEMORY_COLS = """id, contact_id, memory_type, memory_key, content, evidence, confidence, scope, weight,
-    source_conversation_id, source_unit_id, supporting_conversation_ids, expires_at, last_verified_at,
-    superseded_at, superseded_by_id, deleted_at, embedding IS NOT NULL AS embedded, metadata, created_at,
-    updated_at"""
+def create_app(container, *, console: bool = True) -> FastAPI:
+    """``container`` is a ``streams.bootstrap.Container`` (pool, memory embedder, settings).
+    ``console``: also serve the operator console under ``/console`` (same process, port and tokens)."""
+    from streams.admin import costs as cost_service
+    from streams.admin import flags as flag_service
+    from streams.admin import inboxes as inbox_service
+    from streams.admin import memories as memory_service
+    from streams.admin import reports as report_service
+    from streams.maintain import forget as forget_service
 
-
-def create_app(container) -> FastAPI:
-    """``container`` is a ``streams.bootstrap.Container`` (pool and memory embedder)."""
-    app = FastAPI(title="memoria admin API", version="1.0.0",
-                  description="Customer memories, forgetting (LGPD/GDPR), inbox configuration, "
-                              "account flags and unit reports. Authenticate with a per-account "
-                              "bearer token (`memoria admin token create`).")
+    app = FastAPI(title="memoria admin API", version="2.0.0",
+                  description="Customer memories, forgetting (LGPD/GDPR) and restore, inbox configuration, "
+                              "account flags with their audit trail, model costs and unit reports. "
+                              "Authenticate with a per-account bearer token (`memoria admin token create`); "
+                              "the operator console is at `/console`.")
     bearer = HTTPBearer(auto_error=False)
 
     app.add_middleware(BoundedBody, limit=MAX_BODY_BYTES)
@@ -253,21 +292,16 @@ def create_app(container) -> FastAPI:
         errors = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", "")} for e in exc.errors()]
         return JSONResponse({"detail": "invalid request", "errors": errors}, status_code=422)
 
-    def account(cred: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> int:
+    def operator(cred: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> tokens.Operator:
         if cred is None or cred.scheme.lower() != "bearer":
             raise HTTPException(401, "missing bearer token", headers={"WWW-Authenticate": "Bearer"})
         with container.pool.connection() as conn:
-            acc = tokens.account_for(conn, cred.credentials)
-        if acc is None:
+            op = tokens.operator_for(conn, cred.credentials)
+        if op is None:
             raise HTTPException(401, "invalid or revoked token", headers={"WWW-Authenticate": "Bearer"})
-        return acc
+        return op
 
-    Account = Annotated[int, Depends(account)]
-
-    def _contact_exists(conn, acc: int, contact_id: int) -> None:
-        if not conn.execute("SELECT 1 FROM contacts WHERE account_id = %s AND id = %s",
-                            (acc, contact_id)).fetchone():
-            raise HTTPException(404, f"contact {contact_id} not found")
+    Op = Annotated[tokens.Operator, Depends(operator)]
 
     @app.get("/health", tags=["ops"])
     def health() -> dict[str, str]:
@@ -275,102 +309,133 @@ def create_app(container) -> FastAPI:
 
     # -- memories -------------------------------------------------------------
     @app.get("/v1/contacts/{contact_id}/memories", response_model=MemoryList, tags=["memories"])
-    def list_memories(contact_id: Id, acc: Account,
+    def list_memories(contact_id: Id, op: Op,
                       include_history: bool = Query(True, description="also list superseded, expired, deleted")):
-        now = datetime.now(timezone.utc)
         with container.pool.connection() as conn:
-            _contact_exists(conn, acc, contact_id)
-            rows = conn.execute(f"SELECT {MEMORY_COLS} FROM contact_memories WHERE account_id = %s "
-                                "AND contact_id = %s ORDER BY last_verified_at DESC, id", (acc, contact_id)).fetchall()
-        mems = [_memory(r, now) for r in rows]
+            rows = memory_service.contact_memories(conn, op.account_id, contact_id)
+        if rows is None:
+            raise HTTPException(404, f"contact {contact_id} not found")
+        mems = [_memory(r) for r in rows]
         return MemoryList(contact_id=contact_id, active=[m for m in mems if m.status == "active"],
                           history=[m for m in mems if m.status != "active"] if include_history else [])
 
     @app.patch("/v1/memories/{memory_id}", response_model=Memory, tags=["memories"],
                responses={404: {"description": "not found"}, 409: {"description": "not editable"}})
-    def edit_memory(memory_id: Id, body: MemoryEdit, acc: Account):
-        from streams.admin.memories import edit_memory as edit
-
-        now = datetime.now(timezone.utc)
+    def edit_memory(memory_id: Id, body: MemoryEdit, op: Op):
         with container.pool.connection() as conn:
             try:
-                edit(conn, account_id=acc, memory_id=memory_id, content=body.content, edited_by=body.edited_by,
-                     embedder=container.memory_embedder)
+                memory_service.edit_memory(conn, account_id=op.account_id, memory_id=memory_id,
+                                           content=body.content, edited_by=op.label,
+                                           embedder=container.memory_embedder)
             except LookupError:
                 raise HTTPException(404, f"memory {memory_id} not found") from None
             except ValueError as e:
                 raise HTTPException(409, str(e)) from None
-            row = conn.execute(f"SELECT {MEMORY_COLS} FROM contact_memories WHERE id = %s", (memory_id,)).fetchone()
-        return _memory(row, now)
+            return _memory(memory_service.get_memory(conn, op.account_id, memory_id))
 
     @app.delete("/v1/memories/{memory_id}", status_code=204, tags=["memories"],
                 responses={404: {"description": "not found"}})
-    def delete_memory(memory_id: Id, acc: Account):
-        from streams.maintain.forget import forget_memory
-
+    def delete_memory(memory_id: Id, op: Op):
         with container.pool.connection() as conn:
-            if not forget_memory(conn, acc, memory_id, actor="admin-api"):
+            if not forget_service.forget_memory(conn, op.account_id, memory_id, actor=op.label):
                 raise HTTPException(404, f"memory {memory_id} not found")
         return None
 
-    @app.post("/v1/contacts/{contact_id}/forget", response_model=ForgetResult, tags=["forgetting"])
-    def forget_contact(contact_id: Id, body: Confirmation, acc: Account):
-        from streams.maintain.forget import forget_contact as forget
-
+    @app.post("/v1/memories/{memory_id}/restore", response_model=RestoreResult, tags=["memories"],
+              responses={404: {"description": "not found"}, 409: {"description": "not forgotten, or too old"}})
+    def restore_memory(memory_id: Id, op: Op):
+        """Undo a forget within 30 days: re-embedded and contradiction-checked again."""
         with container.pool.connection() as conn:
-            _contact_exists(conn, acc, contact_id)
-            n = forget(conn, acc, contact_id, actor=body.requested_by or "admin-api")
+            try:
+                r = restore(conn, op, memory_id)
+            except LookupError:
+                raise HTTPException(404, f"memory {memory_id} not found") from None
+            except ValueError as e:
+                raise HTTPException(409, str(e)) from None
+            m = _memory(memory_service.get_memory(conn, op.account_id, memory_id))
+        return RestoreResult(memory=m, superseded=r.superseded, superseded_by=r.superseded_by)
+
+    def restore(conn, op: tokens.Operator, memory_id: int):
+        from streams.learn.compose import build_checker
+
+        s = container.settings
+        return forget_service.restore_memory(
+            conn, op.account_id, memory_id, actor=op.label, embedder=container.memory_embedder,
+            checker=build_checker(s), llm_model=s.llm_model if s.contradiction_provider == "openai" else "")
+
+    app.state.restore = restore   # the console restores through the same function
+
+    @app.post("/v1/contacts/{contact_id}/forget", response_model=ForgetResult, tags=["forgetting"])
+    def forget_contact(contact_id: Id, body: Confirmation, op: Op):
+        with container.pool.connection() as conn:
+            if memory_service.get_contact(conn, op.account_id, contact_id) is None:
+                raise HTTPException(404, f"contact {contact_id} not found")
+            n = forget_service.forget_contact(conn, op.account_id, contact_id, actor=op.label)
         return ForgetResult(contact_id=contact_id, facts_forgotten=n)
 
     @app.post("/v1/contacts/{contact_id}/erase", response_model=EraseResult, tags=["forgetting"])
-    def erase_contact(contact_id: Id, body: Confirmation, acc: Account):
-        from streams.maintain.forget import erase_contact as erase
-
+    def erase_contact(contact_id: Id, body: Confirmation, op: Op):
         with container.pool.connection() as conn:
-            _contact_exists(conn, acc, contact_id)
-            counts = erase(conn, acc, contact_id)
+            if memory_service.get_contact(conn, op.account_id, contact_id) is None:
+                raise HTTPException(404, f"contact {contact_id} not found")
+            counts = forget_service.erase_contact(conn, op.account_id, contact_id)
         return EraseResult(contact_id=contact_id, erased={k: int(v) for k, v in dict(counts).items()})
 
     # -- inboxes --------------------------------------------------------------
-    INBOX_COLS = ("system_prompt, playbook_prompt, rag_distance_threshold, rag_max_results, model, temperature, "
-                  "intent_keywords")
-
     @app.get("/v1/inboxes/{inbox_id}", response_model=Inbox, tags=["configuration"])
-    def get_inbox(inbox_id: Id, acc: Account):
+    def get_inbox(inbox_id: Id, op: Op):
         with container.pool.connection() as conn:
-            row = conn.execute(f"SELECT id, {INBOX_COLS} FROM inboxes WHERE id = %s AND account_id = %s",
-                               (inbox_id, acc)).fetchone()
+            row = inbox_service.get_inbox(conn, op.account_id, inbox_id)
         if row is None:
             raise HTTPException(404, f"inbox {inbox_id} not found")
-        return Inbox(**row)
+        return inbox_view(row, container.settings)
 
-    @app.put("/v1/inboxes/{inbox_id}", response_model=Inbox, tags=["configuration"])
-    def put_inbox(inbox_id: Id, body: InboxConfig, acc: Account):
+    @app.patch("/v1/inboxes/{inbox_id}", response_model=Inbox, tags=["configuration"],
+               responses={404: {"description": "not found"}, 422: {"description": "invalid value"}})
+    def patch_inbox(inbox_id: Id, body: InboxPatch, op: Op):
         with container.pool.connection() as conn:
-            row = conn.execute(
-                f"""UPDATE inboxes SET system_prompt = %s, playbook_prompt = %s, rag_distance_threshold = %s,
-                        rag_max_results = %s, model = %s, temperature = %s, intent_keywords = %s
-                    WHERE id = %s AND account_id = %s RETURNING id, {INBOX_COLS}""",
-                (body.system_prompt, body.playbook_prompt, body.rag_distance_threshold, body.rag_max_results,
-                 body.model, body.temperature, Jsonb(body.intent_keywords), inbox_id, acc)).fetchone()
+            try:
+                row = inbox_service.update_inbox(conn, op.account_id, inbox_id, body.model_dump(exclude_unset=True),
+                                                 operator=op)
+            except inbox_service.InvalidConfig as e:
+                raise HTTPException(422, str(e)) from None
         if row is None:
             raise HTTPException(404, f"inbox {inbox_id} not found")
-        return Inbox(**row)
+        return inbox_view(row, container.settings)
 
     # -- flags ----------------------------------------------------------------
-    @app.get("/v1/account/flags", response_model=Flags, tags=["configuration"])
-    def get_flags(acc: Account):
-        with container.pool.connection() as conn:
-            s = conn.execute("SELECT settings FROM accounts WHERE id = %s", (acc,)).fetchone()["settings"]
-        return Flags(memory_extraction_enabled=bool(s.get("memory_extraction_enabled", False)),
-                     memory_recall_enabled=bool(s.get("memory_recall_enabled", False)))
+    def flags_view(conn, acc: int) -> Flags:
+        month = cost_service.monthly_costs(conn, acc, rate=container.settings.usd_brl_rate, months=1)[0]
+        return Flags(flags=[Flag(**vars(f)) for f in flag_service.flag_states(conn, acc)],
+                     cost_this_month_brl=round(month.brl, 6))
 
-    @app.put("/v1/account/flags", response_model=Flags, tags=["configuration"])
-    def put_flags(body: Flags, acc: Account):
+    @app.get("/v1/account/flags", response_model=Flags, tags=["configuration"])
+    def get_flags(op: Op):
         with container.pool.connection() as conn:
-            conn.execute("UPDATE accounts SET settings = settings || %s WHERE id = %s",
-                         (Jsonb(body.model_dump()), acc))
-        return body
+            return flags_view(conn, op.account_id)
+
+    @app.put("/v1/account/flags/{flag}", response_model=Flags, tags=["configuration"],
+             responses={404: {"description": "unknown flag"}})
+    def put_flag(flag: str, body: FlagChange, op: Op):
+        """Set one flag; the change (who, when) is kept in the audit trail."""
+        with container.pool.connection() as conn:
+            try:
+                flag_service.set_flag(conn, op.account_id, flag, body.enabled, op)
+            except KeyError:
+                raise HTTPException(404, f"unknown flag {flag!r}; flags: {sorted(flag_service.FLAGS)}") from None
+            return flags_view(conn, op.account_id)
+
+    # -- costs ----------------------------------------------------------------
+    @app.get("/v1/account/costs", response_model=Costs, tags=["costs"])
+    def get_costs(op: Op, months: int = Query(6, ge=1, le=36)):
+        """Model costs from the ledger: this month first, then the previous months (per stage, BRL)."""
+        rate = container.settings.usd_brl_rate
+        with container.pool.connection() as conn:
+            rows = cost_service.monthly_costs(conn, op.account_id, rate=rate, months=months)
+        return Costs(account_id=op.account_id, usd_brl_rate=rate, months=[
+            MonthCost(month=m.month.strftime("%Y-%m"), usd=m.usd, brl=m.brl, calls=m.calls,
+                      prompt_tokens=m.prompt_tokens, completion_tokens=m.completion_tokens, by_stage_brl=m.by_stage)
+            for m in rows])
 
     # -- conversations ----------------------------------------------------------
     def _change_status(conversation_id: int, acc: int, action: str) -> ConversationStatus:
@@ -387,56 +452,52 @@ def create_app(container) -> FastAPI:
 
     @app.post("/v1/conversations/{conversation_id}/resolve", response_model=ConversationStatus,
               tags=["conversations"], responses={404: {"description": "not found"}})
-    def resolve_conversation(conversation_id: Id, acc: Account):
+    def resolve_conversation(conversation_id: Id, op: Op):
         """Resolve: clears the lead state and starts the learning (once; resolving again changes nothing)."""
-        return _change_status(conversation_id, acc, "resolve")
+        return _change_status(conversation_id, op.account_id, "resolve")
 
     @app.post("/v1/conversations/{conversation_id}/reopen", response_model=ConversationStatus,
               tags=["conversations"], responses={404: {"description": "not found"}})
-    def reopen_conversation(conversation_id: Id, acc: Account):
+    def reopen_conversation(conversation_id: Id, op: Op):
         """Reopen: the next resolution learns from the messages after this point only."""
-        return _change_status(conversation_id, acc, "reopen")
+        return _change_status(conversation_id, op.account_id, "reopen")
 
     # -- documents ------------------------------------------------------------
     @app.get("/v1/documents", response_model=list[Document], tags=["knowledge"])
-    def list_documents(acc: Account, include_deleted: bool = Query(False)):
+    def list_documents(op: Op, include_deleted: bool = Query(False)):
         from streams.ingest.documents import list_documents as listing
 
         with container.pool.connection() as conn:
-            return [Document(**r) for r in listing(conn, acc, include_deleted=include_deleted)]
+            return [Document(**r) for r in listing(conn, op.account_id, include_deleted=include_deleted)]
 
     @app.delete("/v1/documents/{document_id}", response_model=Document, tags=["knowledge"],
                 responses={404: {"description": "not found"}})
-    def delete_document(document_id: uuid.UUID, acc: Account):
+    def delete_document(document_id: uuid.UUID, op: Op):
         """Tombstone a document and its chunks; the ingest agent removes their points."""
         from streams.ingest.documents import delete_document as delete
 
         with container.pool.connection() as conn:
-            row = delete(conn, acc, document_id=str(document_id))
+            row = delete(conn, op.account_id, document_id=str(document_id))
         if row is None:
             raise HTTPException(404, f"document {document_id} not found")
         return Document(**row)
 
     # -- reports --------------------------------------------------------------
     @app.get("/v1/reports/units", response_model=Report, tags=["reports"])
-    def unit_report(acc: Account, days: int = Query(30, ge=1, le=3650), top: int = Query(5, ge=1, le=50)):
+    def unit_report(op: Op, days: int = Query(90, ge=1, le=3650), top: int = Query(5, ge=1, le=50)):
         with container.pool.connection() as conn:
-            rows = conn.execute(
-                """SELECT source_unit_id AS unit_id, memory_type,
-                          COALESCE(NULLIF(normalized_value, ''), memory_key) AS topic,
-                          min(content) AS example, count(*) AS n
-                     FROM contact_memories
-                    WHERE account_id = %s AND source_unit_id IS NOT NULL AND deleted_at IS NULL
-                      AND memory_type IN ('reclamacao', 'feedback_positivo')
-                      AND created_at >= now() - make_interval(days => %s)
-                    GROUP BY 1, 2, 3 ORDER BY 1, n DESC, 3""", (acc, days)).fetchall()
-        units: dict[int, UnitReport] = {}
-        for r in rows:
-            u = units.setdefault(r["unit_id"], UnitReport(unit_id=r["unit_id"], complaints=[], compliments=[]))
-            bucket = u.complaints if r["memory_type"] == "reclamacao" else u.compliments
-            if len(bucket) < top:
-                bucket.append(ReportItem(memory_type=r["memory_type"], topic=r["topic"], example=r["example"],
-                                         count=r["n"]))
-        return Report(account_id=acc, days=days, units=list(units.values()))
+            units = report_service.unit_reports(conn, op.account_id, days=days, top=top)
+        return Report(account_id=op.account_id, days=days, units=[
+            UnitReport(unit_id=u.unit_id, unit_name=u.unit_name,
+                       complaints=[ReportItem(**vars(r)) for r in u.complaints],
+                       compliments=[ReportItem(**vars(r)) for r in u.compliments],
+                       facts_by_type=u.facts_by_type, facts_learnt=u.facts_learnt,
+                       facts_superseded=u.facts_superseded, supersedence_rate=u.supersedence_rate,
+                       recall_p99_ms=u.recall_p99_ms, replies_with_recall=u.replies_with_recall)
+            for u in units])
 
+    if console:
+        from streams.admin.console import mount_console
+
+        mount_console(app, container)
     return app

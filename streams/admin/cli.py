@@ -17,7 +17,8 @@ console = Console(stderr=True)
 def render_openapi() -> str:
     from streams.admin.api import create_app
 
-    return json.dumps(create_app(container=None).openapi(), indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+    doc = create_app(container=None, console=False).openapi()
+    return json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
 
 
 def register(app: typer.Typer) -> None:
@@ -27,14 +28,17 @@ def register(app: typer.Typer) -> None:
     app.add_typer(admin, name="admin")
 
     @admin.command("serve")
-    def serve(host: str = typer.Option("127.0.0.1"), port: int = typer.Option(8080)) -> None:
-        """Run the admin API (OpenAPI at /openapi.json, docs at /docs)."""
+    def serve(host: str = typer.Option(None, help="default MEMORIA_ADMIN_HOST (127.0.0.1)"),
+              port: int = typer.Option(None, help="default MEMORIA_ADMIN_PORT (8080)")) -> None:
+        """Run the admin API (OpenAPI at /openapi.json, docs at /docs) and the operator console (/console)."""
         import uvicorn
 
         from streams.admin.api import create_app
         from streams.bootstrap import Container
 
-        uvicorn.run(create_app(Container()), host=host, port=port, log_level="info")
+        s = get_settings()
+        uvicorn.run(create_app(Container(s)), host=host or s.admin_host, port=port or s.admin_port,
+                    log_level="info")
 
     @admin.command("openapi")
     def openapi(out: Path = typer.Option(OPENAPI_FILE, help="where to write the document")) -> None:

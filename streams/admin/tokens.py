@@ -39,3 +39,26 @@ def account_for(conn: psycopg.Connection, token: str) -> int | None:
     row = conn.execute("UPDATE api_tokens SET last_used_at = now() WHERE token_hash = %s AND revoked_at IS NULL "
                        "RETURNING account_id", (_hash(token),)).fetchone()
     return int(row["account_id"]) if row else None
+
+
+class Operator:
+    """Who is signed in: the account and the token (its name names the operator)."""
+
+    __slots__ = ("account_id", "token_id", "name")
+
+    def __init__(self, account_id: int, token_id: int, name: str):
+        self.account_id, self.token_id, self.name = account_id, token_id, name
+
+    @property
+    def label(self) -> str:
+        """What audit trails record: the token's name and id (never free text from a form)."""
+        return f"{self.name or 'token'} (token {self.token_id})"
+
+
+def operator_for(conn: psycopg.Connection, token: str) -> Operator | None:
+    """The operator of an active token (and marks it used), or None."""
+    if not token or len(token) > 200:
+        return None
+    row = conn.execute("UPDATE api_tokens SET last_used_at = now() WHERE token_hash = %s AND revoked_at IS NULL "
+                       "RETURNING id, account_id, name", (_hash(token),)).fetchone()
+    return Operator(int(row["account_id"]), int(row["id"]), row["name"]) if row else None

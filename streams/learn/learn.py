@@ -42,10 +42,10 @@ from streams.learn import store
 from streams.learn.consolidate import NewFact, plan_consolidation
 from streams.learn.contradiction import ContradictionChecker, MemoryView, Verdict
 from streams.learn.model import TokenUsage
-from streams.learn.embed import embed_contents
+from streams.learn.embed import embed_contents, embedding_usage
 from streams.learn.extract import FactExtractor, extract_facts
 from streams.learn.llm import ExtractionFailed, ModelTimedOut
-from streams.pricing import record_usage
+from streams.pricing import count_metrics, model_call, write_ledger
 from streams.store.events import mark_processed, unprocessed
 
 log = logging.getLogger(__name__)
@@ -191,7 +191,7 @@ def learn_conversation(ports: LearnPorts, conversation_id: int, *, force: bool =
     except ExtractionFailed as e:
         return _failed(ports, conv, e, now)
     metrics.EXTRACTION_LATENCY.observe(time.perf_counter() - t0)
-    record_usage(conv.account_id, "extraction", ports.llm_model, result.usage)
+    extraction_call = model_call(conv.account_id, "extraction", ports.llm_model, result.usage)
     for d in result.discarded:
         metrics.FACTS_DISCARDED.labels(d.reason).inc()
     if result.status == "discarded":
@@ -199,11 +199,14 @@ def learn_conversation(ports: LearnPorts, conversation_id: int, *, force: bool =
         with ports.pool.connection() as conn, conn.transaction():
             store.record_extraction(conn, conv, "discarded", now=now, error=result.warning, extractor=result.extractor,
                                     through_message_id=through)
+            write_ledger(conn, [extraction_call])
+        count_metrics(extraction_call)
         return Outcome(conv.id, "discarded", error=result.warning)
 
     vectors = embed_contents(ports.embedder, [f.content for f in result.facts],
                              attempts=ports.embed_attempts, backoff=ports.embed_backoff)
     model = ports.embedder.name if ports.embedder is not None else None
+    embedding_call = model_call(conv.account_id, "embedding", model or "", embedding_usage(ports.embedder))
     new_facts = [NewFact(f, v) for f, v in zip(result.facts, vectors)]
     observed = conv.last_message_at or now
     verdicts: dict = {}
@@ -239,6 +242,10 @@ def learn_conversation(ports: LearnPorts, conversation_id: int, *, force: bool =
                     capped = store.enforce_cap(conn, conv.account_id, conv.contact_id, now=now)
                     store.record_extraction(conn, conv, "done", now=now, facts=len(result.facts),
                                             extractor=result.extractor, through_message_id=through)
+                    plan.usage = asking.usage
+                    contradiction_call = model_call(conv.account_id, "contradiction", ports.llm_model, plan.usage)
+                    calls = [extraction_call, contradiction_call, embedding_call]
+                    write_ledger(conn, calls)
                 break
             except _StaleCandidates:
                 continue  # the contact's memory changed meanwhile: ask about the new candidates, outside
@@ -246,8 +253,8 @@ def learn_conversation(ports: LearnPorts, conversation_id: int, *, force: bool =
             raise ExtractionFailed(f"the contact's memory changed during {PLAN_ROUNDS} rounds of contradiction checks")
     except ExtractionFailed as e:  # the contradiction model was unavailable: retry the whole conversation
         return _failed(ports, conv, e, now)
-    plan.usage = asking.usage
-    record_usage(conv.account_id, "contradiction", ports.llm_model, plan.usage)
+    for call in calls:
+        count_metrics(call)
 
     for f in result.facts:
         metrics.EXTRACTIONS.labels(str(conv.account_id), f.memory_type).inc()

@@ -1,4 +1,4 @@
-"""``memoria maintenance aging|hard-delete``, ``forget``, ``erase-contact`` and
+"""``memoria maintenance aging|hard-delete``, ``forget``, ``restore``, ``erase-contact`` and
 ``verify-erasure``: thin commands over ``streams.maintain`` functions."""
 
 from __future__ import annotations
@@ -73,6 +73,36 @@ def forget(
             typer.echo(json.dumps({"account_id": account, "contact_id": contact, "forgotten": n}))
 
 
+def restore(
+    account: int = typer.Option(..., "--account"),
+    memory: int = typer.Option(..., "--memory", help="the forgotten fact's id"),
+    actor: str = typer.Option("cli", "--actor", help="who asked (kept in the fact's audit metadata)"),
+) -> None:
+    """Restore a forgotten fact (within 30 days): re-embedded and contradiction-checked again."""
+    from streams.bootstrap import Container
+    from streams.learn.compose import build_checker
+    from streams.maintain.forget import restore_memory
+
+    c = Container()
+    try:
+        uses_model = c.settings.contradiction_provider == "openai"
+        with c.pool.connection() as conn:
+            try:
+                r = restore_memory(conn, account, memory, actor=actor, embedder=c.memory_embedder,
+                                   checker=build_checker(c.settings),
+                                   llm_model=c.settings.llm_model if uses_model else "")
+            except LookupError:
+                typer.echo(json.dumps({"memory_id": memory, "restored": False, "error": "not found"}))
+                raise typer.Exit(1)
+            except ValueError as e:
+                typer.echo(json.dumps({"memory_id": memory, "restored": False, "error": str(e)}))
+                raise typer.Exit(1)
+    finally:
+        c.close()
+    typer.echo(json.dumps({"memory_id": memory, "restored": True, "status": r.status, "superseded": r.superseded,
+                           "superseded_by": r.superseded_by, "embedded": r.embedded}))
+
+
 def erase_contact(
     account: int = typer.Option(..., "--account"),
     contact: int = typer.Option(..., "--contact"),
@@ -118,5 +148,6 @@ def verify_erasure(
 def register(app: typer.Typer) -> None:
     app.add_typer(maintenance_app, name="maintenance")
     app.command("forget")(forget)
+    app.command("restore")(restore)
     app.command("erase-contact")(erase_contact)
     app.command("verify-erasure")(verify_erasure)

@@ -6,6 +6,10 @@
   days.
 - ``forget_contact``: the same for every fact of a contact, history
   (superseded facts) included; a ``contact.forgotten`` event.
+- ``restore_memory``: undoes a forget within ``RESTORE_WINDOW_DAYS`` (before the
+  daily hard delete): the fact is re-embedded and contradiction-checked again
+  against the contact's live facts (a newer contradicting live fact keeps it in
+  history; an older one is superseded by it).
 - ``erase_contact``: removes, now and for good, the contact's transcripts
   (messages, conversations), facts (with their pgvector embeddings), the
   extraction and silence bookkeeping, its outbox events and the contact
@@ -19,9 +23,11 @@
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timezone
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 
 import psycopg
+from psycopg.types.json import Jsonb
 
 from streams.learn import store
 from streams.outbox.write import add_events, outbox_row
@@ -51,6 +57,103 @@ def forget_memory(conn: psycopg.Connection, account_id: int, memory_id: int, *, 
                                  actor=actor, drop_embedding=True)
     log.info('memory forgotten account_id=%d memory_id=%d actor="%s"', account_id, memory_id, actor)
     return bool(done)
+
+
+RESTORE_WINDOW_DAYS = 30
+
+
+@dataclass
+class Restored:
+    memory_id: int
+    contact_id: int
+    status: str                                  # "active" or "superseded"
+    superseded: list[int] = field(default_factory=list)   # live facts it replaced
+    superseded_by: int | None = None             # the newer live fact that keeps it in history
+    embedded: bool = False
+
+
+def restore_memory(conn: psycopg.Connection, account_id: int, memory_id: int, *, actor: str, embedder,
+                   checker, llm_model: str = "", now: datetime | None = None) -> Restored:
+    """Undo the soft delete of one fact of ``account_id`` (one function for the API, the CLI and the console).
+
+    Raises LookupError when the account has no such fact (or it was hard-deleted) and ValueError when it
+    is not deleted or was deleted more than ``RESTORE_WINDOW_DAYS`` ago. The restored fact is re-embedded
+    (a failed embedding leaves it NULL, like any fact: the re-embed timer retries) and checked for
+    contradictions with the contact's live facts of its type, settled by when each was stated."""
+    from streams.learn.consolidate import CANDIDATE_DISTANCE, MAX_CANDIDATES
+    from streams.learn.contradiction import MemoryView, select_candidates
+    from streams.learn.embed import embed_contents, embedding_usage
+    from streams.learn.model import TokenUsage
+    from streams.pricing import write_ledger, count_metrics, model_call
+
+    now = _now(now)
+    with conn.transaction():
+        row = conn.execute("SELECT content FROM contact_memories WHERE id = %s AND account_id = %s",
+                           (memory_id, account_id)).fetchone()
+    if row is None:
+        raise LookupError(memory_id)
+    [vec] = embed_contents(embedder, [row["content"]])   # slow part, outside the transaction
+    embedding_call = model_call(account_id, "embedding", embedder.name if embedder else "",
+                                embedding_usage(embedder))
+    usage = TokenUsage()
+    with conn.transaction():
+        r = conn.execute("SELECT id, contact_id, memory_type, memory_key, content, normalized_value, deleted_at, "
+                         "superseded_at, observed_at, metadata FROM contact_memories "
+                         "WHERE id = %s AND account_id = %s FOR UPDATE", (memory_id, account_id)).fetchone()
+        if r is None:
+            raise LookupError(memory_id)
+        if r["deleted_at"] is None:
+            raise ValueError(f"memory {memory_id} is not forgotten")
+        if r["deleted_at"] < now - timedelta(days=RESTORE_WINDOW_DAYS):
+            raise ValueError(f"memory {memory_id} was forgotten more than {RESTORE_WINDOW_DAYS} days ago")
+        contact_id = r["contact_id"]
+        store.lock_contact(conn, account_id, contact_id)
+        out = Restored(memory_id, contact_id, "superseded" if r["superseded_at"] else "active",
+                       embedded=vec is not None)
+        restored_view = MemoryView(memory_type=r["memory_type"], content=r["content"], memory_key=r["memory_key"],
+                                   normalized_value=r["normalized_value"] or None)
+        stated = r["observed_at"]
+        if r["superseded_at"] is None:
+            live = store.live_facts(conn, account_id, contact_id)
+            if vec is not None:
+                candidates = select_candidates(vec, live, r["memory_type"], max_distance=CANDIDATE_DISTANCE,
+                                               limit=MAX_CANDIDATES)
+            else:
+                candidates = [f for f in live if f.memory_type == r["memory_type"]
+                              and f.memory_key == r["memory_key"]][:MAX_CANDIDATES]
+            for old in candidates:
+                verdict = checker.check(MemoryView(memory_type=old.memory_type, content=old.content,
+                                                   memory_key=old.memory_key,
+                                                   normalized_value=old.normalized_value or None), restored_view)
+                usage = usage + verdict.usage
+                if not verdict.contradicts:
+                    continue
+                if old.observed_at is not None and stated is not None and stated < old.observed_at:
+                    out.status, out.superseded_by = "superseded", old.id   # the newer statement stays current
+                    break
+                out.superseded.append(old.id)
+        audit = {"restored": {"by": actor, "at": now.isoformat()}}
+        conn.execute(
+            "UPDATE contact_memories SET deleted_at = NULL, embedding = %s, embedding_model = %s, updated_at = %s, "
+            "superseded_at = CASE WHEN %s::bigint IS NULL THEN superseded_at ELSE %s END, "
+            "superseded_by_id = COALESCE(%s::bigint, superseded_by_id), metadata = metadata || %s WHERE id = %s",
+            (vec, embedder.name if (vec is not None and embedder is not None) else None, now, out.superseded_by,
+             now, out.superseded_by, Jsonb(audit), memory_id))
+        events = [store._memory_event("memory.updated", memory_id, account_id, contact_id)]
+        if out.superseded:
+            conn.execute("UPDATE contact_memories SET superseded_at = %s, superseded_by_id = %s, updated_at = %s "
+                         "WHERE id = ANY(%s) AND superseded_at IS NULL", (now, memory_id, now, out.superseded))
+            events += [store._memory_event("memory.superseded", i, account_id, contact_id) for i in out.superseded]
+        if out.superseded_by:
+            events.append(store._memory_event("memory.superseded", memory_id, account_id, contact_id))
+        add_events(conn, events)
+        call = model_call(account_id, "contradiction", llm_model, usage)
+        write_ledger(conn, [call, embedding_call])
+    count_metrics(call)
+    count_metrics(embedding_call)
+    log.info('memory restored account_id=%d memory_id=%d status=%s superseded=%s actor="%s"', account_id,
+             memory_id, out.status, out.superseded, actor)
+    return out
 
 
 def forget_contact(conn: psycopg.Connection, account_id: int, contact_id: int, *, actor: str = "cli",

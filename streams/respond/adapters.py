@@ -18,6 +18,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from schemas.events import InboundMessage, OutboundReply
+from streams.pricing import LEDGER_INSERT, ModelCall, ledger_args
 from streams.embedding import Embedder
 from streams.kafka.errors import PoisonRecord
 from streams.ingest.knowledge import chunk_alias, model_of, search_chunks
@@ -146,7 +147,11 @@ class PostgresConversationStore:
             lead_state=lead, retrieval_count=int((lead or {}).get("retrieval_count", 0) or 0),
             status=row["status"])
 
-    def save_reply(self, reply: OutboundReply, lead_state: Mapping[str, Any] | None) -> None:
+    def save_reply(self, reply: OutboundReply, lead_state: Mapping[str, Any] | None, *,
+                   model_call: ModelCall | None = None, recall_ms: float | None = None) -> None:
+        stored = json.loads(reply.model_dump_json())
+        if recall_ms is not None:
+            stored["recall_ms"] = round(recall_ms, 3)   # the unit reports' recall P99
         with self.pool.connection() as conn, conn.transaction():
             conv = conn.execute("SELECT id FROM conversations WHERE external_id = %s AND account_id = %s",
                                 (reply.conversation_id, reply.account_id)).fetchone()
@@ -154,8 +159,9 @@ class PostgresConversationStore:
                 """INSERT INTO messages (conversation_id, account_id, role, text, sent_at,
                                          channel_message_id, reply)
                    VALUES (%s, %s, 'agent', %s, %s, %s, %s) ON CONFLICT (channel_message_id) DO NOTHING""",
-                (conv["id"], reply.account_id, reply.text, reply.created_at, reply.reply_id,
-                 Jsonb(json.loads(reply.model_dump_json()))))
+                (conv["id"], reply.account_id, reply.text, reply.created_at, reply.reply_id, Jsonb(stored)))
+            if model_call is not None:   # one INSERT, only when the reply used a model's tokens
+                conn.execute(LEDGER_INSERT, ledger_args(model_call))
             conn.execute("UPDATE conversations SET lead_state = %s WHERE id = %s",
                          (Jsonb(dict(lead_state or {})), conv["id"]))
 

@@ -39,6 +39,7 @@ from streams.respond.generate import (CONTACTS_REPLY, FALLBACK_AUDIO, FALLBACK_L
                                       unsupported_prices)
 from streams.respond.intent import GENERAL, IntentExamples, detect_intent, refine_intent
 from streams.respond.lead import next_lead_state
+from streams.pricing import ModelCall, model_call
 from streams.respond.model import ConversationContext, Generation, KnowledgeChunk, ReplyRequest, Usage
 from streams.respond.ports import (Clock, ConversationStore, Embedder, Generator, KnowledgeSearch,
                                    MemoryRecall)
@@ -92,6 +93,7 @@ class RespondOutcome:
     total_ms: float
     memories: tuple[ScoredFact, ...] = ()
     chunks: tuple[KnowledgeChunk, ...] = ()
+    model_call: ModelCall | None = None   # in the cost ledger with the reply (None: no tokens used)
 
 
 async def _call(fn: Callable[..., T | Awaitable[T]], *args: Any, **kwargs: Any) -> T:
@@ -288,7 +290,8 @@ async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None
         degraded=degraded, created_at=now)
     lead_state = next_lead_state(ctx.lead_state, intent=detected.intent,
                                  retrieval_count=retrieval_count, now=now)
-    await _call(deps.store.save_reply, reply, lead_state)
+    call = model_call(msg.account_id, "reply", generation.model, generation.usage, ref=reply.reply_id)
+    await _call(deps.store.save_reply, reply, lead_state, model_call=call, recall_ms=recall_ms)
     total_ms = (time.perf_counter() - t0) * 1000
     log.info("reply conversation_id=%s intent=%s strategy=%s chunks=%d memories=%d degraded=%s ms=%.1f",
              msg.conversation_id, detected.intent, strategy.retrieval, len(used_chunks),
@@ -296,7 +299,7 @@ async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None
     return RespondOutcome(reply=reply, lead_state=lead_state, usage=generation.usage,
                           provider=generation.provider, model=generation.model,
                           recall_ms=recall_ms, total_ms=total_ms, memories=tuple(used_memories),
-                          chunks=tuple(used_chunks))
+                          chunks=tuple(used_chunks), model_call=call)
 
 
 RERANK_POOL = 8          # candidates per result taken from the vector search

@@ -15,6 +15,7 @@ from uuid import UUID
 import numpy as np
 
 from schemas.events import InboundMessage, OutboundReply
+from streams.pricing import ModelCall
 from streams.embedding import Embedder  # noqa: F401  (re-exported: embed_queries/embed_passages, name, dim)
 from streams.respond.model import ConversationContext, Generation, KnowledgeChunk, ReplyRequest
 from streams.respond.recall import MemoryFact
@@ -31,9 +32,11 @@ class ConversationStore(Protocol):
         """Account recall flag, inbox config, the last ``history`` messages before
         this one (oldest first), lead state, retrievals so far, status."""
 
-    def save_reply(self, reply: OutboundReply, lead_state: Mapping[str, Any] | None) -> None:
-        """In ONE transaction: store the agent message and the new lead state
-        (≤ 4 KB, already enforced; None clears it). Idempotent on reply.reply_id."""
+    def save_reply(self, reply: OutboundReply, lead_state: Mapping[str, Any] | None, *,
+                   model_call: ModelCall | None = None, recall_ms: float | None = None) -> None:
+        """In ONE transaction: store the agent message (with ``recall_ms``, for the unit
+        reports), the new lead state (≤ 4 KB, already enforced; None clears it) and the
+        reply's model call in the cost ledger. Idempotent on reply.reply_id."""
 
 class MemoryRecall(Protocol):
     def live_facts(self, account_id: int, contact_id: int, *, timeout_s: float) -> Sequence[MemoryFact]:

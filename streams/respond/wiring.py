@@ -32,7 +32,7 @@ from pydantic import ValidationError
 from schemas.events import InboundMessage, OutboundReply
 from streams import metrics
 from streams.embedding import EmbeddingError
-from streams.pricing import record_usage
+from streams.pricing import count_metrics
 from streams.kafka import errors
 from streams.kafka.consume import DeadLetter, Record, oversized
 from streams.kafka.topics import INBOUND, OUTBOUND, qualified
@@ -162,7 +162,7 @@ class RespondRunner:
             metrics.RECALL_REQUESTS.labels("degraded" if degraded else "hit" if o.memories else "miss").inc()
         for reason in o.reply.degraded:
             metrics.DEGRADED_REPLIES.labels(reason).inc()
-        record_usage(o.reply.account_id, "reply", o.model, o.usage)
+        count_metrics(o.model_call)
 
 
 def register(app, settings, container, roles, *, batch_agent, state) -> None:

@@ -99,3 +99,7 @@ def test_flag_off_means_zero_model_calls_through_the_worker(env):
     m = env.metrics()
     assert m[f'memoria_model_tokens_total{{account_id="{on}",kind="prompt",stage="extraction"}}'] == 800
     assert m[f'memoria_model_cost_usd_total{{account_id="{on}",stage="extraction"}}'] > 0
+    # the same call is in the cost ledger in Postgres (survives worker restarts)
+    ledger = env.q("SELECT stage, model, prompt_tokens, cost_usd FROM model_usage WHERE account_id = %s", on)
+    assert [(r["stage"], r["prompt_tokens"]) for r in ledger] == [("extraction", 800)] and ledger[0]["cost_usd"] > 0
+    assert env.q("SELECT count(*) AS n FROM model_usage WHERE account_id = %s", off)[0]["n"] == 0

@@ -53,6 +53,7 @@ class FakeStore:
     retrieval_count: int = 0
     seen: set[str] = field(default_factory=set)
     replies: list[OutboundReply] = field(default_factory=list)
+    model_calls: list = field(default_factory=list)
 
     def store_inbound(self, msg: InboundMessage) -> bool:
         if msg.message_id in self.seen:
@@ -65,8 +66,10 @@ class FakeStore:
                                    history=tuple(self.history[-history:]), lead_state=self.lead_state,
                                    retrieval_count=self.retrieval_count)
 
-    def save_reply(self, reply: OutboundReply, lead_state: Mapping[str, Any] | None) -> None:
+    def save_reply(self, reply: OutboundReply, lead_state: Mapping[str, Any] | None, *,
+                   model_call=None, recall_ms=None) -> None:
         self.replies.append(reply)
+        self.model_calls.append(model_call)
         self.lead_state = dict(lead_state) if lead_state is not None else None
         self.retrieval_count = int((lead_state or {}).get("retrieval_count", 0))
         self.history.append(HistoryMessage("agent", reply.text))

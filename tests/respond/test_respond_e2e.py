@@ -131,6 +131,10 @@ def test_openai_prompt_memory_escaping_duplicates_and_dlq(env):
         m = env.metrics()
         assert m['memoria_model_tokens_total{account_id="1",kind="prompt",stage="reply"}'] >= 360
         assert m['memoria_model_cost_usd_total{account_id="1",stage="reply"}'] > 0
+        # one ledger row per generated reply, keyed by the reply id, with the reply's recall time stored
+        ledger = env.q("SELECT ref, prompt_tokens, cost_usd FROM model_usage WHERE account_id = 1 AND stage = 'reply'")
+        assert len(ledger) == fake.chat_count and all(r["cost_usd"] > 0 and r["ref"] for r in ledger)
+        assert env.q("SELECT count(*) AS n FROM messages WHERE role = 'agent' AND reply ? 'recall_ms'")[0]["n"] >= 2
         assert m.get("memoria_reply_seconds_count", 0) >= 3 and m.get("memoria_recall_seconds_count", 0) >= 2
 
         # duplicate inbound → one reply; malformed → DLQ, and the worker keeps going

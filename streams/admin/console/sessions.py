@@ -1,0 +1,56 @@
+"""Console sessions: a signed-in operator is an API token; the browser holds only a random session secret.
+
+Only a SHA-256 of the secret is stored (``console_sessions``), with the session's CSRF token and expiry.
+A revoked token ends its sessions at once (checked on every request).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from datetime import datetime, timedelta, timezone
+
+import psycopg
+
+from streams.admin.tokens import Operator
+
+
+def _hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def create_session(conn: psycopg.Connection, op: Operator, *, hours: float) -> tuple[str, str]:
+    """Returns (session secret for the cookie, CSRF token for the forms)."""
+    secret, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(24)
+    with conn.transaction():
+        conn.execute("DELETE FROM console_sessions WHERE expires_at < now()")
+        conn.execute("INSERT INTO console_sessions (session_hash, account_id, token_id, csrf_token, expires_at) "
+                     "VALUES (%s, %s, %s, %s, %s)",
+                     (_hash(secret), op.account_id, op.token_id, csrf,
+                      datetime.now(timezone.utc) + timedelta(hours=hours)))
+    return secret, csrf
+
+
+def session_for(conn: psycopg.Connection, secret: str | None) -> tuple[Operator, str] | None:
+    """(operator, csrf token) of a live session whose token is still active, else None."""
+    if not secret or len(secret) > 200:
+        return None
+    row = conn.execute(
+        """SELECT s.account_id, s.token_id, s.csrf_token, t.name FROM console_sessions s
+             JOIN api_tokens t ON t.id = s.token_id AND t.account_id = s.account_id AND t.revoked_at IS NULL
+            WHERE s.session_hash = %s AND s.expires_at > now()""", (_hash(secret),)).fetchone()
+    conn.rollback()
+    if row is None:
+        return None
+    return Operator(int(row["account_id"]), int(row["token_id"]), row["name"]), row["csrf_token"]
+
+
+def end_session(conn: psycopg.Connection, secret: str | None) -> None:
+    if secret:
+        with conn.transaction():
+            conn.execute("DELETE FROM console_sessions WHERE session_hash = %s", (_hash(secret),))
+
+
+def same(a: str | None, b: str | None) -> bool:
+    return bool(a) and bool(b) and hmac.compare_digest(str(a), str(b))
