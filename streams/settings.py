@@ -110,6 +110,20 @@ class Settings(BaseSettings):
         None, validation_alias=AliasChoices("MEMORIA_WHATSAPP_ACCESS_TOKEN", "WHATSAPP_ACCESS_TOKEN"))
     whatsapp_api_base_url: str = "https://graph.facebook.com/v20.0"
 
+    # --- Tools and single-flight (issue 11) -------------------------------
+    # The shared single-flight store: Redis when set (SET NX PX), else Postgres.
+    redis_url: str | None = Field(
+        None, validation_alias=AliasChoices("MEMORIA_REDIS_URL", "REDIS_URL"))
+    tool_budget_ms: int = 1500          # a tool answering within this is used inline
+    tool_timeout_ms: int = 30000        # a background call gives up after this
+    tool_flight_ttl_ms: int = 60000     # a stuck call cannot hold its single-flight key longer
+    tool_acknowledgement: str = "Já te trago essa informação, um instante."
+
+    # --- Anniversary offers (issue 11; per-account flag, default off) -----
+    offers_window_days: int = 7
+    offers_template_name: str = "oferta_data_comemorativa"
+    offers_template_language: str = "pt_BR"
+
     # --- Worker ----------------------------------------------------------
     worker_web_host: str = "127.0.0.1"
     worker_web_port: int = 6066

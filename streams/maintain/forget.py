@@ -91,6 +91,8 @@ def erase_contact(conn: psycopg.Connection, account_id: int, contact_id: int) ->
         delete("outbox", "DELETE FROM outbox WHERE aggregatetype IN ('conversation', 'memory', 'contact') "
                "AND payload->>'account_id' = %s AND payload->>'contact_id' = %s",
                (str(account_id), str(contact_id)))
+        for table in ("privacy_requests", "marketing_optouts", "offers", "tool_calls"):  # issue 11's records
+            delete(table, f"DELETE FROM {table} WHERE account_id = %s AND contact_id = %s", (account_id, contact_id))
         delete("contacts", "DELETE FROM contacts WHERE account_id = %s AND id = %s", (account_id, contact_id))
         add_events(conn, [_contact_event("contact.erased", account_id, contact_id)])
     log.info("contact erased account_id=%d contact_id=%d %s", account_id, contact_id,
