@@ -123,6 +123,8 @@ class Settings(BaseSettings):
     offers_window_days: int = 7
     offers_template_name: str = "oferta_data_comemorativa"
     offers_template_language: str = "pt_BR"
+    offers_every_s: float = 24 * 3600.0   # how often the offers job runs (when due)
+    maintenance_tick_s: float = 60.0      # the leader's maintenance tick
 
     # --- Worker ----------------------------------------------------------
     worker_web_host: str = "127.0.0.1"

@@ -58,13 +58,25 @@ class WhatsAppSender:
         return {"messaging_product": "whatsapp", "recipient_type": "individual", "to": dest.wa_id,
                 "type": "text", "text": {"preview_url": False, "body": text}}
 
+    @staticmethod
+    def template_body(dest: Destination, template) -> dict:
+        """A pre-approved template (the only thing allowed outside the 24-hour window)."""
+        return {"messaging_product": "whatsapp", "recipient_type": "individual", "to": dest.wa_id,
+                "type": "template",
+                "template": {"name": template.name, "language": {"code": template.language},
+                             "components": [{"type": "body", "parameters": [
+                                 {"type": "text", "text": p} for p in template.parameters]}]}}
+
     async def send(self, reply: OutboundReply) -> SendResult:
         dest = await self.resolver.destination(reply.account_id, reply.contact_id, reply.conversation_id)
         if dest is None:
             return SendResult(False, None, 0, error="no WhatsApp destination for this contact")
+        if reply.template is not None:
+            return await self.send_text(dest, reply.text, reply_id=reply.reply_id,
+                                        body=self.template_body(dest, reply.template))
         return await self.send_text(dest, reply.text, reply_id=reply.reply_id)
 
-    async def send_text(self, dest: Destination, text: str, reply_id: str = "") -> SendResult:
+    async def send_text(self, dest: Destination, text: str, reply_id: str = "", body: dict | None = None) -> SendResult:
         url = f"{self.base_url}/{dest.phone_number_id}/messages"
         headers = {"Authorization": f"Bearer {self.token}"}
         attempts = 0
@@ -77,7 +89,7 @@ class WhatsAppSender:
                 with attempt:
                     attempts += 1
                     try:
-                        resp = await self._client.post(url, json=self.body(dest, text), headers=headers)
+                        resp = await self._client.post(url, json=body or self.body(dest, text), headers=headers)
                     except httpx.HTTPError as e:  # connection refused, reset, timeout
                         raise _Retryable(None, f"{type(e).__name__}: {e}") from e
                     last_status = resp.status_code
