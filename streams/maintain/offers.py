@@ -57,7 +57,7 @@ LABELS = {"birthday": "o seu aniversário", "wedding_anniversary": "o seu aniver
 def occasion_day(normalized_value: str | None, content: str) -> tuple[int, int] | None:
     """(day, month) of a data_comemorativa fact: its ``dd-mm`` value, or a
     ``dd/mm`` or written date ("14 de fevereiro") in its content."""
-    for text in (normalized_value or "", fold(content)):
+    for text in (normalized_value or "", content.casefold(), fold(content)):
         m = _DM.search(text) or _WRITTEN.search(text)
         if not m:
             continue

@@ -125,7 +125,7 @@ def resolve_arguments(text: str, today: date) -> dict[str, str]:
     f = fold(text)
     args: dict[str, str] = {}
     d: date | None = None
-    m = DATE_DMY.search(f)
+    m = DATE_DMY.search(text.casefold())  # folding would drop the "/" of 14/12
     if m:
         day, month = int(m.group(1)), int(m.group(2))
         if m.group(3):
