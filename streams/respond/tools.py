@@ -229,16 +229,17 @@ class RedisFlights:
     name = "redis"
     _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, prefix: str = ""):
         import redis
 
         self.client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        self.prefix = prefix  # the deployment's topic prefix: tenants of one Redis never share keys
 
     def acquire(self, key: str, owner: str, ttl_ms: int) -> bool:
-        return bool(self.client.set(key, owner, nx=True, px=ttl_ms))
+        return bool(self.client.set(self.prefix + key, owner, nx=True, px=ttl_ms))
 
     def release(self, key: str, owner: str) -> None:
-        self.client.eval(self._RELEASE, 1, key, owner)
+        self.client.eval(self._RELEASE, 1, self.prefix + key, owner)
 
     def close(self) -> None:
         self.client.close()
@@ -268,7 +269,7 @@ class PostgresFlights:
 def build_flights(settings, pool) -> FlightStore:
     """Redis when ``REDIS_URL`` is set (the design's choice), Postgres otherwise."""
     if settings.redis_url:
-        return RedisFlights(settings.redis_url)
+        return RedisFlights(settings.redis_url, prefix=settings.topic_prefix)
     return PostgresFlights(pool)
 
 

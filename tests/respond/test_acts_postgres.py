@@ -35,7 +35,7 @@ def redis_or_skip():
         redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping()
     except redis.exceptions.ConnectionError as e:
         pytest.skip(f"no Redis at {REDIS_URL} ({e}); set MEMORIA_TEST_REDIS_URL")
-    return RedisFlights(REDIS_URL)
+    return RedisFlights(REDIS_URL, prefix=f"test-{uuid.uuid4().hex[:8]}.")  # parallel sessions never collide
 
 
 @pytest.fixture
