@@ -192,7 +192,7 @@ def main() -> int:
 
     tmp = Path(tempfile.mkdtemp(prefix="memoria-bench-responder-"))
     env = Env(tmp, "bench_resp")
-    env.env["MEMORIA_QDRANT_PATH"] = ":memory:"  # the local store's disk mode is ~70 points/s (design §7)
+    env.env["MEMORIA_QDRANT_PATH"] = ":memory:"  # the local store's disk mode is ~70 points/s (docs/architecture.md §7)
     # BENCH_KNOWLEDGE=use: chunks embedded with USE too (one embedding per message, see evaluate_answers)
     if os.environ.get("BENCH_KNOWLEDGE") == "use":
         env.env.update(MEMORIA_EMBEDDING_PROVIDER="use", MEMORIA_EMBEDDING_MODEL="use-multilingual-v3")

@@ -1,4 +1,4 @@
-"""Event contracts (design §2): Python models and their exported JSON Schemas.
+"""Event contracts (docs/architecture.md §2): Python models and their exported JSON Schemas.
 
 Every message carries ``schema_version``; ``python -m schemas.export`` writes
 ``schemas/json/*.schema.json`` and a test fails when a file is out of date.

@@ -1,4 +1,4 @@
-"""Message shapes of every topic (design §2). All values are UTF-8 JSON."""
+"""Message shapes of every topic (docs/architecture.md §2). All values are UTF-8 JSON."""
 
 from __future__ import annotations
 

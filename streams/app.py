@@ -2,7 +2,7 @@
 
 Each agent: take a batch of raw records → hand them to a plain handler (in a
 thread) → dead-letter what can never succeed → only then acknowledge the
-offsets. State lives in Postgres, never in Faust tables (design §7).
+offsets. State lives in Postgres, never in Faust tables (docs/architecture.md §7).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``memoria demo``: the main job, end to end, on whatever stack the settings point at.
 
-1. seed the fixture accounts (units, inboxes; extraction and recall flags on),
+1. seed the sample accounts of examples/ (units, inboxes; extraction and recall flags on),
 2. ingest the sample knowledge base and wait until it is searchable,
 3. replay the sample conversations (stored, then resolved) and wait for the
    worker to learn from them,
@@ -25,17 +25,17 @@ from rich.panel import Panel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from streams.learn.fixtures import FIXTURES_DIR
+from streams.learn.fixtures import DEV_DIR, KNOWLEDGE_FILE
 from streams.settings import get_settings
 
-FIXTURES = FIXTURES_DIR
-ACCOUNTS = {  # from the fixture README: account -> (name, units, inbox)
-    101: ("Lua Azul Motéis", {11: "Centro", 12: "Rodovia", 13: "Jardins"}, 1101),
-    102: ("Pousada Serra Verde", {21: "Gramado", 22: "Canela"}, 1201),
-    103: ("Rota Norte Hotéis Executivos", {31: "Aeroporto", 32: "Centro", 33: "Distrito Industrial"}, 1301),
+ACCOUNTS = {  # the sample businesses of examples/README.md: account -> (name, units, inbox)
+    301: ("Motel Recanto Aurora", {3101: "Centro", 3102: "Rodovia", 3103: "Praia"}, 3001),
+    302: ("Forno da Vila Pizzaria", {3201: "Bairro Alto", 3202: "Vila Nova"}, 3002),
+    303: ("PetAmigo Clínica Veterinária e Banho & Tosa", {3301: "Jardim América", 3302: "Centro"}, 3003),
 }
-HERO = {"account": 101, "inbox": 1101, "contact": 5001, "unit": 12}
-QUESTION = "Boa noite! Queria reservar de novo pra sábado, quanto fica o pernoite?"
+# A returning customer of the motel chain (three conversations in examples/dev).
+HERO = {"account": 301, "inbox": 3001, "contact": 7003, "unit": 3102}
+QUESTION = "Boa noite! Sábado de madrugada passo aí de novo, quanto fica o pernoite na Coral?"
 console = Console()
 
 
@@ -69,11 +69,12 @@ def seed(conn) -> None:
 def ingest_knowledge(conn, settings) -> int:
     from streams.ingest.documents import write_document
 
-    docs = [json.loads(x) for x in (FIXTURES / "knowledge.jsonl").read_text().splitlines() if x.strip()]
+    docs = [json.loads(x) for x in KNOWLEDGE_FILE.read_text(encoding="utf-8").splitlines() if x.strip()]
     touched = 0
     for d in docs:
-        r = write_document(conn, account_id=d["account_id"], source=f"fixtures/{d['document_id']}",
-                           title=d["title"], text=f"# {d['title']}\n\n{d['text']}",
+        r = write_document(conn, account_id=d["account_id"], source=f"examples/{d['document_id']}",
+                           title=d["title"], text=d["text"] if d["text"].lstrip().startswith("#")
+                           else f"# {d['title']}\n\n{d['text']}",
                            chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap)
         touched += r.inserted + r.moved + r.tombstoned
     return len(docs)
@@ -82,7 +83,7 @@ def ingest_knowledge(conn, settings) -> int:
 def replay_conversations(conn) -> list[int]:
     from streams.learn.triggers import resolve_conversation
 
-    convs = [json.loads(x) for x in (FIXTURES / "conversations.jsonl").read_text().splitlines() if x.strip()]
+    convs = [json.loads(x) for x in (DEV_DIR / "conversations.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
     ids = []
     with Progress(TextColumn("  {task.description}"), BarColumn(), MofNCompleteColumn(), console=console) as p:
         task = p.add_task("storing and resolving conversations", total=len(convs))
@@ -174,7 +175,7 @@ def run_demo() -> dict:
         console.print(f"  {len(ids)} conversations extracted: {stats['live']} live facts, "
                       f"{stats['superseded']} superseded")
         console.print(f"\n  facts of customer {HERO['contact']} (account {HERO['account']}), "
-                      f"learnt over three conversations:")
+                      f"learnt over their conversations:")
         console.print(_facts_table(hero))
         summary.update(conversations=len(ids), live_facts=stats["live"], superseded=stats["superseded"])
 

@@ -1,4 +1,4 @@
-"""Prometheus metrics (design §6). Every worker serves them on ``metrics_port``."""
+"""Prometheus metrics (docs/architecture.md §6). Every worker serves them on ``metrics_port``."""
 
 from __future__ import annotations
 

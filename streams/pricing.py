@@ -1,4 +1,4 @@
-"""Model tokens and estimated cost per account and stage (design §6).
+"""Model tokens and estimated cost per account and stage (docs/architecture.md §6).
 
 Prices are USD per million tokens (prompt, completion). The table is a
 default; ``MEMORIA_MODEL_PRICES`` (JSON ``{"model": [prompt, completion]}``)

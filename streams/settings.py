@@ -26,7 +26,7 @@ class Settings(BaseSettings):
     topic_prefix: str = ""
     topic_partitions: int = 4
     topic_replication_factor: int = 1
-    # Short session timeouts: Tansu joins take ~session_timeout/2 (design §7).
+    # Short session timeouts: Tansu joins take ~session_timeout/2 (docs/architecture.md §7).
     kafka_session_timeout: float = 4.0
     kafka_heartbeat_interval: float = 0.5
     kafka_rebalance_timeout: float = 4.0

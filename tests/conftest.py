@@ -49,15 +49,3 @@ def memory_embedder():
 
     s = Settings()
     return build_embedder(s.memory_embedding_provider, s.memory_embedding_model)
-
-
-def _fixtures_present() -> bool:
-    from streams.learn.fixtures import FIXTURES_DIR
-
-    return (FIXTURES_DIR / "conversations.jsonl").exists()
-
-
-# The evaluation fixtures live beside the checkout (../shared/fixtures, as CI lays
-# them out) or where MEMORIA_FIXTURES_DIR points; a bare clone elsewhere has none.
-requires_fixtures = pytest.mark.skipif(not _fixtures_present(),
-                                       reason="../shared/fixtures not found (set MEMORIA_FIXTURES_DIR)")

@@ -1,4 +1,4 @@
-"""Debezium/Kafka Connect as the outbox's CDC path (design §2).
+"""Debezium/Kafka Connect as the outbox's CDC path (docs/architecture.md §2).
 
 ``outbox-connector.json`` is the Kafka Connect connector (REST shape); ``engine``
 runs the very same configuration in the embedded Debezium engine (PyPI

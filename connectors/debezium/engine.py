@@ -169,7 +169,7 @@ class KafkaForwarder:
         self._thread.start()
 
         async def start() -> AIOKafkaProducer:
-            # Tansu and at-least-once: no idempotent producer (design §7).
+            # Tansu and at-least-once: no idempotent producer (docs/architecture.md §7).
             p = AIOKafkaProducer(bootstrap_servers=bootstrap_servers, acks="all", linger_ms=2,
                                  enable_idempotence=False, request_timeout_ms=15000)
             await p.start()

@@ -1,1 +1,1 @@
-"""Knowledge ingestion (design §4A): chunk → Postgres + outbox → embed → Qdrant."""
+"""Knowledge ingestion (docs/architecture.md §4A): chunk → Postgres + outbox → embed → Qdrant."""

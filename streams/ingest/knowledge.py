@@ -35,7 +35,7 @@ CALIBRATED_MAX_DISTANCE = {
     "all-minilm-l6-v2": 0.60,
     "multilingual-e5-small": 0.15,
 }
-DESIGN_DEFAULT_MAX_DISTANCE = 0.35   # design §3, for models nobody calibrated
+DESIGN_DEFAULT_MAX_DISTANCE = 0.35   # docs/architecture.md §3, for models nobody calibrated
 
 
 def default_max_distance(model: str) -> float:

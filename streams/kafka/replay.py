@@ -61,7 +61,7 @@ async def replay_topic(settings: Settings, topic: str, start=None, end=None, *, 
                        progress: Callable[[int], None] | None = None) -> ReplayResult:
     """Replay ``[start, end)`` of every partition of ``topic``; an open end stops when the
     partition has been idle for ``idle_timeout`` seconds (the embedded broker's end offsets
-    are not reliable, design §7)."""
+    are not reliable, docs/architecture.md §7)."""
     res = ReplayResult(topic=topic, dry_run=dry_run)
     consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap_servers, enable_auto_commit=False,
                                 auto_offset_reset="earliest")

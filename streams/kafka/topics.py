@@ -1,4 +1,4 @@
-"""Topic names (design §2) and explicit creation: never rely on auto-create."""
+"""Topic names (docs/architecture.md §2) and explicit creation: never rely on auto-create."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ async def assign_from_beginning(consumer, topic: str, attempts: int = 50) -> lis
     """Assign every partition of ``topic`` to a started consumer, at offset 0.
 
     Reading from the beginning and filtering is the reliable way to find a
-    record on the embedded broker (its end offsets are wrong, design §7).
+    record on the embedded broker (its end offsets are wrong, docs/architecture.md §7).
     Raises LookupError when the topic does not exist.
     """
     from aiokafka import TopicPartition

@@ -1,4 +1,4 @@
-"""Merge a conversation's facts into a contact's memory (design §4B). Pure.
+"""Merge a conversation's facts into a contact's memory (docs/architecture.md §4B). Pure.
 
 ``plan_consolidation`` decides, for each validated fact of one conversation:
 

@@ -1,4 +1,4 @@
-"""Does a new fact make an older one stop being current? (design §4B)
+"""Does a new fact make an older one stop being current? (docs/architecture.md §4B)
 
 Two providers behind one port (``ContradictionChecker.check(old, new)``):
 

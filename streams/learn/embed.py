@@ -1,4 +1,4 @@
-"""Embedding of facts into the pgvector column (design §4B).
+"""Embedding of facts into the pgvector column (docs/architecture.md §4B).
 
 Only the fact's ``content`` is embedded: the responder embeds the customer's
 message the same way with the same memory embedder, so both sides agree.

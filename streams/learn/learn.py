@@ -1,4 +1,4 @@
-"""The learning use case: one conversation → the contact's memory (design §4B).
+"""The learning use case: one conversation → the contact's memory (docs/architecture.md §4B).
 
 ``learn_conversation`` is a plain function over ports (a connection pool, a
 fact extractor, a memory embedder, a contradiction checker and a clock):

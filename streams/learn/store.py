@@ -2,7 +2,7 @@
 
 Every function takes an open psycopg connection (dict rows, pgvector
 registered) and runs inside the caller's transaction; writes that announce
-themselves add their outbox rows on the same connection (design §2, §3).
+themselves add their outbox rows on the same connection (docs/architecture.md §2, §3).
 """
 
 from __future__ import annotations

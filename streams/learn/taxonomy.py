@@ -1,4 +1,4 @@
-"""The memory taxonomy: types, TTL policy and default scope (design §4B).
+"""The memory taxonomy: types, TTL policy and default scope (docs/architecture.md §4B).
 
 New types need no migration: ``allowed_types(extra)`` widens the set by
 configuration, and an unknown type gets the conservative defaults

@@ -1,4 +1,4 @@
-"""What starts a learning: a conversation resolved, or silent for too long (design §4B).
+"""What starts a learning: a conversation resolved, or silent for too long (docs/architecture.md §4B).
 
 Both write a ``conversation`` outbox event in the same transaction as the
 change that causes it, so the event exists if and only if the change does.

@@ -1,4 +1,4 @@
-"""The one validation every extractor's output goes through (design §4B).
+"""The one validation every extractor's output goes through (docs/architecture.md §4B).
 
 Rules, in order, with stable discard reason codes:
 

@@ -1,4 +1,4 @@
-"""Aging of facts (design §4B TTL table, §4D): run weekly, or by hand.
+"""Aging of facts (docs/architecture.md §4B TTL table, §4D): run weekly, or by hand.
 
 - a fact whose TTL elapsed (``expires_at <= now``) is soft-deleted when its
   type's action is ``delete``, or gets ``weight = 0.7`` (×0.7 once, never

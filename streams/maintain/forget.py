@@ -1,4 +1,4 @@
-"""Forgetting and erasure (LGPD/GDPR, design §4E).
+"""Forgetting and erasure (LGPD/GDPR, docs/architecture.md §4E).
 
 - ``forget_memory``: one fact soft-deleted now (recall filters
   ``deleted_at IS NULL``, so it is invisible at once); its embedding is

@@ -1,4 +1,4 @@
-"""Faust wiring of the ``maintain`` role: leader-only timers (design §4D).
+"""Faust wiring of the ``maintain`` role: leader-only timers (docs/architecture.md §4D).
 
 silence detector every 10 min; aging weekly; hard delete (and purge of old
 processed-event ids) daily; anniversary offers daily (accounts whose flag is

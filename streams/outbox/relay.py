@@ -37,7 +37,7 @@ class RelayStats:
 
 
 def make_producer(settings: Settings) -> AIOKafkaProducer:
-    # Tansu and at-least-once: no idempotent producer, no transactions (design §7).
+    # Tansu and at-least-once: no idempotent producer, no transactions (docs/architecture.md §7).
     return AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, acks="all",
                             linger_ms=2, enable_idempotence=False, request_timeout_ms=15000,
                             max_batch_size=1 << 20)

@@ -1,4 +1,4 @@
-"""Write outbox rows inside the caller's transaction (design §2, §3)."""
+"""Write outbox rows inside the caller's transaction (docs/architecture.md §2, §3)."""
 
 from __future__ import annotations
 

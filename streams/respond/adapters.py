@@ -1,7 +1,7 @@
 """Adapters of the respond ports: Postgres (conversations, memories), the
 chunk collection (knowledge) and the system clock.
 
-Every query is scoped by ``account_id`` (design §1.5). The store is
+Every query is scoped by ``account_id`` (docs/architecture.md §1.5). The store is
 stateless: any number of responders may share the database.
 """
 
@@ -26,7 +26,7 @@ from streams.respond.recall import MemoryFact
 
 log = logging.getLogger(__name__)
 
-# TTL policy of a fact type once ``expires_at`` passed (design §4B): these
+# TTL policy of a fact type once ``expires_at`` passed (docs/architecture.md §4B): these
 # types keep being recalled at weight × 0.7; the others are invisible (the
 # weekly aging job deletes them; recall does not wait for it).
 REDUCE_WEIGHT_TYPES = ("preferencia", "padrao_comportamental", "vinculo_comercial", "contexto_pessoal")

@@ -19,7 +19,7 @@ async def ask_once(settings, msg, timeout: float = 30.0, *, extra_groups: str = 
     """Produce ``msg`` to the inbound topic and wait for the reply whose
     in_reply_to is its message_id. Reads the outbound topic from the
     beginning with a manual assignment and filters (Tansu's end offsets and
-    ``latest`` are unreliable, design §7)."""
+    ``latest`` are unreliable, docs/architecture.md §7)."""
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
     from streams.kafka.topics import INBOUND, OUTBOUND, assign_from_beginning, qualified

@@ -35,7 +35,7 @@ import numpy as np
 
 from schemas.events import InboundMessage
 from streams.ingest.chunking import chunk_text
-from streams.learn.fixtures import FIXTURES_DIR
+from streams.learn.fixtures import FIXTURES_DIR, knowledge_file
 from streams.respond.generate import (
     FALLBACK_LOOP,
     FALLBACK_NO_KNOWLEDGE,
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--thresholds", default=",".join(map(str, DEFAULT_THRESHOLDS)))
     ap.add_argument("--max-results", type=int, default=3)
     ap.add_argument("--questions", type=Path, default=FIXTURES / "questions.jsonl")
-    ap.add_argument("--knowledge", type=Path, default=FIXTURES / "knowledge.jsonl")
+    ap.add_argument("--knowledge", type=Path, default=knowledge_file(FIXTURES))
     ap.add_argument("--chunk-size", type=int, default=300)
     ap.add_argument("--chunk-overlap", type=int, default=120)
     ap.add_argument("--json", action="store_true")

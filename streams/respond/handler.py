@@ -1,4 +1,4 @@
-"""The responder use-case (design §4C) as one async function over ports.
+"""The responder use-case (docs/architecture.md §4C) as one async function over ports.
 
     outcome = await respond(msg, deps)   # None: duplicate, nothing to send
 

@@ -1,4 +1,4 @@
-"""Intent detection from a keyword dictionary (design §4C).
+"""Intent detection from a keyword dictionary (docs/architecture.md §4C).
 
 Matching is accent- and case-insensitive and word-boundary aware: both the
 message and every keyword are folded (``fold``) and a keyword matches only as

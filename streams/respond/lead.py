@@ -1,4 +1,4 @@
-"""Lead state: a small JSON document per conversation (≤ 4 KB, design §3).
+"""Lead state: a small JSON document per conversation (≤ 4 KB, docs/architecture.md §3).
 
 Kept keys: ``stage``, ``last_intent``, ``retrieval_count``, ``recent_intents``
 (last 5) and ``updated_at``; other keys written by other components are

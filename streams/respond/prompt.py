@@ -1,4 +1,4 @@
-"""Prompt assembly (design §4C): memory block, knowledge block, messages.
+"""Prompt assembly (docs/architecture.md §4C): memory block, knowledge block, messages.
 
 Order inside the system message: system prompt, inbox playbook, lead state,
 memory block, knowledge block. Then the last 2–3 messages of the

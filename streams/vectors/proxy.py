@@ -1,6 +1,6 @@
 """Serve a ``VectorStore`` over HTTP, and the matching client.
 
-A local Qdrant store belongs to one process (design §7). The worker that
+A local Qdrant store belongs to one process (docs/architecture.md §7). The worker that
 opened it mounts these routes on its web server so that CLI commands
 (``search``, ``reconcile``, ``reindex``) and tests keep working beside it.
 The wire format is JSON: ``POST /vectors/<operation>`` with keyword

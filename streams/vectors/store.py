@@ -1,7 +1,7 @@
 """The vector-store port and its Qdrant adapter.
 
 Collections hold one embedding model each; readers reach them through an
-alias (design §4A). Points carry a minimal payload (account_id, document_id,
+alias (docs/architecture.md §4A). Points carry a minimal payload (account_id, document_id,
 seq, content_hash), never the text. Cosine similarity is Qdrant's score, so
 cosine *distance* is ``1 - score``.
 
@@ -85,7 +85,7 @@ class QdrantStore:
                 self._tune_local(c.name)
 
     def _tune_local(self, name: str) -> None:
-        """Local mode on disk commits one SQLite transaction per point (design §7:
+        """Local mode on disk commits one SQLite transaction per point (docs/architecture.md §7:
         ~70–1,200 points/s here). WAL with synchronous=NORMAL keeps every commit
         atomic and safe across a process crash (SIGKILL), makes upserts ~8× faster,
         and can only lose the last commits on an OS crash — which

@@ -1,4 +1,4 @@
-"""The connector file carries the outbox contract (design §2), and translates faithfully to the engine.
+"""The connector file carries the outbox contract (docs/architecture.md §2), and translates faithfully to the engine.
 
 No Java needed: these run everywhere.
 """

@@ -8,13 +8,12 @@ from streams.learn.contradiction import RulesContradictionChecker
 from streams.learn.evaluate import evaluate_contradictions, evaluate_extraction, evidence_overlap, main, prf
 from streams.learn.extract_rules import RulesExtractor
 from streams.learn.fixtures import FIXTURES_DIR
-from tests.conftest import requires_fixtures
 
 DATA = Path(__file__).parent / "data"
 
 
 @pytest.mark.parametrize("path", [
-    pytest.param(FIXTURES_DIR / "conversations.jsonl", marks=requires_fixtures), DATA / "heldout_conversations.jsonl", DATA / "heldout2_conversations.jsonl",
+    FIXTURES_DIR / "conversations.jsonl", DATA / "heldout_conversations.jsonl", DATA / "heldout2_conversations.jsonl",
 ])
 def test_extraction_targets(path):
     stats = evaluate_extraction(path, RulesExtractor())
@@ -23,7 +22,7 @@ def test_extraction_targets(path):
     assert p >= 0.85 and r >= 0.6, (p, r)
 
 
-@pytest.mark.parametrize("path", [pytest.param(FIXTURES_DIR / "contradictions.jsonl", marks=requires_fixtures), DATA / "heldout2_contradictions.jsonl"])
+@pytest.mark.parametrize("path", [FIXTURES_DIR / "contradictions.jsonl", DATA / "heldout2_contradictions.jsonl"])
 def test_contradiction_targets(path):
     right, total = evaluate_contradictions(path, RulesContradictionChecker())
     assert right / total >= 0.85
@@ -35,7 +34,6 @@ def test_overlap_definition():
     assert evidence_overlap("x y", "z w") == 0.0
 
 
-@requires_fixtures
 def test_main_exit_code_zero_on_dev(capsys):
     assert main([]) == 0
     assert "non-verbatim evidence: 0" in capsys.readouterr().out

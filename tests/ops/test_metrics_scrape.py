@@ -1,4 +1,4 @@
-"""A worker running every role serves the design §6 metrics, and they move with real traffic."""
+"""A worker running every role serves the docs/architecture.md §6 metrics, and they move with real traffic."""
 
 import json
 import re

@@ -3,7 +3,6 @@ import json
 import pytest
 
 from streams.learn.fixtures import FIXTURES_DIR
-from tests.conftest import requires_fixtures
 from streams.respond.intent import detect_intent
 from streams.respond.strategy import decide
 
@@ -50,7 +49,6 @@ def test_inbox_dictionary_extends_and_overrides():
     assert detect_intent("tem promocao?", {"price_question": ["promoção"]}).intent == "price_question"
 
 
-@requires_fixtures
 def test_intent_accuracy_on_dev_questions():
     rows = [json.loads(l) for l in QUESTIONS.read_text(encoding="utf-8").splitlines() if l.strip()]
     wrong = [(r["text"], r["intent"], detect_intent(r["text"]).intent) for r in rows
