@@ -94,6 +94,7 @@ class ActsStore(Protocol):
     def record_access(self, msg: InboundMessage, facts: int) -> None: ...
     def forget_on_request(self, msg: InboundMessage) -> int: ...
     def record_opt_out(self, msg: InboundMessage) -> None: ...
+    def cached_inbox_tools(self, account_id: int, inbox_id: int) -> Mapping[str, ToolSpec] | None: ...
     def inbox_tools(self, account_id: int, inbox_id: int) -> Mapping[str, ToolSpec]: ...
     def tool_call_of(self, msg: InboundMessage) -> dict | None: ...
     def record_tool_call(self, msg: InboundMessage, spec: ToolSpec, key: str, arguments: Mapping[str, str],
@@ -120,7 +121,9 @@ class Acts:
         kinds = await self._requests(msg.text)
         if kinds:
             return await self._rights(msg, kinds)
-        tools = await asyncio.to_thread(self.store.inbox_tools, msg.account_id, msg.inbox_id)
+        tools = self.store.cached_inbox_tools(msg.account_id, msg.inbox_id)
+        if tools is None:
+            tools = await asyncio.to_thread(self.store.inbox_tools, msg.account_id, msg.inbox_id)
         if not tools:
             return None
         spec = tools.get(intent)
@@ -133,8 +136,9 @@ class Acts:
 
     # ------------------------------------------------------------ rights
     async def _requests(self, text: str) -> set[str]:
-        kinds = {rights.OPT_OUT} if rights.is_opt_out(text) else set()
-        if rights.gate(text) is not None:  # only then is the message embedded
+        n = rights.normalise(text)
+        kinds = {rights.OPT_OUT} if rights.opt_out_in(n) else set()
+        if rights.gate_in(n) is not None:  # only then is the message embedded
             kind, score = await asyncio.to_thread(rights.classify, text, self.embedder)
             if kind:
                 kinds.add(kind)

@@ -79,6 +79,14 @@ class PostgresActsStore:
                 (msg.account_id, msg.contact_id, msg.message_id, msg.text))
 
     # -- tools ------------------------------------------------------------------
+    def cached_inbox_tools(self, account_id: int, inbox_id: int) -> dict[str, ToolSpec] | None:
+        """The inbox's tools if read less than ``tools_ttl_s`` ago (no I/O: the hot path
+        asks this first and reads the database only on a miss)."""
+        hit = self._tools.get((account_id, inbox_id))
+        if hit and time.monotonic() - hit[0] < self.tools_ttl_s:
+            return hit[1]
+        return None
+
     def inbox_tools(self, account_id: int, inbox_id: int) -> dict[str, ToolSpec]:
         """The inbox's intent → tool map (cached a few seconds; a bad config is logged and ignored)."""
         now = time.monotonic()

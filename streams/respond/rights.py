@@ -51,7 +51,7 @@ ABBREVIATIONS = {
 }
 
 SELF = re.compile(r"\b(?:mim|meu|meus|minha|minhas|eu|me|comigo)\b")
-KNOW = re.compile(r"\b(?:sab\w*|conhec\w*|guard\w*|armazen\w*|dados|dado|informac\w*|registr\w*|cadastr\w*|"
+KNOW = re.compile(r"\b(?:sabe|sabem|sabia|sabiam|saber|sabendo|conhec\w*|guard\w*|armazen\w*|dados|dado|informac\w*|registr\w*|cadastr\w*|"
                   r"memoria|lembr\w*|ficha|perfil|anotad\w*|anotaram|coletad\w*)\b")
 FORGET = re.compile(r"\b(?:apag\w*|delet\w*|exclu\w*|remov\w*|esquec\w*|limp\w*|elimin\w*|apaguem|"
                     r"descart\w*)\b")
@@ -119,7 +119,8 @@ def normalise(text: str) -> str:
     return " ".join(words)
 
 
-def _gate(n: str) -> str | None:
+def gate_in(n: str) -> str | None:
+    """The word gate on normalised text."""
     if FORGET.search(n) and FORGET_OBJECT.search(n) and (SELF.search(n) or re.search(r"\btudo\b", n)):
         return ERASURE
     if SELF.search(n) and KNOW.search(n):
@@ -129,7 +130,7 @@ def _gate(n: str) -> str | None:
 
 def gate(text: str) -> str | None:
     """The cheap word test alone (no embedding): ACCESS, ERASURE or None."""
-    return _gate(normalise(text))
+    return gate_in(normalise(text))
 
 
 @lru_cache(maxsize=4)
@@ -143,7 +144,7 @@ def _examples(embedder_key: str, embedder) -> tuple[np.ndarray, np.ndarray, np.n
 def classify(text: str, embedder) -> tuple[str | None, float]:
     """(ACCESS | ERASURE | None, best similarity to the kind's examples)."""
     n = normalise(text)
-    kind = _gate(n)
+    kind = gate_in(n)
     if kind is None:
         return None, 0.0
     access, erasure, negatives = _examples(getattr(embedder, "name", str(id(embedder))), embedder)
@@ -157,9 +158,13 @@ def classify(text: str, embedder) -> tuple[str | None, float]:
     return None, pos
 
 
-def is_opt_out(text: str) -> bool:
-    n = normalise(text)
+def opt_out_in(n: str) -> bool:
+    """Opt-out on normalised text."""
     return bool(OPT_OUT_WHOLE.match(n) or OPT_OUT.search(n))
+
+
+def is_opt_out(text: str) -> bool:
+    return opt_out_in(normalise(text))
 
 
 def detect_requests(text: str, embedder) -> set[str]:
