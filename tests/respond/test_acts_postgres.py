@@ -226,3 +226,29 @@ def test_single_flight_stores_share_keys_expire_and_release_by_owner(env, pool):
         fl.release(key, "b")
         assert fl.acquire(key, "c", 400)
         fl.release(key, "c")
+
+
+def test_tool_answer_enters_the_prompt_and_the_model_cannot_contradict_it(env, pool):
+    from streams.respond.generate import build_generator
+    from streams.settings import Settings
+    from tests.support.openai_server import FakeOpenAI, Reply
+
+    with ToolServer(delay=0.0) as tool, FakeOpenAI([Reply.text("Temos sim! Quer que eu reserve a Master?"),
+                                                    Reply.text("Infelizmente não temos vaga nesse dia.")]) as llm:
+        set_tools(env, tool.url)
+        deps = deps_with_acts(pool)
+        deps.generator = build_generator("openai", Settings(openai_base_url=llm.base_url, openai_api_key="test",
+                                                            llm_max_retries=0))
+        out = asyncio.run(ask(deps, "Tem a suíte Master disponível dia 14/12 para pernoite?"))
+        system = "\n".join(m["content"] for m in llm.chat_requests[0]["messages"] if m["role"] == "system")
+        knowledge = system[system.index("<conhecimento"):]
+        assert "Sim! A suíte Master está disponível em 14/12 (pernoite)." in knowledge  # data, like the knowledge
+        assert out.reply.text == "Temos sim! Quer que eu reserve a Master?"  # agrees: kept
+        out = asyncio.run(ask(deps, "a suíte master está livre 14/12 pernoite?"))
+        assert out.reply.text == "Sim! A suíte Master está disponível em 14/12 (pernoite)."  # contradicted: replaced
+        from streams.respond.acts import Act
+        from streams.respond.tools import ToolResult
+
+        synthetic = Act(tool=ToolResult("Sim! A suíte Master está disponível em 14/12 (pernoite).", True),
+                        tools=("availability_check",)).chunk().chunk_id
+        assert out.reply.tools == ["availability_check"] and synthetic not in out.reply.chunk_ids
