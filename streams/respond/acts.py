@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from streams import metrics
 from streams.respond import rights
 from streams.respond.intent import detect_intent
 from streams.respond.model import KnowledgeChunk
+from streams.respond.text import fold
 from streams.respond.tools import (FlightStore, HttpTools, ToolError, ToolResult, ToolSpec, contradicts,
                                    flight_key, resolve_arguments, tool_keywords, wait_within)
 
@@ -83,7 +85,9 @@ class Act:
         if not text.strip() or text in _fallbacks() or contradicts(text, r):
             return r.answer
         if offline and r.answer not in text:
-            return f"{r.answer} {text}"
+            # the composer may have copied the answer's sentences already: never say them twice
+            rest = [x for x in re.split(r"(?<=[.!?])\s+", text.strip()) if x and fold(x) not in fold(r.answer)]
+            return " ".join([r.answer, *rest])
         return text
 
 

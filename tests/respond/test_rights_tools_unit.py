@@ -126,4 +126,7 @@ def test_guard_never_contradicts_the_tool():
     from streams.respond.generate import FALLBACK_NO_KNOWLEDGE
 
     assert yes.guard(FALLBACK_NO_KNOWLEDGE, offline=True) == yes.tool.answer
+    # the composer already copied the answer's sentence: it is not said twice
+    assert yes.guard("A suíte Master está disponível em 14/12 (pernoite). Suíte Master: pernoite R$ 450.",
+                     offline=True) == yes.tool.answer + " Suíte Master: pernoite R$ 450."
     assert yes.chunk().text == yes.tool.answer and yes.chunk().distance == 0.0

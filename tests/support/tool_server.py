@@ -57,11 +57,14 @@ class ToolServer:
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     def answer(self, args: dict[str, str]) -> dict[str, Any]:
-        suite = args.get("suite", "qualquer")
+        suite = args.get("suite")
         when = args.get("date", "a data pedida")
         if when[:4].isdigit():
             when = f"{when[8:10]}/{when[5:7]}"
         period = args.get("period", "período")
+        if suite is None:
+            return {"answer": f"Sim! Temos suítes disponíveis em {when} ({period}).", "available": True,
+                    "data": args}
         if suite in self.unavailable:
             return {"answer": f"Infelizmente a suíte {suite.title()} não está disponível em {when} ({period}).",
                     "available": False, "data": args}
