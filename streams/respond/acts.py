@@ -185,7 +185,14 @@ class Acts:
         today = msg.sent_at.astimezone(timezone.utc).date()
         arguments = resolve_arguments(msg.text, today)
         key = flight_key(msg.account_id, msg.contact_id, spec.name, arguments)
-        if not await asyncio.to_thread(self.flights.acquire, key, msg.message_id, self.flight_ttl_ms):
+        try:
+            acquired = await asyncio.to_thread(self.flights.acquire, key, msg.message_id, self.flight_ttl_ms)
+        except Exception as e:  # the shared store is down: answer without the tool rather than call it twice
+            log.error("single-flight store %s unavailable tool=%s message_id=%s error=%r: replying without the tool",
+                      self.flights.name, spec.name, msg.message_id, e)
+            metrics.TOOL_CALLS.labels(spec.name, "store_unavailable").inc()
+            return Act(intent=spec.intent, degraded=("tool_store_unavailable",))
+        if not acquired:
             await asyncio.to_thread(self.store.record_tool_call, msg, spec, key, arguments, "joined")
             metrics.TOOL_CALLS.labels(spec.name, "joined").inc()
             log.info("tool joined in-flight call tool=%s key=%s message_id=%s", spec.name, key, msg.message_id)

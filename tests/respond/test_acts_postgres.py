@@ -24,8 +24,8 @@ from tests.support.tool_server import ToolServer
 pytestmark = pytest.mark.slow
 
 REDIS_URL = os.environ.get("MEMORIA_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
-PRICES = ["Suíte Master (com piscina aquecida e sauna): pernoite R$ 450.",
-          "Suíte Luxo: período de 2 horas R$ 129; pernoite R$ 240."]
+PRICES = [(1, "precos", "Suíte Master (com piscina aquecida e sauna): pernoite R$ 450."),
+          (1, "precos", "Suíte Luxo: período de 2 horas R$ 129; pernoite R$ 240.")]
 
 
 def redis_or_skip():
@@ -154,6 +154,7 @@ def test_tool_within_budget_is_used_inline_and_never_contradicted(env, pool):
         out = asyncio.run(ask(deps, "Tem a suíte Master disponível dia 14/12 para pernoite?", "m-inline"))
         r = out.reply
         assert r.intent == "availability_check" and r.tools == ["availability_check"] and r.kind == "reply"
+        assert r.degraded == [] and r.chunk_ids  # the knowledge was searched too
         assert r.text.startswith("Sim! A suíte Master está disponível em 14/12 (pernoite).")
         assert tool.calls == 1
         assert tool.requests[0]["arguments"]["suite"] == "master" and tool.requests[0]["contact_id"] == 100
@@ -252,3 +253,15 @@ def test_tool_answer_enters_the_prompt_and_the_model_cannot_contradict_it(env, p
         synthetic = Act(tool=ToolResult("Sim! A suíte Master está disponível em 14/12 (pernoite).", True),
                         tools=("availability_check",)).chunk().chunk_id
         assert out.reply.tools == ["availability_check"] and synthetic not in out.reply.chunk_ids
+
+
+def test_single_flight_store_down_degrades_without_calling_the_tool(env, pool):
+    # a Redis nobody listens on: the reply goes out without the tool (never two calls, never stuck)
+    from tests.harness import free_port
+
+    with ToolServer(delay=0.0) as tool:
+        set_tools(env, tool.url)
+        deps = deps_with_acts(pool, RedisFlights(f"redis://127.0.0.1:{free_port()}/0"))
+        out = asyncio.run(ask(deps, "Tem a suíte Master disponível dia 14/12 para pernoite?"))
+        assert out.reply.degraded == ["tool_store_unavailable"] and tool.calls == 0
+        assert out.reply.intent == "availability_check" and out.reply.kind == "reply"
