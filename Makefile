@@ -5,7 +5,7 @@ PY    := $(VENV)/bin/python
 PIP   := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 
-.PHONY: install up down status test test-debezium demo bench bench-ingest bench-memory bench-responder eval-memory eval-recall eval-answers schemas clean
+.PHONY: install up down status test test-fast test-debezium demo bench bench-ingest bench-memory bench-responder eval-memory eval-recall eval-answers schemas clean
 
 install: $(STAMP)
 $(STAMP): pyproject.toml
@@ -29,6 +29,10 @@ test: install
 	bash infra/install_java.sh
 	$(PY) infra/localstack.py up --no-worker
 	$(PY) -m pytest -q
+
+# The unit tier: every test that needs no service (no stack started), in well under a minute.
+test-fast: install
+	$(PY) -m pytest -q -m "not services"
 
 test-debezium: install
 	bash infra/install_java.sh

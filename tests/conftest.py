@@ -49,3 +49,15 @@ def memory_embedder():
 
     s = Settings()
     return build_embedder(s.memory_embedding_provider, s.memory_embedding_model)
+
+
+SERVICE_FIXTURES = {"stack", "env", "db"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests that reach a real service (directly or through a fixture) are marked
+    ``services``; the rest are the unit tier that ``make test-fast`` runs."""
+    for item in items:
+        if SERVICE_FIXTURES & set(getattr(item, "fixturenames", ())) or item.get_closest_marker("slow") \
+                or item.get_closest_marker("debezium"):
+            item.add_marker(pytest.mark.services)
