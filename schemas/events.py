@@ -70,8 +70,23 @@ class ConversationLifecycleEvent(_Event):
     occurred_at: datetime
 
 
+class WhatsAppTemplate(_Event):
+    """A pre-approved WhatsApp message template: outside the 24-hour customer
+    service window only templates may be sent (proactive offers)."""
+
+    name: str = Field(min_length=1, max_length=512)
+    language: str = Field("pt_BR", min_length=2, max_length=16)
+    parameters: list[str] = Field(default_factory=list, description="body parameters {{1}}, {{2}}, ... in order")
+
+
 class OutboundReply(_Event):
-    """``channel.outbound.replies``, key = conversation id."""
+    """``channel.outbound.replies``, key = conversation id.
+
+    Also carries proactive messages (``kind="offer"``: ``in_reply_to`` is empty
+    and ``template`` is set) and the second reply of a slow tool
+    (``kind="tool_result"``). Consumers of version 1 that ignore the new
+    optional fields keep working: ``text`` is always the full message.
+    """
 
     schema_version: Literal[1] = 1
     reply_id: str
@@ -86,6 +101,12 @@ class OutboundReply(_Event):
     chunk_ids: list[UUID] = []
     degraded: list[str] = Field(default_factory=list, description="reasons the reply was degraded")
     created_at: datetime
+    kind: Literal["reply", "acknowledgement", "tool_result", "rights", "offer"] = Field(
+        "reply", description="reply: the answer; acknowledgement: a slow tool is running; tool_result: its "
+                             "answer; rights: a data access/erasure/opt-out answer; offer: proactive")
+    tools: list[str] = Field(default_factory=list, description="tools whose results the text uses")
+    template: WhatsAppTemplate | None = Field(None, description="send as this template (required outside "
+                                                               "the 24-hour window)")
 
 
 # --------------------------------------------- outbox payloads (value only)

@@ -47,6 +47,13 @@ RECALL_REQUESTS = Counter("memoria_recall_requests_total", "Recall attempts", ["
 REPLY_LATENCY = Histogram("memoria_reply_seconds", "Inbound message → reply emitted", buckets=_LAT)
 DEGRADED_REPLIES = Counter("memoria_degraded_replies_total", "Replies sent degraded", ["reason"])
 
+# --- memory that acts (issue 11) ---------------------------------------------
+CUSTOMER_REQUESTS = Counter("memoria_customer_requests_total",
+                            "Customers' own requests on the channel", ["kind"])  # access/erasure/opt_out
+TOOL_CALLS = Counter("memoria_tool_calls_total", "Tool requests by outcome", ["tool", "outcome"])
+TOOL_LATENCY = Histogram("memoria_tool_seconds", "Tool call latency", ["tool"], buckets=_LAT)
+OFFERS = Counter("memoria_offers_total", "Anniversary offers", ["outcome"])  # recorded/published/skipped_*
+
 # --- models ----------------------------------------------------------------
 MODEL_TOKENS = Counter("memoria_model_tokens_total", "Model tokens", ["account_id", "stage", "kind"])
 MODEL_COST = Counter("memoria_model_cost_usd_total", "Estimated model cost (USD)", ["account_id", "stage"])
@@ -64,6 +71,8 @@ def init_series(topics: list[str]) -> None:
         ERASED_DROPPED.labels(path)
     for projection in ("chunks", "extractions", "replies"):
         RECONCILE_REPAIRS.labels(projection)
+    for kind in ("access", "erasure", "opt_out"):
+        CUSTOMER_REQUESTS.labels(kind)
     for topic in topics:
         EVENTS_PROCESSED.labels(topic)
         EVENTS_FAILED.labels(topic)

@@ -184,6 +184,22 @@ class Settings(BaseSettings):
     # Secure cookies need HTTPS; set true behind TLS (a plain-HTTP localhost cannot use them).
     console_secure_cookies: bool = False
 
+    # --- Tools and single-flight (issue 11) -------------------------------
+    # The shared single-flight store: Redis when set (SET NX PX), else Postgres.
+    redis_url: str | None = Field(
+        None, validation_alias=AliasChoices("MEMORIA_REDIS_URL", "REDIS_URL"))
+    tool_budget_ms: int = 1500          # a tool answering within this is used inline
+    tool_timeout_ms: int = 30000        # a background call gives up after this
+    tool_flight_ttl_ms: int = 60000     # a stuck call cannot hold its single-flight key longer
+    tool_acknowledgement: str = "Já te trago essa informação, um instante."
+
+    # --- Anniversary offers (issue 11; per-account flag, default off) -----
+    offers_window_days: int = 7
+    offers_template_name: str = "oferta_data_comemorativa"
+    offers_template_language: str = "pt_BR"
+    offers_every_s: float = 24 * 3600.0   # how often the offers job runs (when due)
+    maintenance_tick_s: float = 60.0      # the leader's maintenance tick
+
     # --- Worker ----------------------------------------------------------
     worker_web_host: str = "127.0.0.1"
     worker_web_port: int = 6066

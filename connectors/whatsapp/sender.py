@@ -93,16 +93,28 @@ class WhatsAppSender:
         return {"messaging_product": "whatsapp", "recipient_type": "individual", "to": dest.wa_id,
                 "type": "text", "text": {"preview_url": False, "body": text}}
 
+    @staticmethod
+    def template_body(dest: Destination, template) -> dict:
+        """A pre-approved template (the only thing allowed outside the 24-hour window)."""
+        return {"messaging_product": "whatsapp", "recipient_type": "individual", "to": dest.wa_id,
+                "type": "template",
+                "template": {"name": template.name, "language": {"code": template.language},
+                             "components": [{"type": "body", "parameters": [
+                                 {"type": "text", "text": p} for p in template.parameters]}]}}
+
     async def send(self, reply: OutboundReply) -> SendResult:
         dest = await self.resolver.destination(reply.account_id, reply.contact_id, reply.conversation_id)
         if dest is None:
             return SendResult(False, None, 0, error="no WhatsApp destination for this contact")
+        if reply.template is not None:
+            return await self.send_text(dest, reply.text, reply_id=reply.reply_id,
+                                        body=self.template_body(dest, reply.template))
         return await self.send_text(dest, reply.text, reply_id=reply.reply_id)
 
     def _backoff(self, attempt: int) -> float:
         return min(self.backoff_max, 0.2 * (2 ** (attempt - 1))) * (0.5 + random.random() / 2)
 
-    async def send_text(self, dest: Destination, text: str, reply_id: str = "") -> SendResult:
+    async def send_text(self, dest: Destination, text: str, reply_id: str = "", body: dict | None = None) -> SendResult:
         """Up to ``max_attempts`` posts while the API answers 429/5xx or cannot be
         reached, waiting Retry-After when given (a longer wait than ``backoff_max``
         is left to the caller: the result is ``retryable`` with ``retry_after``)."""
@@ -113,7 +125,7 @@ class WhatsAppSender:
         wait: float | None = None
         for attempt in range(1, self.max_attempts + 1):
             try:
-                resp = await self._client.post(url, json=self.body(dest, text), headers=headers)
+                resp = await self._client.post(url, json=body or self.body(dest, text), headers=headers)
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as e:  # never sent
                 status, error, wait = None, f"{type(e).__name__}: {e}", None
             except httpx.HTTPError as e:  # sent, maybe received: do not send it again

@@ -254,6 +254,65 @@ class BoundedBody:
         await self.app(scope, bounded_receive, guarded_send)
 
 
+# ----------------------------------------------- memory that acts (issue 11)
+class PrivacyRequest(BaseModel):
+    id: int
+    contact_id: int
+    conversation_id: str
+    message_id: str
+    kind: Literal["access", "erasure"]
+    text: str
+    facts: int = Field(description="facts listed (access) or forgotten (erasure)")
+    created_at: datetime
+
+
+class OfferSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = Field(description="anniversary offers on for this account (default off)")
+    template_name: str = Field("", max_length=512, pattern=r"^[a-z0-9_]*$",
+                               description="WhatsApp template; empty = the deployment's default")
+    template_language: str = Field("", max_length=16, pattern=r"^([a-z]{2}(_[A-Z]{2})?)?$")
+
+
+class Template(BaseModel):
+    name: str
+    language: str
+    parameters: list[str]
+
+
+class Offer(BaseModel):
+    contact_id: int
+    occasion: str
+    occasion_date: str = Field(description="ISO date of the occasion this year")
+    conversation_id: str
+    text: str
+    template: Template
+    preferences: list[str] = []
+    chunk_ids: list[str] = []
+    already_sent: bool = False
+    published_at: datetime | None = None
+
+
+class OfferPreview(BaseModel):
+    account_id: int
+    enabled: bool
+    days: int
+    offers: list[Offer]
+
+
+class ToolConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    url: str = Field(pattern=r"^https?://[^\s]+$", max_length=2000)
+    tool: str = Field("", max_length=100, pattern=r"^[A-Za-z0-9_.-]*$", description="tool name; empty = the intent")
+    keywords: list[Annotated[str, Field(min_length=1, max_length=100, pattern=r"\S")]] = Field(
+        default_factory=list, description="words that detect the intent (added to the inbox's keywords)")
+    budget_ms: int | None = Field(None, ge=1, le=60000, description="inline when it answers within this")
+    timeout_ms: int | None = Field(None, ge=1, le=600000, description="a background call gives up after this")
+
+
+ToolMap = dict[Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[a-z0-9_]+$")], ToolConfig]
+
+
 # --------------------------------------------------------------------- app
 def _memory(r: dict) -> Memory:
     return Memory(**{k: r[k] for k in Memory.model_fields})
@@ -495,6 +554,101 @@ def create_app(container, *, console: bool = True) -> FastAPI:
                        facts_superseded=u.facts_superseded, supersedence_rate=u.supersedence_rate,
                        recall_p99_ms=u.recall_p99_ms, replies_with_recall=u.replies_with_recall)
             for u in units])
+
+    # -- customers' requests (rights on the channel) -----------------------------
+    @app.get("/v1/privacy-requests", response_model=list[PrivacyRequest], tags=["forgetting"])
+    def privacy_requests(op: Op, kind: Literal["access", "erasure"] | None = None,
+                         contact_id: Id | None = None, limit: int = Query(100, ge=1, le=1000)):
+        """Customers who asked, on the channel, what we know about them or to be forgotten."""
+        with container.pool.connection() as conn:
+            rows = conn.execute(
+                """SELECT id, contact_id, conversation_id, message_id, kind, text, facts, created_at
+                   FROM privacy_requests WHERE account_id = %s AND (%s::text IS NULL OR kind = %s)
+                     AND (%s::bigint IS NULL OR contact_id = %s) ORDER BY created_at DESC, id DESC LIMIT %s""",
+                (op.account_id, kind, kind, contact_id, contact_id, limit)).fetchall()
+        return [PrivacyRequest(**r) for r in rows]
+
+    # -- anniversary offers -----------------------------------------------------
+    def _offer_settings(conn, account_id: int):
+        from streams.maintain.offers import account_offer_settings
+
+        s = conn.execute("SELECT settings FROM accounts WHERE id = %s", (account_id,)).fetchone()["settings"]
+        return account_offer_settings(s, container.settings)
+
+    @app.get("/v1/account/offers", response_model=OfferSettings, tags=["offers"])
+    def get_offer_settings(op: Op):
+        with container.pool.connection() as conn:
+            enabled, name, language = _offer_settings(conn, op.account_id)
+        return OfferSettings(enabled=enabled, template_name=name, template_language=language)
+
+    @app.put("/v1/account/offers", response_model=OfferSettings, tags=["offers"])
+    def put_offer_settings(body: OfferSettings, op: Op):
+        from streams.maintain.offers import FLAG
+
+        with container.pool.connection() as conn:
+            conn.execute("UPDATE accounts SET settings = settings || %s WHERE id = %s",
+                         (Jsonb({FLAG: body.enabled, "offers_template_name": body.template_name,
+                                 "offers_template_language": body.template_language}), op.account_id))
+            enabled, name, language = _offer_settings(conn, op.account_id)
+        return OfferSettings(enabled=enabled, template_name=name, template_language=language)
+
+    @app.get("/v1/offers/preview", response_model=OfferPreview, tags=["offers"])
+    def preview_offers(op: Op, days: int = Query(7, ge=1, le=60)):
+        """The offers the daily job would send for the next ``days`` days (nothing is written)."""
+        from streams.maintain.offers import plan_offers
+
+        with container.pool.connection() as conn:
+            enabled, name, language = _offer_settings(conn, op.account_id)
+            proposals = plan_offers(conn, op.account_id, datetime.now(timezone.utc).date(), days=days, template_name=name,
+                                    language=language, include_sent=True)
+        return OfferPreview(account_id=op.account_id, enabled=enabled, days=days, offers=[Offer(
+            contact_id=p.contact_id, occasion=p.occasion, occasion_date=p.occasion_date.isoformat(),
+            conversation_id=p.conversation_id, text=p.text, template=Template(**p.template.model_dump()),
+            preferences=list(p.preferences), chunk_ids=[str(c) for c in p.chunk_ids], already_sent=p.already_sent)
+            for p in proposals])
+
+    @app.get("/v1/offers", response_model=list[Offer], tags=["offers"])
+    def list_offers(op: Op, limit: int = Query(100, ge=1, le=1000)):
+        """Offers recorded (and when they were published)."""
+        with container.pool.connection() as conn:
+            rows = conn.execute(
+                """SELECT contact_id, occasion, occasion_date, conversation_id, text, template_name,
+                          template_params, chunk_ids, published_at FROM offers WHERE account_id = %s
+                   ORDER BY created_at DESC, id DESC LIMIT %s""", (op.account_id, limit)).fetchall()
+        return [Offer(contact_id=r["contact_id"], occasion=r["occasion"], occasion_date=r["occasion_date"].isoformat(),
+                      conversation_id=r["conversation_id"], text=r["text"],
+                      template=Template(name=r["template_name"],
+                                        language=(r["template_params"] or {}).get("language", "pt_BR"),
+                                        parameters=(r["template_params"] or {}).get("parameters", [])),
+                      chunk_ids=[str(c) for c in r["chunk_ids"] or []], already_sent=True,
+                      published_at=r["published_at"]) for r in rows]
+
+    # -- tools ------------------------------------------------------------------
+    @app.get("/v1/inboxes/{inbox_id}/tools", response_model=ToolMap, tags=["configuration"])
+    def get_tools(inbox_id: Id, op: Op):
+        with container.pool.connection() as conn:
+            row = conn.execute("SELECT tools FROM inboxes WHERE id = %s AND account_id = %s", (inbox_id, op.account_id)).fetchone()
+        if row is None:
+            raise HTTPException(404, f"inbox {inbox_id} not found")
+        return row["tools"] or {}
+
+    @app.put("/v1/inboxes/{inbox_id}/tools", response_model=ToolMap, tags=["configuration"])
+    def put_tools(inbox_id: Id, body: ToolMap, op: Op):
+        """Map intents to HTTP tools (see README, "Tools"); an empty object removes them."""
+        from streams.respond.tools import ToolConfigError, parse_tools
+
+        raw = {k: v.model_dump(exclude_none=True, exclude_defaults=True) | {"url": v.url} for k, v in body.items()}
+        try:
+            parse_tools(raw)
+        except ToolConfigError as e:
+            raise HTTPException(422, str(e)) from None
+        with container.pool.connection() as conn:
+            row = conn.execute("UPDATE inboxes SET tools = %s WHERE id = %s AND account_id = %s RETURNING tools",
+                               (Jsonb(raw), inbox_id, op.account_id)).fetchone()
+        if row is None:
+            raise HTTPException(404, f"inbox {inbox_id} not found")
+        return row["tools"]
+
 
     if console:
         from streams.admin.console import mount_console

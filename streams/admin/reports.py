@@ -3,7 +3,7 @@
 Complaints and compliments are grouped by *what they are about*: the topic in
 the fact's key (``complaint_wifi`` → ``wifi``, ``praise_staff`` + the person),
 or, for a generic key, the topic found in the fact's text by the same lexicon
-the rule extractor uses (``streams.learn.slots.TOPICS``). So Wi-Fi and room
+the rule extractor uses (``streams.learn.lexicon.TOPICS``). So Wi-Fi and room
 service complaints are separate rows. Each unit also gets its live facts by type,
 its supersedence rate (facts learnt in the period that were later superseded)
 and the P99 of recall latency of its replies (``messages.reply->>'recall_ms'``).
@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, timezone
 
 import psycopg
 
-from streams.learn.slots import topic_of
+from streams.learn.lexicon import topic_of
 from streams.learn.text import fold
 
 GENERIC = {"", "open", "other", "outro", "geral", "general", "service", "servico", "complaint", "praise", "misc"}

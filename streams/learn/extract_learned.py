@@ -47,7 +47,7 @@ from typing import Sequence
 
 import numpy as np
 
-from streams.learn import slots as S
+from streams.learn import lexicon as S
 from streams.learn.model import CandidateFact, Proposal, Transcript
 from streams.learn.normalise import expand_chat, is_instruction, normalise_dates
 from streams.learn.taxonomy import MEMORY_TYPES

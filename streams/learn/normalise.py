@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from datetime import date, datetime, timedelta
 
-from streams.learn.slots import MONTHS
+from streams.learn.lexicon import MONTHS
 from streams.learn.text import fold
 
 # Chat spellings → words (folded keys, whole words only).

@@ -206,6 +206,8 @@ def erase_contact(conn: psycopg.Connection, account_id: int, contact_id: int, *,
         delete("outbox", "DELETE FROM outbox WHERE aggregatetype IN ('conversation', 'memory', 'contact') "
                "AND payload->>'account_id' = %s AND payload->>'contact_id' = %s",
                (str(account_id), str(contact_id)))
+        for table in ("privacy_requests", "marketing_optouts", "offers", "tool_calls"):  # issue 11's records
+            delete(table, f"DELETE FROM {table} WHERE account_id = %s AND contact_id = %s", (account_id, contact_id))
         delete("contacts", "DELETE FROM contacts WHERE account_id = %s AND id = %s", (account_id, contact_id))
         counts["pgvector_embeddings"] = int(embedded)
         record_erasure(conn, account_id, contact_id, phone_row["phone"] if phone_row else None, counts, key=key)

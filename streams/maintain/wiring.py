@@ -1,7 +1,8 @@
 """Faust wiring of the ``maintain`` role: leader-only timers (docs/architecture.md §4D).
 
 silence detector every 10 min; aging weekly; hard delete (and purge of old
-processed-event ids) daily; outbox retention hourly. A leader-only tick every
+processed-event ids) daily; anniversary offers daily (accounts whose flag is
+on; recorded offers are published on every tick); outbox retention hourly. A leader-only tick every
 minute runs each job that is due (``maintenance_runs`` in Postgres), as a
 plain function in a thread.
 """
@@ -17,7 +18,6 @@ log = logging.getLogger(__name__)
 SILENCE_EVERY = 600.0
 AGING_EVERY = 7 * 24 * 3600.0
 HARD_DELETE_EVERY = 24 * 3600.0
-TICK_EVERY = 60.0
 
 
 def register(app, settings, container, roles, *, batch_agent, state) -> None:
@@ -45,7 +45,9 @@ def register(app, settings, container, roles, *, batch_agent, state) -> None:
 
     from datetime import timedelta
 
+    from streams.maintain.offers import publish_offers, run_offers
     from streams.maintain.schedule import claim_if_due, purge_outbox
+    from streams.kafka.topics import OUTBOUND, qualified
 
     jobs = [
         ("silence", timedelta(seconds=SILENCE_EVERY), lambda conn: announce_silent(conn, now=now())),
@@ -53,6 +55,8 @@ def register(app, settings, container, roles, *, batch_agent, state) -> None:
         ("hard_delete", timedelta(seconds=HARD_DELETE_EVERY), lambda conn: hard_delete(conn, now=now())),
         ("purge_processed_events", timedelta(seconds=HARD_DELETE_EVERY),
          lambda conn: purge_processed(container.pool)),
+        ("anniversary_offers", timedelta(seconds=settings.offers_every_s),
+         lambda conn: run_offers(conn, settings, now())),
         ("outbox_retention", timedelta(hours=1), lambda conn: purge_outbox(
             conn, older_than=timedelta(hours=settings.outbox_retention_hours), now=now(),
             any_status=settings.outbox_publisher == "debezium")),
@@ -74,7 +78,7 @@ def register(app, settings, container, roles, *, batch_agent, state) -> None:
 
     # One frequent leader-only tick; each job runs when it is due according to
     # Postgres, so restarts and leader changes neither skip nor repeat a job.
-    @app.timer(TICK_EVERY, on_leader=True)
+    @app.timer(settings.maintenance_tick_s, on_leader=True)
     async def maintenance_tick() -> None:
         for name, every, fn in jobs:
             def run(name=name, every=every, fn=fn):
@@ -83,3 +87,11 @@ def register(app, settings, container, roles, *, batch_agent, state) -> None:
                         log.info("maintenance job=%s starting", name)
                         fn(conn)
             await guarded(name, run)
+        # offers recorded (now or by an earlier run whose publish failed) leave here
+        from streams.app import edges_ready
+
+        await edges_ready(state)
+        try:
+            await publish_offers(container.pool, state["producer"], qualified(settings, OUTBOUND))
+        except Exception:  # Kafka down: the offers stay recorded and unpublished; the next tick retries
+            log.exception("maintenance publish_offers failed")

@@ -80,6 +80,8 @@ class Responder:
     # similarity fallback for what the keyword dictionary leaves "general"; it
     # must embed with memory_embedder (it reuses the message's one vector)
     intent_examples: IntentExamples | None = None
+    # rights, opt-out and tools: one step before generation (streams/respond/acts.py)
+    acts: Any = None
 
 
 @dataclass(frozen=True)
@@ -160,13 +162,21 @@ async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None
                               recall_ms=None, total_ms=total_ms)
     inbox = ctx.inbox
     detected = detect_intent(msg.text, inbox.intent_keywords)
-    degraded: list[str] = []
+    # Memory that acts (rights, opt-out, tools): may answer, stay silent, or bring tool data.
+    act = await deps.acts.before_reply(msg, ctx, detected.intent) if deps.acts is not None else None
+    if act is not None and act.suppress:
+        return None
+    if act is not None and act.text is not None:
+        return await _act_reply(msg, ctx, act, deps, t0)
+    if act is not None and act.intent:
+        detected = type(detected)(act.intent, detected.score, detected.matched)
+    degraded: list[str] = list(act.degraded) if act is not None else []
     same_model = deps.memory_embedder.name == deps.knowledge_embedder.name
 
     # The message vector, computed once and shared when the models match.
     memory_vec: asyncio.Task[np.ndarray] | None = None
     examples = deps.intent_examples
-    if (detected.intent == GENERAL and examples is not None
+    if (detected.intent == GENERAL and examples is not None and not (act is not None and act.intent)
             and examples.model == deps.memory_embedder.name):
         # "general" retrieves anyway, so the vector is needed regardless: use it first
         # to read the intent from example phrases (no second embedding)
@@ -242,6 +252,9 @@ async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None
         except Exception as e:
             degraded.append("knowledge_error")
             log.warning("knowledge error conversation_id=%s error=%r", msg.conversation_id, e)
+    tool_chunk = act.chunk() if act is not None else None
+    if tool_chunk is not None:  # the tool's result: data with the standing of the knowledge
+        chunks = [tool_chunk] + chunks
     if memory_vec is not None:
         if not memory_vec.done():
             memory_vec.cancel()
@@ -251,7 +264,7 @@ async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None
     generation = Generation(text="", usage=Usage(), model="none", provider="none")
     used_memories: list[ScoredFact] = []
     used_chunks: list[KnowledgeChunk] = []
-    if over_limit and strategy.retrieval == "required":
+    if over_limit and strategy.retrieval == "required" and tool_chunk is None:
         text = FALLBACK_LOOP
         degraded.append("retrieval_limit")
     elif strategy.retrieval == "required" and not chunks:
@@ -276,10 +289,13 @@ async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None
             degraded.append("generation_error")
             log.warning("generation error conversation_id=%s error=%r", msg.conversation_id, e)
             text = FALLBACK_NO_KNOWLEDGE
+        if act is not None and act.tool is not None:  # never contradicts the tool
+            text = act.guard(text, offline=generation.provider == "offline")
         if unsupported_prices(text, used_chunks):
             degraded.append("ungrounded_price")
             log.warning("ungrounded price conversation_id=%s reply=%r", msg.conversation_id, text)
-            text = FALLBACK_NO_KNOWLEDGE
+            text = act.tool.answer if act is not None and act.tool is not None else FALLBACK_NO_KNOWLEDGE
+    used_chunks = [c for c in used_chunks if c is not tool_chunk]
 
     now = deps.clock.now()
     reply = OutboundReply(
@@ -287,7 +303,7 @@ async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None
         conversation_id=msg.conversation_id, contact_id=msg.contact_id, text=text,
         intent=detected.intent, strategy=strategy.retrieval,
         memory_ids=[m.fact.id for m in used_memories], chunk_ids=[c.chunk_id for c in used_chunks],
-        degraded=degraded, created_at=now)
+        degraded=degraded, created_at=now, tools=list(act.tools) if act is not None else [])
     lead_state = next_lead_state(ctx.lead_state, intent=detected.intent,
                                  retrieval_count=retrieval_count, now=now)
     call = model_call(msg.account_id, "reply", generation.model, generation.usage, ref=reply.reply_id)
@@ -300,6 +316,23 @@ async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None
                           provider=generation.provider, model=generation.model,
                           recall_ms=recall_ms, total_ms=total_ms, memories=tuple(used_memories),
                           chunks=tuple(used_chunks), model_call=call)
+
+
+async def _act_reply(msg: InboundMessage, ctx: ConversationContext, act: Any, deps: Responder,
+                     t0: float) -> RespondOutcome:
+    """A reply the acts step wrote (rights answer, tool acknowledgement): no recall, no generation."""
+    now = deps.clock.now()
+    intent = act.intent or "general"
+    reply = OutboundReply(
+        reply_id=reply_id_for(msg), in_reply_to=msg.message_id, account_id=msg.account_id,
+        conversation_id=msg.conversation_id, contact_id=msg.contact_id, text=act.text, intent=intent,
+        strategy="none", degraded=list(act.degraded), created_at=now, kind=act.kind, tools=list(act.tools))
+    lead_state = next_lead_state(ctx.lead_state, intent=intent, retrieval_count=ctx.retrieval_count, now=now)
+    await _call(deps.store.save_reply, reply, lead_state)
+    total_ms = (time.perf_counter() - t0) * 1000
+    log.info("reply conversation_id=%s intent=%s kind=%s ms=%.1f", msg.conversation_id, intent, act.kind, total_ms)
+    return RespondOutcome(reply=reply, lead_state=lead_state, usage=Usage(), provider="none", model="none",
+                          recall_ms=None, total_ms=total_ms)
 
 
 RERANK_POOL = 8          # candidates per result taken from the vector search

@@ -65,7 +65,20 @@ def build_responder(settings, container) -> Responder:
         memory_embedder=memory_embedder, knowledge_embedder=knowledge_embedder,
         intent_examples=IntentExamples(memory_embedder),
         generator=build_generator(settings.reply_provider, settings,
-                                  embedder=knowledge_embedder if settings.reply_provider == "offline" else None))
+                                  embedder=knowledge_embedder if settings.reply_provider == "offline" else None),
+        acts=build_acts(settings, container, memory_embedder))
+
+
+def build_acts(settings, container, embedder):
+    """Rights, opt-out and tools (streams/respond/acts.py); ``emit`` is wired once the producer runs."""
+    from streams.respond.acts import Acts
+    from streams.respond.acts_store import PostgresActsStore
+    from streams.respond.tools import build_flights
+
+    return Acts(store=PostgresActsStore(container.pool), embedder=embedder,
+                flights=build_flights(settings, container.pool), budget_ms=settings.tool_budget_ms,
+                timeout_ms=settings.tool_timeout_ms, flight_ttl_ms=settings.tool_flight_ttl_ms,
+                acknowledgement=settings.tool_acknowledgement)
 
 
 def decode(record: Record) -> InboundMessage | DeadLetter:
@@ -196,5 +209,7 @@ def register(app, settings, container, roles, *, batch_agent, state) -> None:
                                base_delay=settings.dependency_backoff_base,
                                max_delay=settings.dependency_backoff_max,
                                max_record_bytes=settings.kafka_max_record_bytes)
+        if deps.acts is not None:
+            deps.acts.emit = runner._emit  # a slow tool's second reply leaves like any reply
         async for events in stream.take_events(BATCH_MAX, within=BATCH_WITHIN_S):
             await settle(runner.handle([_record(e) for e in events]), "respond")

@@ -352,3 +352,26 @@ def test_sender_reports_the_api_error_and_waits_retry_after_up_to_its_own_cap():
     assert first.retryable and first.retry_after == 120 and first.attempts == 1 and first.status == 429
     assert not second.retryable and second.status == 400 and "code=100" in second.error \
         and "Invalid parameter" in second.error
+
+
+def test_sender_sends_an_offer_as_its_template():
+    from schemas.events import WhatsAppTemplate
+
+    async def go():
+        server, calls = await _graph([])
+        s = WhatsAppSender(str(server.make_url("/v21.0")), "TOKEN", RESOLVER, backoff_max=0.05)
+        offer = OutboundReply(reply_id="o1", in_reply_to="", account_id=101, conversation_id="wa-1101-5001",
+                              contact_id=5001, text="Oi, Ana! ...", intent="anniversary_offer", strategy="none",
+                              kind="offer", created_at=datetime(2025, 1, 1, tzinfo=timezone.utc),
+                              template=WhatsAppTemplate(name="oferta_aniv", parameters=["Ana", "14/02"]))
+        try:
+            res = await s.send(offer)
+        finally:
+            await s.aclose()
+            await server.close()
+        assert res.ok
+        body = calls[-1][2]
+        assert body["type"] == "template" and body["to"] == "5511999990000"
+        assert body["template"] == {"name": "oferta_aniv", "language": {"code": "pt_BR"}, "components": [
+            {"type": "body", "parameters": [{"type": "text", "text": "Ana"}, {"type": "text", "text": "14/02"}]}]}
+    asyncio.run(go())
