@@ -169,13 +169,18 @@ def build_lexicon(inbox_keywords: Mapping[str, Any] | None = None) -> _Lexicon:
         if replace or intent not in merged:
             merged[intent] = {}
         merged[intent].update(weights)
-    patterns = []
+    # Keywords that read the same once chat spelling is normalised ("vcs tem" and
+    # "voces tem") are one keyword: counted once, at the larger weight.
+    best: dict[tuple[str, str], tuple[str, float, re.Pattern[str]]] = {}
     for intent, kws in merged.items():
         for kw, w in kws.items():
             rx = _compile(kw)
-            if rx is not None:
-                patterns.append((intent, kw, w, rx))
-    return _Lexicon(tuple(patterns))
+            if rx is None:
+                continue
+            seen = best.get((intent, rx.pattern))
+            if seen is None or w > seen[1]:
+                best[(intent, rx.pattern)] = (kw, w, rx)
+    return _Lexicon(tuple((intent, kw, w, rx) for (intent, _), (kw, w, rx) in best.items()))
 
 
 @lru_cache(maxsize=256)
