@@ -328,3 +328,7 @@ def main() -> None:
         console.print(f"[red]error:[/red] cannot reach Kafka ({e}). Is the stack up (`make up`), or is "
                       "MEMORIA_KAFKA_BOOTSTRAP_SERVERS right?")
         raise SystemExit(3)
+
+
+if __name__ == "__main__":  # python -m streams.cli
+    main()
