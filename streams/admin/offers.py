@@ -18,6 +18,12 @@ FLAG = offer_service.FLAG
 LABEL = "Ofertas de datas comemorativas"
 
 
+def occasion_label(occasion: str) -> str:
+    """"birthday" → "Aniversário" (the offer's own wording, capitalised); unknown keys as written."""
+    label = offer_service.LABELS.get(occasion, occasion.replace("_", " ")).removeprefix("o seu ")
+    return label[:1].upper() + label[1:]
+
+
 def offer_settings(conn: psycopg.Connection, account_id: int, defaults) -> tuple[bool, str, str]:
     """(enabled, template name, template language); ``defaults`` is the Settings (deployment defaults)."""
     row = conn.execute("SELECT settings FROM accounts WHERE id = %s", (account_id,)).fetchone()

@@ -95,6 +95,7 @@ def mount_console(app: FastAPI, container) -> None:
                                  status_label=lambda s: STATUS_LABELS.get(s, s), when=_when,
                                  brl=cost_service.brl, stage_label=lambda s: STAGE_LABELS.get(s, s),
                                  request_label=lambda k: privacy_service.KIND_LABELS.get(k, k),
+                                 occasion_label=offer_admin.occasion_label,
                                  FORGET_ALL_PHRASE=FORGET_ALL_PHRASE)
     app.mount("/console/static", StaticFiles(directory=str(HERE / "static")), name="console-static")
 
