@@ -186,8 +186,9 @@ def out_of_fold(examples: list[Example], folds: list[list[int]], C: float,
 
 
 def train_instruction_head(rows: list[dict], embedder, n_folds: int, log=print):
-    """Message-level classifier of ``"instruction": true``; threshold by grouped CV on F1 of
-    (explicit guard OR score ≥ threshold), ties to the higher threshold (fewer facts lost)."""
+    """Message-level classifier of ``"instruction": true`` (on dev plus the written
+    conversations' contact messages); threshold by grouped CV on F1 of (explicit guard OR
+    score ≥ threshold), ties to the higher threshold (fewer facts lost)."""
     from sklearn.linear_model import LogisticRegression
 
     texts, labels, groups = [], [], []
