@@ -108,8 +108,11 @@ def _logging(level: str = "INFO") -> None:
 
 
 @app.callback()
-def _main(log_level: str = typer.Option("WARNING", envvar="MEMORIA_LOG_LEVEL")) -> None:
-    _logging(log_level)
+def _main(log_level: str | None = typer.Option(None, help="default: MEMORIA_LOG_LEVEL, else WARNING")) -> None:
+    # Imported here, not above: `memoria --help` never runs this callback and needs no settings.
+    from streams.settings import get_settings
+
+    _logging(log_level or get_settings().log_level)
 
 
 def _unreachable(e: BaseException) -> str | None:

@@ -48,6 +48,10 @@ class SentenceTransformerEmbedder:
     """
 
     def __init__(self, model: str = "all-minilm-l6-v2", batch_size: int = 64, device: str = "cpu"):
+        # Process setup, not configuration (the one exception to "environment only in
+        # streams/settings.py"): huggingface_hub and transformers read these variables when
+        # they are first imported, on the next line, and offer no other switch. The models
+        # are packaged, so nothing may be downloaded; setdefault keeps an operator's choice.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
