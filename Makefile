@@ -6,7 +6,7 @@ PIP   := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 LOCK  := requirements.lock
 
-.PHONY: install lock up down status test test-fast test-debezium demo bench bench-ingest bench-memory bench-responder bench-llm-cost bench-scale eval train train-contradiction eval-memory eval-recall eval-answers schemas clean
+.PHONY: install lock lint up down status test test-fast test-debezium demo bench bench-ingest bench-memory bench-responder bench-llm-cost bench-scale eval train train-contradiction eval-memory eval-recall eval-answers schemas clean
 
 install: $(STAMP)
 $(STAMP): pyproject.toml $(LOCK)
@@ -37,6 +37,10 @@ test: install
 	bash infra/install_java.sh
 	$(PY) infra/localstack.py up --no-worker
 	$(PY) -m pytest -q
+
+# Static checks ([tool.ruff] in pyproject.toml); .ci/run runs them too.
+lint: install
+	$(VENV)/bin/ruff check .
 
 # The unit tier: every test that needs no service (no stack started), in well under a minute.
 test-fast: install

@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
 from streams.cli import COMMANDS, app, load_command

@@ -9,7 +9,6 @@ import importlib.metadata as md
 import re
 import sys
 import tomllib
-from pathlib import Path
 
 from packaging.requirements import Requirement
 from packaging.version import Version
