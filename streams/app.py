@@ -9,29 +9,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from typing import Callable, Sequence
 
 import faust
 
 from streams import metrics
+from streams import roles as flow_roles
 from streams.bootstrap import Container
-from streams.kafka.faust_transport import App as FetchTunedApp
-from streams.kafka.consume import DeadLetterWriter, Handler, Record, process_batch
+from streams.kafka.agent import edges_ready, record_of, settle
+from streams.kafka.consume import DeadLetterWriter, Handler, process_batch
 from streams.kafka.errors import until_available
+from streams.kafka.faust_transport import App as FetchTunedApp
 from streams.kafka.topics import outbox_topic, qualified
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
 
 ALL_ROLES = ("relay", "ingest", "learn", "respond", "maintain")
-
-
-def _record(event) -> Record:
-    m = event.message
-    headers = m.headers.items() if isinstance(m.headers, dict) else (m.headers or ())
-    return Record(m.topic, m.partition, m.offset, m.key, m.value,
-                  tuple((k, v if isinstance(v, bytes) else str(v).encode()) for k, v in headers))
 
 
 def consumer_group_for(settings: Settings, roles: Sequence[str]) -> str:
@@ -45,33 +39,6 @@ def consumer_group_for(settings: Settings, roles: Sequence[str]) -> str:
     if set(roles) == set(ALL_ROLES):
         return base
     return f"{base}-{'-'.join(r for r in ALL_ROLES if r in roles)}"
-
-
-async def edges_ready(state: dict) -> None:
-    """Agents start before services: wait for the DLQ producer before the first batch."""
-    while "dlq" not in state:
-        await asyncio.sleep(0.05)
-
-
-async def settle(work, name: str) -> None:
-    """Run one batch to completion before Faust acknowledges its offsets.
-
-    Faust's ``take_events`` acknowledges a batch when its loop body exits, even
-    by an exception; so a batch is never abandoned half-way: on shutdown it is
-    finished first, and an unexpected error (a bug: handlers dead-letter what
-    they cannot process) ends the process at once, before any commit, so the
-    batch is redelivered after a restart instead of being lost.
-    """
-    task = asyncio.ensure_future(work)
-    try:
-        await asyncio.shield(task)
-    except asyncio.CancelledError:
-        await asyncio.wait_for(task, 60)
-        raise
-    except Exception:
-        log.critical("agent %s: unexpected error; exiting without committing offsets", name, exc_info=True)
-        logging.shutdown()
-        os._exit(70)
 
 
 def producer_max_request_size(settings: Settings) -> int:
@@ -113,9 +80,8 @@ def build_app(settings: Settings, roles: Sequence[str], container: Container | N
             from aiokafka import AIOKafkaProducer
             from prometheus_client import start_http_server
 
-            from streams.web import build_web_app, start_web
-
             from streams.kafka.topics import ensure_topics
+            from streams.web import build_web_app, start_web
 
             await ensure_topics(settings, pool=lambda: c.pool)  # before anything is consumed or produced
             prod = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, acks="all",
@@ -158,7 +124,7 @@ def build_app(settings: Settings, roles: Sequence[str], container: Container | N
             await edges_ready(state)
             async for events in stream.take_events(settings.ingest_batch_max,
                                                    within=settings.ingest_batch_interval):
-                records = [_record(e) for e in events]
+                records = [record_of(e) for e in events]
                 await settle(process_batch(records, handler, state["dlq"],
                                            max_record_bytes=settings.kafka_max_record_bytes,
                                            base_delay=settings.dependency_backoff_base,
@@ -196,7 +162,5 @@ def build_app(settings: Settings, roles: Sequence[str], container: Container | N
 
         batch_agent(outbox_topic("chunk"), make_ingest, name="ingest")
 
-    from streams import roles as extra_roles
-
-    extra_roles.register(app, settings, c, roles, batch_agent=batch_agent, state=state)
+    flow_roles.register(app, settings, c, roles, batch_agent=batch_agent, state=state)
     return app

@@ -35,7 +35,8 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from pydantic import BaseModel, Field
 
-from streams.embedding.providers import MODEL_PROVIDERS, Embedder, model_slug, served_name
+from streams.embedding.port import Embedder
+from streams.embedding.providers import MODEL_PROVIDERS, model_slug, served_name
 
 log = logging.getLogger(__name__)
 

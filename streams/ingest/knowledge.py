@@ -17,7 +17,7 @@ from psycopg_pool import ConnectionPool
 from streams.embedding import Embedder
 from streams.embedding.providers import model_slug
 from streams.outbox.write import add_events, outbox_row
-from streams.vectors.store import Hit, VectorStore
+from streams.vectors.port import Hit, VectorStore
 
 log = logging.getLogger(__name__)
 

@@ -33,6 +33,7 @@ from streams import metrics
 from streams.embedding import EmbeddingError
 from streams.pricing import count_metrics
 from streams.kafka import errors
+from streams.kafka.agent import edges_ready, record_of, settle
 from streams.kafka.consume import DeadLetter, Record, oversized
 from streams.kafka.topics import INBOUND, OUTBOUND, qualified
 from streams.respond.handler import RespondOutcome, Responder, respond
@@ -178,8 +179,6 @@ class RespondRunner:
 def register(app, settings, container, roles, *, batch_agent, state) -> None:
     if "respond" not in roles:
         return
-    from streams.app import _record, edges_ready, settle
-
     metrics.init_series([qualified(settings, INBOUND)])
     topic = app.topic(qualified(settings, INBOUND), key_type=bytes, value_type=bytes,
                       key_serializer="raw", value_serializer="raw")
@@ -209,4 +208,4 @@ def register(app, settings, container, roles, *, batch_agent, state) -> None:
         if deps.acts is not None:
             deps.acts.emit = runner._emit  # a slow tool's second reply leaves like any reply
         async for events in stream.take_events(BATCH_MAX, within=settings.respond_batch_within):
-            await settle(runner.handle([_record(e) for e in events]), "respond")
+            await settle(runner.handle([record_of(e) for e in events]), "respond")
