@@ -46,6 +46,44 @@ def producer_max_request_size(settings: Settings) -> int:
     return settings.kafka_max_record_bytes + 64 * 1024
 
 
+async def start_edges(settings: Settings, c: Container, roles: Sequence[str], state: dict) -> None:
+    """The worker's edges: topics, the shared producer and dead-letter writer, metrics and the web server
+    (health, readiness and the vector-store proxy when this worker holds the local store)."""
+    from aiokafka import AIOKafkaProducer
+    from prometheus_client import start_http_server
+
+    from streams.kafka.topics import ensure_topics
+    from streams.web import build_web_app, start_web
+
+    await ensure_topics(settings, pool=lambda: c.pool)  # before anything is consumed or produced
+    prod = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, acks="all",
+                            enable_idempotence=False,
+                            max_request_size=producer_max_request_size(settings))
+    await prod.start()
+    state["producer"] = prod
+    state["dlq"] = DeadLetterWriter(prod, max_record_bytes=settings.kafka_max_record_bytes,
+                                    excerpt_bytes=settings.dlq_excerpt_bytes, pool=lambda: c.pool)
+    store = None
+    if set(roles) & {"ingest", "respond"} and not settings.qdrant_url:
+        store = await asyncio.to_thread(lambda: c.vector_store)
+    if settings.metrics_port:
+        try:
+            start_http_server(settings.metrics_port, addr=settings.worker_web_host)
+        except OSError as e:
+            log.warning("metrics port %s unavailable: %s", settings.metrics_port, e)
+    state["web"] = await start_web(build_web_app(roles=list(roles), store=store),
+                                   settings.worker_web_host, settings.worker_web_port)
+    log.info("worker roles=%s web=%s:%s", ",".join(roles), settings.worker_web_host,
+             settings.worker_web_port)
+
+
+async def stop_edges(state: dict) -> None:
+    if "web" in state:
+        await state["web"].cleanup()
+    if "producer" in state:
+        await state["producer"].stop()
+
+
 def build_app(settings: Settings, roles: Sequence[str], container: Container | None = None) -> faust.App:
     unknown = set(roles) - set(ALL_ROLES)
     if unknown:
@@ -77,38 +115,10 @@ def build_app(settings: Settings, roles: Sequence[str], container: Container | N
         """Shared producer for dead letters, the web server and metrics."""
 
         async def on_start(self) -> None:
-            from aiokafka import AIOKafkaProducer
-            from prometheus_client import start_http_server
-
-            from streams.kafka.topics import ensure_topics
-            from streams.web import build_web_app, start_web
-
-            await ensure_topics(settings, pool=lambda: c.pool)  # before anything is consumed or produced
-            prod = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, acks="all",
-                                    enable_idempotence=False,
-                                    max_request_size=producer_max_request_size(settings))
-            await prod.start()
-            state["producer"] = prod
-            state["dlq"] = DeadLetterWriter(prod, max_record_bytes=settings.kafka_max_record_bytes,
-                                            excerpt_bytes=settings.dlq_excerpt_bytes, pool=lambda: c.pool)
-            store = None
-            if set(roles) & {"ingest", "respond"} and not settings.qdrant_url:
-                store = await asyncio.to_thread(lambda: c.vector_store)
-            if settings.metrics_port:
-                try:
-                    start_http_server(settings.metrics_port, addr=settings.worker_web_host)
-                except OSError as e:
-                    log.warning("metrics port %s unavailable: %s", settings.metrics_port, e)
-            state["web"] = await start_web(build_web_app(roles=list(roles), store=store),
-                                           settings.worker_web_host, settings.worker_web_port)
-            log.info("worker roles=%s web=%s:%s", ",".join(roles), settings.worker_web_host,
-                     settings.worker_web_port)
+            await start_edges(settings, c, roles, state)
 
         async def on_stop(self) -> None:
-            if "web" in state:
-                await state["web"].cleanup()
-            if "producer" in state:
-                await state["producer"].stop()
+            await stop_edges(state)
 
     def batch_agent(topic_name: str, make_handler: Callable[[], Handler], *, name: str) -> None:
         topic = app.topic(qualified(settings, topic_name), key_type=bytes, value_type=bytes,
