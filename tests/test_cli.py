@@ -1,5 +1,6 @@
 """The ``memoria`` command line: every command resolves, and ``memoria --help`` loads none of them."""
 
+import importlib
 import inspect
 import json
 import re
@@ -7,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from streams.cli import COMMANDS, app, load_command
@@ -37,6 +39,17 @@ def test_listed_help_is_the_commands_own(name):
     command = load_command(name)
     assert command is not None, f"no module registers {name!r}"
     assert COMMANDS[name].help == _listed_line(command)
+
+
+def test_every_command_a_module_registers_is_listed():
+    """A command added to a module's register() but not to COMMANDS would be unreachable."""
+    for module in sorted({m for e in COMMANDS.values() for m in e.modules}):
+        scratch = typer.Typer()
+        scratch.callback()(lambda: None)  # always a group, even with one command
+        importlib.import_module(module).register(scratch)
+        names = set(typer.main.get_group(scratch).commands)
+        unlisted = {n for n in names if module not in COMMANDS.get(n, ((), ()))[1]}
+        assert not unlisted, f"{module} registers {sorted(unlisted)}: add them to streams.cli.COMMANDS"
 
 
 def test_root_help_lists_every_command():
