@@ -18,7 +18,7 @@ from streams.embedding import Embedder
 from streams.embedding.providers import model_slug
 from schemas.events import ChunkEvent
 from streams.outbox.write import add_events, outbox_row
-from streams.vectors.store import Hit, VectorStore
+from streams.vectors.port import Hit, VectorStore
 
 log = logging.getLogger(__name__)
 
