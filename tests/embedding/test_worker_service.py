@@ -26,7 +26,8 @@ def test_worker_waits_for_the_service_then_ingests_and_answers_through_it(env, t
     live = env.q("SELECT count(*) AS n FROM chunks WHERE deleted_at IS NULL")[0]["n"]
     assert live >= 1
     # the service is down: the batch waits for it (logged), nothing is dead-lettered or indexed
-    wait_until(lambda: "waits for a dependency" in env.worker_log(), 60, what="the ingest batch waiting")
+    wait_until(lambda: "consumer stalled" in env.worker_log() and "dependency=embedding" in env.worker_log(), 60,
+               what="the ingest batch waiting")
     chunk_topic = qualified(env.settings, outbox_topic("chunk"))
     assert consume_all(env.settings, dlq_topic(chunk_topic), 1, timeout=3) == []
     assert env.metrics().get("memoria_chunks_embedded_total", 0) == 0
