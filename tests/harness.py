@@ -24,7 +24,21 @@ import psycopg
 
 from streams.settings import REPO_ROOT, Settings
 
-ADMIN_URL = os.environ.get("MEMORIA_TEST_ADMIN_URL", "postgresql://memoria@127.0.0.1:54329/postgres")
+
+
+def _admin_url() -> str:
+    """The server the tests create their databases on: ``MEMORIA_TEST_ADMIN_URL``, else the
+    server of ``MEMORIA_DATABASE_URL`` (the stack ``localstack.py up`` started: the one the
+    fault drills stop), database ``postgres``."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    if os.environ.get("MEMORIA_TEST_ADMIN_URL"):
+        return os.environ["MEMORIA_TEST_ADMIN_URL"]
+    u = urlsplit(Settings().database_url)
+    return urlunsplit((u.scheme, u.netloc, "/postgres", u.query, ""))
+
+
+ADMIN_URL = _admin_url()
 
 
 def free_port() -> int:
