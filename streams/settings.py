@@ -163,6 +163,9 @@ class Settings(BaseSettings):
     # the sender retries a channel that is unavailable (429, 5xx, no connection)
     # for as long as it takes, waiting Retry-After or this backoff (capped)
     whatsapp_send_backoff_max: float = 60.0
+    # the sender's health server (``/health``, ``/ready`` 503 while stalled, ``/metrics``),
+    # on ``worker_web_host``; 0 serves nothing
+    sender_web_port: int = 6067
 
     # --- Chatwoot-style conversation webhook (resolved/reopened) ---------
     # a shared token (``?token=`` or ``X-Memoria-Token``) or an HMAC secret

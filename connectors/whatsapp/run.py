@@ -66,6 +66,30 @@ async def run_webhook(settings: Settings, host: str, port: int, stop: asyncio.Ev
         pool.close()
 
 
+async def _serve_health(settings: Settings) -> web.AppRunner | None:
+    """The sender's ``/health`` and ``/ready`` (503 while it waits for Postgres or the
+    channel API, the worker's stall format) and ``/metrics`` (Prometheus)."""
+    if not settings.sender_web_port:
+        return None
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+    from streams.web import build_web_app, start_web
+
+    app = build_web_app(roles=["whatsapp-sender"], store=None)
+
+    async def scrape(_: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    app.router.add_get("/metrics", scrape)
+    try:
+        runner = await start_web(app, settings.worker_web_host, settings.sender_web_port)
+    except OSError as e:  # like the worker's metrics port: delivery matters more than its health page
+        log.warning("sender health port %s unavailable: %s", settings.sender_web_port, e)
+        return None
+    log.info("whatsapp sender health on http://%s:%d/health", settings.worker_web_host, settings.sender_web_port)
+    return runner
+
+
 def _stop_on_signals() -> asyncio.Event:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -100,6 +124,7 @@ async def run_sender(settings: Settings, stop: asyncio.Event | None = None) -> N
     await producer.start()
     dlq = DeadLetterWriter(producer)
     stop = stop or _stop_on_signals()
+    web_runner = await _serve_health(settings)
     delivery = ReplyDelivery(sender, PostgresSentLedger(pool), stop=stop,
                              backoff_max=settings.whatsapp_send_backoff_max)
     try:
@@ -122,6 +147,8 @@ async def run_sender(settings: Settings, stop: asyncio.Event | None = None) -> N
                 if stop.is_set():
                     break
     finally:
+        if web_runner is not None:
+            await web_runner.cleanup()
         await sender.aclose()
         await consumer.stop()
         await producer.stop()
