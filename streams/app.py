@@ -76,7 +76,7 @@ async def settle(work, name: str) -> None:
 
 def producer_max_request_size(settings: Settings) -> int:
     """Our producers accept what consumers accept, plus room for headers and framing."""
-    return settings.kafka_max_record_bytes + 64 * 1024
+    return settings.producer_max_request_size
 
 
 def build_app(settings: Settings, roles: Sequence[str], container: Container | None = None) -> faust.App:

@@ -32,7 +32,7 @@ async def run_webhook(settings: Settings, host: str, port: int, stop: asyncio.Ev
         log.warning("WHATSAPP_APP_SECRET is not set: request signatures are NOT checked (development only)")
     pool = await asyncio.to_thread(make_pool, settings, name="whatsapp-webhook")
     producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, acks="all",
-                                enable_idempotence=False)
+                                enable_idempotence=False, max_request_size=settings.producer_max_request_size)
     await producer.start()
     topic = qualified(settings, INBOUND)
 
@@ -117,12 +117,13 @@ async def run_sender(settings: Settings, stop: asyncio.Event | None = None) -> N
                                 heartbeat_interval_ms=int(settings.kafka_heartbeat_interval * 1000),
                                 max_poll_interval_ms=24 * 3600 * 1000)  # a stall may last long
     producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, acks="all",
-                                enable_idempotence=False)
+                                enable_idempotence=False, max_request_size=settings.producer_max_request_size)
     sender = WhatsAppSender(settings.whatsapp_api_base_url, settings.whatsapp_access_token or "",
                             PostgresResolver(pool), backoff_max=min(8.0, settings.whatsapp_send_backoff_max))
     await consumer.start()
     await producer.start()
-    dlq = DeadLetterWriter(producer)
+    dlq = DeadLetterWriter(producer, max_record_bytes=settings.kafka_max_record_bytes,
+                           excerpt_bytes=settings.dlq_excerpt_bytes, pool=lambda: pool)
     stop = stop or _stop_on_signals()
     web_runner = await _serve_health(settings)
     delivery = ReplyDelivery(sender, PostgresSentLedger(pool), stop=stop,
