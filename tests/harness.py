@@ -24,21 +24,9 @@ import psycopg
 
 from streams.settings import REPO_ROOT, Settings
 
-
-
-def _admin_url() -> str:
-    """The server the tests create their databases on: ``MEMORIA_TEST_ADMIN_URL``, else the
-    server of ``MEMORIA_DATABASE_URL`` (the stack ``localstack.py up`` started: the one the
-    fault drills stop), database ``postgres``."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    if os.environ.get("MEMORIA_TEST_ADMIN_URL"):
-        return os.environ["MEMORIA_TEST_ADMIN_URL"]
-    u = urlsplit(Settings().database_url)
-    return urlunsplit((u.scheme, u.netloc, "/postgres", u.query, ""))
-
-
-ADMIN_URL = _admin_url()
+# Test databases are created on the stack's Postgres (MEMORIA_DATABASE_URL's server, database
+# "postgres"), so a shell with its own stack ports never touches the default one.
+ADMIN_URL = os.environ.get("MEMORIA_TEST_ADMIN_URL") or Settings().database_url.rsplit("/", 1)[0] + "/postgres"
 
 
 def free_port() -> int:
