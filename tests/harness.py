@@ -134,7 +134,7 @@ class Env:
 
     def vector_store(self):
         """The worker's proxy when a worker holds the local store, else the store itself."""
-        from streams.vectors.store import open_vector_store
+        from streams.bootstrap import open_vector_store
 
         return open_vector_store(self.settings)
 

@@ -5,33 +5,14 @@ import os
 import re
 import threading
 import time
-from typing import Protocol, Sequence
+from typing import Sequence
 
 import numpy as np
 
+from streams.embedding.client import ServiceEmbedder
+from streams.embedding.port import Embedder, EmbeddingError, normalise
+
 log = logging.getLogger(__name__)
-
-
-class EmbeddingError(RuntimeError):
-    """The embedding backend failed (after its own retries, if any)."""
-
-
-class Embedder(Protocol):
-    name: str
-    dim: int
-
-    def embed_passages(self, texts: Sequence[str]) -> np.ndarray: ...
-
-    def embed_queries(self, texts: Sequence[str]) -> np.ndarray: ...
-
-
-def _normalise(v: np.ndarray) -> np.ndarray:
-    v = np.asarray(v, dtype=np.float32)
-    if v.ndim == 1:
-        v = v[None, :]
-    n = np.linalg.norm(v, axis=1, keepdims=True)
-    n[n == 0] = 1.0
-    return v / n
 
 
 def model_slug(name: str) -> str:
@@ -48,6 +29,10 @@ class SentenceTransformerEmbedder:
     """
 
     def __init__(self, model: str = "all-minilm-l6-v2", batch_size: int = 64, device: str = "cpu"):
+        # Process setup, not configuration (the one exception to "environment only in
+        # streams/settings.py"): huggingface_hub and transformers read these variables when
+        # they are first imported, on the next line, and offer no other switch. The models
+        # are packaged, so nothing may be downloaded; setdefault keeps an operator's choice.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
@@ -104,7 +89,7 @@ class UseEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
-            return _normalise(self._m.encode(list(texts)))
+            return normalise(self._m.encode(list(texts)))
 
     embed_passages = _encode
     embed_queries = _encode
@@ -125,13 +110,13 @@ class E5Embedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
-            return _normalise(self._m.passage(list(texts)))
+            return normalise(self._m.passage(list(texts)))
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
-            return _normalise(self._m.query(list(texts)))
+            return normalise(self._m.query(list(texts)))
 
 
 class OpenAIEmbedder:
@@ -165,7 +150,7 @@ class OpenAIEmbedder:
         used = getattr(getattr(resp, "usage", None), "prompt_tokens", 0) or 0
         self._tokens.n = getattr(self._tokens, "n", 0) + int(used)
         data = sorted(resp.data, key=lambda d: d.index)
-        return _normalise(np.array([d.embedding for d in data], dtype=np.float32))
+        return normalise(np.array([d.embedding for d in data], dtype=np.float32))
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -236,7 +221,6 @@ def build_embedder(provider: str = "sentence-transformers", model: str = "all-mi
         if key in _CACHE:
             return _CACHE[key]
         if service_url:
-            from streams.embedding.client import ServiceEmbedder
             emb: Embedder = ServiceEmbedder(service_url, served_name(provider, model), **(service_options or {}))
         else:
             emb = build_embedder_uncached(provider, model, base_url=base_url, api_key=api_key,
