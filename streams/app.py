@@ -43,7 +43,7 @@ def consumer_group_for(settings: Settings, roles: Sequence[str]) -> str:
 
 def producer_max_request_size(settings: Settings) -> int:
     """Our producers accept what consumers accept, plus room for headers and framing."""
-    return settings.kafka_max_record_bytes + 64 * 1024
+    return settings.producer_max_request_size
 
 
 async def start_edges(settings: Settings, c: Container, roles: Sequence[str], state: dict) -> None:

@@ -104,7 +104,8 @@ def reconcile(
         producer = None
         if repair and "replies" in wanted:
             producer = AIOKafkaProducer(bootstrap_servers=c.settings.kafka_bootstrap_servers, acks="all",
-                                        enable_idempotence=False)
+                                        enable_idempotence=False,
+                                        max_request_size=c.settings.producer_max_request_size)
             await producer.start()
         try:
             store = c.vector_store if "chunks" in wanted else None

@@ -38,6 +38,11 @@ class Settings(BaseSettings):
     # larger by reference (topic, partition, offset, size, an excerpt, reason).
     kafka_max_record_bytes: int = 1_000_000
     dlq_excerpt_bytes: int = 1024
+
+    @property
+    def producer_max_request_size(self) -> int:
+        """Every producer's ``max_request_size``: what consumers accept plus room for headers and framing."""
+        return self.kafka_max_record_bytes + 64 * 1024
     # A dependency down (Postgres, Qdrant, embedder, LLM, Kafka): retry the same
     # records with backoff from ..._base up to ..._max seconds, forever.
     dependency_backoff_base: float = 0.5
@@ -169,6 +174,9 @@ class Settings(BaseSettings):
     # the sender retries a channel that is unavailable (429, 5xx, no connection)
     # for as long as it takes, waiting Retry-After or this backoff (capped)
     whatsapp_send_backoff_max: float = 60.0
+    # the sender's health server (``/health``, ``/ready`` 503 while stalled, ``/metrics``),
+    # on ``worker_web_host``; 0 serves nothing
+    sender_web_port: int = 6067
 
     # --- Chatwoot-style conversation webhook (resolved/reopened) ---------
     # a shared token (``?token=`` or ``X-Memoria-Token``) or an HMAC secret

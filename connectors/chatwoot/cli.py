@@ -22,7 +22,7 @@ async def run_chatwoot_webhook(settings: Settings, host: str, port: int, stop: a
 
     config = ChatwootConfig(token=settings.chatwoot_webhook_token, secret=settings.chatwoot_webhook_secret)
     producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, acks="all",
-                                enable_idempotence=False)
+                                enable_idempotence=False, max_request_size=settings.producer_max_request_size)
     await producer.start()
     topic = qualified(settings, CONVERSATION_EVENTS)
 

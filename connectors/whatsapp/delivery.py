@@ -13,7 +13,9 @@ For each ``OutboundReply`` (by ``reply_id``):
 3. the API unavailable (429, 5xx, no connection): the claim is released
    (``retrying``) and the *same* record is retried, waiting Retry-After or a
    capped backoff, for as long as it takes; nothing after it is committed and
-   the stall is exported (``memoria_consumer_stalled``);
+   the stall is exported the same way as the worker's consumers
+   (``streams.kafka.errors.stalled``: ``memoria_consumer_stalled``, and
+   ``status: stalled`` on the sender's ``/health``, 503 on its ``/ready``);
 4. refused for good (4xx, no destination): ``rejected`` and dead-lettered with
    the API's error;
 5. Postgres unavailable: wait and retry the same step (never dead-letter).
@@ -37,6 +39,7 @@ from pydantic import ValidationError
 from connectors.whatsapp.sender import SendResult
 from schemas.events import OutboundReply
 from streams import metrics
+from streams.kafka import errors
 from streams.kafka.consume import DeadLetter, Record
 
 log = logging.getLogger(__name__)
@@ -108,9 +111,12 @@ class ReplyDelivery:
         metrics.CONSUMER_STALLED.labels(consumer, "postgres").set(0)
         metrics.CONSUMER_STALLED.labels(consumer, "channel_api").set(0)
 
-    async def _wait(self, dependency: str, attempt: int, hint: float | None = None) -> None:
+    async def _wait(self, dependency: str, attempt: int, hint: float | None = None,
+                    error: BaseException | str | None = None) -> None:
         """Back off while ``dependency`` is unavailable; raises Stopped on shutdown."""
-        metrics.CONSUMER_STALLED.labels(self.consumer, dependency).set(1)
+        if not isinstance(error, BaseException):
+            error = errors.DependencyUnavailable(dependency, error or "")
+        errors.stalled(self.consumer, dependency, error, attempt)  # metric + /health, like every consumer
         delay = hint if hint is not None else self.backoff_base * (2 ** min(attempt, 10))
         delay = min(self.backoff_max, delay) * (1.0 if hint is not None else 0.75 + random.random() / 4)
         try:
@@ -120,6 +126,9 @@ class ReplyDelivery:
         raise Stopped()
 
     def _recovered(self, dependency: str) -> None:
+        stall = errors.STALLS.get(self.consumer)
+        if stall is not None and stall.dependency == dependency:
+            errors.recovered(self.consumer)
         metrics.CONSUMER_STALLED.labels(self.consumer, dependency).set(0)
 
     async def _db(self, fn, *args, **kwargs):
@@ -131,7 +140,7 @@ class ReplyDelivery:
                 return result
             except DB_UNAVAILABLE as e:
                 log.warning("%s: Postgres unavailable (%r); retrying the same reply", self.consumer, e)
-                await self._wait("postgres", attempt)
+                await self._wait("postgres", attempt, error=e)
                 attempt += 1
 
     async def handle(self, record: Record) -> DeadLetter | None:
@@ -170,7 +179,7 @@ class ReplyDelivery:
                 await self._db(self.ledger.finish, reply.reply_id, "retrying", error=result.error)
                 log.warning("whatsapp API unavailable reply_id=%s (%s); retrying the same reply",
                             reply.reply_id, result.error)
-                await self._wait("channel_api", attempt, result.retry_after)
+                await self._wait("channel_api", attempt, result.retry_after, error=result.error)
                 attempt += 1
                 continue
             await self._db(self.ledger.finish, reply.reply_id, "rejected", error=result.error)

@@ -32,7 +32,7 @@ async def run_webhook(settings: Settings, host: str, port: int, stop: asyncio.Ev
         log.warning("WHATSAPP_APP_SECRET is not set: request signatures are NOT checked (development only)")
     pool = await asyncio.to_thread(make_pool, settings, name="whatsapp-webhook")
     producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, acks="all",
-                                enable_idempotence=False)
+                                enable_idempotence=False, max_request_size=settings.producer_max_request_size)
     await producer.start()
     topic = qualified(settings, INBOUND)
 
@@ -66,6 +66,30 @@ async def run_webhook(settings: Settings, host: str, port: int, stop: asyncio.Ev
         pool.close()
 
 
+async def _serve_health(settings: Settings) -> web.AppRunner | None:
+    """The sender's ``/health`` and ``/ready`` (503 while it waits for Postgres or the
+    channel API, the worker's stall format) and ``/metrics`` (Prometheus)."""
+    if not settings.sender_web_port:
+        return None
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+    from streams.web import build_web_app, start_web
+
+    app = build_web_app(roles=["whatsapp-sender"], store=None)
+
+    async def scrape(_: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    app.router.add_get("/metrics", scrape)
+    try:
+        runner = await start_web(app, settings.worker_web_host, settings.sender_web_port)
+    except OSError as e:  # like the worker's metrics port: delivery matters more than its health page
+        log.warning("sender health port %s unavailable: %s", settings.sender_web_port, e)
+        return None
+    log.info("whatsapp sender health on http://%s:%d/health", settings.worker_web_host, settings.sender_web_port)
+    return runner
+
+
 def _stop_on_signals() -> asyncio.Event:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -93,13 +117,15 @@ async def run_sender(settings: Settings, stop: asyncio.Event | None = None) -> N
                                 heartbeat_interval_ms=int(settings.kafka_heartbeat_interval * 1000),
                                 max_poll_interval_ms=24 * 3600 * 1000)  # a stall may last long
     producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, acks="all",
-                                enable_idempotence=False)
+                                enable_idempotence=False, max_request_size=settings.producer_max_request_size)
     sender = WhatsAppSender(settings.whatsapp_api_base_url, settings.whatsapp_access_token or "",
                             PostgresResolver(pool), backoff_max=min(8.0, settings.whatsapp_send_backoff_max))
     await consumer.start()
     await producer.start()
-    dlq = DeadLetterWriter(producer)
+    dlq = DeadLetterWriter(producer, max_record_bytes=settings.kafka_max_record_bytes,
+                           excerpt_bytes=settings.dlq_excerpt_bytes, pool=lambda: pool)
     stop = stop or _stop_on_signals()
+    web_runner = await _serve_health(settings)
     delivery = ReplyDelivery(sender, PostgresSentLedger(pool), stop=stop,
                              backoff_max=settings.whatsapp_send_backoff_max)
     try:
@@ -122,6 +148,8 @@ async def run_sender(settings: Settings, stop: asyncio.Event | None = None) -> N
                 if stop.is_set():
                     break
     finally:
+        if web_runner is not None:
+            await web_runner.cleanup()
         await sender.aclose()
         await consumer.stop()
         await producer.stop()

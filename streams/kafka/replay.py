@@ -113,7 +113,8 @@ async def replay_topic(settings: Settings, topic: str, start=None, end=None, *, 
     consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap_servers, enable_auto_commit=False,
                                 auto_offset_reset="earliest")
     producer = None if dry_run else AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers,
-                                                     acks="all", enable_idempotence=False)
+                                                     acks="all", enable_idempotence=False,
+                                                     max_request_size=settings.producer_max_request_size)
     await consumer.start()
     if producer:
         await producer.start()

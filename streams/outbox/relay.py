@@ -41,7 +41,7 @@ def make_producer(settings: Settings) -> AIOKafkaProducer:
     return AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, acks="all",
                             linger_ms=2, enable_idempotence=False, request_timeout_ms=15000,
                             max_batch_size=1 << 20,
-                            max_request_size=settings.kafka_max_record_bytes + 64 * 1024)
+                            max_request_size=settings.producer_max_request_size)
 
 
 class OutboxRelay:

@@ -28,7 +28,7 @@ async def ask_once(settings, msg, timeout: float = 30.0, *, extra_groups: str = 
     consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap_servers, enable_auto_commit=False,
                                 auto_offset_reset="earliest")
     producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, enable_idempotence=False,
-                                acks="all")
+                                acks="all", max_request_size=settings.producer_max_request_size)
     await consumer.start()
     await producer.start()
     try:

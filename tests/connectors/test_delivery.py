@@ -225,6 +225,67 @@ def test_sender_process_delivers_duplicates_in_the_topic_once(env):
     assert json.loads(dead[0].value)["conversation_id"] == "wa-10-b"
 
 
+def test_sender_process_shows_its_stall_on_health_ready_and_metrics(env):
+    """The sender stalls like every consumer: while the API is unavailable its /health says
+    ``stalled`` (channel_api), /ready answers 503 and /metrics has the stall gauge at 1;
+    once the API is back the reply goes out once and all three say it recovered."""
+    import httpx
+
+    _seed(env)
+    reply = _reply(text="Oi, estamos abertos.")
+    produce(env.settings, qualified(env.settings, OUTBOUND), [(b"wa-10-a", reply.model_dump_json().encode(), [])])
+    gauge = 'memoria_consumer_stalled{consumer="whatsapp-sender",dependency="channel_api"}'
+
+    async def scenario():
+        api = GraphAPI([(503, {})] * 100_000)  # down until the test says otherwise
+        base = await api.start()
+        port = free_port()
+        settings = env.settings.model_copy(update={"whatsapp_api_base_url": base, "whatsapp_access_token": "tok",
+                                                   "whatsapp_send_backoff_max": 0.2, "sender_web_port": port})
+        stop = asyncio.Event()
+        task = asyncio.create_task(run_sender(settings, stop=stop))
+        seen = {}
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=5) as http:
+                async def state():
+                    try:
+                        h, r, m = (await http.get("/health"), await http.get("/ready"), await http.get("/metrics"))
+                    except httpx.TransportError:
+                        return None
+                    line = [x for x in m.text.splitlines() if x.startswith(gauge)]
+                    return h.json(), r.status_code, float(line[0].split()[-1]) if line else None
+
+                for _ in range(600):
+                    s = await state()
+                    if s and s[0]["status"] == "stalled":
+                        seen["stalled"] = s
+                        break
+                    await asyncio.sleep(0.1)
+                api.script = []  # the API is back
+                for _ in range(600):
+                    s = await state()
+                    if api.received and s and s[0]["status"] == "ok":
+                        seen["recovered"] = s
+                        break
+                    await asyncio.sleep(0.1)
+        finally:
+            stop.set()
+            await task
+            await api.stop()
+        return seen, api
+
+    seen, api = asyncio.run(scenario())
+    health, ready, stalled = seen["stalled"]
+    assert health["roles"] == ["whatsapp-sender"]
+    assert [(s["topic"], s["dependency"]) for s in health["stalled"]] == [("whatsapp-sender", "channel_api")]
+    assert "503" in health["stalled"][0]["error"]
+    assert ready == 503 and stalled == 1.0
+    health, ready, stalled = seen["recovered"]
+    assert health["stalled"] == [] and ready == 200 and stalled == 0.0
+    assert [b["text"]["body"] for b in api.received] == ["Oi, estamos abertos."]
+    assert env.q("SELECT status FROM sent_replies")[0]["status"] == "sent"
+
+
 def test_offer_goes_through_the_ledger_as_its_template_once(env):
     """An anniversary offer (issue 11) is sent as its WhatsApp template by the same delivery loop:
     an unavailable API is retried, a redelivered offer is not sent twice."""

@@ -4,6 +4,7 @@ indexed through it and the responder embeds messages through it too."""
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
 from streams.kafka.topics import INBOUND, dlq_topic, outbox_topic, qualified
@@ -25,10 +26,17 @@ def test_worker_waits_for_the_service_then_ingests_and_answers_through_it(env, t
     env.memoria("ingest", str(doc), "--account", "1")
     live = env.q("SELECT count(*) AS n FROM chunks WHERE deleted_at IS NULL")[0]["n"]
     assert live >= 1
-    # the service is down: the batch waits for it (logged), nothing is dead-lettered or indexed
-    wait_until(lambda: "consumer stalled" in env.worker_log() and "dependency=embedding" in env.worker_log(), 60,
-               what="the ingest batch waiting")
+    # the service is down: the batch waits for it (a stall on the worker's /health and in the
+    # stall gauge, dependency "embedding"), nothing is dead-lettered or indexed
     chunk_topic = qualified(env.settings, outbox_topic("chunk"))
+    health = f"http://127.0.0.1:{env.env['MEMORIA_WORKER_WEB_PORT']}/health"
+
+    def chunk_stall():
+        return [s for s in httpx.get(health, timeout=5).json()["stalled"] if s["topic"] == chunk_topic]
+
+    stall = wait_until(chunk_stall, 60, what="the ingest batch waiting")
+    assert stall[0]["dependency"] == "embedding" and "EmbeddingUnavailable" in stall[0]["error"]
+    assert env.metrics()[f'memoria_consumer_stalled{{consumer="{chunk_topic}",dependency="embedding"}}'] == 1
     assert consume_all(env.settings, dlq_topic(chunk_topic), 1, timeout=3) == []
     assert env.metrics().get("memoria_chunks_embedded_total", 0) == 0
 
@@ -36,6 +44,8 @@ def test_worker_waits_for_the_service_then_ingests_and_answers_through_it(env, t
         wait_until(lambda: env.metrics().get("memoria_chunks_embedded_total", 0) >= live, 120,
                    what="chunks indexed through the service")
         embedded = service.metric('memoria_embedding_service_texts_total{model="use-multilingual-v3"}')
+        wait_until(lambda: not chunk_stall(), 30, what="the stall cleared")
+        assert env.metrics()[f'memoria_consumer_stalled{{consumer="{chunk_topic}",dependency="embedding"}}'] == 0
         assert embedded >= live
         reply = __import__("json").loads(env.memoria(
             "ask", "--json", "--account", "1", "--inbox", "10", "--contact", "100", "--timeout", "60",

@@ -85,6 +85,17 @@ def test_erase_then_replay_every_topic(env):
     time.sleep(3)
 
     proof = json.loads(env.memoria("verify-erasure", "--account", "1", "--contact", "100").stdout)
+    recreated = env.q(
+        "SELECT (SELECT count(*) FROM contacts WHERE account_id = 1 AND id = 100) "
+        "+ (SELECT count(*) FROM conversations WHERE contact_id = 100) "
+        "+ (SELECT count(*) FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE c.contact_id = 100) "
+        "+ (SELECT count(*) FROM contact_memories WHERE contact_id = 100) AS n")[0]["n"]
+    new_replies = {x["in_reply_to"] for x in _replies_for(env, 100)} - {f"wamid.e{i}" for i in range(4)}
+    m = env.metrics()
+    record_counts("erase_then_replay", replayed=replayed, dropped_respond=m.get(
+        'memoria_erased_records_dropped_total{path="respond"}', 0), recreated_rows=recreated,
+        new_replies=len(new_replies), verify_erasure="passed" if proof["erased"] else "failed")
+    assert recreated == 0 and not new_replies
     assert proof["erased"] is True and proof["postgres"]["remaining"] == {}
     assert env.q("SELECT count(*) AS n FROM messages WHERE text LIKE %s", f"%{CPF}%")[0]["n"] == 0
     assert env.q("SELECT count(*) AS n FROM conversations WHERE contact_id = 100")[0]["n"] == 0
@@ -95,9 +106,6 @@ def test_erase_then_replay_every_topic(env):
                  "AND superseded_at IS NULL")[0]["n"] >= 1
     assert env.q("SELECT count(*) AS n FROM messages m JOIN conversations c ON c.id = m.conversation_id "
                  "WHERE c.contact_id = 101 AND m.role = 'agent'")[0]["n"] == 2
-    m = env.metrics()
-    record_counts("erase_then_replay", replayed=replayed, dropped_respond=m.get(
-        'memoria_erased_records_dropped_total{path="respond"}', 0), recreated_rows=0, verify_erasure="passed")
 
 
 def test_an_erased_phone_is_not_recreated_by_a_late_webhook(db):

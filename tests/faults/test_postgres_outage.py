@@ -44,18 +44,19 @@ def test_postgres_stopped_while_messages_arrive(env, postgres_restored, down_s, 
     wait_until(lambda: len(consume_all(s, outbound, 10, timeout=3)) >= 10, 90, what="warm-up replies")
 
     port = env.env["MEMORIA_WORKER_WEB_PORT"]
-    seen = {"stalled": False, "ready_503": False}
+    seen = {"stalled": False, "ready_503": False, "polls": 0, "errors": []}
 
     def watch(stop: threading.Event):
         while not stop.is_set():
             try:
                 h = httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).json()
-                if h["status"] == "stalled" and h["stalled"][0]["dependency"] == "postgres":
+                seen["polls"] += 1
+                if h["status"] == "stalled" and any(x["dependency"] == "postgres" for x in h["stalled"]):
                     seen["stalled"] = True
                 if httpx.get(f"http://127.0.0.1:{port}/ready", timeout=2).status_code == 503:
                     seen["ready_503"] = True
-            except Exception:
-                pass
+            except Exception as e:  # the worker busy: the next poll
+                seen["errors"] = (seen["errors"] + [repr(e)[:200]])[-5:]
             stop.wait(0.5)
 
     stop = threading.Event()
@@ -88,7 +89,7 @@ def test_postgres_stopped_while_messages_arrive(env, postgres_restored, down_s, 
     assert counts["replied"] == total and counts["lost"] == 0 and counts["duplicated"] == 0
     assert len(replies) == total
     assert dead == []
-    assert seen["stalled"] and seen["ready_503"]
+    assert seen["stalled"] and seen["ready_503"], seen
     m = env.metrics()
     assert m[f'memoria_consumer_stalled{{consumer="{inbound}",dependency="postgres"}}'] == 0  # recovered
     assert m[f'memoria_dependency_retries_total{{dependency="postgres",topic="{inbound}"}}'] >= 1
