@@ -108,7 +108,7 @@ class ScaleBench:
                           (s.g %% 3) + 1, t.embedding, %(model)s
                    FROM (SELECT g, CASE WHEN g < %(heavy_rows)s THEN %(base)s + g / %(per_heavy)s
                                         ELSE %(base)s + %(heavy)s + (g - %(heavy_rows)s) %% %(normal)s END AS ct
-                         FROM generate_series(0, %(n)s - 1) g) s
+                         FROM generate_series(0::bigint, %(n)s - 1) g) s
                    JOIN bench_fact_templates t ON t.k = (s.g * 7919 + s.ct) %% %(distinct)s""",
                 dict(model=self.mem.name, heavy_rows=heavy_rows, base=base, per_heavy=HEAVY_FACTS, heavy=heavy,
                      normal=normal, n=n, distinct=DISTINCT))
