@@ -4,17 +4,25 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 PIP   := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
+LOCK  := requirements.lock
 
-.PHONY: install up down status test test-fast test-debezium demo bench bench-ingest bench-memory bench-responder bench-llm-cost bench-scale eval train train-contradiction eval-memory eval-recall eval-answers schemas clean
+.PHONY: install lock lint up down status test test-fast test-debezium demo bench bench-ingest bench-memory bench-responder bench-llm-cost bench-scale eval train train-contradiction eval-memory eval-recall eval-answers schemas clean
 
 install: $(STAMP)
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(LOCK)
 	@test -x $(PY) || python3.11 -m venv $(VENV) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	# CPU torch first (pip here resolves torch==2.13.0 to the CPU wheel on disk), then the project.
-	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e '.[stack,dev,debezium]'
+	# CPU torch first (pip here resolves torch==2.13.0 to the CPU wheel on disk), then the project;
+	# every version comes from the lock file.
+	$(PIP) install -q -c $(LOCK) torch==2.13.0
+	$(PIP) install -q -c $(LOCK) -e '.[stack,dev,debezium]'
 	@touch $(STAMP)
+
+# Re-pin the lock file to the venv's exact versions (after changing a dependency in pyproject.toml and
+# installing it): its comment header is kept; the project itself and torch's local build label are left out.
+lock:
+	{ grep '^#' $(LOCK); $(PIP) freeze --exclude-editable | sed -E 's/^([A-Za-z0-9_.-]+==[^+]+)\+.*$$/\1/'; } > $(LOCK).new
+	mv $(LOCK).new $(LOCK)
 
 up: install
 	$(PY) infra/localstack.py up
@@ -29,6 +37,10 @@ test: install
 	bash infra/install_java.sh
 	$(PY) infra/localstack.py up --no-worker
 	$(PY) -m pytest -q
+
+# Static checks ([tool.ruff] in pyproject.toml); .ci/run runs them too.
+lint: install
+	$(VENV)/bin/ruff check .
 
 # The unit tier: every test that needs no service (no stack started), in well under a minute.
 test-fast: install

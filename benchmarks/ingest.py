@@ -152,13 +152,13 @@ def _poll(store, alias, pending, lags, env=None):
 
 
 async def _relay_bench(env):
+    from schemas.events import MemoryEvent
     from streams.outbox.relay import OutboxRelay, make_producer
     from streams.outbox.write import add_events, outbox_row
 
     env.q("DELETE FROM outbox")
     with env.conn() as c, c.transaction():
-        add_events(c, [outbox_row("memory", i % 1000, "memory.created",
-                                  {"schema_version": 1, "memory_id": i, "account_id": 1, "contact_id": i % 1000})
+        add_events(c, [outbox_row("memory.created", MemoryEvent(memory_id=i, account_id=1, contact_id=i % 1000))
                        for i in range(RELAY_EVENTS)])
     prod = make_producer(env.settings)
     await prod.start()
@@ -177,8 +177,7 @@ async def _relay_bench(env):
         for i in range(1000):
             await c.execute("INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload) "
                             "VALUES (%s, 'memory', '1', 'memory.created', %s::jsonb)",
-                            outbox_row("memory", 1, "memory.created", {"schema_version": 1, "memory_id": i,
-                                                                      "account_id": 1, "contact_id": 1})[0:1]
+                            outbox_row("memory.created", MemoryEvent(memory_id=i, account_id=1, contact_id=1))[0:1]
                             + ('{"schema_version": 1, "memory_id": 1, "account_id": 1, "contact_id": 1}',))
             await asyncio.sleep(0.005)
     for _ in range(500):

@@ -30,47 +30,64 @@ def rows(path: Path) -> list[dict]:
     return out
 
 
+def check_fact(cid, c: dict, f: dict, contact_texts: list[str], instructions: list[str]) -> list[str]:
+    errs = []
+    if f.get("memory_type") not in TYPES:
+        errs.append(f"{cid}: bad type {f.get('memory_type')}")
+    want = "unit" if f.get("memory_type") in UNIT_SCOPED else "global"
+    if f.get("scope") != want:
+        errs.append(f"{cid}: scope of {f.get('memory_type')} must be {want}")
+    if want == "unit" and c.get("unit_id") is None:
+        errs.append(f"{cid}: unit-scoped fact in a conversation without unit_id")
+    ev = f.get("evidence", "")
+    if not ev or not any(ev in t for t in contact_texts):
+        errs.append(f"{cid}: evidence not verbatim in a contact message: {ev!r}")
+    if any(ev in t for t in instructions):
+        errs.append(f"{cid}: evidence taken from an instruction message: {ev!r}")
+    if not f.get("content"):
+        errs.append(f"{cid}: empty content")
+    return errs
+
+
+def check_conversation(c: dict) -> list[str]:
+    errs = []
+    cid = c.get("conversation_id")
+    for key in ("conversation_id", "account_id", "contact_id", "unit_id", "inbox_id", "messages", "gold_facts"):
+        if key not in c:
+            errs.append(f"{cid}: missing {key}")
+    contact_texts = [m["text"] for m in c.get("messages", []) if m.get("role") == "contact"]
+    instr = [m["text"] for m in c.get("messages", []) if m.get("role") == "contact" and m.get("instruction")]
+    for m in c.get("messages", []):
+        if m.get("role") not in ("contact", "agent") or not m.get("text") or not m.get("sent_at"):
+            errs.append(f"{cid}: bad message {m}")
+    if len(c.get("gold_facts", [])) > 5:
+        errs.append(f"{cid}: more than 5 gold facts")
+    for f in c.get("gold_facts", []):
+        errs += check_fact(cid, c, f, contact_texts, instr)
+    return errs
+
+
+def check_question(q: dict, knowledge_ids: set[str]) -> list[str]:
+    errs = []
+    if q.get("intent") not in INTENTS:
+        errs.append(f"{q.get('question_id')}: bad intent {q.get('intent')}")
+    for d in q.get("expected_document_ids", []):
+        if knowledge_ids and d not in knowledge_ids:
+            errs.append(f"{q.get('question_id')}: unknown document {d}")
+    if q.get("answerable") is False and (q.get("expected_document_ids") or q.get("expected_answer_contains")):
+        errs.append(f"{q.get('question_id')}: unanswerable question with documents/strings")
+    return errs
+
+
 def check(folder: Path, knowledge_ids: set[str]) -> list[str]:
     errs: list[str] = []
-    convs = rows(folder / "conversations.jsonl")
-    for c in convs:
-        cid = c.get("conversation_id")
-        for key in ("conversation_id", "account_id", "contact_id", "unit_id", "inbox_id", "messages", "gold_facts"):
-            if key not in c:
-                errs.append(f"{cid}: missing {key}")
-        contact_texts = [m["text"] for m in c.get("messages", []) if m.get("role") == "contact"]
-        instr = [m["text"] for m in c.get("messages", []) if m.get("role") == "contact" and m.get("instruction")]
-        for m in c.get("messages", []):
-            if m.get("role") not in ("contact", "agent") or not m.get("text") or not m.get("sent_at"):
-                errs.append(f"{cid}: bad message {m}")
-        if len(c.get("gold_facts", [])) > 5:
-            errs.append(f"{cid}: more than 5 gold facts")
-        for f in c.get("gold_facts", []):
-            if f.get("memory_type") not in TYPES:
-                errs.append(f"{cid}: bad type {f.get('memory_type')}")
-            want = "unit" if f.get("memory_type") in UNIT_SCOPED else "global"
-            if f.get("scope") != want:
-                errs.append(f"{cid}: scope of {f.get('memory_type')} must be {want}")
-            if want == "unit" and c.get("unit_id") is None:
-                errs.append(f"{cid}: unit-scoped fact in a conversation without unit_id")
-            ev = f.get("evidence", "")
-            if not ev or not any(ev in t for t in contact_texts):
-                errs.append(f"{cid}: evidence not verbatim in a contact message: {ev!r}")
-            if any(ev in t for t in instr):
-                errs.append(f"{cid}: evidence taken from an instruction message: {ev!r}")
-            if not f.get("content"):
-                errs.append(f"{cid}: empty content")
+    for c in rows(folder / "conversations.jsonl"):
+        errs += check_conversation(c)
     for p in rows(folder / "contradictions.jsonl"):
         if p.get("memory_type") not in TYPES or not isinstance(p.get("contradicts"), bool) or not p.get("old") or not p.get("new"):
             errs.append(f"{p.get('pair_id')}: bad pair")
     for q in rows(folder / "questions.jsonl"):
-        if q.get("intent") not in INTENTS:
-            errs.append(f"{q.get('question_id')}: bad intent {q.get('intent')}")
-        for d in q.get("expected_document_ids", []):
-            if knowledge_ids and d not in knowledge_ids:
-                errs.append(f"{q.get('question_id')}: unknown document {d}")
-        if q.get("answerable") is False and (q.get("expected_document_ids") or q.get("expected_answer_contains")):
-            errs.append(f"{q.get('question_id')}: unanswerable question with documents/strings")
+        errs += check_question(q, knowledge_ids)
     for r in rows(folder / "recall.jsonl"):
         n = len(r.get("contact_facts", []))
         if not r.get("query") or any(not (0 <= i < n) for i in r.get("relevant", [])):

@@ -9,29 +9,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from typing import Callable, Sequence
 
 import faust
 
 from streams import metrics
+from streams import roles as flow_roles
 from streams.bootstrap import Container
-from streams.kafka.faust_transport import App as FetchTunedApp
-from streams.kafka.consume import DeadLetterWriter, Handler, Record, process_batch
+from streams.kafka.agent import edges_ready, record_of, settle
+from streams.kafka.consume import DeadLetterWriter, Handler, process_batch
 from streams.kafka.errors import until_available
+from streams.kafka.faust_transport import App as FetchTunedApp
 from streams.kafka.topics import outbox_topic, qualified
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
 
 ALL_ROLES = ("relay", "ingest", "learn", "respond", "maintain")
-
-
-def _record(event) -> Record:
-    m = event.message
-    headers = m.headers.items() if isinstance(m.headers, dict) else (m.headers or ())
-    return Record(m.topic, m.partition, m.offset, m.key, m.value,
-                  tuple((k, v if isinstance(v, bytes) else str(v).encode()) for k, v in headers))
 
 
 def consumer_group_for(settings: Settings, roles: Sequence[str]) -> str:
@@ -47,36 +41,47 @@ def consumer_group_for(settings: Settings, roles: Sequence[str]) -> str:
     return f"{base}-{'-'.join(r for r in ALL_ROLES if r in roles)}"
 
 
-async def edges_ready(state: dict) -> None:
-    """Agents start before services: wait for the DLQ producer before the first batch."""
-    while "dlq" not in state:
-        await asyncio.sleep(0.05)
-
-
-async def settle(work, name: str) -> None:
-    """Run one batch to completion before Faust acknowledges its offsets.
-
-    Faust's ``take_events`` acknowledges a batch when its loop body exits, even
-    by an exception; so a batch is never abandoned half-way: on shutdown it is
-    finished first, and an unexpected error (a bug: handlers dead-letter what
-    they cannot process) ends the process at once, before any commit, so the
-    batch is redelivered after a restart instead of being lost.
-    """
-    task = asyncio.ensure_future(work)
-    try:
-        await asyncio.shield(task)
-    except asyncio.CancelledError:
-        await asyncio.wait_for(task, 60)
-        raise
-    except Exception:
-        log.critical("agent %s: unexpected error; exiting without committing offsets", name, exc_info=True)
-        logging.shutdown()
-        os._exit(70)
-
-
 def producer_max_request_size(settings: Settings) -> int:
     """Our producers accept what consumers accept, plus room for headers and framing."""
     return settings.kafka_max_record_bytes + 64 * 1024
+
+
+async def start_edges(settings: Settings, c: Container, roles: Sequence[str], state: dict) -> None:
+    """The worker's edges: topics, the shared producer and dead-letter writer, metrics and the web server
+    (health, readiness and the vector-store proxy when this worker holds the local store)."""
+    from aiokafka import AIOKafkaProducer
+    from prometheus_client import start_http_server
+
+    from streams.kafka.topics import ensure_topics
+    from streams.web import build_web_app, start_web
+
+    await ensure_topics(settings, pool=lambda: c.pool)  # before anything is consumed or produced
+    prod = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, acks="all",
+                            enable_idempotence=False,
+                            max_request_size=producer_max_request_size(settings))
+    await prod.start()
+    state["producer"] = prod
+    state["dlq"] = DeadLetterWriter(prod, max_record_bytes=settings.kafka_max_record_bytes,
+                                    excerpt_bytes=settings.dlq_excerpt_bytes, pool=lambda: c.pool)
+    store = None
+    if set(roles) & {"ingest", "respond"} and not settings.qdrant_url:
+        store = await asyncio.to_thread(lambda: c.vector_store)
+    if settings.metrics_port:
+        try:
+            start_http_server(settings.metrics_port, addr=settings.worker_web_host)
+        except OSError as e:
+            log.warning("metrics port %s unavailable: %s", settings.metrics_port, e)
+    state["web"] = await start_web(build_web_app(roles=list(roles), store=store),
+                                   settings.worker_web_host, settings.worker_web_port)
+    log.info("worker roles=%s web=%s:%s", ",".join(roles), settings.worker_web_host,
+             settings.worker_web_port)
+
+
+async def stop_edges(state: dict) -> None:
+    if "web" in state:
+        await state["web"].cleanup()
+    if "producer" in state:
+        await state["producer"].stop()
 
 
 def build_app(settings: Settings, roles: Sequence[str], container: Container | None = None) -> faust.App:
@@ -110,39 +115,10 @@ def build_app(settings: Settings, roles: Sequence[str], container: Container | N
         """Shared producer for dead letters, the web server and metrics."""
 
         async def on_start(self) -> None:
-            from aiokafka import AIOKafkaProducer
-            from prometheus_client import start_http_server
-
-            from streams.web import build_web_app, start_web
-
-            from streams.kafka.topics import ensure_topics
-
-            await ensure_topics(settings, pool=lambda: c.pool)  # before anything is consumed or produced
-            prod = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, acks="all",
-                                    enable_idempotence=False,
-                                    max_request_size=producer_max_request_size(settings))
-            await prod.start()
-            state["producer"] = prod
-            state["dlq"] = DeadLetterWriter(prod, max_record_bytes=settings.kafka_max_record_bytes,
-                                            excerpt_bytes=settings.dlq_excerpt_bytes, pool=lambda: c.pool)
-            store = None
-            if set(roles) & {"ingest", "respond"} and not settings.qdrant_url:
-                store = await asyncio.to_thread(lambda: c.vector_store)
-            if settings.metrics_port:
-                try:
-                    start_http_server(settings.metrics_port, addr=settings.worker_web_host)
-                except OSError as e:
-                    log.warning("metrics port %s unavailable: %s", settings.metrics_port, e)
-            state["web"] = await start_web(build_web_app(roles=list(roles), store=store),
-                                           settings.worker_web_host, settings.worker_web_port)
-            log.info("worker roles=%s web=%s:%s", ",".join(roles), settings.worker_web_host,
-                     settings.worker_web_port)
+            await start_edges(settings, c, roles, state)
 
         async def on_stop(self) -> None:
-            if "web" in state:
-                await state["web"].cleanup()
-            if "producer" in state:
-                await state["producer"].stop()
+            await stop_edges(state)
 
     def batch_agent(topic_name: str, make_handler: Callable[[], Handler], *, name: str) -> None:
         topic = app.topic(qualified(settings, topic_name), key_type=bytes, value_type=bytes,
@@ -158,7 +134,7 @@ def build_app(settings: Settings, roles: Sequence[str], container: Container | N
             await edges_ready(state)
             async for events in stream.take_events(settings.ingest_batch_max,
                                                    within=settings.ingest_batch_interval):
-                records = [_record(e) for e in events]
+                records = [record_of(e) for e in events]
                 await settle(process_batch(records, handler, state["dlq"],
                                            max_record_bytes=settings.kafka_max_record_bytes,
                                            base_delay=settings.dependency_backoff_base,
@@ -196,7 +172,5 @@ def build_app(settings: Settings, roles: Sequence[str], container: Container | N
 
         batch_agent(outbox_topic("chunk"), make_ingest, name="ingest")
 
-    from streams import roles as extra_roles
-
-    extra_roles.register(app, settings, c, roles, batch_agent=batch_agent, state=state)
+    flow_roles.register(app, settings, c, roles, batch_agent=batch_agent, state=state)
     return app

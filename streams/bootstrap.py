@@ -5,16 +5,38 @@ CLI commands, the worker and the tests all get their adapters from here.
 
 from __future__ import annotations
 
+import logging
 import threading
 from functools import cached_property
 
 from psycopg_pool import ConnectionPool
 
 from streams.embedding import Embedder, build_embedder
-from streams.settings import Settings, get_settings
-from streams.vectors.store import VectorStore, open_vector_store
-
 from streams.embedding.providers import MODEL_PROVIDERS
+from streams.settings import Settings, get_settings
+from streams.vectors.port import LocalStoreBusy, VectorStore
+from streams.vectors.proxy import VectorStoreClient
+from streams.vectors.store import QdrantStore
+
+log = logging.getLogger(__name__)
+
+
+def open_vector_store(settings: Settings, *, prefer_proxy: bool = True) -> VectorStore:
+    """The store a process should use.
+
+    ``QDRANT_URL`` set → the server. Otherwise the local path; if the worker
+    holds it, the worker's HTTP proxy (same operations).
+    """
+    if settings.qdrant_url:
+        return QdrantStore(url=settings.qdrant_url, api_key=settings.qdrant_api_key)
+    try:
+        return QdrantStore(path=settings.qdrant_path)
+    except LocalStoreBusy:
+        if not prefer_proxy:
+            raise
+        url = f"http://{settings.worker_web_host}:{settings.worker_web_port}"
+        log.info("local Qdrant store is held by the worker; using its proxy at %s", url)
+        return VectorStoreClient(url)
 
 
 class Container:

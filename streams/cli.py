@@ -1,24 +1,105 @@
-"""The ``memoria`` command line (Typer). Every command builds its dependencies
-through ``streams.bootstrap`` and calls plain domain functions."""
+"""The ``memoria`` command line (Typer).
+
+Each flow keeps its commands in its own package (a module with ``register(app)``);
+this module only lists them. A command's module is imported when that command
+runs or its own ``--help`` is asked, never for ``memoria --help``, so the root
+help answers without loading PyTorch, Faust, Qdrant or Postgres drivers.
+Every command builds its dependencies through ``streams.bootstrap``.
+"""
 
 from __future__ import annotations
 
-import json
+import importlib
 import logging
 import sys
-from pathlib import Path
-from typing import List, Optional
+from typing import Any, NamedTuple
 
 import typer
-from rich.console import Console
+from typer.core import TyperCommand, TyperGroup
 
-from streams.settings import get_settings
+from streams.plugins import module_present
 
-app = typer.Typer(help="memoria: Kafka-native memory and knowledge layer for chat agents",
+
+class Entry(NamedTuple):
+    help: str  # the line ``memoria --help`` shows (the command's first docstring paragraph / group help)
+    modules: tuple[str, ...]  # whose ``register(app)`` add the command, in order
+
+
+# Every top-level command and group, in the order ``memoria --help`` lists them.
+# tests/test_cli.py checks that each line equals what the loaded command says about itself.
+COMMANDS: dict[str, Entry] = {
+    "migrate": Entry("Apply pending SQL migrations (safe to run twice).", ("streams.ops_cli",)),
+    "worker": Entry("Run worker roles (relay, ingest, learn, respond, maintain) in one process.",
+                    ("streams.ops_cli",)),
+    "embedding-service": Entry("Serve the embedding models over HTTP (OpenAI-compatible + collection-aware routes).",
+                               ("streams.ops_cli",)),
+    "ingest": Entry("Write documents and their chunks (with outbox events) to Postgres, keyed by a stable key.",
+                    ("streams.ingest.cli",)),
+    "search": Entry("Top chunks of an account with their cosine distance.", ("streams.ingest.cli",)),
+    "reindex": Entry("Blue-green re-embed of every live chunk into a new collection, then swap the alias.",
+                     ("streams.ingest.cli",)),
+    "reconcile": Entry("Every projection against Postgres: chunks → Qdrant points, finished conversations →\n"
+                       "extractions, stored replies → the outbound topic. --repair re-enqueues the drift.",
+                       ("streams.ops_cli",)),
+    "extract": Entry("Print the validated facts of each conversation, one JSON line per fact.",
+                     ("streams.learn.cli",)),
+    "contradicts": Entry("Print one JSON line per pair: ``pair_id`` and ``contradicts``.", ("streams.learn.cli",)),
+    "rank": Entry("Print, per recall case, the indices of the facts recall would inject.", ("streams.respond.rank",)),
+    "ask": Entry("Send one message through the real topics and print the worker's reply.", ("streams.respond.cli",)),
+    "forget": Entry("Forget one fact (--memory) or all facts of a contact (--contact): invisible to recall at once.",
+                    ("streams.maintain.cli",)),
+    "restore": Entry("Restore a forgotten fact (within 30 days): re-embedded and contradiction-checked again.",
+                     ("streams.maintain.cli",)),
+    "erase-contact": Entry("Erase a contact: transcripts, facts, vectors and bookkeeping (LGPD/GDPR).",
+                           ("streams.maintain.cli",)),
+    "verify-erasure": Entry("Check the erasure ledger, Postgres, pgvector and Qdrant for a contact and print a\n"
+                            "proof of erasure (JSON) to file; exit 1 if anything remains or the ledger lacks it.",
+                            ("streams.maintain.cli",)),
+    "demo": Entry("Run the main job end to end against the running stack and worker (see `make demo`).",
+                  ("streams.demo",)),
+    "topics": Entry("Kafka topics", ("streams.ops_cli",)),
+    "documents": Entry("Knowledge documents: list, delete", ("streams.ingest.cli",)),
+    "replay": Entry("Re-run a flow on purpose (idempotent: no duplicates)", ("streams.learn.cli", "streams.replay_cli")),
+    "conversations": Entry("Conversations: list, resolve (starts the learning), reopen", ("streams.learn.lifecycle_cli",)),
+    "maintenance": Entry("Aging and hard delete of facts (also run by the maintain role)", ("streams.maintain.cli",)),
+    "admin": Entry("Admin HTTP API and its tokens", ("streams.admin.cli",)),
+    "connectors": Entry("Channel connectors (WhatsApp Cloud API)", ("connectors.whatsapp.cli", "connectors.chatwoot.cli")),
+}
+
+
+def load_command(name: str) -> Any:
+    """Import the modules behind ``name``, let them register on a scratch app, return the click command."""
+    scratch = typer.Typer()
+    for module in COMMANDS[name].modules:
+        if module_present(module):  # a flow that is not installed adds nothing
+            importlib.import_module(module).register(scratch)
+    return typer.main.get_group(scratch).commands.get(name)
+
+
+class LazyGroup(TyperGroup):
+    """The root group: lists every command from ``COMMANDS`` and loads one only to run it (or show its help)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        for name, entry in COMMANDS.items():
+            if name not in self.commands and any(module_present(m) for m in entry.modules):
+                self.commands[name] = TyperCommand(name=name, help=entry.help)  # a listing, never invoked
+        self._loaded: set[str] = set()
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        name = args[0] if args else None
+        if name in COMMANDS and name not in self._loaded:
+            command = load_command(name)
+            if command is not None:
+                self.commands[name] = command
+            else:
+                self.commands.pop(name, None)
+            self._loaded.add(name)
+        return super().resolve_command(ctx, args)
+
+
+app = typer.Typer(cls=LazyGroup, help="memoria: Kafka-native memory and knowledge layer for chat agents",
                   no_args_is_help=True, pretty_exceptions_enable=False)
-topics_app = typer.Typer(help="Kafka topics", no_args_is_help=True)
-app.add_typer(topics_app, name="topics")
-console = Console(stderr=True)
 
 
 def _logging(level: str = "INFO") -> None:
@@ -27,306 +108,39 @@ def _logging(level: str = "INFO") -> None:
 
 
 @app.callback()
-def _main(log_level: str = typer.Option("WARNING", envvar="MEMORIA_LOG_LEVEL")) -> None:
-    _logging(log_level)
+def _main(log_level: str | None = typer.Option(None, help="default: MEMORIA_LOG_LEVEL, else WARNING")) -> None:
+    # Imported here, not above: `memoria --help` never runs this callback and needs no settings.
+    from streams.settings import get_settings
+
+    _logging(log_level or get_settings().log_level)
 
 
-@app.command()
-def migrate() -> None:
-    """Apply pending SQL migrations (safe to run twice)."""
-    from streams.store.db import migrate as run
+def _unreachable(e: BaseException) -> str | None:
+    """One clear line when Postgres or Kafka cannot be reached; None for anything else.
 
-    applied = run(get_settings().database_url)
-    console.print(f"migrations applied: {', '.join(applied) if applied else 'none (up to date)'}")
-
-
-@topics_app.command("create")
-def topics_create() -> None:
-    """Create every topic explicitly with the configured partition count."""
-    from streams.kafka.topics import create_topics_sync
-
-    s = get_settings()
-    created = create_topics_sync(s)
-    console.print(f"topics: {len(created)} created ({s.topic_partitions} partitions each)")
-
-
-@topics_app.command("list")
-def topics_list() -> None:
-    from streams.kafka.topics import base_topics, qualified
-
-    for t in base_topics():
-        print(qualified(get_settings(), t))
-
-
-@app.command()
-def worker(
-    roles: str = typer.Option(",".join(("relay", "ingest", "learn", "respond", "maintain")),
-                              help="comma-separated roles to run in this process"),
-    loglevel: str = typer.Option("info"),
-) -> None:
-    """Run worker roles (relay, ingest, learn, respond, maintain) in one process."""
-    import faust
-
-    from streams.app import build_app
-
-    wanted = [r.strip() for r in roles.split(",") if r.strip()]
-    s = get_settings()
-    # The worker hops between the event loop and worker threads on every message;
-    # under load each hop can wait a whole GIL switch interval (5 ms by default).
-    sys.setswitchinterval(s.worker_switch_interval)
-    fapp = build_app(s, wanted)
-    w = faust.Worker(fapp, loglevel=loglevel, quiet=True, redirect_stdouts=False)
-    w.execute_from_commandline()
-
-
-@app.command("embedding-service")
-def embedding_service(
-    host: Optional[str] = typer.Option(None, help="default MEMORIA_EMBEDDING_SERVICE_HOST"),
-    port: Optional[int] = typer.Option(None, help="default MEMORIA_EMBEDDING_SERVICE_PORT"),
-    workers: Optional[int] = typer.Option(None, help="model workers per model (MEMORIA_EMBEDDING_SERVICE_WORKERS)"),
-) -> None:
-    """Serve the embedding models over HTTP (OpenAI-compatible + collection-aware routes)."""
-    from streams.embedding.service import serve
-
-    s = get_settings()
-    updates = {k: v for k, v in (("embedding_service_host", host), ("embedding_service_port", port),
-                                 ("embedding_service_workers", workers)) if v is not None}
-    if not logging.getLogger().isEnabledFor(logging.INFO):
-        logging.getLogger("streams").setLevel(logging.INFO)
-    serve(s.model_copy(update=updates))
-
-
-@app.command()
-def ingest(
-    paths: List[Path] = typer.Argument(..., help="Markdown/text files or folders"),
-    account: int = typer.Option(..., "--account", help="account id"),
-    key: Optional[str] = typer.Option(None, "--key", help="the document's stable key (one file only); "
-                                                          "default: its path relative to the given folder, "
-                                                          "or its file name"),
-    chunk_size: Optional[int] = typer.Option(None, help="characters per chunk"),
-    chunk_overlap: Optional[int] = typer.Option(None, help="characters of overlap"),
-) -> None:
-    """Write documents and their chunks (with outbox events) to Postgres, keyed by a stable key."""
-    from streams.ingest.documents import adopt_legacy_source, iter_keyed_sources, read_source, write_document
-    from streams.store.db import connect
-
-    s = get_settings()
-    try:
-        files = iter_keyed_sources(paths)
-    except FileNotFoundError as e:
-        console.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2)
-    if not files:
-        console.print("[red]error:[/red] no Markdown or text files found")
-        raise typer.Exit(2)
-    if key is not None:
-        if len(files) != 1:
-            console.print(f"[red]error:[/red] --key names one document, but {len(files)} files were found")
-            raise typer.Exit(2)
-        if not key.strip() or len(key) > 1000 or "\x00" in key:
-            console.print("[red]error:[/red] --key must be 1-1000 characters without NUL")
-            raise typer.Exit(2)
-        files = [(files[0][0], key.strip())]
-    totals = dict(inserted=0, moved=0, unchanged=0, tombstoned=0)
-    with connect(s) as conn:
-        for f, doc_key in files:
-            try:
-                title, text = read_source(f)
-            except (ValueError, UnicodeDecodeError) as e:
-                console.print(f"[red]error:[/red] {e}")
-                raise typer.Exit(2)
-            with conn.transaction():
-                adopt_legacy_source(conn, account, doc_key, str(f.resolve()))
-            r = write_document(conn, account_id=account, source=doc_key, text=text, title=title,
-                               chunk_size=chunk_size or s.chunk_size,
-                               chunk_overlap=chunk_overlap if chunk_overlap is not None else s.chunk_overlap)
-            for k in totals:
-                totals[k] += getattr(r, k)
-            console.print(f"{doc_key}: +{r.inserted} new, {r.moved} moved, {r.unchanged} unchanged, "
-                          f"-{r.tombstoned} removed")
-    console.print(f"done: {len(files)} documents; {totals['inserted']} chunks to embed, "
-                  f"{totals['tombstoned']} to delete, {totals['unchanged']} unchanged")
-
-
-documents_app = typer.Typer(help="Knowledge documents: list, delete", no_args_is_help=True)
-app.add_typer(documents_app, name="documents")
-
-
-@documents_app.command("list")
-def documents_list(account: int = typer.Option(..., "--account"),
-                   include_deleted: bool = typer.Option(False, "--include-deleted"),
-                   as_json: bool = typer.Option(False, "--json")) -> None:
-    """An account's documents: key, title, live chunks."""
-    from streams.ingest.documents import list_documents
-    from streams.store.db import connect
-
-    with connect(get_settings()) as conn:
-        rows = list_documents(conn, account, include_deleted=include_deleted)
-    for r in rows:
-        if as_json:
-            print(json.dumps({k: (v.isoformat() if hasattr(v, "isoformat") else str(v) if k == "id" else v)
-                              for k, v in r.items()}, ensure_ascii=False))
-        else:
-            print(f"{r['id']}  {r['chunks']:>5} chunks  {'deleted ' if r['deleted_at'] else ''}{r['key']}")
-    if not rows and not as_json:
-        console.print("no documents")
-
-
-@documents_app.command("delete")
-def documents_delete(ref: str = typer.Argument(..., help="the document's key or id"),
-                     account: int = typer.Option(..., "--account")) -> None:
-    """Tombstone a document and its chunks; the worker removes their points."""
-    import uuid as _uuid
-
-    from streams.ingest.documents import delete_document
-    from streams.store.db import connect
-
-    try:
-        kw = {"document_id": str(_uuid.UUID(ref))}
-    except ValueError:
-        kw = {"key": ref}
-    with connect(get_settings()) as conn:
-        row = delete_document(conn, account, **kw)
-        if row is None and "document_id" in kw:  # a key that looks like a UUID
-            row = delete_document(conn, account, key=ref)
-    if row is None:
-        console.print(f"[red]error:[/red] document {ref!r} not found in account {account}")
-        raise typer.Exit(2)
-    console.print(f"document {row['key']} ({row['id']}) deleted; its points are removed by the worker")
-
-
-@app.command()
-def search(
-    question: str = typer.Argument(...),
-    account: int = typer.Option(..., "--account"),
-    limit: int = typer.Option(3, "--limit"),
-    max_distance: Optional[float] = typer.Option(None, "--max-distance", help="cosine distance cut"),
-    as_json: bool = typer.Option(False, "--json"),
-) -> None:
-    """Top chunks of an account with their cosine distance."""
-    from streams.bootstrap import Container
-    from streams.ingest.knowledge import search_chunks
-
-    c = Container()
-    try:
-        hits = search_chunks(question, account_id=account, pool=c.pool, store=c.vector_store,
-                             domain=c.settings.vector_domain, embedder_for=c.embedder_for,
-                             limit=limit, max_distance=max_distance)
-    finally:
-        c.close()
-    if as_json:
-        for h in hits:
-            print(json.dumps({"chunk_id": h.chunk_id, "document_id": h.document_id, "seq": h.seq,
-                              "distance": h.distance, "source": h.source, "content": h.content},
-                             ensure_ascii=False))
-        return
-    if not hits:
-        console.print("no chunks found")
-    for i, h in enumerate(hits, 1):
-        print(f"{i}. distance={h.distance:.4f} chunk={h.chunk_id} {Path(h.source).name}#{h.seq}")
-        print("   " + h.content[:300].replace("\n", " "))
-
-
-@app.command()
-def reindex(
-    model: str = typer.Option(..., "--model", help="all-minilm-l6-v2 | use-multilingual-v3 | "
-                                                   "multilingual-e5-small | an OpenAI embeddings model"),
-) -> None:
-    """Blue-green re-embed of every live chunk into a new collection, then swap the alias."""
-    from rich.progress import Progress
-
-    from streams.bootstrap import Container
-    from streams.ingest.knowledge import reindex as run
-
-    c = Container()
-    emb = c.embedder_for(model)
-    try:
-        with Progress(console=console) as progress:
-            task = progress.add_task(f"re-embedding with {emb.name}", total=None)
-            res = run(pool=c.pool, store=c.vector_store, domain=c.settings.vector_domain, embedder=emb,
-                      progress=lambda done, total: progress.update(task, completed=done, total=total))
-    finally:
-        c.close()
-    console.print(f"alias {c.settings.vector_domain}__text__chunks: {res.old_collection} → "
-                  f"{res.new_collection}; {res.backfilled} chunks backfilled, {res.caught_up} caught up, "
-                  f"verified, {res.seconds:.1f}s")
-
-
-@app.command()
-def reconcile(
-    account: Optional[int] = typer.Option(None, "--account"),
-    repair: bool = typer.Option(False, "--repair", help="re-enqueue / republish the drift"),
-    only: Optional[str] = typer.Option(None, "--only", help="comma-separated: chunks,extractions,replies"),
-    min_age: float = typer.Option(0.0, "--min-age", help="ignore changes younger than this (seconds)"),
-) -> None:
-    """Every projection against Postgres: chunks → Qdrant points, finished conversations →
-    extractions, stored replies → the outbound topic. --repair re-enqueues the drift."""
-    import asyncio
-
-    from streams.bootstrap import Container
-    from streams.maintain.reconcile import PROJECTIONS, reconcile_all
-
-    wanted = tuple(p.strip() for p in only.split(",")) if only else PROJECTIONS
-    unknown = set(wanted) - set(PROJECTIONS)
-    if unknown:
-        raise typer.BadParameter(f"unknown projections {sorted(unknown)}; known: {', '.join(PROJECTIONS)}")
-    c = Container()
-
-    async def run():
-        from aiokafka import AIOKafkaProducer
-
-        producer = None
-        if repair and "replies" in wanted:
-            producer = AIOKafkaProducer(bootstrap_servers=c.settings.kafka_bootstrap_servers, acks="all",
-                                        enable_idempotence=False)
-            await producer.start()
-        try:
-            store = c.vector_store if "chunks" in wanted else None
-            return await reconcile_all(c.settings, c.pool, store, producer, account_id=account, repair=repair,
-                                       min_age=min_age, projections=wanted)
-        finally:
-            if producer is not None:
-                await producer.stop()
-
-    try:
-        report = asyncio.run(run())
-    finally:
-        c.close()
-    print(json.dumps(report.as_dict()))
-    if not report.drift:
-        console.print("in sync: no drift")
-    elif not repair:
-        raise typer.Exit(1)
-
-
-# Each flow adds its own commands (kept in its package).
-def _register_flow_commands() -> None:
-    from streams.plugins import optional_modules
-
-    for mod in optional_modules(("streams.learn.cli", "streams.learn.lifecycle_cli", "streams.replay_cli", "streams.respond.rank",
-                                 "streams.respond.cli", "streams.maintain.cli", "streams.admin.cli",
-                                 "streams.demo", "connectors.whatsapp.cli", "connectors.chatwoot.cli")):
-        mod.register(app)
-
-
-_register_flow_commands()
+    Only a command that imported the driver can raise its errors, so the drivers
+    are looked up in ``sys.modules`` (importing them here would slow every command)."""
+    psycopg = sys.modules.get("psycopg")
+    if psycopg is not None and isinstance(e, psycopg.OperationalError):
+        first = str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
+        return (f"cannot reach Postgres ({first}). Is the stack up (`make up`), "
+                "or is MEMORIA_DATABASE_URL right?")
+    kafka_errors = sys.modules.get("aiokafka.errors")
+    if kafka_errors is not None and isinstance(e, kafka_errors.KafkaConnectionError):
+        return (f"cannot reach Kafka ({e}). Is the stack up (`make up`), or is "
+                "MEMORIA_KAFKA_BOOTSTRAP_SERVERS right?")
+    return None
 
 
 def main() -> None:
     """Entry point: infrastructure errors become one clear line, not a traceback."""
-    import psycopg
-    from aiokafka.errors import KafkaConnectionError
-
     try:
         app()
-    except psycopg.OperationalError as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
-        console.print(f"[red]error:[/red] cannot reach Postgres ({first}). Is the stack up (`make up`), "
-                      "or is MEMORIA_DATABASE_URL right?")
-        raise SystemExit(3)
-    except KafkaConnectionError as e:
-        console.print(f"[red]error:[/red] cannot reach Kafka ({e}). Is the stack up (`make up`), or is "
-                      "MEMORIA_KAFKA_BOOTSTRAP_SERVERS right?")
+    except Exception as e:
+        line = _unreachable(e)
+        if line is None:
+            raise
+        typer.echo(f"{typer.style('error:', fg='red')} {line}", err=True)
         raise SystemExit(3)
 
 

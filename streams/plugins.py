@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 from types import ModuleType
 
 
@@ -16,3 +17,15 @@ def optional_modules(names: tuple[str, ...]) -> list[ModuleType]:
                 continue
             raise
     return found
+
+
+def module_present(name: str) -> bool:
+    """Whether module ``name`` exists on the path, found without importing it or its parent packages
+    (a package's ``__init__`` may import heavy dependencies)."""
+    path = None
+    for part in name.split("."):
+        spec = importlib.machinery.PathFinder.find_spec(part, path)
+        if spec is None:
+            return False
+        path = spec.submodule_search_locations
+    return True

@@ -124,6 +124,12 @@ class Settings(BaseSettings):
     contradiction_provider: str = "rules"
     reply_provider: str = "offline"
 
+    # --- Responder ---------------------------------------------------------
+    # How long the respond agent waits to fill a batch of inbound messages (seconds).
+    respond_batch_within: float = 0.005
+    # Fault drills and tests only: recall's query sleeps this long in Postgres (pg_sleep).
+    recall_inject_delay_s: float = 0.0
+
     # --- Knowledge ingestion --------------------------------------------
     chunk_size: int = 300          # characters (measured best for answers: README)
     chunk_overlap: int = 120       # characters of whole trailing sentences
@@ -206,6 +212,8 @@ class Settings(BaseSettings):
     metrics_port: int = 9464
     worker_switch_interval: float = 0.001   # seconds (Python's GIL switch interval; default 0.005)
     data_dir: str = str(REPO_ROOT / ".stack")
+    # The CLI's log level (``memoria --log-level`` overrides it).
+    log_level: str = "WARNING"
 
 
 @lru_cache(maxsize=1)

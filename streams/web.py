@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from streams.vectors.store import VectorStore
+from streams.vectors.port import VectorStore
+from streams.vectors.proxy import add_routes
 
 
 def build_web_app(*, roles: list[str], store: VectorStore | None) -> web.Application:
@@ -31,8 +32,6 @@ def build_web_app(*, roles: list[str], store: VectorStore | None) -> web.Applica
     app.router.add_get("/health", health)
     app.router.add_get("/ready", ready)
     if store is not None:
-        from streams.vectors.proxy import add_routes
-
         add_routes(app, store)
     return app
 

@@ -8,6 +8,10 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 REPO = Path(__file__).resolve().parent.parent
+# Subprocesses (`memoria worker`, `memoria admin serve`, ...) import this checkout's code, not the
+# one the shared virtualenv was installed from in editable mode (its console scripts do not put the
+# working directory on sys.path).
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
 
 
 @pytest.fixture(scope="session")

@@ -24,7 +24,9 @@ import psycopg
 
 from streams.settings import REPO_ROOT, Settings
 
-ADMIN_URL = os.environ.get("MEMORIA_TEST_ADMIN_URL", "postgresql://memoria@127.0.0.1:54329/postgres")
+# Test databases are created on the stack's Postgres (MEMORIA_DATABASE_URL's server, database
+# "postgres"), so a shell with its own stack ports never touches the default one.
+ADMIN_URL = os.environ.get("MEMORIA_TEST_ADMIN_URL") or Settings().database_url.rsplit("/", 1)[0] + "/postgres"
 
 
 def free_port() -> int:
@@ -132,7 +134,7 @@ class Env:
 
     def vector_store(self):
         """The worker's proxy when a worker holds the local store, else the store itself."""
-        from streams.vectors.store import open_vector_store
+        from streams.bootstrap import open_vector_store
 
         return open_vector_store(self.settings)
 

@@ -57,15 +57,24 @@ def event_router_alias(config: dict[str, str]) -> str:
     raise ValueError(f"the connector has no {EVENT_ROUTER} transform")
 
 
+def _libpq_default(keyword: str) -> str | None:
+    """The value libpq uses when a DSN leaves ``keyword`` out (for ``user``: PGUSER, else the login name)."""
+    from psycopg import pq
+
+    return next((o.val.decode() for o in pq.Conninfo.get_defaults()
+                 if o.keyword.decode() == keyword and o.val is not None), None)
+
+
 def database_properties(database_url: str) -> dict[str, str]:
     """``database.*`` connector properties from a libpq DSN or URL."""
     from psycopg.conninfo import conninfo_to_dict
 
     d = conninfo_to_dict(database_url)
+    user = str(d.get("user") or _libpq_default("user") or "postgres")  # the user our own pool connects as
     props = {"database.hostname": str(d.get("host") or "127.0.0.1"),
              "database.port": str(d.get("port") or 5432),
-             "database.user": str(d.get("user") or os.environ.get("USER", "postgres")),
-             "database.dbname": str(d.get("dbname") or d.get("user") or "postgres")}
+             "database.user": user,
+             "database.dbname": str(d.get("dbname") or user)}
     props["database.password"] = str(d.get("password") or "")
     return props
 
@@ -80,6 +89,8 @@ def engine_properties(connector: dict, *, offsets_file: str | Path, database_url
     resolved from ``environ`` (as Connect's EnvVarConfigProvider would); a
     topic prefix is prepended to the EventRouter's topic and to heartbeats.
     """
+    # Not memoria configuration: ``${env:NAME}`` in a connector file is Kafka Connect's own
+    # mechanism (EnvVarConfigProvider), which resolves it from the process environment.
     environ = os.environ if environ is None else environ
     cfg = {k: str(v) for k, v in connector["config"].items() if not k.startswith("_")}
     if database_url:
@@ -117,6 +128,8 @@ def _engine_converter_names(cfg: dict[str, str]) -> dict[str, str]:
 
 def java_major_version(java: str | None = None) -> int | None:
     """Major version of ``java`` on PATH (or JAVA_HOME), or None when there is none."""
+    # JAVA_HOME is the process's JVM location, read by JPype too when the engine starts it
+    # (not memoria configuration).
     java = java or (str(Path(os.environ["JAVA_HOME"]) / "bin" / "java") if os.environ.get("JAVA_HOME")
                     else shutil.which("java"))
     if not java or not Path(java).exists():

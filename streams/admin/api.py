@@ -334,7 +334,10 @@ def create_app(container, *, console: bool = True) -> FastAPI:
     from streams.admin import flags as flag_service
     from streams.admin import inboxes as inbox_service
     from streams.admin import memories as memory_service
+    from streams.admin import offers as offer_admin
+    from streams.admin import privacy as privacy_service
     from streams.admin import reports as report_service
+    from streams.admin import tools as tool_service
     from streams.maintain import forget as forget_service
 
     app = FastAPI(title="memoria admin API", version="2.0.0",
@@ -561,46 +564,33 @@ def create_app(container, *, console: bool = True) -> FastAPI:
                          contact_id: Id | None = None, limit: int = Query(100, ge=1, le=1000)):
         """Customers who asked, on the channel, what we know about them or to be forgotten."""
         with container.pool.connection() as conn:
-            rows = conn.execute(
-                """SELECT id, contact_id, conversation_id, message_id, kind, text, facts, created_at
-                   FROM privacy_requests WHERE account_id = %s AND (%s::text IS NULL OR kind = %s)
-                     AND (%s::bigint IS NULL OR contact_id = %s) ORDER BY created_at DESC, id DESC LIMIT %s""",
-                (op.account_id, kind, kind, contact_id, contact_id, limit)).fetchall()
+            rows = privacy_service.privacy_requests(conn, op.account_id, kind=kind, contact_id=contact_id,
+                                                    limit=limit)
         return [PrivacyRequest(**r) for r in rows]
 
     # -- anniversary offers -----------------------------------------------------
-    def _offer_settings(conn, account_id: int):
-        from streams.maintain.offers import account_offer_settings
-
-        s = conn.execute("SELECT settings FROM accounts WHERE id = %s", (account_id,)).fetchone()["settings"]
-        return account_offer_settings(s, container.settings)
-
     @app.get("/v1/account/offers", response_model=OfferSettings, tags=["offers"])
     def get_offer_settings(op: Op):
         with container.pool.connection() as conn:
-            enabled, name, language = _offer_settings(conn, op.account_id)
+            enabled, name, language = offer_admin.offer_settings(conn, op.account_id, container.settings)
         return OfferSettings(enabled=enabled, template_name=name, template_language=language)
 
     @app.put("/v1/account/offers", response_model=OfferSettings, tags=["offers"])
     def put_offer_settings(body: OfferSettings, op: Op):
-        from streams.maintain.offers import FLAG
-
+        """Turn anniversary offers on or off (who and when go to the flags' audit trail) and set the template."""
         with container.pool.connection() as conn:
-            conn.execute("UPDATE accounts SET settings = settings || %s WHERE id = %s",
-                         (Jsonb({FLAG: body.enabled, "offers_template_name": body.template_name,
-                                 "offers_template_language": body.template_language}), op.account_id))
-            enabled, name, language = _offer_settings(conn, op.account_id)
+            enabled, name, language = offer_admin.set_offer_settings(
+                conn, op.account_id, container.settings, enabled=body.enabled, template_name=body.template_name,
+                template_language=body.template_language, operator=op)
+        log.info('offer settings account_id=%d enabled=%s operator="%s"', op.account_id, enabled, op.label)
         return OfferSettings(enabled=enabled, template_name=name, template_language=language)
 
     @app.get("/v1/offers/preview", response_model=OfferPreview, tags=["offers"])
     def preview_offers(op: Op, days: int = Query(7, ge=1, le=60)):
         """The offers the daily job would send for the next ``days`` days (nothing is written)."""
-        from streams.maintain.offers import plan_offers
-
         with container.pool.connection() as conn:
-            enabled, name, language = _offer_settings(conn, op.account_id)
-            proposals = plan_offers(conn, op.account_id, datetime.now(timezone.utc).date(), days=days, template_name=name,
-                                    language=language, include_sent=True)
+            enabled, proposals = offer_admin.preview(conn, op.account_id, container.settings,
+                                                     datetime.now(timezone.utc).date(), days=days)
         return OfferPreview(account_id=op.account_id, enabled=enabled, days=days, offers=[Offer(
             contact_id=p.contact_id, occasion=p.occasion, occasion_date=p.occasion_date.isoformat(),
             conversation_id=p.conversation_id, text=p.text, template=Template(**p.template.model_dump()),
@@ -611,10 +601,7 @@ def create_app(container, *, console: bool = True) -> FastAPI:
     def list_offers(op: Op, limit: int = Query(100, ge=1, le=1000)):
         """Offers recorded (and when they were published)."""
         with container.pool.connection() as conn:
-            rows = conn.execute(
-                """SELECT contact_id, occasion, occasion_date, conversation_id, text, template_name,
-                          template_params, chunk_ids, published_at FROM offers WHERE account_id = %s
-                   ORDER BY created_at DESC, id DESC LIMIT %s""", (op.account_id, limit)).fetchall()
+            rows = offer_admin.recorded_offers(conn, op.account_id, limit=limit)
         return [Offer(contact_id=r["contact_id"], occasion=r["occasion"], occasion_date=r["occasion_date"].isoformat(),
                       conversation_id=r["conversation_id"], text=r["text"],
                       template=Template(name=r["template_name"],
@@ -624,31 +611,30 @@ def create_app(container, *, console: bool = True) -> FastAPI:
                       published_at=r["published_at"]) for r in rows]
 
     # -- tools ------------------------------------------------------------------
-    @app.get("/v1/inboxes/{inbox_id}/tools", response_model=ToolMap, tags=["configuration"])
+    @app.get("/v1/inboxes/{inbox_id}/tools", response_model=ToolMap, tags=["configuration"],
+             responses={404: {"description": "not found"}})
     def get_tools(inbox_id: Id, op: Op):
         with container.pool.connection() as conn:
-            row = conn.execute("SELECT tools FROM inboxes WHERE id = %s AND account_id = %s", (inbox_id, op.account_id)).fetchone()
-        if row is None:
+            tools = tool_service.get_tools(conn, op.account_id, inbox_id)
+        if tools is None:
             raise HTTPException(404, f"inbox {inbox_id} not found")
-        return row["tools"] or {}
+        return tools
 
-    @app.put("/v1/inboxes/{inbox_id}/tools", response_model=ToolMap, tags=["configuration"])
+    @app.put("/v1/inboxes/{inbox_id}/tools", response_model=ToolMap, tags=["configuration"],
+             responses={404: {"description": "not found"}, 422: {"description": "invalid tool"}})
     def put_tools(inbox_id: Id, body: ToolMap, op: Op):
         """Map intents to HTTP tools (see README, "Tools"); an empty object removes them."""
-        from streams.respond.tools import ToolConfigError, parse_tools
-
         raw = {k: v.model_dump(exclude_none=True, exclude_defaults=True) | {"url": v.url} for k, v in body.items()}
-        try:
-            parse_tools(raw)
-        except ToolConfigError as e:
-            raise HTTPException(422, str(e)) from None
         with container.pool.connection() as conn:
-            row = conn.execute("UPDATE inboxes SET tools = %s WHERE id = %s AND account_id = %s RETURNING tools",
-                               (Jsonb(raw), inbox_id, op.account_id)).fetchone()
-        if row is None:
+            try:
+                tools = tool_service.set_tools(conn, op.account_id, inbox_id, raw)
+            except tool_service.InvalidTools as e:
+                raise HTTPException(422, str(e)) from None
+        if tools is None:
             raise HTTPException(404, f"inbox {inbox_id} not found")
-        return row["tools"]
-
+        log.info('inbox tools set account_id=%d inbox_id=%d intents=%s operator="%s"', op.account_id, inbox_id,
+                 sorted(tools), op.label)
+        return tools
 
     if console:
         from streams.admin.console import mount_console

@@ -7,8 +7,5 @@ a dot product and cosine distance is ``1 - dot``. A provider has a stable
 asymmetric prefixes (e5); symmetric models use the same encoder for both.
 """
 
-from streams.embedding.providers import (  # noqa: F401
-    Embedder,
-    EmbeddingError,
-    build_embedder,
-)
+from streams.embedding.port import Embedder, EmbeddingError  # noqa: F401
+from streams.embedding.providers import build_embedder  # noqa: F401

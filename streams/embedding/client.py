@@ -24,7 +24,7 @@ from typing import Sequence
 import httpx
 import numpy as np
 
-from streams.embedding.providers import EmbeddingError, _normalise
+from streams.embedding.port import EmbeddingError, normalise
 from streams.kafka.errors import DependencyUnavailable
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ class ServiceEmbedder:
                                  timeout, patience)
             data = sorted(body["data"], key=lambda d: d["index"])
             parts.append(np.asarray([d["embedding"] for d in data], dtype=np.float32))
-        out = _normalise(np.vstack(parts))
+        out = normalise(np.vstack(parts))
         if self._dim is None:
             self._dim = int(out.shape[1])
         return out

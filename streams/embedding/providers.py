@@ -6,33 +6,14 @@ import re
 import threading
 import time
 from collections import deque
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
+from streams.embedding.client import ServiceEmbedder
+from streams.embedding.port import Embedder, EmbeddingError, normalise
+
 log = logging.getLogger(__name__)
-
-
-class EmbeddingError(RuntimeError):
-    """The embedding backend failed (after its own retries, if any)."""
-
-
-class Embedder(Protocol):
-    name: str
-    dim: int
-
-    def embed_passages(self, texts: Sequence[str]) -> np.ndarray: ...
-
-    def embed_queries(self, texts: Sequence[str]) -> np.ndarray: ...
-
-
-def _normalise(v: np.ndarray) -> np.ndarray:
-    v = np.asarray(v, dtype=np.float32)
-    if v.ndim == 1:
-        v = v[None, :]
-    n = np.linalg.norm(v, axis=1, keepdims=True)
-    n[n == 0] = 1.0
-    return v / n
 
 
 def model_slug(name: str) -> str:
@@ -128,11 +109,15 @@ class GroupEncoder:
 class SentenceTransformerEmbedder:
     """In-process sentence-transformers model (default: packaged all-MiniLM-L6-v2).
 
-    Loaded once per process (~8 s); ``encode`` is guarded by a lock because the
-    worker calls it from several threads.
+    Loaded once per process (~8 s); the worker calls it from several threads, which
+    ``GroupEncoder`` serves one model call at a time.
     """
 
     def __init__(self, model: str = "all-minilm-l6-v2", batch_size: int = 64, device: str = "cpu"):
+        # Process setup, not configuration (the one exception to "environment only in
+        # streams/settings.py"): huggingface_hub and transformers read these variables when
+        # they are first imported, on the next line, and offer no other switch. The models
+        # are packaged, so nothing may be downloaded; setdefault keeps an operator's choice.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
@@ -184,7 +169,7 @@ class UseEmbedder:
         self._m = USE(threads=threads)
         self.name = "use-multilingual-v3"
         self.dim = 512
-        self._group = GroupEncoder(lambda texts: _normalise(self._m.encode(texts)))
+        self._group = GroupEncoder(lambda texts: normalise(self._m.encode(texts)))
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -210,7 +195,7 @@ class E5Embedder:
 
     def _locked(self, fn, texts: list[str]) -> np.ndarray:
         with self._lock:
-            return _normalise(fn(texts))
+            return normalise(fn(texts))
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -254,7 +239,7 @@ class OpenAIEmbedder:
         used = getattr(getattr(resp, "usage", None), "prompt_tokens", 0) or 0
         self._tokens.n = getattr(self._tokens, "n", 0) + int(used)
         data = sorted(resp.data, key=lambda d: d.index)
-        return _normalise(np.array([d.embedding for d in data], dtype=np.float32))
+        return normalise(np.array([d.embedding for d in data], dtype=np.float32))
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -325,7 +310,6 @@ def build_embedder(provider: str = "sentence-transformers", model: str = "all-mi
         if key in _CACHE:
             return _CACHE[key]
         if service_url:
-            from streams.embedding.client import ServiceEmbedder
             emb: Embedder = ServiceEmbedder(service_url, served_name(provider, model), **(service_options or {}))
         else:
             emb = build_embedder_uncached(provider, model, base_url=base_url, api_key=api_key,

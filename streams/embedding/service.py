@@ -23,9 +23,11 @@ once with 429 and ``Retry-After``, never queued without limit.
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Literal, Sequence
 
@@ -35,7 +37,8 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from pydantic import BaseModel, Field
 
-from streams.embedding.providers import MODEL_PROVIDERS, Embedder, model_slug, served_name
+from streams.embedding.port import Embedder
+from streams.embedding.providers import MODEL_PROVIDERS, build_embedder_uncached, model_slug, served_name
 
 log = logging.getLogger(__name__)
 
@@ -258,18 +261,45 @@ class CollectionEmbedRequest(BaseModel):
     dimension: int | None = None   # what the caller's index expects
 
 
+def _encoded(vecs: np.ndarray, encoding_format: str) -> list:
+    if encoding_format == "base64":  # little-endian float32, as OpenAI sends it
+        return [base64.b64encode(v.astype("<f4").tobytes()).decode() for v in vecs]
+    return [v.tolist() for v in vecs]
+
+
+def _refuse_another_space(b: ModelBatcher, collection: str, req: CollectionEmbedRequest,
+                          metrics: ServiceMetrics) -> None:
+    """409 when the caller's model or dimension is not the collection's: query and index must agree."""
+    if req.model is not None and model_slug(req.model) != b.name:
+        metrics.rejected.labels(b.name, "model_mismatch").inc()
+        raise HTTPException(409, f"collection {collection!r} is embedded with {b.name!r}, "
+                                 f"not {req.model!r}: query and index must share one vector space")
+    if req.dimension is not None and req.dimension != b.dim:
+        metrics.rejected.labels(b.name, "dimension_mismatch").inc()
+        raise HTTPException(409, f"collection {collection!r} has dimension {b.dim}, not {req.dimension}")
+
+
+async def _embed(b: ModelBatcher, texts: list[str], kind: str, route: str,
+                 metrics: ServiceMetrics) -> np.ndarray | JSONResponse:
+    """The vectors, or 429 with ``Retry-After`` when the model's queue is full."""
+    t0 = time.perf_counter()
+    try:
+        vecs = await b.embed(texts, kind)
+    except QueueFull as e:
+        return JSONResponse({"error": {"message": str(e), "type": "queue_full"}}, status_code=429,
+                            headers={"Retry-After": str(max(1, round(e.retry_after_s)))})
+    metrics.latency.labels(b.name, route).observe(time.perf_counter() - t0)
+    return vecs
+
+
 def build_service(config: ServiceConfig, *, factories: dict[str, Callable[[], Embedder]] | None = None) -> FastAPI:
     """The FastAPI app. ``factories`` (model → embedder constructor) defaults to the providers."""
-    from streams.embedding.providers import build_embedder_uncached
-
     metrics = ServiceMetrics()
     batchers = {
         name: ModelBatcher(name, (factories or {}).get(name) or (lambda p=provider, m=name: build_embedder_uncached(p, m, threads=config.threads)),
                            workers=config.workers, max_batch=config.max_batch, max_wait_ms=config.max_wait_ms,
                            max_queue=config.max_queue, metrics=metrics)
         for name, provider in config.models.items()}
-
-    from contextlib import asynccontextmanager
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -290,14 +320,7 @@ def build_service(config: ServiceConfig, *, factories: dict[str, Callable[[], Em
         return b
 
     async def run(b: ModelBatcher, texts: list[str], kind: str, route: str) -> np.ndarray | JSONResponse:
-        t0 = time.perf_counter()
-        try:
-            vecs = await b.embed(texts, kind)
-        except QueueFull as e:
-            return JSONResponse({"error": {"message": str(e), "type": "queue_full"}}, status_code=429,
-                                headers={"Retry-After": str(max(1, round(e.retry_after_s)))})
-        metrics.latency.labels(b.name, route).observe(time.perf_counter() - t0)
-        return vecs
+        return await _embed(b, texts, kind, route, metrics)
 
     @app.post("/v1/embeddings")
     async def embeddings(req: EmbeddingsRequest):
@@ -306,12 +329,7 @@ def build_service(config: ServiceConfig, *, factories: dict[str, Callable[[], Em
         vecs = await run(b, texts, req.input_type, "openai")
         if isinstance(vecs, JSONResponse):
             return vecs
-        if req.encoding_format == "base64":  # little-endian float32, as OpenAI sends it
-            import base64
-
-            enc = [base64.b64encode(v.astype("<f4").tobytes()).decode() for v in vecs]
-        else:
-            enc = [v.tolist() for v in vecs]
+        enc = _encoded(vecs, req.encoding_format)
         return {"object": "list", "model": b.name,
                 "data": [{"object": "embedding", "index": i, "embedding": e} for i, e in enumerate(enc)],
                 "usage": {"prompt_tokens": sum(len(t.split()) for t in texts),
@@ -331,13 +349,7 @@ def build_service(config: ServiceConfig, *, factories: dict[str, Callable[[], Em
     @app.post("/v1/collections/{collection}/embed")
     async def collection_embed(collection: str, req: CollectionEmbedRequest):
         b = resolve(collection)
-        if req.model is not None and model_slug(req.model) != b.name:
-            metrics.rejected.labels(b.name, "model_mismatch").inc()
-            raise HTTPException(409, f"collection {collection!r} is embedded with {b.name!r}, "
-                                     f"not {req.model!r}: query and index must share one vector space")
-        if req.dimension is not None and req.dimension != b.dim:
-            metrics.rejected.labels(b.name, "dimension_mismatch").inc()
-            raise HTTPException(409, f"collection {collection!r} has dimension {b.dim}, not {req.dimension}")
+        _refuse_another_space(b, collection, req, metrics)
         vecs = await run(b, req.input, req.kind, "collection")
         if isinstance(vecs, JSONResponse):
             return vecs

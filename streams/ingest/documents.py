@@ -19,6 +19,7 @@ import psycopg
 from uuid6 import uuid7
 
 from streams.ingest.chunking import Chunk, chunk_text
+from schemas.events import ChunkEvent
 from streams.outbox.write import add_events, outbox_row
 
 SUPPORTED_SUFFIXES = {".md", ".markdown", ".txt", ".text"}
@@ -79,9 +80,8 @@ def write_document(conn: psycopg.Connection, *, account_id: int, source: str, te
         if vanished:
             conn.execute("UPDATE chunks SET deleted_at = now(), updated_at = now() WHERE id = ANY(%s)",
                          (vanished,))
-            events += [outbox_row("chunk", cid, "chunk.deleted",
-                                  {"schema_version": 1, "chunk_id": cid, "account_id": account_id,
-                                   "document_id": doc_id}) for cid in vanished]
+            events += [outbox_row("chunk.deleted", ChunkEvent(chunk_id=cid, account_id=account_id, document_id=doc_id))
+                       for cid in vanished]
             result.tombstoned = len(vanished)
         moved = [(cid, c.seq) for cid, old, c in keep if old != c.seq]
         if moved:
@@ -91,9 +91,8 @@ def write_document(conn: psycopg.Connection, *, account_id: int, source: str, te
             with conn.cursor() as cur:
                 cur.executemany("UPDATE chunks SET seq = %s, updated_at = now() WHERE id = %s",
                                 [(seq, cid) for cid, seq in moved])
-            events += [outbox_row("chunk", cid, "chunk.upserted",
-                                  {"schema_version": 1, "chunk_id": cid, "account_id": account_id,
-                                   "document_id": doc_id}) for cid in ids]
+            events += [outbox_row("chunk.upserted", ChunkEvent(chunk_id=cid, account_id=account_id, document_id=doc_id))
+                       for cid in ids]
             result.moved = len(moved)
         result.unchanged = len(keep) - len(moved)
         if new:
@@ -102,9 +101,8 @@ def write_document(conn: psycopg.Connection, *, account_id: int, source: str, te
                 cur.executemany(
                     "INSERT INTO chunks (id, account_id, document_id, seq, content, content_hash) "
                     "VALUES (%s, %s, %s, %s, %s, %s)", rows)
-            events += [outbox_row("chunk", r[0], "chunk.upserted",
-                                  {"schema_version": 1, "chunk_id": r[0], "account_id": account_id,
-                                   "document_id": doc_id}) for r in rows]
+            events += [outbox_row("chunk.upserted", ChunkEvent(chunk_id=r[0], account_id=account_id, document_id=doc_id))
+                       for r in rows]
             result.inserted = len(new)
         result.events = add_events(conn, events)
         result.touched_chunk_ids = [e[2] for e in events]
@@ -149,9 +147,8 @@ def delete_document(conn: psycopg.Connection, account_id: int, *, document_id: s
             "RETURNING id", (doc_id,)).fetchall()]
         conn.execute("UPDATE documents SET deleted_at = COALESCE(deleted_at, now()), updated_at = now() "
                      "WHERE id = %s", (doc_id,))
-        add_events(conn, [outbox_row("chunk", cid, "chunk.deleted",
-                                     {"schema_version": 1, "chunk_id": cid, "account_id": account_id,
-                                      "document_id": doc_id}) for cid in gone])
+        add_events(conn, [outbox_row("chunk.deleted", ChunkEvent(chunk_id=cid, account_id=account_id,
+                                                                  document_id=doc_id)) for cid in gone])
     rows = [r for r in list_documents(conn, account_id, include_deleted=True) if str(r["id"]) == doc_id]
     return rows[0] if rows else None
 

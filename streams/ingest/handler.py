@@ -13,7 +13,7 @@ from streams.ingest.knowledge import EmbedderFor, IndexStats, ensure_chunk_colle
 from streams.kafka.consume import DeadLetter, Record
 from streams.kafka.envelope import DecodeError, decode_outbox
 from streams.store.events import mark_processed, unprocessed
-from streams.vectors.store import VectorStore
+from streams.vectors.port import VectorStore
 
 log = logging.getLogger(__name__)
 

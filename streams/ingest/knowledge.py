@@ -16,8 +16,9 @@ from psycopg_pool import ConnectionPool
 
 from streams.embedding import Embedder
 from streams.embedding.providers import model_slug
+from schemas.events import ChunkEvent
 from streams.outbox.write import add_events, outbox_row
-from streams.vectors.store import Hit, VectorStore
+from streams.vectors.port import Hit, VectorStore
 
 log = logging.getLogger(__name__)
 
@@ -334,14 +335,12 @@ def reconcile(*, pool: ConnectionPool, store: VectorStore, domain: str, account_
             for x in out:
                 for cid in x.missing + x.stale:
                     r = live_by_id[cid]
-                    rows.append(outbox_row("chunk", cid, "chunk.upserted", {
-                        "schema_version": 1, "chunk_id": cid, "account_id": x.account_id,
-                        "document_id": r["document_id"]}))
+                    rows.append(outbox_row("chunk.upserted", ChunkEvent(
+                        chunk_id=cid, account_id=x.account_id, document_id=r["document_id"])))
                 for cid in x.extra:
                     doc = points[cid].get("document_id") or "00000000-0000-0000-0000-000000000000"
-                    rows.append(outbox_row("chunk", cid, "chunk.deleted", {
-                        "schema_version": 1, "chunk_id": cid, "account_id": x.account_id,
-                        "document_id": doc}))
+                    rows.append(outbox_row("chunk.deleted", ChunkEvent(
+                        chunk_id=cid, account_id=x.account_id, document_id=doc)))
                 x.requeued = x.total
             add_events(conn, rows)
     return out

@@ -10,7 +10,7 @@ process and never will (``DeadLetter``). Errors are routed by kind
   the same batch is retried with backoff until it recovers; nothing is
   acknowledged meanwhile (the stall is a metric and a health status);
 * anything else is a bug: it propagates, and the agent exits before
-  committing (``streams.app.settle``).
+  committing (``streams.kafka.agent.settle``).
 
 Dead letters go to ``<topic>.dlq``; one that the broker refuses (too large,
 invalid) is re-sent by reference (``dlq.by_reference``: topic, partition,

@@ -53,57 +53,60 @@ def _chain(exc: BaseException):
         exc = exc.__cause__ or exc.__context__
 
 
-def _one(e: BaseException) -> str | None:
-    if isinstance(e, DependencyUnavailable):
-        return e.dependency
-    mod = type(e).__module__ or ""
+def _postgres_down(e: BaseException) -> bool:
     try:
         import psycopg
         from psycopg_pool import PoolTimeout
-
-        if isinstance(e, PoolTimeout):
-            return "postgres"
-        if isinstance(e, psycopg.OperationalError):  # connection lost/refused, shutdown, statement timeout
-            return "postgres"
-        if isinstance(e, psycopg.InterfaceError) and "closed" in str(e):
-            return "postgres"
     except ImportError:  # pragma: no cover
-        pass
+        return False
+    return (isinstance(e, (PoolTimeout, psycopg.OperationalError))  # lost/refused, shutdown, statement timeout
+            or (isinstance(e, psycopg.InterfaceError) and "closed" in str(e)))
+
+
+def _kafka_down(e: BaseException) -> bool:
     try:
         from aiokafka.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
-
-        if isinstance(e, (KafkaConnectionError, KafkaTimeoutError)):
-            return "kafka"
-        if isinstance(e, KafkaError) and getattr(e, "retriable", False):
-            return "kafka"
     except ImportError:  # pragma: no cover
-        pass
+        return False
+    return (isinstance(e, (KafkaConnectionError, KafkaTimeoutError))
+            or (isinstance(e, KafkaError) and bool(getattr(e, "retriable", False))))
+
+
+def _llm_down(e: BaseException) -> bool:
     try:
         import openai
-
-        if isinstance(e, (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)):
-            return "llm"
     except ImportError:  # pragma: no cover
-        pass
-    if mod.startswith("qdrant_client"):
-        if type(e).__name__ in ("ResponseHandlingException",):
-            return "qdrant"
-        status = getattr(e, "status_code", None)
-        if isinstance(status, int) and (status >= 500 or status == 429):
-            return "qdrant"
+        return False
+    return isinstance(e, (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError))
+
+
+def _qdrant_down(e: BaseException) -> bool:
+    if not (type(e).__module__ or "").startswith("qdrant_client"):
+        return False
+    status = getattr(e, "status_code", None)
+    return type(e).__name__ == "ResponseHandlingException" or (isinstance(status, int) and
+                                                               (status >= 500 or status == 429))
+
+
+def _http_down(e: BaseException) -> bool:
     try:
         import httpx
-
-        if isinstance(e, httpx.TransportError):
-            return "http"
-        if isinstance(e, httpx.HTTPStatusError) and (e.response.status_code >= 500
-                                                     or e.response.status_code == 429):
-            return "http"
     except ImportError:  # pragma: no cover
-        pass
-    if isinstance(e, (ConnectionError, TimeoutError)):
-        return "network"
-    return None
+        return False
+    return isinstance(e, httpx.TransportError) or (isinstance(e, httpx.HTTPStatusError) and
+                                                   (e.response.status_code >= 500 or e.response.status_code == 429))
+
+
+# In this order: the first that recognises an exception names the dependency.
+_DEPENDENCIES = (("postgres", _postgres_down), ("kafka", _kafka_down), ("llm", _llm_down),
+                 ("qdrant", _qdrant_down), ("http", _http_down),
+                 ("network", lambda e: isinstance(e, (ConnectionError, TimeoutError))))
+
+
+def _one(e: BaseException) -> str | None:
+    if isinstance(e, DependencyUnavailable):
+        return e.dependency
+    return next((name for name, down in _DEPENDENCIES if down(e)), None)
 
 
 def dependency_of(exc: BaseException) -> str | None:

@@ -56,6 +56,53 @@ async def _positions(consumer: AIOKafkaConsumer, tps: list[TopicPartition], pos,
     return {tp: (found[tp].offset if found.get(tp) else None) for tp in tps}
 
 
+async def _partitions(consumer: AIOKafkaConsumer, topic: str) -> list[TopicPartition]:
+    parts = consumer.partitions_for_topic(topic)
+    if not parts:
+        await consumer._client.force_metadata_update()  # noqa: SLF001
+        parts = consumer.partitions_for_topic(topic)
+    if not parts:
+        raise LookupError(f"topic {topic!r} does not exist")
+    return [TopicPartition(topic, p) for p in sorted(parts)]
+
+
+async def _read_range(consumer: AIOKafkaConsumer, starts: dict, ends: dict, idle_timeout: float) -> list:
+    """Every record of ``[start, end)`` per partition (an open end: until idle for ``idle_timeout``)."""
+    active = set()
+    for tp, start in starts.items():
+        if start is None:  # a timestamp after the last record
+            continue
+        consumer.seek(tp, start)
+        active.add(tp)
+    picked = []
+    last_seen = asyncio.get_running_loop().time()
+    while active:
+        batch = await consumer.getmany(*active, timeout_ms=500)
+        now = asyncio.get_running_loop().time()
+        if not any(batch.values()):
+            if now - last_seen > idle_timeout:
+                break
+            continue
+        last_seen = now
+        for tp, recs in batch.items():
+            for r in recs:
+                if ends[tp] is not None and r.offset >= ends[tp]:
+                    active.discard(tp)
+                    break
+                picked.append(r)
+    return picked
+
+
+def _destination(topic: str, record) -> tuple[str, list]:
+    """Where a record goes back to, with which headers: a ``.dlq`` record returns to its source
+    topic without the ``dlq.*`` headers; any other record to its own topic."""
+    headers = list(record.headers or ())
+    if not topic.endswith(".dlq"):
+        return topic, headers
+    src = dict(headers).get("dlq.source_topic")
+    return (src.decode() if src else topic[: -len(".dlq")]), [(k, v) for k, v in headers if not k.startswith("dlq.")]
+
+
 async def replay_topic(settings: Settings, topic: str, start=None, end=None, *, dry_run: bool = False,
                        idle_timeout: float = 3.0,
                        progress: Callable[[int], None] | None = None) -> ReplayResult:
@@ -71,51 +118,18 @@ async def replay_topic(settings: Settings, topic: str, start=None, end=None, *, 
     if producer:
         await producer.start()
     try:
-        parts = consumer.partitions_for_topic(topic)
-        if not parts:
-            await consumer._client.force_metadata_update()  # noqa: SLF001
-            parts = consumer.partitions_for_topic(topic)
-        if not parts:
-            raise LookupError(f"topic {topic!r} does not exist")
-        tps = [TopicPartition(topic, p) for p in sorted(parts)]
+        tps = await _partitions(consumer, topic)
         consumer.assign(tps)
         starts = await _positions(consumer, tps, start, "beginning")
         ends = await _positions(consumer, tps, end, "open")
-        active = set()
-        for tp in tps:
-            if starts[tp] is None:  # a timestamp after the last record
-                continue
-            consumer.seek(tp, starts[tp])
-            active.add(tp)
-        is_dlq = topic.endswith(".dlq")
         # Phase 1: read the whole range first, so that replaying a topic into
         # itself never reads its own replayed records.
-        picked = []
-        last_seen = asyncio.get_running_loop().time()
-        while active:
-            batch = await consumer.getmany(*active, timeout_ms=500)
-            now = asyncio.get_running_loop().time()
-            if not any(batch.values()):
-                if now - last_seen > idle_timeout:
-                    break
-                continue
-            last_seen = now
-            for tp, recs in batch.items():
-                for r in recs:
-                    if ends[tp] is not None and r.offset >= ends[tp]:
-                        active.discard(tp)
-                        break
-                    picked.append(r)
+        picked = await _read_range(consumer, starts, ends, idle_timeout)
         res.read = len(picked)
         # Phase 2: produce, in the original order per partition.
         futs = []
         for r in picked:
-            headers = list(r.headers or ())
-            target = topic
-            if is_dlq:
-                src = dict(headers).get("dlq.source_topic")
-                target = src.decode() if src else topic[: -len(".dlq")]
-                headers = [(k, v) for k, v in headers if not k.startswith("dlq.")]
+            target, headers = _destination(topic, r)
             res.by_target[target] = res.by_target.get(target, 0) + 1
             if producer:
                 futs.append(await producer.send(target, key=r.key, value=r.value, headers=headers))

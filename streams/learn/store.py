@@ -18,6 +18,7 @@ import psycopg
 
 from streams.learn.consolidate import MAX_LIVE_FACTS, Plan, StoredFact, over_cap
 from streams.learn.model import Message, Transcript
+from schemas.events import MemoryEvent
 from streams.outbox.write import add_events, outbox_row
 
 
@@ -160,9 +161,7 @@ def _stored(rows: list[dict]) -> list[StoredFact]:
 
 
 def _memory_event(type_: str, memory_id: int, account_id: int, contact_id: int) -> tuple:
-    return outbox_row("memory", memory_id, type_,
-                      {"schema_version": 1, "memory_id": memory_id, "account_id": account_id,
-                       "contact_id": contact_id})
+    return outbox_row(type_, MemoryEvent(memory_id=memory_id, account_id=account_id, contact_id=contact_id))
 
 
 @dataclass

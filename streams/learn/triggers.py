@@ -11,6 +11,7 @@ from datetime import datetime, timedelta, timezone
 
 import psycopg
 
+from schemas.events import ConversationEvent
 from streams.outbox.write import add_events, outbox_row
 
 log = logging.getLogger(__name__)
@@ -19,9 +20,8 @@ SILENCE = timedelta(minutes=30)
 
 
 def _event(type_: str, conversation_id: int, account_id: int, contact_id: int, reason: str) -> tuple:
-    return outbox_row("conversation", conversation_id, type_,
-                      {"schema_version": 1, "conversation_id": conversation_id, "account_id": account_id,
-                       "contact_id": contact_id, "reason": reason})
+    return outbox_row(type_, ConversationEvent(conversation_id=conversation_id, account_id=account_id,
+                                               contact_id=contact_id, reason=reason))
 
 
 def resolve_conversation(conn: psycopg.Connection, conversation_id: int, *, now: datetime | None = None) -> bool:

@@ -23,6 +23,7 @@ import psycopg
 from streams.learn import store
 from streams.learn.consolidate import MAX_LIVE_FACTS
 from streams.learn.taxonomy import REDUCED_WEIGHT_FACTOR, ttl_policy
+from schemas.events import MemoryEvent
 from streams.outbox.write import add_events, outbox_row
 
 log = logging.getLogger(__name__)
@@ -46,8 +47,7 @@ class AgingReport:
 
 
 def _event(type_: str, r: dict) -> tuple:
-    return outbox_row("memory", r["id"], type_, {"schema_version": 1, "memory_id": r["id"],
-                                                 "account_id": r["account_id"], "contact_id": r["contact_id"]})
+    return outbox_row(type_, MemoryEvent(memory_id=r["id"], account_id=r["account_id"], contact_id=r["contact_id"]))
 
 
 def age_memories(conn: psycopg.Connection, *, now: datetime, dry_run: bool = False,

@@ -130,8 +130,8 @@ def verify_erasure(
 
     store = None
     if qdrant:
+        from streams.bootstrap import open_vector_store
         from streams.settings import get_settings
-        from streams.vectors.store import open_vector_store
 
         store = open_vector_store(get_settings())
     try:

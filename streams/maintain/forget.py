@@ -30,6 +30,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from streams.learn import store
+from schemas.events import ContactEvent
 from streams.outbox.write import add_events, outbox_row
 
 log = logging.getLogger(__name__)
@@ -40,8 +41,7 @@ def _now(now: datetime | None) -> datetime:
 
 
 def _contact_event(type_: str, account_id: int, contact_id: int) -> tuple:
-    return outbox_row("contact", f"{account_id}:{contact_id}", type_,
-                      {"schema_version": 1, "account_id": account_id, "contact_id": contact_id})
+    return outbox_row(type_, ContactEvent(account_id=account_id, contact_id=contact_id))
 
 
 def forget_memory(conn: psycopg.Connection, account_id: int, memory_id: int, *, actor: str = "cli",

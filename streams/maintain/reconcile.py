@@ -33,6 +33,7 @@ from psycopg_pool import ConnectionPool
 
 from schemas.events import OutboundReply
 from streams import metrics
+from schemas.events import ConversationEvent
 from streams.outbox.write import add_events, outbox_row
 
 log = logging.getLogger(__name__)
@@ -86,9 +87,9 @@ def missing_extractions(pool: ConnectionPool, *, account_id: int | None = None, 
                ORDER BY c.id LIMIT %(limit)s""",
             dict(cut=cut, acc=account_id, limit=limit)).fetchall()
         if repair and rows:
-            add_events(conn, [outbox_row("conversation", r["id"], f"conversation.{r['why']}", {
-                "schema_version": 1, "conversation_id": r["id"], "account_id": r["account_id"],
-                "contact_id": r["contact_id"], "reason": r["why"]}) for r in rows])
+            add_events(conn, [outbox_row(f"conversation.{r['why']}", ConversationEvent(
+                conversation_id=r["id"], account_id=r["account_id"], contact_id=r["contact_id"], reason=r["why"]))
+                for r in rows])
             metrics.RECONCILE_REPAIRS.labels("extractions").inc(len(rows))
     return [r["id"] for r in rows]
 

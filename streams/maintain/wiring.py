@@ -13,6 +13,8 @@ import asyncio
 import logging
 from datetime import datetime, timezone
 
+from streams.kafka.agent import edges_ready
+
 log = logging.getLogger(__name__)
 
 SILENCE_EVERY = 600.0
@@ -23,7 +25,6 @@ HARD_DELETE_EVERY = 24 * 3600.0
 def register(app, settings, container, roles, *, batch_agent, state) -> None:
     if "maintain" not in roles:
         return
-    from streams.app import edges_ready
     from streams.learn.triggers import announce_silent
     from streams.maintain.aging import age_memories, hard_delete
     from streams.store.events import purge_processed
@@ -88,8 +89,6 @@ def register(app, settings, container, roles, *, batch_agent, state) -> None:
                         fn(conn)
             await guarded(name, run)
         # offers recorded (now or by an earlier run whose publish failed) leave here
-        from streams.app import edges_ready
-
         await edges_ready(state)
         try:
             await publish_offers(container.pool, state["producer"], qualified(settings, OUTBOUND))

@@ -1,20 +1,51 @@
-"""Write outbox rows inside the caller's transaction (docs/architecture.md §2, §3)."""
+"""Write outbox rows inside the caller's transaction (docs/architecture.md §2, §3).
+
+Events are the typed contracts of ``schemas/events.py`` (``ChunkEvent``,
+``ConversationEvent``, ``MemoryEvent``, ``ContactEvent``): the model is
+validated when it is built, its aggregate (topic ``outbox.event.<aggregate>``)
+and key follow from its class, and the event type must be one the contract
+declares. Nothing else writes the ``outbox`` table, so a row the relay or
+Debezium publishes always decodes on the consuming side.
+"""
 
 from __future__ import annotations
 
-import json
-from typing import Any, Iterable
+from typing import Iterable, Union
 
 import psycopg
 from uuid6 import uuid7
 
+from schemas.events import EVENT_TYPES, OUTBOX_PAYLOADS, ChunkEvent, ContactEvent, ConversationEvent, MemoryEvent
 
-def outbox_row(aggregatetype: str, aggregateid: Any, type_: str, payload: dict) -> tuple:
-    return (str(uuid7()), aggregatetype, str(aggregateid), type_,
-            json.dumps(payload, default=str, ensure_ascii=False))
+OutboxEvent = Union[ChunkEvent, ConversationEvent, MemoryEvent, ContactEvent]
+AGGREGATE_OF: dict[type, str] = {model: name for name, model in OUTBOX_PAYLOADS.items()}
+
+
+def aggregate_id(event: OutboxEvent) -> str:
+    """The record key: one aggregate's events stay in order on one partition."""
+    if isinstance(event, ChunkEvent):
+        return str(event.chunk_id)
+    if isinstance(event, ConversationEvent):
+        return str(event.conversation_id)
+    if isinstance(event, MemoryEvent):
+        return str(event.memory_id)
+    if isinstance(event, ContactEvent):
+        return f"{event.account_id}:{event.contact_id}"
+    raise TypeError(f"{type(event).__name__} is not an outbox event")
+
+
+def outbox_row(type_: str, event: OutboxEvent) -> tuple:
+    """One outbox row for ``event`` announced as ``type_`` (e.g. ``chunk.upserted``)."""
+    aggregate = AGGREGATE_OF.get(type(event))
+    if aggregate is None:
+        raise TypeError(f"{type(event).__name__} is not an outbox event")
+    if type_ not in EVENT_TYPES[aggregate]:
+        raise ValueError(f"{type_!r} is not an event type of {aggregate}: {sorted(EVENT_TYPES[aggregate])}")
+    return (str(uuid7()), aggregate, aggregate_id(event), type_, event.model_dump_json())
 
 
 def add_events(conn: psycopg.Connection, rows: Iterable[tuple]) -> int:
+    """Insert rows built by ``outbox_row`` on the caller's connection (its transaction)."""
     rows = list(rows)
     if not rows:
         return 0

@@ -6,7 +6,6 @@ import functools
 import re
 import unicodedata
 
-
 _WORD_CHARS = frozenset("0123456789abcdefghijklmnopqrstuvwxyz$")
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from streams import metrics
 from streams.embedding import EmbeddingError
 from streams.pricing import count_metrics
 from streams.kafka import errors
+from streams.kafka.agent import edges_ready, record_of, settle
 from streams.kafka.consume import DeadLetter, Record, oversized
 from streams.kafka.topics import INBOUND, OUTBOUND, qualified
 from streams.respond.handler import RespondOutcome, Responder, respond
@@ -41,7 +41,6 @@ from streams.respond.handler import RespondOutcome, Responder, respond
 log = logging.getLogger(__name__)
 
 BATCH_MAX = 64
-BATCH_WITHIN_S = float(os.environ.get("MEMORIA_RESPOND_BATCH_WITHIN", "0.005"))
 PARALLEL_CONVERSATIONS = 8
 
 
@@ -56,10 +55,9 @@ def build_responder(settings, container) -> Responder:
     store = container.vector_store  # the worker owns the local store: never its HTTP proxy
     knowledge_embedder = CollectionEmbedder(store, settings.vector_domain, container.embedder_for,
                                             container.embedder)
-    delay = float(os.environ.get("MEMORIA_RECALL_INJECT_DELAY_S", "0") or 0)  # drills and tests only
     return Responder(
         store=PostgresConversationStore(container.pool),
-        memory=PostgresMemoryRecall(container.pool, memory_embedder.name, inject_delay_s=delay),
+        memory=PostgresMemoryRecall(container.pool, memory_embedder.name, inject_delay_s=settings.recall_inject_delay_s),
         knowledge=ChunkKnowledgeSearch(container.pool, store, settings.vector_domain, container.embedder_for,
                                        query_model=lambda: knowledge_embedder.name),
         memory_embedder=memory_embedder, knowledge_embedder=knowledge_embedder,
@@ -181,8 +179,6 @@ class RespondRunner:
 def register(app, settings, container, roles, *, batch_agent, state) -> None:
     if "respond" not in roles:
         return
-    from streams.app import _record, edges_ready, settle
-
     metrics.init_series([qualified(settings, INBOUND)])
     topic = app.topic(qualified(settings, INBOUND), key_type=bytes, value_type=bytes,
                       key_serializer="raw", value_serializer="raw")
@@ -211,5 +207,5 @@ def register(app, settings, container, roles, *, batch_agent, state) -> None:
                                max_record_bytes=settings.kafka_max_record_bytes)
         if deps.acts is not None:
             deps.acts.emit = runner._emit  # a slow tool's second reply leaves like any reply
-        async for events in stream.take_events(BATCH_MAX, within=BATCH_WITHIN_S):
-            await settle(runner.handle([_record(e) for e in events]), "respond")
+        async for events in stream.take_events(BATCH_MAX, within=settings.respond_batch_within):
+            await settle(runner.handle([record_of(e) for e in events]), "respond")

@@ -1,10 +1,2 @@
-"""Vector stores: Qdrant (local mode or server) and a proxy to the worker that
-owns a local store. All three expose the same ``VectorStore`` operations."""
-
-from streams.vectors.store import (  # noqa: F401
-    Hit,
-    LocalStoreBusy,
-    QdrantStore,
-    VectorStore,
-    open_vector_store,
-)
+"""Vector stores: the port (``port.py``), Qdrant in local mode or as a server (``store.py``) and a
+proxy to the worker that owns a local store (``proxy.py``), all with the same ``VectorStore`` operations."""

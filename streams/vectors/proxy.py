@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from aiohttp import web
 
-from streams.vectors.store import Hit, VectorStore
+from streams.vectors.port import Hit, VectorStore
 
 OPERATIONS = frozenset({
     "alias_target", "list_collections", "create_collection", "drop_collection", "point_alias",

@@ -1,4 +1,4 @@
-"""The vector-store port and its Qdrant adapter.
+"""The Qdrant adapter of the vector-store port (``streams.vectors.port``).
 
 Collections hold one embedding model each; readers reach them through an
 alias (docs/architecture.md §4A). Points carry a minimal payload (account_id, document_id,
@@ -7,7 +7,8 @@ cosine *distance* is ``1 - score``.
 
 Local mode (``qdrant-client`` with a path) can be opened by one process at a
 time: the worker opens it and serves the same operations over HTTP
-(``streams.vectors.proxy``) so that the CLI keeps working beside it.
+(``streams.vectors.proxy``) so that the CLI keeps working beside it
+(``streams.bootstrap.open_vector_store`` picks the adapter).
 """
 
 from __future__ import annotations
@@ -15,44 +16,11 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Any
 
-from streams.settings import Settings
+from streams.vectors.port import Hit, LocalStoreBusy
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Hit:
-    id: str
-    score: float            # cosine similarity
-    payload: dict[str, Any]
-
-    @property
-    def distance(self) -> float:
-        return 1.0 - self.score
-
-
-class LocalStoreBusy(RuntimeError):
-    """The local Qdrant store is opened by another process (the worker)."""
-
-
-class VectorStore(Protocol):
-    def alias_target(self, alias: str) -> str | None: ...
-    def list_collections(self) -> list[str]: ...
-    def create_collection(self, name: str, dim: int) -> None: ...
-    def drop_collection(self, name: str) -> None: ...
-    def point_alias(self, alias: str, collection: str) -> None: ...
-    def upsert(self, collection: str, ids: Sequence[str], vectors: Sequence[Sequence[float]],
-               payloads: Sequence[dict]) -> None: ...
-    def set_payloads(self, collection: str, items: Sequence[tuple[str, dict]]) -> None: ...
-    def delete(self, collection: str, ids: Sequence[str]) -> None: ...
-    def retrieve(self, collection: str, ids: Sequence[str]) -> dict[str, dict]: ...
-    def search(self, collection: str, vector: Sequence[float], *, account_id: int, limit: int,
-               min_score: float | None = None) -> list[Hit]: ...
-    def scroll(self, collection: str, account_id: int | None = None) -> dict[str, dict]: ...
-    def count(self, collection: str) -> int: ...
 
 
 class QdrantStore:
@@ -291,23 +259,3 @@ class QdrantStore:
     def count(self, collection) -> int:
         with self._lock:
             return int(self._c.count(collection, exact=True).count)
-
-
-def open_vector_store(settings: Settings, *, prefer_proxy: bool = True) -> VectorStore:
-    """The store a process should use.
-
-    ``QDRANT_URL`` set → the server. Otherwise the local path; if the worker
-    holds it, the worker's HTTP proxy (same operations).
-    """
-    if settings.qdrant_url:
-        return QdrantStore(url=settings.qdrant_url, api_key=settings.qdrant_api_key)
-    try:
-        return QdrantStore(path=settings.qdrant_path)
-    except LocalStoreBusy:
-        if not prefer_proxy:
-            raise
-        from streams.vectors.proxy import VectorStoreClient
-
-        url = f"http://{settings.worker_web_host}:{settings.worker_web_port}"
-        log.info("local Qdrant store is held by the worker; using its proxy at %s", url)
-        return VectorStoreClient(url)

@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+from datetime import date, datetime, timezone
 from pathlib import Path
 
 import httpx
@@ -64,6 +65,17 @@ def _seed(env) -> tuple[str, str, dict]:
         c.execute("INSERT INTO contact_memories (account_id, contact_id, memory_type, memory_key, content, "
                   "evidence, confidence, scope) VALUES (2, 200, 'restricao', 'allergy', 'Segredo da conta 2', 'x', "
                   "0.9, 'global')")
+        # issue 11 on the console: an occasion in 3 days (an offer in the preview) and customers' requests
+        soon = date.fromordinal(datetime.now(timezone.utc).date().toordinal() + 3)
+        ids["birthday"] = c.execute(
+            "INSERT INTO contact_memories (account_id, contact_id, memory_type, memory_key, content, normalized_value, "
+            "evidence, confidence, scope, source_conversation_id, source_unit_id) VALUES (1, 101, 'data_comemorativa', "
+            "'birthday', %s, %s, 'x', 0.9, 'global', %s, 12) RETURNING id",
+            (f"Aniversário do cliente em {soon:%d/%m}", f"{soon:%d-%m}", conv["c-3"])).fetchone()["id"]
+        ids["soon"] = soon
+        c.execute("INSERT INTO privacy_requests (account_id, contact_id, conversation_id, message_id, kind, text, facts) "
+                  "VALUES (1, 100, 'c-1', 'w1', 'access', 'oq vcs sabem de mim?', 4), "
+                  "(2, 200, 'c-200', 'w2', 'erasure', 'Segredo: apaga tudo', 1)")
         for i, ms in enumerate([2.0] * 99 + [30.0]):
             c.execute("INSERT INTO messages (conversation_id, account_id, role, text, channel_message_id, reply) "
                       "VALUES (%s, 1, 'agent', 'ok', %s, %s)", (conv["c-2"], f"r{i}", f'{{"recall_ms": {ms}}}'))
@@ -173,6 +185,9 @@ def test_operator_console_in_a_browser(console, browser):
     assert "há 3 dias" in hidro.inner_text()
     assert "conversa #" in hidro.inner_text() and "unidade Centro" in hidro.inner_text()
     assert page.get_by_role("link", name=re.compile(r"Ativas \(4\)")).get_attribute("aria-current") == "page"
+    # the customer's own request on the channel (issue 11) is on their page
+    assert "Acesso aos dados" in page.get_by_test_id("contact-requests").inner_text()
+    assert "oq vcs sabem de mim?" in page.get_by_test_id("contact-requests").inner_text()
     _check_page(page, "contact")
     shutil.copy(SHOTS / "console-contact.png", SHOTS / "console-contact-before-changes.png")
 
@@ -251,7 +266,27 @@ def test_operator_console_in_a_browser(console, browser):
     expected = (200_000 * 0.15 + 50_000 * 0.60) / 1e6 * env.settings.usd_brl_rate
     assert cost == "R$ " + f"{expected:.2f}".replace(".", ","), cost
     assert env.q("SELECT settings FROM accounts WHERE id = 1")[0]["settings"]["memory_extraction_enabled"] is True
+    # customers' requests on the channel, this account's only
+    requests = page.get_by_test_id("privacy-requests").inner_text()
+    assert "Acesso aos dados" in requests and "4 listados" in requests and "Segredo" not in requests
     _check_page(page, "settings")
+
+    # -- offers (issue 11): the next 7 days' preview, the flag off by default, turned on with who did it
+    with page.expect_navigation():
+        page.get_by_role("link", name="Ofertas").click()
+    assert page.get_by_test_id("state-offers").inner_text() == "Desligado"
+    preview = page.get_by_test_id("offer-preview").locator("[data-contact='101']")
+    soon = ids["soon"]
+    assert f"{soon:%d/%m/%Y}" in preview.inner_text() and "Oi, João Lima!" in preview.inner_text()
+    assert "não será enviada" in preview.inner_text()
+    assert env.q("SELECT count(*) AS n FROM offers")[0]["n"] == 0           # a preview writes nothing
+    with page.expect_navigation():
+        page.locator("[data-flag=anniversary_offers_enabled]").get_by_role("switch").click()
+    assert page.get_by_test_id("state-offers").inner_text() == "Ligado"
+    assert f"por {operator}" in page.get_by_test_id("changed-offers").inner_text()
+    assert "não será enviada" not in page.get_by_test_id("offer-preview").inner_text()
+    assert env.q("SELECT settings FROM accounts WHERE id = 1")[0]["settings"]["anniversary_offers_enabled"] is True
+    _check_page(page, "offers")
 
     # -- costs per month and stage
     with page.expect_navigation():

@@ -223,3 +223,40 @@ def test_sender_process_delivers_duplicates_in_the_topic_once(env):
     dead = consume_all(env.settings, qualified(env.settings, OUTBOUND) + ".dlq", 1)
     assert [dict(r.headers)["dlq.error_class"].decode() for r in dead] == ["SendFailed"]
     assert json.loads(dead[0].value)["conversation_id"] == "wa-10-b"
+
+
+def test_offer_goes_through_the_ledger_as_its_template_once(env):
+    """An anniversary offer (issue 11) is sent as its WhatsApp template by the same delivery loop:
+    an unavailable API is retried, a redelivered offer is not sent twice."""
+    from schemas.events import WhatsAppTemplate
+    from streams.store.db import make_pool
+
+    _seed(env)
+    pool = make_pool(env.settings, min_size=1, max_size=2, name="delivery")
+    offer = OutboundReply(reply_id=str(uuid.uuid4()), in_reply_to="", account_id=1, conversation_id="wa-10-a",
+                          contact_id=7, text="Oi, Ana! O seu aniversário está chegando (14/02) ...",
+                          intent="anniversary_offer", strategy="none", kind="offer",
+                          created_at=datetime.now(timezone.utc),
+                          template=WhatsAppTemplate(name="oferta_aniv", parameters=["Ana", "14/02"]))
+
+    async def go():
+        api = GraphAPI([(503, {})])
+        base = await api.start()
+        try:
+            sender = WhatsAppSender(base, "tok", PostgresResolver(pool), max_attempts=1, backoff_max=0.05)
+            d = ReplyDelivery(sender, PostgresSentLedger(pool), backoff_base=0.01, backoff_max=0.05)
+            assert await d.handle(_record(offer)) is None
+            assert await d.handle(_record(offer, offset=1)) is None  # redelivered
+            await sender.aclose()
+            return api
+        finally:
+            await api.stop()
+
+    api = asyncio.run(go())
+    assert len(api.times) == 2 and len(api.received) == 1      # one 503, then sent once
+    body = api.received[0]
+    assert body["type"] == "template" and body["to"] == "5511977776666" and "text" not in body
+    assert body["template"]["name"] == "oferta_aniv"
+    assert [p["text"] for p in body["template"]["components"][0]["parameters"]] == ["Ana", "14/02"]
+    assert env.q("SELECT status, attempts FROM sent_replies")[0] == {"status": "sent", "attempts": 2}
+    pool.close()

@@ -14,7 +14,7 @@ import pytest
 
 from streams.embedding import build_embedder
 from streams.embedding.client import EmbeddingUnavailable, ServiceEmbedder
-from streams.embedding.providers import EmbeddingError
+from streams.embedding.port import EmbeddingError
 from streams.embedding.service import ServiceConfig, build_service
 from streams.kafka.errors import DependencyUnavailable
 from streams.settings import Settings

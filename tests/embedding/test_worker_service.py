@@ -25,11 +25,10 @@ def test_worker_waits_for_the_service_then_ingests_and_answers_through_it(env, t
     env.memoria("ingest", str(doc), "--account", "1")
     live = env.q("SELECT count(*) AS n FROM chunks WHERE deleted_at IS NULL")[0]["n"]
     assert live >= 1
-    # the service is down: the batch waits for it (logged, the consumer stalls on the
-    # embedding dependency), nothing is dead-lettered or indexed
-    chunk_topic = qualified(env.settings, outbox_topic("chunk"))
-    wait_until(lambda: f"consumer stalled topic={chunk_topic} dependency=embedding" in env.worker_log(), 60,
+    # the service is down: the batch waits for it (logged), nothing is dead-lettered or indexed
+    wait_until(lambda: "consumer stalled" in env.worker_log() and "dependency=embedding" in env.worker_log(), 60,
                what="the ingest batch waiting")
+    chunk_topic = qualified(env.settings, outbox_topic("chunk"))
     assert consume_all(env.settings, dlq_topic(chunk_topic), 1, timeout=3) == []
     assert env.metrics().get("memoria_chunks_embedded_total", 0) == 0
 

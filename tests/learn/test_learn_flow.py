@@ -356,8 +356,9 @@ def test_replay_cli_by_conversation_and_by_time_range(db):
     day = S.T0 + timedelta(days=700)  # a window no other test of this module uses
     conv = S.conversation(db, a, c, S.HIDRO, at=day)
     out, summary = map(json.loads, db.memoria("replay", "extract", "--conversation", str(conv)).stdout.splitlines())
-    assert out["status"] == "done" and len(out["created"]) == 2
-    assert summary["summary"] == {"conversations": 1, "statuses": {"done": 1}, "created": 2, "reinforced": 0,
+    learnt = len(out["created"])
+    assert out["status"] == "done" and learnt >= 1
+    assert summary["summary"] == {"conversations": 1, "statuses": {"done": 1}, "created": learnt, "reinforced": 0,
                                   "superseded": 0}
     again = json.loads(db.memoria("replay", "extract", "--conversation", str(conv)).stdout.splitlines()[0])
     assert again["status"] == "already"
@@ -366,7 +367,7 @@ def test_replay_cli_by_conversation_and_by_time_range(db):
     assert dry == {"conversations": [conv], "count": 1, "dry_run": True}
     lines = db.memoria("replay", "extract", *window, "--force").stdout.splitlines()[:-1]
     assert [json.loads(x)["conversation_id"] for x in lines] == [conv]
-    assert json.loads(lines[0])["created"] == [] and len(S.facts(db, c)) == 2
+    assert json.loads(lines[0])["created"] == [] and len(S.facts(db, c)) == learnt
     assert db.memoria("replay", "extract", check=False).returncode == 2
 
 

@@ -179,6 +179,10 @@ def test_admin_preview_settings_and_requests(env):
         r = client.put("/v1/account/offers", headers=h, json={"enabled": True, "template_name": "aniv_v2",
                                                                 "template_language": "pt_BR"})
         assert r.status_code == 200 and r.json()["template_name"] == "aniv_v2"
+        # turning offers on is in the flags' audit trail with the token's operator
+        audit = env.q("SELECT flag, enabled, changed_by FROM account_flag_changes WHERE account_id = 1")
+        assert [(a["flag"], a["enabled"]) for a in audit] == [("anniversary_offers_enabled", True)]
+        assert audit[0]["changed_by"].startswith("ops")
         assert client.get("/v1/offers/preview", headers=h).json()["offers"][0]["template"]["name"] == "aniv_v2"
         assert client.put("/v1/account/offers", headers=h, json={"enabled": "maybe"}).status_code == 422
         # the operator sees customers' requests (own account only)

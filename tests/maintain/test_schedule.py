@@ -1,6 +1,7 @@
 from datetime import datetime, timedelta, timezone
 
 from streams.maintain.schedule import claim_if_due, purge_outbox
+from schemas.events import MemoryEvent
 from streams.outbox.write import add_events, outbox_row
 
 T = datetime(2026, 1, 5, 3, 0, tzinfo=timezone.utc)
@@ -20,8 +21,7 @@ def test_jobs_run_when_due_whoever_asks(env):
 def test_outbox_retention_relay_vs_debezium(env):
     with env.conn() as c:
         with c.transaction():
-            add_events(c, [outbox_row("memory", i, "memory.created", {"schema_version": 1, "memory_id": i,
-                                                                      "account_id": 1, "contact_id": 1})
+            add_events(c, [outbox_row("memory.created", MemoryEvent(memory_id=i, account_id=1, contact_id=1))
                            for i in range(4)])
         c.execute("UPDATE outbox SET created_at = now() - interval '3 days'")
         c.execute("UPDATE outbox SET status = 'processed', processed_at = now() - interval '2 days' "

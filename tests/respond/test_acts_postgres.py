@@ -34,6 +34,8 @@ def redis_or_skip():
     try:
         redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping()
     except redis.exceptions.ConnectionError as e:
+        if os.environ.get("MEMORIA_REQUIRE_REDIS") == "1":   # .ci/run: the Redis tests fail, never skip
+            raise RuntimeError(f"no Redis at {REDIS_URL} and MEMORIA_REQUIRE_REDIS=1 ({e})") from e
         pytest.skip(f"no Redis at {REDIS_URL} ({e}); set MEMORIA_TEST_REDIS_URL")
     return RedisFlights(REDIS_URL, prefix=f"test-{uuid.uuid4().hex[:8]}.")  # parallel sessions never collide
 
@@ -184,17 +186,16 @@ def test_slow_tool_acknowledges_then_answers_once(env, pool, store):
         deps = deps_with_acts(pool, flights)
 
         async def burst():
-            t0 = time.perf_counter()
             first = await ask(deps, "Tem a suíte Master disponível dia 14/12 para pernoite?", "m-slow-1")
-            ack_s = time.perf_counter() - t0
+            ack_at = time.time()
             again = await ask(deps, "e aí?? a master ta livre 14/12? queria dormir aí", "m-slow-2")
             third = await ask(deps, "Tem a suíte Master disponível dia 14/12 para pernoite?", "m-slow-3")
             await deps.acts.drain()
-            return first, ack_s, again, third
+            return first, ack_at, again, third
 
-        first, ack_s, again, third = asyncio.run(burst())
+        first, ack_at, again, third = asyncio.run(burst())
         assert first.reply.kind == "acknowledgement" and first.reply.text == deps.acts.acknowledgement
-        assert ack_s < 1.5  # answered before the tool did
+        assert ack_at < tool.answered_at[0]  # answered before the tool did (not a timing bound)
         assert again is None and third is None  # joined the call in flight: no second call, no second ack
         assert tool.calls == 1
         sent = deps.acts.emit.replies

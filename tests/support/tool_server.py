@@ -26,6 +26,7 @@ class ToolServer:
         self.unavailable = set(unavailable)
         self.status = status
         self.requests: list[dict[str, Any]] = []
+        self.answered_at: list[float] = []   # wall-clock time each answer was ready (after the delay)
         self._lock = threading.Lock()
         outer = self
 
@@ -38,6 +39,8 @@ class ToolServer:
                 with outer._lock:
                     outer.requests.append(body)
                 time.sleep(outer.delay)
+                with outer._lock:
+                    outer.answered_at.append(time.time())
                 if outer.status != 200:
                     payload, status = {"error": "broken"}, outer.status
                 else:

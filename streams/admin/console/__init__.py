@@ -49,6 +49,7 @@ MESSAGES = {
     "restored": "Fato restaurado.", "restored_history": "Fato restaurado no histórico: um fato mais recente o contradiz.",
     "forgot_all": "Todos os fatos do contato foram esquecidos.", "flag": "Configuração alterada.",
     "inbox": "Caixa de entrada salva.", "signed_out": "Sessão encerrada.",
+    "offers_on": "Ofertas de datas comemorativas ligadas.", "offers_off": "Ofertas de datas comemorativas desligadas.",
 }
 ERRORS = {
     "login": "Token inválido ou revogado.",
@@ -82,6 +83,8 @@ def mount_console(app: FastAPI, container) -> None:
     from streams.admin import flags as flag_service
     from streams.admin import inboxes as inbox_service
     from streams.admin import memories as memory_service
+    from streams.admin import offers as offer_admin
+    from streams.admin import privacy as privacy_service
     from streams.admin import reports as report_service
     from streams.admin.tokens import operator_for
     from streams.maintain import forget as forget_service
@@ -91,6 +94,8 @@ def mount_console(app: FastAPI, container) -> None:
     templates.env.globals.update(type_label=lambda t: MEMORY_TYPE_LABELS.get(t, t.replace("_", " ")),
                                  status_label=lambda s: STATUS_LABELS.get(s, s), when=_when,
                                  brl=cost_service.brl, stage_label=lambda s: STAGE_LABELS.get(s, s),
+                                 request_label=lambda k: privacy_service.KIND_LABELS.get(k, k),
+                                 occasion_label=offer_admin.occasion_label,
                                  FORGET_ALL_PHRASE=FORGET_ALL_PHRASE)
     app.mount("/console/static", StaticFiles(directory=str(HERE / "static")), name="console-static")
 
@@ -238,6 +243,7 @@ def mount_console(app: FastAPI, container) -> None:
         with container.pool.connection() as conn:
             c = memory_service.get_contact(conn, op.account_id, contact_id)
             rows = memory_service.contact_memories(conn, op.account_id, contact_id) if c else None
+            requests = privacy_service.privacy_requests(conn, op.account_id, contact_id=contact_id, limit=20) if c else []
         if c is None:
             return not_found(request, op, csrf, f"Contato {contact_id}")
         active = [r for r in rows if r["status"] == "active"]
@@ -260,7 +266,8 @@ def mount_console(app: FastAPI, container) -> None:
                                and (now - r["deleted_at"]).days < forget_service.RESTORE_WINDOW_DAYS)
         return page(request, "contact.html", {
             "op": op, "csrf": csrf, "contact": c, "tab": tab, "facts": active if tab == "ativas" else history,
-            "n_active": len(active), "n_history": len(history), "title": f"Memória de {c['name'] or c['id']}",
+            "n_active": len(active), "n_history": len(history), "requests": requests,
+            "title": f"Memória de {c['name'] or c['id']}",
             "nav": "contacts"})
 
     def back_to_contact(data: dict, contact_id: int, **params: str) -> Response:
@@ -327,10 +334,11 @@ def mount_console(app: FastAPI, container) -> None:
             flags = flag_service.flag_states(conn, op.account_id)
             history = flag_service.flag_history(conn, op.account_id)
             month = cost_service.monthly_costs(conn, op.account_id, rate=settings.usd_brl_rate, months=1)[0]
-            requests = right_to_know_requests(conn, op.account_id)
+            requests = privacy_service.privacy_requests(conn, op.account_id, limit=50)
         return page(request, "settings.html", {
             "op": op, "csrf": csrf, "flags": flags, "history": history, "month": month,
-            "flag_labels": flag_service.FLAGS, "requests": requests, "title": "Configurações", "nav": "settings"})
+            "flag_labels": flag_service.FLAGS | {offer_admin.FLAG: offer_admin.LABEL}, "requests": requests,
+            "title": "Configurações", "nav": "settings"})
 
     @app.post("/console/settings/flags/{flag}", include_in_schema=False)
     @post_guard
@@ -409,6 +417,34 @@ def mount_console(app: FastAPI, container) -> None:
                                             "title": f"Caixa de entrada {row['name'] or inbox_id}",
                                             "nav": "inboxes"}, status=422)
 
+    # ------------------------------------------------------------------ offers
+    @app.get("/console/offers", include_in_schema=False)
+    @guard
+    async def offers(request: Request, op, csrf):
+        with container.pool.connection() as conn:
+            enabled, proposals = offer_admin.preview(conn, op.account_id, settings,
+                                                     datetime.now(timezone.utc).date(),
+                                                     days=settings.offers_window_days)
+            _, template, language = offer_admin.offer_settings(conn, op.account_id, settings)
+            last = offer_admin.last_change(conn, op.account_id)
+            sent = offer_admin.recorded_offers(conn, op.account_id, limit=50)
+            optouts = offer_admin.optouts(conn, op.account_id)
+        return page(request, "offers.html", {
+            "op": op, "csrf": csrf, "enabled": enabled, "template": template, "language": language, "last": last,
+            "proposals": proposals, "sent": sent, "optouts": optouts, "days": settings.offers_window_days,
+            "label": offer_admin.LABEL, "title": "Ofertas", "nav": "offers"})
+
+    @app.post("/console/offers/enabled", include_in_schema=False)
+    @post_guard
+    async def set_offers(request: Request, op, data):
+        if data.get("enabled") not in ("true", "false"):
+            return not_found(request, op, None, "Configuração")
+        with container.pool.connection() as conn:
+            enabled, _, _ = offer_admin.set_offer_settings(conn, op.account_id, settings,
+                                                           enabled=data["enabled"] == "true", operator=op)
+        log.info('offer flag account_id=%d enabled=%s operator="%s"', op.account_id, enabled, op.label)
+        return go("/console/offers", ok="offers_on" if enabled else "offers_off")
+
     # ------------------------------------------------------------ costs, reports
     @app.get("/console/costs", include_in_schema=False)
     @guard
@@ -431,11 +467,3 @@ def mount_console(app: FastAPI, container) -> None:
                                               "type_labels": MEMORY_TYPE_LABELS, "title": "Relatórios por unidade",
                                               "nav": "reports"})
 
-
-def right_to_know_requests(conn, account_id: int) -> list[dict] | None:
-    """Right-to-know requests (issue 11) when their table exists; None means "not available yet"."""
-    exists = conn.execute("SELECT to_regclass('right_to_know_requests') IS NOT NULL AS ok").fetchone()["ok"]
-    if not exists:
-        return None
-    return conn.execute("SELECT * FROM right_to_know_requests WHERE account_id = %s ORDER BY 1 DESC LIMIT 50",
-                        (account_id,)).fetchall()
