@@ -101,6 +101,9 @@ class ScaleBench:
         base = self.next_contact
         t0 = time.perf_counter()
         with self.env.conn() as conn:
+            # the HNSW index is rebuilt after the load (``hnsw``): kept during it, every row
+            # of the 900k-row step to 1M went into it one by one (> 25 min here)
+            conn.execute("DROP INDEX IF EXISTS contact_memories_embedding_512")
             conn.execute(
                 """INSERT INTO contact_memories (account_id, contact_id, memory_type, memory_key, content,
                        evidence, confidence, scope, source_unit_id, embedding, embedding_model)
