@@ -61,11 +61,12 @@ eval: install
 	$(PY) -m streams.evaluation --provider $(PROVIDER)
 
 # Reproducible training from examples/dev only (artefacts in streams/learn/models/, versioned).
-# The learnt fact extractor, the contradiction judge and the prompts' labelled examples.
+# The learnt fact extractor, the contradiction judge, the prompts' labelled examples and the intent classifier.
 train: install
 	$(PY) -m streams.learn.train_extractor
 	$(PY) -m streams.learn.train_contradiction
 	$(PY) -m streams.learn.fewshot
+	$(PY) -m streams.respond.train_intent
 
 train-contradiction: install
 	$(PY) -m streams.learn.train_contradiction

@@ -17,7 +17,16 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from streams.admin import costs as cost_service
+from streams.admin import flags as flag_service
+from streams.admin import inboxes as inbox_service
+from streams.admin import memories as memory_service
+from streams.admin import offers as offer_admin
+from streams.admin import privacy as privacy_service
+from streams.admin import reports as report_service
 from streams.admin import tokens
+from streams.admin import tools as tool_service
+from streams.maintain import forget as forget_service
 
 log = logging.getLogger(__name__)
 
@@ -330,15 +339,6 @@ def inbox_view(row: dict, settings) -> Inbox:
 def create_app(container, *, console: bool = True) -> FastAPI:
     """``container`` is a ``streams.bootstrap.Container`` (pool, memory embedder, settings).
     ``console``: also serve the operator console under ``/console`` (same process, port and tokens)."""
-    from streams.admin import costs as cost_service
-    from streams.admin import flags as flag_service
-    from streams.admin import inboxes as inbox_service
-    from streams.admin import memories as memory_service
-    from streams.admin import offers as offer_admin
-    from streams.admin import privacy as privacy_service
-    from streams.admin import reports as report_service
-    from streams.admin import tools as tool_service
-    from streams.maintain import forget as forget_service
 
     app = FastAPI(title="memoria admin API", version="2.0.0",
                   description="Customer memories, forgetting (LGPD/GDPR) and restore, inbox configuration, "
@@ -369,6 +369,19 @@ def create_app(container, *, console: bool = True) -> FastAPI:
     def health() -> dict[str, str]:
         return {"status": "ok"}
 
+    for routes in (_memory_routes, _forgetting_routes, _configuration_routes, _conversation_and_document_routes, _report_routes,
+                   _offer_and_tool_routes):
+        routes(app, container, Op)
+
+    if console:
+        from streams.admin.console import mount_console
+
+        mount_console(app, container)
+    return app
+
+
+def _memory_routes(app: FastAPI, container, Op) -> None:
+    """A contact's memories: list, edit, forget, restore; forget all, erase."""
     # -- memories -------------------------------------------------------------
     @app.get("/v1/contacts/{contact_id}/memories", response_model=MemoryList, tags=["memories"])
     def list_memories(contact_id: Id, op: Op,
@@ -427,6 +440,9 @@ def create_app(container, *, console: bool = True) -> FastAPI:
 
     app.state.restore = restore   # the console restores through the same function
 
+
+def _forgetting_routes(app: FastAPI, container, Op) -> None:
+    """Forget all of a contact's facts (soft, restorable 30 days); erase a contact everywhere."""
     @app.post("/v1/contacts/{contact_id}/forget", response_model=ForgetResult, tags=["forgetting"])
     def forget_contact(contact_id: Id, body: Confirmation, op: Op):
         with container.pool.connection() as conn:
@@ -443,6 +459,9 @@ def create_app(container, *, console: bool = True) -> FastAPI:
             counts = forget_service.erase_contact(conn, op.account_id, contact_id)
         return EraseResult(contact_id=contact_id, erased={k: int(v) for k, v in dict(counts).items()})
 
+
+def _configuration_routes(app: FastAPI, container, Op) -> None:
+    """Inbox configuration, account flags with their audit trail, model costs."""
     # -- inboxes --------------------------------------------------------------
     @app.get("/v1/inboxes/{inbox_id}", response_model=Inbox, tags=["configuration"])
     def get_inbox(inbox_id: Id, op: Op):
@@ -499,6 +518,9 @@ def create_app(container, *, console: bool = True) -> FastAPI:
                       prompt_tokens=m.prompt_tokens, completion_tokens=m.completion_tokens, by_stage_brl=m.by_stage)
             for m in rows])
 
+
+def _conversation_and_document_routes(app: FastAPI, container, Op) -> None:
+    """Resolve/reopen a conversation; list and delete knowledge documents."""
     # -- conversations ----------------------------------------------------------
     def _change_status(conversation_id: int, acc: int, action: str) -> ConversationStatus:
         from streams.learn.lifecycle import ConversationNotFound, change_status
@@ -544,6 +566,9 @@ def create_app(container, *, console: bool = True) -> FastAPI:
             raise HTTPException(404, f"document {document_id} not found")
         return Document(**row)
 
+
+def _report_routes(app: FastAPI, container, Op) -> None:
+    """Unit reports and the customers' own requests made on the channel."""
     # -- reports --------------------------------------------------------------
     @app.get("/v1/reports/units", response_model=Report, tags=["reports"])
     def unit_report(op: Op, days: int = Query(90, ge=1, le=3650), top: int = Query(5, ge=1, le=50)):
@@ -568,6 +593,9 @@ def create_app(container, *, console: bool = True) -> FastAPI:
                                                     limit=limit)
         return [PrivacyRequest(**r) for r in rows]
 
+
+def _offer_and_tool_routes(app: FastAPI, container, Op) -> None:
+    """Anniversary offers (settings, preview, recorded) and an inbox's HTTP tools."""
     # -- anniversary offers -----------------------------------------------------
     @app.get("/v1/account/offers", response_model=OfferSettings, tags=["offers"])
     def get_offer_settings(op: Op):
@@ -635,9 +663,3 @@ def create_app(container, *, console: bool = True) -> FastAPI:
         log.info('inbox tools set account_id=%d inbox_id=%d intents=%s operator="%s"', op.account_id, inbox_id,
                  sorted(tools), op.label)
         return tools
-
-    if console:
-        from streams.admin.console import mount_console
-
-        mount_console(app, container)
-    return app

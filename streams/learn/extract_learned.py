@@ -16,8 +16,12 @@ How it proposes facts for one conversation:
    habit words, length) and which memory types the rule-based extractor sees in
    the span (``extract_rules`` is now a feature and a slot/content normaliser, not
    the decision).
-3. **One logistic classifier per memory type**, trained on the development half of
-   ``examples/`` (``make train``, ``streams.learn.train_extractor``); a candidate
+3. **Two logistic stages**, trained on the development half of ``examples/`` plus
+   conversations written for the project outside the corpus
+   (``tests/learn/data/conversations_written.jsonl``; ``make train``,
+   ``streams.learn.train_extractor``): a "states a durable fact" classifier shared by
+   every type times a multinomial "which type" classifier (rare types borrow the
+   frequent ones' positives); a candidate
    becomes a fact of a type when its probability reaches that type's threshold
    (chosen by cross-validation grouped by customer). Overlapping candidates of a
    type keep the most probable one; at most ``MAX_FACTS`` facts per conversation,
@@ -225,6 +229,12 @@ def featurize(transcript: Transcript, spans: Sequence[Span], embedder, hits=None
 # ---------------------------------------------------------------------- model
 @dataclass
 class LinearModel:
+    """Per-type logistic classifiers, or (when ``fact_weights`` is set) two stages: a
+    "states a durable fact" classifier shared by every type, times a multinomial
+    "which type" classifier (``weights``/``bias`` are then its class scores); the
+    shared stage learns from every type's positives, so rare types borrow from the
+    frequent ones."""
+
     types: tuple[str, ...]
     weights: np.ndarray      # (n_types, n_features)
     bias: np.ndarray         # (n_types,)
@@ -233,6 +243,8 @@ class LinearModel:
     instruction_weights: np.ndarray | None = None   # message-level "aimed at the agent" classifier
     instruction_bias: float = 0.0
     instruction_threshold: float = 1.0
+    fact_weights: np.ndarray | None = None          # (n_features,) the shared "is a fact" stage
+    fact_bias: float = 0.0
 
     def instruction_probability(self, X: np.ndarray) -> np.ndarray:
         if self.instruction_weights is None or X.size == 0:
@@ -243,7 +255,9 @@ class LinearModel:
         if X.size == 0:
             return np.zeros((0, len(self.types)), dtype=np.float32)
         z = X @ self.weights.T + self.bias
-        return 1.0 / (1.0 + np.exp(-z))
+        if self.fact_weights is None:
+            return 1.0 / (1.0 + np.exp(-z))
+        return two_stage_probabilities(X @ self.fact_weights + self.fact_bias, z)
 
     def save(self, path: Path = ARTEFACT) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -252,6 +266,8 @@ class LinearModel:
             extra = dict(instruction_weights=self.instruction_weights.astype(np.float16),
                          instruction_bias=np.float32(self.instruction_bias),
                          instruction_threshold=np.float32(self.instruction_threshold))
+        if self.fact_weights is not None:
+            extra.update(fact_weights=self.fact_weights.astype(np.float16), fact_bias=np.float32(self.fact_bias))
         np.savez_compressed(path.with_suffix(".npz"), weights=self.weights.astype(np.float16),
                             bias=self.bias.astype(np.float32), thresholds=self.thresholds.astype(np.float32), **extra)
         meta = dict(self.meta, types=list(self.types))
@@ -270,7 +286,18 @@ class LinearModel:
                 model.instruction_weights = z["instruction_weights"].astype(np.float32)
                 model.instruction_bias = float(z["instruction_bias"])
                 model.instruction_threshold = float(z["instruction_threshold"])
+            if "fact_weights" in z:
+                model.fact_weights = z["fact_weights"].astype(np.float32)
+                model.fact_bias = float(z["fact_bias"])
             return model
+
+
+def two_stage_probabilities(fact_z: np.ndarray, type_z: np.ndarray) -> np.ndarray:
+    """P(type) = P(states a fact) × softmax(type scores): (n,) and (n, n_types) → (n, n_types)."""
+    fact = 1.0 / (1.0 + np.exp(-fact_z))
+    z = type_z - type_z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return fact[:, None] * (e / e.sum(axis=1, keepdims=True))
 
 
 # ---------------------------------------------------------------- selection

@@ -116,9 +116,7 @@ def _restriction_content(label: str, subject: str | None) -> str:
     return f"{subject}: {label}" if subject else label
 
 
-def rule_restricao(s: Sentence, ctx: Context) -> Iterator[Hit]:
-    f = s.folded
-    t = "restricao"
+def _allergy_hits(s: Sentence, f: str, t: str) -> Iterator[Hit]:
     for m in ALLERGY.finditer(f):
         subject = _subject(s, m.start())
         if m.group("neg") or m.group("eneg"):
@@ -135,6 +133,9 @@ def rule_restricao(s: Sentence, ctx: Context) -> Iterator[Hit]:
             continue
         a, b = _obj(f, obj_start)
         yield Hit(t, "allergy", f[a:b].strip(), _restriction_content(f"Alérgico(a) a {s.text[a:b].strip()}", subject), 0.9)
+
+
+def _intolerance_hits(s: Sentence, f: str, t: str) -> Iterator[Hit]:
     for m in INTOLERANCE.finditer(f):
         g = "obj" if m.group("obj") else ("eobj" if m.group("eobj") else "eobj2")
         if g == "eobj" and m.group("eobj") in {"am", "is", "are", "be", "i'm"}:
@@ -145,6 +146,13 @@ def rule_restricao(s: Sentence, ctx: Context) -> Iterator[Hit]:
             continue
         subject = _subject(s, m.start())
         yield Hit(t, "intolerance", f[a:b].strip(), _restriction_content(f"Intolerante a {s.text[a:b].strip()}", subject), 0.9)
+
+
+def rule_restricao(s: Sentence, ctx: Context) -> Iterator[Hit]:
+    f = s.folded
+    t = "restricao"
+    yield from _allergy_hits(s, f, t)
+    yield from _intolerance_hits(s, f, t)
     m = CELIAC.search(f)
     if m and not _is_question(s, m.start(), m.end()):
         subject = _subject(s, m.start())
@@ -374,7 +382,8 @@ PREF_NEG = re.compile(
 )
 
 
-def rule_preferencia(s: Sentence, ctx: Context) -> Iterator[Hit]:
+def _preference_cues(s: Sentence, ctx: Context):
+    """(cue, cond, asked, neg) when the sentence may state a preference, else None."""
     f = s.folded
     cue = PREF_CUE.search(f)
     if cue is None and S.channel_in(f):
@@ -386,14 +395,23 @@ def rule_preferencia(s: Sentence, ctx: Context) -> Iterator[Hit]:
     )
     neg = PREF_NEG.search(f)
     if s.text.rstrip().endswith("?") and not cue:
-        return
+        return None
     if not (cue or cond or asked or neg):
-        return
+        return None
     if re.search(r"\bsempre que\b", f) and not re.search(r"(?:pode|oferec|separ|reserv|coloc)", f):
-        return
+        return None
     where = (cue or cond or neg)
     if where and _is_question(s, where.start(), where.end()):
+        return None
+    return cue, cond, asked, neg
+
+
+def rule_preferencia(s: Sentence, ctx: Context) -> Iterator[Hit]:
+    f = s.folded
+    cues = _preference_cues(s, ctx)
+    if cues is None:
         return
+    cue, cond, asked, neg = cues
     found = S.pref_slots(f, s.text)
     if not found:
         if cue and re.search(r"prefiro|prefer|favorit|gost|sempre (?:peco|pedimos|pego|escolho)", f):

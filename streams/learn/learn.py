@@ -160,6 +160,21 @@ def _erased_meanwhile(conn, conv: store.Conversation) -> bool:
     return False
 
 
+def _report_done(conv, result, applied, capped, vectors) -> None:
+    """Metrics and the log line of a finished extraction."""
+    for f in result.facts:
+        metrics.EXTRACTIONS.labels(str(conv.account_id), f.memory_type).inc()
+    for old, new, memory_type, reason in applied.superseded:
+        metrics.SUPERSEDED.labels(memory_type).inc()
+        log.info('memory superseded account_id=%d contact_id=%d memory_id=%d superseded_by_id=%d '
+                 'memory_type="%s" reason="%s"', conv.account_id, conv.contact_id, old, new, memory_type, reason)
+    log.info("extraction done conversation_id=%d account_id=%d contact_id=%d extractor=%s facts=%d created=%s "
+             "reinforced=%s superseded=%d discarded=%d capped=%d unembedded=%d",
+             conv.id, conv.account_id, conv.contact_id, result.extractor, len(result.facts), applied.created,
+             applied.reinforced, len(applied.superseded), len(result.discarded), len(capped),
+             sum(v is None for v in vectors))
+
+
 def learn_conversation(ports: LearnPorts, conversation_id: int, *, force: bool = False,
                        account_id: int | None = None) -> Outcome:
     """Learn from one conversation; ``account_id`` (from an event) must own it."""
@@ -256,17 +271,7 @@ def learn_conversation(ports: LearnPorts, conversation_id: int, *, force: bool =
     for call in calls:
         count_metrics(call)
 
-    for f in result.facts:
-        metrics.EXTRACTIONS.labels(str(conv.account_id), f.memory_type).inc()
-    for old, new, memory_type, reason in applied.superseded:
-        metrics.SUPERSEDED.labels(memory_type).inc()
-        log.info('memory superseded account_id=%d contact_id=%d memory_id=%d superseded_by_id=%d '
-                 'memory_type="%s" reason="%s"', conv.account_id, conv.contact_id, old, new, memory_type, reason)
-    log.info("extraction done conversation_id=%d account_id=%d contact_id=%d extractor=%s facts=%d created=%s "
-             "reinforced=%s superseded=%d discarded=%d capped=%d unembedded=%d",
-             conv.id, conv.account_id, conv.contact_id, result.extractor, len(result.facts), applied.created,
-             applied.reinforced, len(applied.superseded), len(result.discarded), len(capped),
-             sum(v is None for v in vectors))
+    _report_done(conv, result, applied, capped, vectors)
     return Outcome(conv.id, "done", facts=len(result.facts), created=applied.created, reinforced=applied.reinforced,
                    superseded=[(o, n) for o, n, _, _ in applied.superseded], capped=capped)
 

@@ -584,121 +584,169 @@ def celebration_key(f: str) -> str | None:
     return None
 
 
+def _preference_slots(f: str, original: str, negated: bool, _found: list[Slot]) -> list[Slot]:
+    rel = re.search(rf"\b(?:{REL_ALT})\b", f)
+    subject = relation_of(rel.group(0))[0] if rel else None  # "a esposa gosta de…": not the customer's taste
+    out = [Slot(key, fold(value), negated, subject) for key, value, _ in pref_slots(f, original)]
+    m = re.search(r"\b(?:prefere|prefiro|preferid[oa]|favorit[oa])\s+(?:(?:a|o|e|eh)\s+)*(?P<head>[a-z]{3,})\s+(?P<rest>[\w ]{2,40})", f)
+    if m and not out:
+        out.append(Slot(f"preferred_{m.group('head')}", m.group("rest").strip(), negated, subject))
+    return out
+
+
+def _restriction_slots(f: str, original: str, negated: bool, _found: list[Slot]) -> list[Slot]:
+    subject = _fact_subject(original)
+    out: list[Slot] = []
+    if re.search(r"voltou a beber|voltei a beber|bebe normalmente|drinks again", f):
+        out.append(Slot("drinking", "yes", False, subject))
+    elif re.search(r"(?:nao|n) (?:consome|bebe|toma|pode beber)\w*.*(?:alcool|bebida)|parou de beber|sem alcool|abstemi|does not drink|doesn'?t drink", f):
+        out.append(Slot("drinking", "no", False, subject))
+    if re.search(r"nenhuma restric\w*|sem restric\w*|no (?:dietary )?restriction", f):
+        out.append(Slot("diet_any", None, True, subject))
+    for m in re.finditer(r"alergi\w*\s+(?:a|ao|as|aos|de|to)\s+([\w ]+)", f):
+        out.append(Slot("allergy", m.group(1).strip(), negated, subject))
+    if re.search(r"nenhuma alergia|sem alergia|no allerg", f):
+        out.append(Slot("allergy", None, True, subject))
+    m = re.search(r"intoleran\w*\s+(?:a|ao|as|aos|de|to)\s+(\w+)|(\w+) intolerant", f)
+    if m:
+        out.append(Slot("intolerance", (m.group(1) or m.group(2)).strip(), negated, subject))
+    for pattern, key, value in ((r"celiac|gluten", "celiac", "gluten"), (r"diabet", "diabetes", "diabetes"),
+                                (r"vegetarian|vegan", "diet", "vegetarian")):
+        if re.search(pattern, f):
+            out.append(Slot(key, value, negated, subject))
+    m = re.search(ACCESS_WORDS, f)
+    if m:
+        out.append(Slot("accessibility", m.group(0), negated, subject))
+    return out
+
+
+def _payment_slots(memory_type: str, f: str, negated: bool) -> list[Slot]:
+    payment = re.search(PAYMENT_WORDS, f)
+    if not payment or memory_type not in {"preferencia", "vinculo_comercial", "padrao_comportamental",
+                                          "contexto_pessoal"}:
+        return []
+    value = next(v for v, p in PAYMENTS if re.search(p, payment.group(0)))
+    return [Slot("payment_method", value, negated)]
+
+
+def _employment_slots(memory_type: str, f: str) -> list[Slot]:
+    if memory_type not in {"contexto_pessoal", "vinculo_comercial"}:
+        return []
+    if re.search(r"desempregad\w*|sem emprego|sem trabalho|perdeu o emprego|foi demitid\w*|unemployed", f):
+        return [Slot("employment", "unemployed", False)]
+    if re.search(r"contratad\w*|arrum\w+ (?:um )?(?:emprego|trampo|trabalho)|comec\w+ a trabalhar|\btrabalh\w+ (?:na|no|em|como|de)\b", f):
+        return [Slot("employment", "employed", False)]
+    return []
+
+
+def _partner_slot(f: str, original: str) -> Slot | None:
+    names = _fact_names(original)
+    for status, pattern in PARTNER_STATUS:
+        m = re.search(pattern, f)
+        if m:
+            after = [fold(n) for n in re.findall(r"[A-ZÀ-Ý][\wÀ-ÿ]+", original[m.end():]) if fold(n) not in NOT_NAMES]
+            name = after[0] if after else (names[0] if names else "?")
+            ended = bool(re.search(r"termin|separ|divorci|\bex-|romp|\bnao (?:namora|e casad|esta casad)|faleceu|morreu|viuv", f))
+            return Slot("partner", f"{status}:{name}", ended)
+    return None
+
+
+def _social_slots(f: str, original: str, negated: bool, _found: list[Slot]) -> list[Slot]:
+    partner = _partner_slot(f, original)
+    out = [partner] if partner else []
+    m = re.search(r"\b(dois|duas|tres|quatro|cinco|two|three|four|[1-9])\s+filh", f)
+    if m:
+        n = NUMBERS.get(m.group(1), int(m.group(1)) if m.group(1).isdigit() else 0)
+        out.append(Slot("children_count", str(n), negated))
+    for key in ("child", "parent", "sibling", "in_law", "grandfamily"):
+        pattern = next(p for p, k, _ in RELATIONS if k == key)
+        m = re.search(rf"\b(?:{pattern})\b", f)
+        if m and not (key == "child" and any(s.key == "children_count" for s in out)):
+            after = [fold(n) for n in re.findall(r"[A-ZÀ-Ý][\wÀ-ÿ]+", original[m.end():])]
+            out.append(Slot(key, after[0] if after else None, negated))
+    return out
+
+
+def _celebration_slots(f: str, original: str, negated: bool, _found: list[Slot]) -> list[Slot]:
+    key = celebration_key(f)
+    return [Slot(key, date_value(f), negated)] if key else []
+
+
+def _habit_slots(f: str, original: str, negated: bool, _found: list[Slot]) -> list[Slot]:
+    hours = hours_in(f)
+    freq = frequency_of(f)
+    when = f"{period_of(f, hours) or ''}|{','.join(str(h) for h in hours)}"
+    if freq or re.search(r"toda semana|semanal|every week", f):
+        return [Slot("visit_frequency", f"{freq or 'weekly'}|{'-'.join(weekdays_in(f))}", negated)]
+    if weekdays_in(f):
+        return [Slot("visit_frequency", f"|{'-'.join(weekdays_in(f))}", negated)]
+    if re.search(r"cafe da manha|acorda|de pe|breakfast|wake", f):
+        return [Slot("morning_routine", when, negated)]
+    if re.search(r"cheg|\bvem\b|\bvir\b|vinda|check-?in|arriv|visita|hosped", f):
+        return [Slot("arrival_time", when, negated)]
+    return []
+
+
+def _complaint_slots(f: str, original: str, negated: bool, _found: list[Slot]) -> list[Slot]:
+    topic = topic_of(f)
+    if not topic:
+        return []
+    return [Slot(f"complaint_{topic}", "resolved" if RESOLVED.search(f) else "open", False)]
+
+
+def _praise_slots(f: str, original: str, negated: bool, _found: list[Slot]) -> list[Slot]:
+    names = _fact_names(original)
+    return [Slot("praise_staff", names[0], negated)] if names else []
+
+
+def _employer_slots(f: str, original: str, negated: bool, found: list[Slot]) -> list[Slot]:
+    for m in ORG_AFTER.finditer(original):
+        org = org_at(original, m.end())
+        if org:
+            return [Slot("employer", fold(org), negated)]
+    if not found and re.search(r"convenio|corporativ", f):  # nothing else said about the customer's work
+        return [Slot("employer", None, negated)]
+    return []
+
+
+def _personal_slots(f: str, original: str, negated: bool, _found: list[Slot]) -> list[Slot]:
+    out: list[Slot] = []
+    m = re.search(rf"\b(?:{PROF})", f)
+    if m:
+        out.append(Slot("occupation", m.group(0)[:-1], negated and not re.search(r"aposent", f)))
+    m = re.search(r"notur\w*|\bnoite\b|night|diur\w*|\bdia\b|\bday\b", f)
+    if m and re.search(r"plant|turno|shift|trabalh", f):
+        out.append(Slot("work_shift", "noite" if re.match(r"notur|noite|night", m.group(0)) else "dia", negated))
+    m = re.search(r"\b(?:mora|moram|vive|reside|lives)\s+(?:perto\s+)?(?:em|no|na|in|d[aoe])\s+(?:unidade\s+(?:d[aoe]\s+)?)?"
+                  r"|\b(?:se\s+)?mud(?:ou|ei|aram|amos)\s+(?:pro|pra|para|para o|para a|pro bairro|moved to)\s+", f)
+    if m:
+        city = org_at(original, m.end())
+        out.append(Slot("city", fold(city) if city else None, negated))
+    if re.search(PET_WORDS, f):
+        names = _fact_names(original)
+        out.append(Slot("pet", names[0] if names else None, negated))
+    return out
+
+
+# Slots a clause of each memory type can carry: what only that type says first, then the
+# payment and employment slots several types share, then the rest of the type's own.
+_SLOTS_FIRST = {"preferencia": _preference_slots, "restricao": _restriction_slots}
+_SLOTS_AFTER = {"vinculo_social": _social_slots, "data_comemorativa": _celebration_slots,
+                "padrao_comportamental": _habit_slots, "reclamacao": _complaint_slots,
+                "feedback_positivo": _praise_slots, "vinculo_comercial": _employer_slots,
+                "contexto_pessoal": _personal_slots}
+
+
 def _clause_slots(memory_type: str, original: str, negated: bool) -> list[Slot]:
     f = fold(original)
     out: list[Slot] = []
-    t = memory_type
-    if t == "preferencia":
-        rel = re.search(rf"\b(?:{REL_ALT})\b", f)
-        subject = relation_of(rel.group(0))[0] if rel else None  # "a esposa gosta de…": not the customer's taste
-        for key, value, _ in pref_slots(f, original):
-            out.append(Slot(key, fold(value), negated, subject))
-        m = re.search(r"\b(?:prefere|prefiro|preferid[oa]|favorit[oa])\s+(?:(?:a|o|e|eh)\s+)*(?P<head>[a-z]{3,})\s+(?P<rest>[\w ]{2,40})", f)
-        if m and not out:
-            out.append(Slot(f"preferred_{m.group('head')}", m.group("rest").strip(), negated, subject))
-    elif t == "restricao":
-        subject = _fact_subject(original)
-        if re.search(r"voltou a beber|voltei a beber|bebe normalmente|drinks again", f):
-            out.append(Slot("drinking", "yes", False, subject))
-        elif re.search(r"(?:nao|n) (?:consome|bebe|toma|pode beber)\w*.*(?:alcool|bebida)|parou de beber|sem alcool|abstemi|does not drink|doesn'?t drink", f):
-            out.append(Slot("drinking", "no", False, subject))
-        if re.search(r"nenhuma restric\w*|sem restric\w*|no (?:dietary )?restriction", f):
-            out.append(Slot("diet_any", None, True, subject))
-        for m in re.finditer(r"alergi\w*\s+(?:a|ao|as|aos|de|to)\s+([\w ]+)", f):
-            out.append(Slot("allergy", m.group(1).strip(), negated, subject))
-        if re.search(r"nenhuma alergia|sem alergia|no allerg", f):
-            out.append(Slot("allergy", None, True, subject))
-        m = re.search(r"intoleran\w*\s+(?:a|ao|as|aos|de|to)\s+(\w+)|(\w+) intolerant", f)
-        if m:
-            out.append(Slot("intolerance", (m.group(1) or m.group(2)).strip(), negated, subject))
-        if re.search(r"celiac|gluten", f):
-            out.append(Slot("celiac", "gluten", negated, subject))
-        if re.search(r"diabet", f):
-            out.append(Slot("diabetes", "diabetes", negated, subject))
-        if re.search(r"vegetarian|vegan", f):
-            out.append(Slot("diet", "vegetarian", negated, subject))
-        m = re.search(ACCESS_WORDS, f)
-        if m:
-            out.append(Slot("accessibility", m.group(0), negated, subject))
-    payment = re.search(PAYMENT_WORDS, f)
-    if payment and t in {"preferencia", "vinculo_comercial", "padrao_comportamental", "contexto_pessoal"}:
-        value = next(v for v, p in PAYMENTS if re.search(p, payment.group(0)))
-        out.append(Slot("payment_method", value, negated))
-    if t in {"contexto_pessoal", "vinculo_comercial"}:
-        if re.search(r"desempregad\w*|sem emprego|sem trabalho|perdeu o emprego|foi demitid\w*|unemployed", f):
-            out.append(Slot("employment", "unemployed", False))
-        elif re.search(r"contratad\w*|arrum\w+ (?:um )?(?:emprego|trampo|trabalho)|comec\w+ a trabalhar|\btrabalh\w+ (?:na|no|em|como|de)\b", f):
-            out.append(Slot("employment", "employed", False))
-    if t == "vinculo_social":
-        names = _fact_names(original)
-        for status, pattern in PARTNER_STATUS:
-            m = re.search(pattern, f)
-            if m:
-                after = [fold(n) for n in re.findall(r"[A-ZÀ-Ý][\wÀ-ÿ]+", original[m.end():]) if fold(n) not in NOT_NAMES]
-                name = after[0] if after else (names[0] if names else "?")
-                ended = bool(re.search(r"termin|separ|divorci|\bex-|romp|\bnao (?:namora|e casad|esta casad)|faleceu|morreu|viuv", f))
-                out.append(Slot("partner", f"{status}:{name}", ended))
-                break
-        m = re.search(r"\b(dois|duas|tres|quatro|cinco|two|three|four|[1-9])\s+filh", f)
-        if m:
-            n = NUMBERS.get(m.group(1), int(m.group(1)) if m.group(1).isdigit() else 0)
-            out.append(Slot("children_count", str(n), negated))
-        for key in ("child", "parent", "sibling", "in_law", "grandfamily"):
-            pattern = next(p for p, k, _ in RELATIONS if k == key)
-            m = re.search(rf"\b(?:{pattern})\b", f)
-            if m and not (key == "child" and any(s.key == "children_count" for s in out)):
-                after = [fold(n) for n in re.findall(r"[A-ZÀ-Ý][\wÀ-ÿ]+", original[m.end():])]
-                out.append(Slot(key, after[0] if after else None, negated))
-    elif t == "data_comemorativa":
-        key = celebration_key(f)
-        if key:
-            out.append(Slot(key, date_value(f), negated))
-    elif t == "padrao_comportamental":
-        hours = hours_in(f)
-        freq = frequency_of(f)
-        if freq or re.search(r"toda semana|semanal|every week", f):
-            out.append(Slot("visit_frequency", f"{freq or 'weekly'}|{'-'.join(weekdays_in(f))}", negated))
-        elif weekdays_in(f):
-            out.append(Slot("visit_frequency", f"|{'-'.join(weekdays_in(f))}", negated))
-        elif re.search(r"cafe da manha|acorda|de pe|breakfast|wake", f):
-            out.append(Slot("morning_routine", f"{period_of(f, hours) or ''}|{','.join(str(h) for h in hours)}", negated))
-        elif re.search(r"cheg|\bvem\b|\bvir\b|vinda|check-?in|arriv|visita|hosped", f):
-            out.append(Slot("arrival_time", f"{period_of(f, hours) or ''}|{','.join(str(h) for h in hours)}", negated))
-    elif t == "reclamacao":
-        topic = topic_of(f)
-        if topic:
-            status = "resolved" if RESOLVED.search(f) else "open"
-            out.append(Slot(f"complaint_{topic}", status, False))
-    elif t == "feedback_positivo":
-        names = _fact_names(original)
-        if names:
-            out.append(Slot("praise_staff", names[0], negated))
-    elif t == "vinculo_comercial":
-        for m in ORG_AFTER.finditer(original):
-            org = org_at(original, m.end())
-            if org:
-                out.append(Slot("employer", fold(org), negated))
-                break
-        if not out and re.search(r"convenio|corporativ", f):
-            out.append(Slot("employer", None, negated))
-    elif t == "contexto_pessoal":
-        m = re.search(rf"\b(?:{PROF})", f)
-        if m:
-            out.append(Slot("occupation", m.group(0)[:-1], negated and not re.search(r"aposent", f)))
-        m = re.search(r"notur\w*|\bnoite\b|night|diur\w*|\bdia\b|\bday\b", f)
-        if m and re.search(r"plant|turno|shift|trabalh", f):
-            out.append(Slot("work_shift", "noite" if re.match(r"notur|noite|night", m.group(0)) else "dia", negated))
-        m = re.search(r"\b(?:mora|moram|vive|reside|lives)\s+(?:perto\s+)?(?:em|no|na|in|d[aoe])\s+(?:unidade\s+(?:d[aoe]\s+)?)?"
-                      r"|\b(?:se\s+)?mud(?:ou|ei|aram|amos)\s+(?:pro|pra|para|para o|para a|pro bairro|moved to)\s+", f)
-        if m:
-            city = org_at(original, m.end())
-            out.append(Slot("city", fold(city) if city else None, negated))
-        m = re.search(PET_WORDS, f)
-        if m:
-            names = _fact_names(original)
-            out.append(Slot("pet", names[0] if names else None, negated))
+    if memory_type in _SLOTS_FIRST:
+        out += _SLOTS_FIRST[memory_type](f, original, negated, out)
+    out += _payment_slots(memory_type, f, negated)
+    out += _employment_slots(memory_type, f)
+    if memory_type in _SLOTS_AFTER:
+        out += _SLOTS_AFTER[memory_type](f, original, negated, out)
     return out
-
 
 
 def parse_slots(memory_type: str, text: str) -> list[Slot]:

@@ -8,12 +8,20 @@ by customer in a fixed order, no random state anywhere). Steps:
 
 1. candidates of every dev conversation (``extract_learned.transcript_spans``) and
    their features; a candidate is a positive example of a memory type when its span
-   overlaps a gold evidence of that type (the evaluation's ``evidence_overlap`` ≥ 0.5);
-2. grouped cross-validation (``--folds``, grouped by customer so a customer's
-   conversations never sit on both sides) chooses the regularisation ``C`` and then
-   each type's threshold, by the F1 of the whole extraction (selection, ≤ 5 facts,
-   one-to-one matching) on the out-of-fold predictions;
-3. the final classifiers are fit on all of dev with the chosen ``C``; the artefact
+   overlaps a gold evidence of that type (the evaluation's ``evidence_overlap`` ≥ 0.5).
+   The conversations written for the project outside the corpus (``WRITTEN``,
+   ``tests/learn/data/conversations_written.jsonl``, never taken from the held-out
+   half) are added to the training side of every fold and never scored, so the
+   cross-validated figures stay figures on dev;
+2. two stages (``extract_learned.LinearModel``): a "states a durable fact" classifier
+   over every type's positives, times a multinomial "which type" classifier fitted on
+   the positive spans;
+3. grouped cross-validation (``--folds``, grouped by customer so a customer's
+   conversations never sit on both sides) chooses the regularisation ``C``, the
+   selection's length penalty (the tightest span that states a fact beats a window
+   around it) and each type's threshold, by the F1 of the whole extraction
+   (selection, ≤ 5 facts, one-to-one matching) on the out-of-fold predictions;
+4. the final classifiers are fit on all of dev (plus ``WRITTEN``) with the chosen ``C``; the artefact
    records the thresholds, the SHA-256 of the training file, and the cross-validated
    metrics, which are printed. ``--check`` trains in memory and compares the metrics
    with the shipped artefact's (exit 1 when they differ).
@@ -37,14 +45,17 @@ import numpy as np
 from streams.learn.evaluate import evidence_overlap
 from streams.learn.extract_learned import (
     ARTEFACT, HASH_DIM, MAX_WINDOW, N_CUES, LinearModel, Span, featurize, message_features, rule_hits, select,
-    transcript_spans,
+    transcript_spans, two_stage_probabilities,
 )
 from streams.learn.normalise import is_instruction
 from streams.learn.fixtures import DEV_DIR, read_jsonl, transcript_of
 from streams.learn.taxonomy import MEMORY_TYPES
 
-VERSION = "learned-v1"
-C_GRID = (0.5, 1.0, 2.0, 4.0)
+VERSION = "learned-v2"
+C_GRID = (2.0, 4.0, 8.0)
+PENALTY_GRID = (0.0, 0.05, 0.1)
+#: Conversations written for the project outside the corpus: training side only.
+WRITTEN = Path(__file__).resolve().parents[2] / "tests" / "learn" / "data" / "conversations_written.jsonl"
 THRESHOLD_GRID = tuple(round(x, 2) for x in np.arange(0.2, 0.96, 0.05))
 MATCH = 0.5
 
@@ -85,27 +96,36 @@ def folds_by_group(examples: list[Example], k: int) -> list[list[int]]:
     return [[i for i, e in enumerate(examples) if fold_of[e.group] == f] for f in range(k)]
 
 
-def fit(examples: list[Example], C: float) -> tuple[np.ndarray, np.ndarray]:
+@dataclass
+class Fitted:
+    W: np.ndarray        # (n_types, n_features) the type stage's class scores
+    b: np.ndarray        # (n_types,)
+    fw: np.ndarray       # (n_features,) the "states a fact" stage
+    fb: float
+
+
+def fit(examples: list[Example], C: float) -> Fitted:
+    """The two stages: "states a fact" (balanced, every type's positives) and "which type"
+    (multinomial over the positive spans; a type with no positive gets no probability)."""
     from sklearn.linear_model import LogisticRegression
 
     X = np.concatenate([e.X for e in examples if len(e.spans)])
     Y = np.concatenate([e.Y for e in examples if len(e.spans)])
+    fact = Y.max(axis=1)
+    f = LogisticRegression(C=C, class_weight="balanced", max_iter=2000, solver="lbfgs").fit(X, fact)
+    pos = fact == 1
+    g = LogisticRegression(C=C, max_iter=2000, solver="lbfgs").fit(X[pos], Y[pos].argmax(axis=1))
     W = np.zeros((len(MEMORY_TYPES), X.shape[1]), dtype=np.float32)
-    b = np.full(len(MEMORY_TYPES), -10.0, dtype=np.float32)
-    for t in range(len(MEMORY_TYPES)):
-        y = Y[:, t]
-        if y.sum() == 0:
-            continue
-        clf = LogisticRegression(C=C, class_weight="balanced", max_iter=2000, solver="lbfgs")
-        clf.fit(X, y)
-        W[t], b[t] = clf.coef_[0], clf.intercept_[0]
-    return W, b
+    b = np.full(len(MEMORY_TYPES), -1e4, dtype=np.float32)
+    for j, t in enumerate(g.classes_):
+        W[t], b[t] = g.coef_[j], g.intercept_[j]
+    return Fitted(W, b, f.coef_[0].astype(np.float32), float(f.intercept_[0]))
 
 
-def probs_of(e: Example, W: np.ndarray, b: np.ndarray) -> np.ndarray:
+def probs_of(e: Example, m: Fitted) -> np.ndarray:
     if not len(e.spans):
         return np.zeros((0, len(MEMORY_TYPES)))
-    return 1.0 / (1.0 + np.exp(-(e.X @ W.T + b)))
+    return two_stage_probabilities(e.X @ m.fw + m.fb, e.X @ m.W.T + m.b)
 
 
 def score(examples: list[Example], probs: list[np.ndarray], thresholds: np.ndarray, penalty: float = 0.0) -> dict:
@@ -153,19 +173,22 @@ def tune_thresholds(examples: list[Example], probs: list[np.ndarray], penalty: f
     return thr
 
 
-def out_of_fold(examples: list[Example], folds: list[list[int]], C: float) -> list[np.ndarray]:
+def out_of_fold(examples: list[Example], folds: list[list[int]], C: float,
+                extra: list[Example] = ()) -> list[np.ndarray]:
+    """Out-of-fold probabilities of ``examples``; ``extra`` is always on the training side."""
     probs: list[np.ndarray | None] = [None] * len(examples)
     for test in folds:
-        train = [examples[i] for i in range(len(examples)) if i not in set(test)]
-        W, b = fit(train, C)
+        train = [examples[i] for i in range(len(examples)) if i not in set(test)] + list(extra)
+        m = fit(train, C)
         for i in test:
-            probs[i] = probs_of(examples[i], W, b)
+            probs[i] = probs_of(examples[i], m)
     return probs  # type: ignore[return-value]
 
 
 def train_instruction_head(rows: list[dict], embedder, n_folds: int, log=print):
-    """Message-level classifier of ``"instruction": true``; threshold by grouped CV on F1 of
-    (explicit guard OR score ≥ threshold), ties to the higher threshold (fewer facts lost)."""
+    """Message-level classifier of ``"instruction": true`` (on dev plus the written
+    conversations' contact messages); threshold by grouped CV on F1 of (explicit guard OR
+    score ≥ threshold), ties to the higher threshold (fewer facts lost)."""
     from sklearn.linear_model import LogisticRegression
 
     texts, labels, groups = [], [], []
@@ -207,7 +230,8 @@ def train_instruction_head(rows: list[dict], embedder, n_folds: int, log=print):
     return clf.coef_[0].astype(np.float32), float(clf.intercept_[0]), float(th), stats
 
 
-def train(corpus: Path, n_folds: int = 5, embedder=None, log=print, c_grid=C_GRID) -> LinearModel:
+def train(corpus: Path, n_folds: int = 5, embedder=None, log=print, c_grid=C_GRID,
+          written: Path | None = WRITTEN) -> LinearModel:
     from streams.embedding import build_embedder
 
     t0 = time.perf_counter()
@@ -221,18 +245,25 @@ def train(corpus: Path, n_folds: int = 5, embedder=None, log=print, c_grid=C_GRI
                   for e in examples for g in e.row.get("gold_facts", []))
     log(f"{len(rows)} conversations, {gold} gold facts, {n_spans} candidate spans; "
         f"{covered}/{gold} gold evidences reachable by a candidate ({time.perf_counter() - t0:.0f} s)")
+    written_rows = list(read_jsonl(written)) if written is not None and Path(written).exists() else []
+    extra = build_examples(written_rows, embedder) if written_rows else []
+    if written_rows:
+        log(f"plus {len(written_rows)} conversations written for the project "
+            f"({sum(len(r.get('gold_facts', [])) for r in written_rows)} gold facts), training side only")
     folds = folds_by_group(examples, n_folds)
     results = {}
     for C in c_grid:
-        probs = out_of_fold(examples, folds, C)
-        thr = tune_thresholds(examples, probs)
-        results[C] = (score(examples, probs, thr), thr)
-        log(f"  C={C}: cross-validated P={results[C][0]['precision']:.3f} R={results[C][0]['recall']:.3f} "
-            f"F1={results[C][0]['f1']:.3f}")
-    C = max(c_grid, key=lambda c: (results[c][0]["f1"], -c))
-    cv, thresholds = results[C]
-    W, b = fit(examples, C)
-    iw, ib, ith, istats = train_instruction_head(rows, embedder, n_folds, log)
+        probs = out_of_fold(examples, folds, C, extra)
+        for pen in PENALTY_GRID:
+            thr = tune_thresholds(examples, probs, pen)
+            results[(C, pen)] = (score(examples, probs, thr, pen), thr)
+            r = results[(C, pen)][0]
+            log(f"  C={C} length penalty {pen}: cross-validated P={r['precision']:.3f} R={r['recall']:.3f} "
+                f"F1={r['f1']:.3f}")
+    C, penalty = max(results, key=lambda k: (results[k][0]["f1"], -k[0], -k[1]))
+    cv, thresholds = results[(C, penalty)]
+    m = fit(examples + extra, C)
+    iw, ib, ith, istats = train_instruction_head(rows + written_rows, embedder, n_folds, log)
     meta = {
         "version": VERSION,
         "embedder": {"provider": "use", "model": getattr(embedder, "name", "use-multilingual-v3")},
@@ -242,16 +273,27 @@ def train(corpus: Path, n_folds: int = 5, embedder=None, log=print, c_grid=C_GRI
                      if Path(corpus).resolve().is_relative_to(Path(__file__).resolve().parents[2]) else str(corpus),
                      "conversations_sha256": file_sha256(path), "conversations": len(rows), "gold_facts": gold,
                      "candidate_spans": n_spans, "reachable_gold": covered, "folds": n_folds,
-                     "grouped_by": "account_id:contact_id", "C": C},
+                     "grouped_by": "account_id:contact_id", "C": C,
+                     "written": _relative(Path(written)) if written_rows else None,
+                     "written_sha256": file_sha256(Path(written)) if written_rows else None,
+                     "written_conversations": len(written_rows)},
+        "stages": "fact × type",
+        "length_penalty": penalty,
         "thresholds": {t: float(round(x, 2)) for t, x in zip(MEMORY_TYPES, thresholds)},
         "cross_validated": cv,
         "instruction_classifier": istats,
     }
-    log(f"chosen C={C}; thresholds " + ", ".join(f"{t}={x:.2f}" for t, x in zip(MEMORY_TYPES, thresholds)))
+    log(f"chosen C={C}, length penalty {penalty}; thresholds " + ", ".join(f"{t}={x:.2f}" for t, x in zip(MEMORY_TYPES, thresholds)))
     log(f"cross-validated on {corpus} (grouped by customer, {n_folds} folds): "
         f"precision {cv['precision']:.3f}, recall {cv['recall']:.3f}, F1 {cv['f1']:.3f} "
         f"(tp {cv['tp']}, fp {cv['fp']}, fn {cv['fn']}); {time.perf_counter() - t0:.0f} s")
-    return LinearModel(tuple(MEMORY_TYPES), W, b, thresholds.astype(np.float32), meta, iw, ib, ith)
+    return LinearModel(tuple(MEMORY_TYPES), m.W, m.b, thresholds.astype(np.float32), meta, iw, ib, ith,
+                       fact_weights=m.fw, fact_bias=m.fb)
+
+
+def _relative(path: Path) -> str:
+    root = Path(__file__).resolve().parents[2]
+    return str(path.resolve().relative_to(root)) if path.resolve().is_relative_to(root) else str(path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -268,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.check:
         shipped = LinearModel.load(a.out)
         same = (shipped.meta.get("cross_validated") == model.meta["cross_validated"]
-                and shipped.meta["training"]["conversations_sha256"] == model.meta["training"]["conversations_sha256"])
+                and all(shipped.meta["training"].get(k) == model.meta["training"].get(k)
+                        for k in ("conversations_sha256", "written_sha256")))
         print("artefact is up to date" if same else "artefact differs from a fresh training: run make train")
         return 0 if same else 1
     model.save(a.out)

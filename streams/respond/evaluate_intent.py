@@ -4,9 +4,9 @@ similarity threshold of the example fallback by cross-validation.
     python -m streams.respond.evaluate_intent [FOLDER] [--folds 5]
 
 ``intent_accuracy(folder, embedder)`` is what ``make eval`` reports: the
-dictionary (with chat spelling) first, then, for what it leaves ``general``,
-the nearest example phrase (``data/intent_examples.json``) by the message's
-embedding. ``--calibrate`` (dev only) prints, per fold, the threshold chosen on
+dictionary (with chat spelling) first, then, for what it leaves open, the learnt
+classifier over the message's embedding (``intent.LearntIntent``; without it,
+the nearest example phrase of ``data/intent_examples.json``). ``--calibrate`` (dev only) prints, per fold, the threshold chosen on
 the other folds and the accuracy it gives on the held-back fold.
 """
 
@@ -53,8 +53,9 @@ def intent_accuracy(folder: str | Path, embedder=None) -> dict:
 
 
 def cross_validate(questions: list[dict], embedder, folds: int = 5) -> dict:
-    """Threshold chosen on k-1 folds, scored on the k-th; and the one chosen on all."""
-    ex = IntentExamples(embedder)
+    """The nearest-example fallback's threshold (what runs without the learnt classifier):
+    chosen on k-1 folds, scored on the k-th; and the one chosen on all."""
+    ex = IntentExamples(embedder, learnt=False)
     vecs = embedder.embed_queries([q["text"] for q in questions])
     base = [detect_intent(q["text"]) for q in questions]
 

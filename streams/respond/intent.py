@@ -25,13 +25,21 @@ Chat spelling: message and keywords are both passed through
 ``blz`` → ``beleza``, repeated letters squeezed), so the dictionary matches what
 people type.
 
-When no keyword matches, :class:`IntentExamples` (optional) compares the
-message's embedding (the vector the responder computes anyway) with example
-phrases per intent (``data/intent_examples.json``) and takes the nearest intent
-if its similarity clears ``EXAMPLE_THRESHOLD`` (chosen by cross-validation on
-the dev questions: ``python -m streams.respond.evaluate_intent``). The
-dictionary stays authoritative: the examples only decide what it leaves
-``general``.
+What the dictionary leaves open is decided from the message's embedding (the
+vector the responder computes anyway), by :class:`IntentExamples`:
+
+* with the **learnt classifier** (:class:`LearntIntent`, ``data/intent_model.*``,
+  ``make train`` → ``streams.respond.train_intent``): a multinomial logistic
+  regression trained on the example phrases (``data/intent_examples.json``) and
+  the dev questions. It decides when the dictionary says ``general`` or rests
+  only on weak hints (total weight below the artefact's ``strong``, chosen by
+  cross-validation; "cachorro" alone is a hint, "quanto custa" or any inbox
+  keyword, weight 3 by default, is decisive) and its most probable intent
+  reaches the artefact's ``floor``. An inbox's own intents and decisive matches
+  stay the dictionary's;
+* without it (another embedder, or custom example phrases): the nearest example
+  phrase, if its similarity clears ``EXAMPLE_THRESHOLD``, and only for what the
+  dictionary leaves ``general``.
 """
 
 from __future__ import annotations
@@ -246,6 +254,59 @@ def load_examples(path: str | Path = EXAMPLES_FILE) -> dict[str, list[str]]:
     return {k: [str(x) for x in v] for k, v in raw.items() if not k.startswith("_")}
 
 
+INTENT_MODEL = Path(__file__).with_name("data") / "intent_model"
+
+
+@dataclass
+class LearntIntent:
+    """Multinomial logistic regression over the message's embedding (see the module docstring)."""
+
+    weights: np.ndarray          # (n_classes, dim)
+    bias: np.ndarray             # (n_classes,)
+    classes: list[str]
+    strong: float                # a dictionary verdict at or above this weight stands
+    meta: dict
+    floor: float = 0.0           # below this probability the dictionary's verdict stands
+
+    def decides(self, detected: IntentResult) -> bool:
+        if detected.intent == GENERAL:
+            return True
+        return detected.intent in self.classes and detected.score < self.strong
+
+    def probabilities(self, vector) -> np.ndarray | None:
+        v = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if v.shape[0] != self.weights.shape[1]:
+            return None
+        z = self.weights @ v + self.bias
+        e = np.exp(z - z.max())
+        return e / e.sum()
+
+    def classify(self, vector) -> IntentResult | None:
+        p = self.probabilities(vector)
+        if p is None:
+            return None
+        k = int(np.argmax(p))
+        if float(p[k]) < self.floor:
+            return None
+        return IntentResult(self.classes[k], float(p[k]), ("~learnt",))
+
+    def save(self, path: Path = INTENT_MODEL) -> None:
+        np.savez_compressed(path.with_suffix(".npz"), weights=self.weights.astype(np.float16),
+                            bias=self.bias.astype(np.float32))
+        meta = dict(self.meta, classes=list(self.classes), strong=self.strong, floor=self.floor)
+        path.with_suffix(".json").write_text(json.dumps(meta, ensure_ascii=False, indent=1) + "\n")
+
+    @classmethod
+    def load(cls, path: Path = INTENT_MODEL) -> "LearntIntent | None":
+        npz, js = path.with_suffix(".npz"), path.with_suffix(".json")
+        if not npz.exists() or not js.exists():
+            return None
+        meta = json.loads(js.read_text())
+        with np.load(npz) as z:
+            return cls(z["weights"].astype(np.float32), z["bias"].astype(np.float32), list(meta["classes"]),
+                       float(meta["strong"]), meta, float(meta.get("floor", 0.0)))
+
+
 class IntentExamples:
     """Nearest example phrase per intent, by cosine similarity of embeddings.
 
@@ -255,10 +316,17 @@ class IntentExamples:
     """
 
     def __init__(self, embedder, examples: Mapping[str, Sequence[str]] | None = None,
-                 threshold: float = EXAMPLE_THRESHOLD):
+                 threshold: float = EXAMPLE_THRESHOLD, learnt: LearntIntent | None | bool = True):
         self.embedder = embedder
         self.examples = dict(examples) if examples is not None else load_examples()
         self.threshold = threshold
+        # The learnt classifier was trained on the shipped phrases with one embedder: used
+        # only with both (``learnt=False`` turns it off; an instance is used as given).
+        if learnt is True:
+            model = LearntIntent.load() if examples is None else None
+            learnt = model if model is not None and model.meta.get("embedder") == getattr(embedder, "name", None) \
+                else None
+        self.learnt: LearntIntent | None = learnt or None
         self._matrix: np.ndarray | None = None
         self._labels: list[str] = []
         self._lock = threading.Lock()
@@ -291,15 +359,26 @@ class IntentExamples:
         k = int(np.argmax(sims))
         return labels[k], float(sims[k])
 
-    def classify(self, vector) -> IntentResult:
+    def decides(self, detected: IntentResult) -> bool:
+        if self.learnt is not None:
+            return self.learnt.decides(detected)
+        return detected.intent == GENERAL
+
+    def classify(self, vector) -> IntentResult | None:
+        """The embedding's verdict; None when the learnt classifier is unsure (below its floor)
+        or cannot read the vector: the dictionary's verdict then stands."""
+        if self.learnt is not None:
+            return self.learnt.classify(vector)
         intent, sim = self.nearest(vector)
         if sim < self.threshold:
             return IntentResult(GENERAL, 0.0, ())
         return IntentResult(intent, sim, ("~example",))
 
 
-def refine_intent(detected: IntentResult, vector, examples: IntentExamples | None) -> IntentResult:
-    """The dictionary's verdict, or, when it said ``general``, the examples' one."""
-    if detected.intent != GENERAL or examples is None or vector is None:
+def refine_intent(detected: IntentResult, vector, examples: "IntentExamples | LearntIntent | None") -> IntentResult:
+    """The dictionary's verdict, or, when it leaves the question open (``general``; with
+    the learnt classifier also a verdict of weak hints only), the embedding's one."""
+    if examples is None or vector is None or not examples.decides(detected):
         return detected
-    return examples.classify(vector)
+    got = examples.classify(vector)
+    return detected if got is None else got

@@ -166,14 +166,45 @@ def test_training_is_reproducible(tmp_path):
     (corpus / "conversations.jsonl").write_text("".join(lines[:24]), encoding="utf-8")
     assert len(rows) == 24
     quiet = lambda *a: None  # noqa: E731
-    a = T.train(corpus, n_folds=2, log=quiet, c_grid=(1.0,))
-    b = T.train(corpus, n_folds=2, log=quiet, c_grid=(1.0,))
+    # The conversations written for the project train every fold but are never scored.
+    written = tmp_path / "written.jsonl"
+    written.write_text("".join(T.WRITTEN.read_text(encoding="utf-8").splitlines(keepends=True)[:10]), encoding="utf-8")
+    a = T.train(corpus, n_folds=2, log=quiet, c_grid=(1.0,), written=written)
+    b = T.train(corpus, n_folds=2, log=quiet, c_grid=(1.0,), written=written)
     assert a.meta["cross_validated"] == b.meta["cross_validated"]
     assert np.array_equal(a.thresholds, b.thresholds)
     assert np.allclose(a.weights, b.weights)
+    assert np.allclose(a.fact_weights, b.fact_weights)
+    cv = a.meta["cross_validated"]
+    assert cv["tp"] + cv["fn"] == sum(len(r["gold_facts"]) for r in rows)   # scored on the corpus only
+    assert a.meta["training"]["written_conversations"] == 10
     a.save(tmp_path / "m")
     again = LinearModel.load(tmp_path / "m")
     assert again.meta["training"]["conversations_sha256"] == a.meta["training"]["conversations_sha256"]
+    assert again.fact_weights is not None
+    X = np.random.default_rng(0).normal(size=(4, a.weights.shape[1])).astype(np.float32)
+    assert np.allclose(again.probabilities(X), a.probabilities(X), atol=1e-2)   # float16 weights on disk
+
+
+def test_two_stage_probabilities_split_the_fact_probability_between_types():
+    from streams.learn.extract_learned import two_stage_probabilities
+
+    p = two_stage_probabilities(np.array([0.0, 5.0]), np.array([[0.0, 0.0, -1e4], [3.0, 0.0, -1e4]]))
+    assert np.allclose(p.sum(axis=1), [0.5, 1 / (1 + np.exp(-5.0))])
+    assert p[1, 0] > p[1, 1] > p[1, 2] == 0.0
+
+
+def test_written_training_conversations_follow_the_corpus_rules(tmp_path):
+    import subprocess
+    import sys
+
+    from streams.learn import train_extractor as T
+
+    (tmp_path / "conversations.jsonl").write_bytes(T.WRITTEN.read_bytes())
+    out = subprocess.run([sys.executable, str(Path(DEV_DIR).parent / "check_corpus.py"), str(tmp_path)],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert " 0 problems" in out.stdout
 
 
 def test_training_refuses_the_heldout_half(capsys):

@@ -3,6 +3,7 @@ example-phrase fallback on the message's own vector (real USE embedder)."""
 
 import asyncio
 
+import numpy as np
 import pytest
 
 from streams.respond.evaluate_intent import cross_validate, intent_accuracy, load_questions
@@ -52,13 +53,15 @@ def test_inbox_keywords_are_normalised_too():
 ])
 def test_examples_decide_what_the_dictionary_leaves_general(use, text, expected):
     assert detect_intent(text).intent == "general"
-    ex = IntentExamples(use)
+    ex = IntentExamples(use, learnt=False)
     got = refine_intent(detect_intent(text), use.embed_queries([text])[0], ex)
     assert got.intent == expected and got.matched == ("~example",) and got.score >= EXAMPLE_THRESHOLD
+    learnt = refine_intent(detect_intent(text), use.embed_queries([text])[0], IntentExamples(use))
+    assert learnt.intent == expected and learnt.matched == ("~learnt",)
 
 
 def test_below_threshold_stays_general_and_dictionary_stays_authoritative(use):
-    ex = IntentExamples(use)
+    ex = IntentExamples(use, learnt=False)
     vec = use.embed_queries(["eae, suave?"])[0]
     assert ex.nearest(vec)[1] < EXAMPLE_THRESHOLD
     assert refine_intent(detect_intent("eae, suave?"), vec, ex).intent == "general"
@@ -95,3 +98,60 @@ def test_handler_embeds_the_message_once_for_fallback_recall_and_knowledge():
     assert out.reply.intent == "policy" and out.reply.strategy == "required"
     assert emb.calls == 1  # the examples used the vector recall and knowledge use
     assert "cachorro" in out.reply.text
+
+
+# ------------------------------------------------------ the learnt classifier
+def test_learnt_classifier_is_shipped_for_the_memory_embedder(use):
+    ex = IntentExamples(use)
+    assert ex.learnt is not None and ex.learnt.meta["embedder"] == use.name
+    assert set(ex.learnt.classes) == {"price_question", "info_request", "policy", "objection", "greeting",
+                                      "confirmation", "general"}
+    assert ex.learnt.meta["cv_accuracy"] >= 0.9
+    # custom example phrases or another embedder: the nearest-example fallback
+    assert IntentExamples(use, {"policy": ["levar cachorro"]}).learnt is None
+    assert IntentExamples(BagOfWordsEmbedder()).learnt is None
+
+
+def test_learnt_classifier_overrides_weak_hints_only(use):
+    ex = IntentExamples(use)
+    strong = ex.learnt.strong
+    # a decisive dictionary verdict and an inbox's own intent are never replaced
+    decisive = IntentResult("price_question", max(strong, 3.0), ("quanto custa",))
+    vec = use.embed_queries(["posso levar meu cachorro?"])[0]
+    assert refine_intent(decisive, vec, ex) is decisive
+    custom = IntentResult("booking", 0.5, ("reserva",))
+    assert refine_intent(custom, vec, ex) is custom
+    # a weak hint ("aceita" alone) is weighed against the message's meaning
+    weak = IntentResult("info_request", 0.5, ("tem",))
+    got = refine_intent(weak, vec, ex)
+    assert got.intent == "policy" and got.matched == ("~learnt",)
+
+
+def test_learnt_classifier_below_its_floor_keeps_the_dictionary(use):
+    import numpy as np
+
+    from streams.respond.intent import LearntIntent
+
+    model = LearntIntent(np.zeros((3, 512), np.float32), np.zeros(3, np.float32),
+                         ["general", "info_request", "policy"], strong=2.0, meta={}, floor=0.6)
+    weak = IntentResult("info_request", 1.0, ("abre",))
+    assert refine_intent(weak, np.ones(512), model) is weak      # a third each is below the floor
+    model.bias = np.array([0.0, 0.0, 3.0], np.float32)
+    assert refine_intent(weak, np.ones(512), model).intent == "policy"
+
+
+def test_intent_training_reproduces_the_shipped_artefact(use):
+    from streams.respond.intent import LearntIntent
+    from streams.respond.train_intent import train
+
+    model = train(embedder=use, log=lambda *a: None)
+    shipped = LearntIntent.load()
+    for k in ("cv_accuracy", "training_sha256", "C", "strong", "floor", "embedder"):
+        assert shipped.meta[k] == model.meta[k], k
+    assert np.allclose(shipped.weights, model.weights, atol=1e-2)
+
+
+def test_training_refuses_the_heldout_half():
+    from streams.respond.train_intent import main
+
+    assert main(["--corpus", str(FIXTURES_DIR.parent / "heldout")]) == 2
