@@ -280,7 +280,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="memoria-bench-scale-"))
     env = Env(tmp, "bench_scale")
     t_all = time.perf_counter()
-    fact_rows, chunk_rows, notes, plans = [], [], [], []
+    fact_rows, chunk_rows, plans = [], [], []
     try:
         b = ScaleBench(env)
         samples = _questions(120, 1)
