@@ -324,14 +324,14 @@ def main() -> int:
                     ("msg/s", "replies", "p50 ms", "p95 ms", "missing", "load avg", "held"),
                     [(f"{r[0]:.0f}", str(r[1]), f"{r[2]:.1f}", f"{r[3]:.1f}", str(r[4]), f"{r[5]:.1f}",
                       "yes" if r[6] else "no") for r in cap_steps], console)
-        console.print(f"sustained capacity of one worker: "
+        console.print("sustained capacity of one worker: "
                       + (f"{best:.0f} msg/s" if best else f"below {cap_steps[0][0]:.0f} msg/s") + " (target ≥ 50)")
     return 0
 
 
 async def _warm(env: Env) -> None:
-    from streams.respond.cli import ask_once
     from schemas.events import InboundMessage
+    from streams.respond.cli import ask_once
 
     for i in range(3):
         m = InboundMessage(message_id=f"warm-{i}", account_id=1, inbox_id=1, conversation_id=f"warm-{i}",

@@ -101,6 +101,9 @@ class ScaleBench:
         base = self.next_contact
         t0 = time.perf_counter()
         with self.env.conn() as conn:
+            # the HNSW index is rebuilt after the load (``hnsw``): kept during it, every row
+            # of the 900k-row step to 1M went into it one by one (> 25 min here)
+            conn.execute("DROP INDEX IF EXISTS contact_memories_embedding_512")
             conn.execute(
                 """INSERT INTO contact_memories (account_id, contact_id, memory_type, memory_key, content,
                        evidence, confidence, scope, source_unit_id, embedding, embedding_model)
@@ -108,7 +111,7 @@ class ScaleBench:
                           (s.g %% 3) + 1, t.embedding, %(model)s
                    FROM (SELECT g, CASE WHEN g < %(heavy_rows)s THEN %(base)s + g / %(per_heavy)s
                                         ELSE %(base)s + %(heavy)s + (g - %(heavy_rows)s) %% %(normal)s END AS ct
-                         FROM generate_series(0, %(n)s - 1) g) s
+                         FROM generate_series(0::bigint, %(n)s - 1) g) s
                    JOIN bench_fact_templates t ON t.k = (s.g * 7919 + s.ct) %% %(distinct)s""",
                 dict(model=self.mem.name, heavy_rows=heavy_rows, base=base, per_heavy=HEAVY_FACTS, heavy=heavy,
                      normal=normal, n=n, distinct=DISTINCT))
@@ -277,7 +280,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="memoria-bench-scale-"))
     env = Env(tmp, "bench_scale")
     t_all = time.perf_counter()
-    fact_rows, chunk_rows, notes, plans = [], [], [], []
+    fact_rows, chunk_rows, plans = [], [], []
     try:
         b = ScaleBench(env)
         samples = _questions(120, 1)

@@ -20,8 +20,10 @@ def start(env: Env, tmp: Path) -> tuple[subprocess.Popen, str]:
     """Start the service on a free port; returns the process and its URL."""
     port = free_port()
     log = open(tmp / "embedding-service.log", "ab")
+    repo = str(Path(__file__).resolve().parent.parent)  # this checkout's code, not the venv's editable install
+    path = os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH", "")) if p)
     proc = subprocess.Popen([str(Path(sys.executable).parent / "memoria"), "embedding-service", "--port", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **env.env},
+                            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **env.env, "PYTHONPATH": path},
                             start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     wait_until(lambda: proc.poll() is None and httpx.get(f"{url}/health", timeout=1).status_code == 200, 120,

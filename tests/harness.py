@@ -99,6 +99,9 @@ class Env:
     def start_worker(self, roles: str = "relay,ingest", extra_env: dict | None = None,
                      log_name: str = "worker") -> subprocess.Popen:
         env = {**os.environ, **self.env, **(extra_env or {})}
+        # this checkout's code, also when a benchmark (not pytest's conftest) starts the worker:
+        # the shared venv's editable install points at another checkout
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
         log = open(Path(self.env["MEMORIA_QDRANT_PATH"]).parent / f"{log_name}.log", "ab")
         p = subprocess.Popen([str(Path(sys.executable).parent / "memoria"), "worker", "--roles", roles],
                              env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT,

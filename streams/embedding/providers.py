@@ -5,7 +5,8 @@ import os
 import re
 import threading
 import time
-from typing import Sequence
+from collections import deque
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -21,11 +22,95 @@ def model_slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", base).strip("-")
 
 
+
+class _Call:
+    __slots__ = ("texts", "ready", "lead", "result", "error")
+
+    def __init__(self, texts: list[str]):
+        self.texts = texts
+        self.ready = threading.Event()
+        self.lead = False
+        self.result: np.ndarray | None = None
+        self.error: BaseException | None = None
+
+
+class GroupEncoder:
+    """One model call at a time, and every call that arrived meanwhile goes into
+    the next one together (group commit).
+
+    The worker embeds from many threads (each message's query, the composer's
+    sentences, ingest batches). A lock made them queue for one text each; a USE
+    query costs ~5.7 ms of CPU alone but ~1.7 ms in a batch of 8 (measured here,
+    2 cores under load), so under load the queued calls are encoded as one batch.
+    A lone call waits for nothing: batches form only while the model is busy.
+    Each call keeps its own rows; a call is never split across model calls, and a
+    model call takes queued calls up to ``max_texts`` texts (always at least one).
+    The texts of a batch are encoded independently by the models used here, so a
+    text's vector does not depend on its neighbours.
+    """
+
+    def __init__(self, encode: Callable[[list[str]], np.ndarray], max_texts: int = 256):
+        self._encode = encode
+        self._max = max_texts
+        self._mu = threading.Lock()
+        self._queue: deque[_Call] = deque()
+        self._running = False
+        self.calls = 0     # model calls made (statistics)
+        self.grouped = 0   # caller requests served
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        call = _Call(list(texts))
+        with self._mu:
+            self._queue.append(call)
+            call.lead = not self._running
+            self._running = True
+        if not call.lead:
+            call.ready.wait()        # encoded by a leader, or made the next leader
+        if call.lead:
+            self._run()
+        if call.error is not None:
+            raise call.error
+        assert call.result is not None
+        return call.result
+
+    def _run(self) -> None:
+        """Encode the calls at the head of the queue (the leader's own is first)."""
+        with self._mu:
+            batch = [self._queue.popleft()]
+            n = len(batch[0].texts)
+            while self._queue and n + len(self._queue[0].texts) <= self._max:
+                batch.append(self._queue.popleft())
+                n += len(batch[-1].texts)
+        try:
+            vecs = self._encode([t for c in batch for t in c.texts])
+            k = 0
+            for c in batch:
+                c.result = vecs[k:k + len(c.texts)]
+                k += len(c.texts)
+        except BaseException as e:  # every call of the batch sees the failure
+            for c in batch:
+                c.error = e
+        with self._mu:
+            self.calls += 1
+            self.grouped += len(batch)
+            for c in batch:
+                c.lead = False
+            nxt = self._queue[0] if self._queue else None
+            if nxt is not None:
+                nxt.lead = True   # it runs the next batch in its own thread
+            else:
+                self._running = False
+        for c in batch[1:]:
+            c.ready.set()
+        if nxt is not None:
+            nxt.ready.set()
+
+
 class SentenceTransformerEmbedder:
     """In-process sentence-transformers model (default: packaged all-MiniLM-L6-v2).
 
-    Loaded once per process (~8 s); ``encode`` is guarded by a lock because the
-    worker calls it from several threads.
+    Loaded once per process (~8 s); the worker calls it from several threads, which
+    ``GroupEncoder`` serves one model call at a time.
     """
 
     def __init__(self, model: str = "all-minilm-l6-v2", batch_size: int = 64, device: str = "cpu"):
@@ -53,16 +138,17 @@ class SentenceTransformerEmbedder:
         self._model = SentenceTransformer(path, device=device, local_files_only=True)
         self.dim = int((getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension)())
         self.batch_size = batch_size
-        self._lock = threading.Lock()
+        self._group = GroupEncoder(self._model_call)
+
+    def _model_call(self, texts: list[str]) -> np.ndarray:
+        v = self._model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
+                               convert_to_numpy=True, show_progress_bar=False)
+        return np.asarray(v, dtype=np.float32)
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with self._lock:
-            v = self._model.encode(list(texts), batch_size=self.batch_size,
-                                   normalize_embeddings=True, convert_to_numpy=True,
-                                   show_progress_bar=False)
-        return np.asarray(v, dtype=np.float32)
+        return self._group(texts)
 
     embed_passages = _encode
     embed_queries = _encode
@@ -83,13 +169,12 @@ class UseEmbedder:
         self._m = USE(threads=threads)
         self.name = "use-multilingual-v3"
         self.dim = 512
-        self._lock = threading.Lock()
+        self._group = GroupEncoder(lambda texts: normalise(self._m.encode(texts)))
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with self._lock:
-            return normalise(self._m.encode(list(texts)))
+        return self._group(texts)
 
     embed_passages = _encode
     embed_queries = _encode
@@ -104,19 +189,23 @@ class E5Embedder:
         self._m = E5()
         self.name = "multilingual-e5-small"
         self.dim = 384
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one model, two kinds of calls
+        self._passages = GroupEncoder(lambda texts: self._locked(self._m.passage, texts))
+        self._queries = GroupEncoder(lambda texts: self._locked(self._m.query, texts))
+
+    def _locked(self, fn, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            return normalise(fn(texts))
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with self._lock:
-            return normalise(self._m.passage(list(texts)))
+        return self._passages(texts)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with self._lock:
-            return normalise(self._m.query(list(texts)))
+        return self._queries(texts)
 
 
 class OpenAIEmbedder:
