@@ -35,7 +35,6 @@ import asyncio
 import json
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Callable
 

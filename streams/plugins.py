@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.machinery
+import importlib.util
 from types import ModuleType
 
 
@@ -22,8 +23,16 @@ def optional_modules(names: tuple[str, ...]) -> list[ModuleType]:
 def module_present(name: str) -> bool:
     """Whether module ``name`` exists on the path, found without importing it or its parent packages
     (a package's ``__init__`` may import heavy dependencies)."""
-    path = None
-    for part in name.split("."):
+    top, *rest = name.split(".")
+    # the top-level package through every finder (an editable install maps it with its own
+    # finder, not a sys.path entry); without importing it
+    spec = importlib.util.find_spec(top)
+    if spec is None:
+        return False
+    path = spec.submodule_search_locations
+    for part in rest:
+        if path is None:
+            return False
         spec = importlib.machinery.PathFinder.find_spec(part, path)
         if spec is None:
             return False

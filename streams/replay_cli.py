@@ -33,7 +33,8 @@ def replay_topic(
     dry_run: bool = typer.Option(False, "--dry-run", help="count what would be replayed, produce nothing"),
 ) -> None:
     """Feed a range of a topic back through the agents (their de-duplication makes it idempotent)."""
-    from streams.kafka.replay import parse_position, replay_topic as run
+    from streams.kafka.replay import parse_position
+    from streams.kafka.replay import replay_topic as run
     from streams.kafka.topics import qualified
 
     s = get_settings()

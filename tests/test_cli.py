@@ -87,3 +87,18 @@ def test_root_help_imports_no_command_module():
     assert not {m for m in loaded if m.split(".")[0] in HEAVY}
     command_modules = {m for e in COMMANDS.values() for m in e.modules}
     assert not command_modules & loaded
+
+
+def test_the_installed_entry_point_lists_every_command_from_any_folder(tmp_path):
+    """`memoria --help` as a user runs it: the console script, from another folder, with no
+    checkout on sys.path (an editable install maps the package with its own finder)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([sys.executable, "-c", "import sys; sys.path.pop(0); from streams.cli import main; main()",
+                          "--help"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    for name in ("worker", "ingest", "ask", "admin", "replay", "connectors"):
+        assert name in out.stdout, f"{name} missing from `memoria --help`:\n{out.stdout}"

@@ -119,39 +119,41 @@ def _error(status: int, reason: str) -> web.Response:
     return web.json_response({"error": reason}, status=status)
 
 
+def _refused(request: web.Request, raw: bytes, config: ChatwootConfig) -> web.Response | None:
+    """The error answer when the request is not from the configured Chatwoot (HMAC or token), else None."""
+    if config.secret:
+        sig = request.headers.get("X-Chatwoot-Signature", "")
+        ts = request.headers.get("X-Chatwoot-Timestamp", "")
+        if not sig or not ts:
+            return _error(401, "missing X-Chatwoot-Signature or X-Chatwoot-Timestamp header")
+        try:
+            skew = abs(time.time() - int(ts))
+        except ValueError:
+            return _error(401, "X-Chatwoot-Timestamp must be unix seconds")
+        expected = "sha256=" + hmac.new(config.secret.encode(), ts.encode() + b"." + raw,
+                                        hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(expected, sig.strip().lower()):
+            return _error(403, "invalid X-Chatwoot-Signature")
+        if skew > config.max_skew_s:
+            return _error(403, "X-Chatwoot-Timestamp too old")
+        return None
+    given = request.query.get("token") or request.headers.get("X-Memoria-Token")
+    if not given:
+        return _error(401, "missing token (?token= or X-Memoria-Token)")
+    if not hmac.compare_digest(given.encode(), (config.token or "").encode()):
+        return _error(403, "invalid token")
+    return None
+
+
 def create_app(config: ChatwootConfig, publish: Publish) -> web.Application:
     app = web.Application(client_max_size=config.max_body_bytes)
-
-    def authentic(request: web.Request, raw: bytes) -> web.Response | None:
-        if config.secret:
-            sig = request.headers.get("X-Chatwoot-Signature", "")
-            ts = request.headers.get("X-Chatwoot-Timestamp", "")
-            if not sig or not ts:
-                return _error(401, "missing X-Chatwoot-Signature or X-Chatwoot-Timestamp header")
-            try:
-                skew = abs(time.time() - int(ts))
-            except ValueError:
-                return _error(401, "X-Chatwoot-Timestamp must be unix seconds")
-            expected = "sha256=" + hmac.new(config.secret.encode(), ts.encode() + b"." + raw,
-                                            hashlib.sha256).hexdigest()
-            if not hmac.compare_digest(expected, sig.strip().lower()):
-                return _error(403, "invalid X-Chatwoot-Signature")
-            if skew > config.max_skew_s:
-                return _error(403, "X-Chatwoot-Timestamp too old")
-            return None
-        given = request.query.get("token") or request.headers.get("X-Memoria-Token")
-        if not given:
-            return _error(401, "missing token (?token= or X-Memoria-Token)")
-        if not hmac.compare_digest(given.encode(), (config.token or "").encode()):
-            return _error(403, "invalid token")
-        return None
 
     async def receive(request: web.Request) -> web.Response:
         try:
             raw = await request.read()
         except web.HTTPRequestEntityTooLarge:
             return _error(413, f"body over {config.max_body_bytes} bytes")
-        refused = authentic(request, raw)
+        refused = _refused(request, raw, config)
         if refused is not None:
             return refused
         try:

@@ -244,7 +244,6 @@ def make_engine(props: dict[str, str], handler):
         def _build_engine(self):
             self._ensure_jvm_started()
             import jpype
-
             from pydbzengine.engine._jvm import JDebeziumEngine, JProperties
 
             fmt = jpype.JClass("io.debezium.engine.format.JsonByteArray")

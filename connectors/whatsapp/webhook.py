@@ -145,58 +145,102 @@ MEDIA_NAMES = {"image": "imagem", "video": "vídeo", "audio": "áudio", "sticker
 SYSTEM_TYPES = {"system", "request_welcome", "ephemeral"}
 
 
+def _text(m: dict, kind: str, where: str) -> tuple[str, str, bool] | None:
+    body = _require(_require(m, "text", dict, where), "body", str, f"{where}.text")
+    return "text", clean_text(body), False
+
+
+def _media(m: dict, kind: str, where: str) -> tuple[str, str, bool] | None:
+    media = _require(m, kind, dict, where)
+    caption = _str(media, "caption")
+    if caption:
+        return kind, caption, False
+    name = _str(media, "filename")
+    return kind, f"[{MEDIA_NAMES[kind]}{': ' + name if name else ''}]", True
+
+
+def _location(m: dict, kind: str, where: str) -> tuple[str, str, bool] | None:
+    loc = _require(m, "location", dict, where)
+    lat, lon = loc.get("latitude"), loc.get("longitude")
+    if not isinstance(lat, (int, float)) or not isinstance(lon, (int, float)):
+        raise PayloadError(f"{where}.location needs numeric latitude and longitude")
+    label = ", ".join(x for x in (_str(loc, "name"), _str(loc, "address")) if x)
+    return "location", f"Localização: {label + ' ' if label else ''}({lat:.6f}, {lon:.6f})", False
+
+
+def _contacts(m: dict, kind: str, where: str) -> tuple[str, str, bool] | None:
+    cards = _require(m, "contacts", list, where)
+    parts = []
+    for c in cards[:10]:
+        name = _str(c.get("name") if isinstance(c, dict) else None, "formatted_name")
+        phones = [_str(p, "phone") or _str(p, "wa_id") for p in (c.get("phones") or []
+                                                                if isinstance(c, dict) else [])]
+        parts.append(" ".join(x for x in [name, *(p for p in phones if p)] if x) or "?")
+    return "contacts", "Contato compartilhado: " + "; ".join(parts), False
+
+
+def _interactive(m: dict, kind: str, where: str) -> tuple[str, str, bool] | None:
+    inter = _require(m, "interactive", dict, where)
+    for sub in ("button_reply", "list_reply"):
+        if isinstance(inter.get(sub), dict):
+            title = _str(inter[sub], "title")
+            desc = _str(inter[sub], "description")
+            if not title:
+                raise PayloadError(f"{where}.interactive.{sub}.title is missing")
+            return "interactive", f"{title} — {desc}" if desc else title, False
+    return "unsupported", f"[resposta interativa: {_str(inter, 'type') or '?'}]", True
+
+
+def _button(m: dict, kind: str, where: str) -> tuple[str, str, bool] | None:  # a template's quick-reply button
+    button = _require(m, "button", dict, where)
+    title = _str(button, "text") or _str(button, "payload")
+    if not title:
+        raise PayloadError(f"{where}.button.text is missing")
+    return "button", title, False
+
+
+def _reaction(m: dict, kind: str, where: str) -> tuple[str, str, bool] | None:
+    emoji = _str(_require(m, "reaction", dict, where), "emoji")
+    return ("reaction", emoji, False) if emoji else None  # an empty emoji removes a reaction
+
+
+_TEXT_FORMS = {"text": _text, "location": _location, "contacts": _contacts, "interactive": _interactive,
+               "button": _button, "reaction": _reaction, **{kind: _media for kind in MEDIA_NAMES}}
+
+
 def text_form(m: dict, where: str) -> tuple[str, str, bool] | None:
     """(message_type, text form, placeholder) of one message; None: nothing to
     answer (a removed reaction). Raises PayloadError for a malformed message."""
     kind = m.get("type")
-    if kind == "text":
-        body = _require(_require(m, "text", dict, where), "body", str, f"{where}.text")
-        return "text", clean_text(body), False
-    if kind in MEDIA_NAMES:
-        media = _require(m, kind, dict, where)
-        caption = _str(media, "caption")
-        if caption:
-            return kind, caption, False
-        name = _str(media, "filename")
-        return kind, f"[{MEDIA_NAMES[kind]}{': ' + name if name else ''}]", True
-    if kind == "location":
-        loc = _require(m, "location", dict, where)
-        lat, lon = loc.get("latitude"), loc.get("longitude")
-        if not isinstance(lat, (int, float)) or not isinstance(lon, (int, float)):
-            raise PayloadError(f"{where}.location needs numeric latitude and longitude")
-        label = ", ".join(x for x in (_str(loc, "name"), _str(loc, "address")) if x)
-        return "location", f"Localização: {label + ' ' if label else ''}({lat:.6f}, {lon:.6f})", False
-    if kind == "contacts":
-        cards = _require(m, "contacts", list, where)
-        parts = []
-        for c in cards[:10]:
-            name = _str(c.get("name") if isinstance(c, dict) else None, "formatted_name")
-            phones = [_str(p, "phone") or _str(p, "wa_id") for p in (c.get("phones") or []
-                                                                    if isinstance(c, dict) else [])]
-            parts.append(" ".join(x for x in [name, *(p for p in phones if p)] if x) or "?")
-        return "contacts", "Contato compartilhado: " + "; ".join(parts), False
-    if kind == "interactive":
-        inter = _require(m, "interactive", dict, where)
-        for sub in ("button_reply", "list_reply"):
-            if isinstance(inter.get(sub), dict):
-                title = _str(inter[sub], "title")
-                desc = _str(inter[sub], "description")
-                if not title:
-                    raise PayloadError(f"{where}.interactive.{sub}.title is missing")
-                return "interactive", f"{title} — {desc}" if desc else title, False
-        return "unsupported", f"[resposta interativa: {_str(inter, 'type') or '?'}]", True
-    if kind == "button":  # a template's quick-reply button
-        button = _require(m, "button", dict, where)
-        title = _str(button, "text") or _str(button, "payload")
-        if not title:
-            raise PayloadError(f"{where}.button.text is missing")
-        return "button", title, False
-    if kind == "reaction":
-        emoji = _str(_require(m, "reaction", dict, where), "emoji")
-        return ("reaction", emoji, False) if emoji else None  # an empty emoji removes a reaction
+    if isinstance(kind, str) and kind in _TEXT_FORMS:
+        return _TEXT_FORMS[kind](m, kind, where)
     if isinstance(kind, str) and kind:
         return "unsupported", f"[mensagem do tipo {kind[:40]}]", True
     raise PayloadError(f"{where}.type must be a string")
+
+
+def _message(m: Any, mwhere: str, phone_number_id: str) -> IncomingMessage | None:
+    """One customer message, or None for what is acknowledged without an answer."""
+    message_id = _require(m, "id", str, mwhere)
+    wa_id = str(_require(m, "from", (str, int), mwhere))
+    if m.get("type") in SYSTEM_TYPES:
+        return None
+    form = text_form(m, mwhere)
+    if form is None:
+        return None
+    kind, text, placeholder = form
+    ts = _require(m, "timestamp", (str, int), mwhere)
+    try:
+        sent_at = datetime.fromtimestamp(int(ts), tz=timezone.utc)
+    except (TypeError, ValueError, OverflowError, OSError):
+        raise PayloadError(f"{mwhere}.timestamp must be unix seconds") from None
+    if not message_id.strip() or len(message_id) > 256:
+        raise PayloadError(f"{mwhere}.id must be 1-256 characters")
+    if not wa_id.strip() or len(wa_id) > MAX_WA_ID:
+        raise PayloadError(f"{mwhere}.from must be 1-{MAX_WA_ID} characters")
+    if not text:
+        raise PayloadError(f"{mwhere} has no text once control characters are removed")
+    return IncomingMessage(phone_number_id, wa_id, message_id, text[:MAX_TEXT], sent_at, kind, placeholder)
 
 
 def parse_payload(body: Any) -> Parsed:
@@ -229,32 +273,14 @@ def parse_payload(body: Any) -> Parsed:
             for m_i, m in enumerate(messages):
                 mwhere = f"{where}.value.messages[{m_i}]"
                 try:
-                    message_id = _require(m, "id", str, mwhere)
-                    wa_id = str(_require(m, "from", (str, int), mwhere))
-                    if m.get("type") in SYSTEM_TYPES:
-                        out.ignored += 1
-                        continue
-                    form = text_form(m, mwhere)
-                    if form is None:
-                        out.ignored += 1
-                        continue
-                    kind, text, placeholder = form
-                    ts = _require(m, "timestamp", (str, int), mwhere)
-                    try:
-                        sent_at = datetime.fromtimestamp(int(ts), tz=timezone.utc)
-                    except (TypeError, ValueError, OverflowError, OSError):
-                        raise PayloadError(f"{mwhere}.timestamp must be unix seconds") from None
-                    if not message_id.strip() or len(message_id) > 256:
-                        raise PayloadError(f"{mwhere}.id must be 1-256 characters")
-                    if not wa_id.strip() or len(wa_id) > MAX_WA_ID:
-                        raise PayloadError(f"{mwhere}.from must be 1-{MAX_WA_ID} characters")
-                    if not text:
-                        raise PayloadError(f"{mwhere} has no text once control characters are removed")
+                    incoming = _message(m, mwhere, phone_number_id)
                 except PayloadError as e:
                     out.invalid.append(InvalidMessage(mwhere, str(e), m))
                     continue
-                out.messages.append(IncomingMessage(phone_number_id, wa_id, message_id, text[:MAX_TEXT], sent_at,
-                                                    kind, placeholder))
+                if incoming is None:
+                    out.ignored += 1
+                else:
+                    out.messages.append(incoming)
     return out
 
 
@@ -267,6 +293,41 @@ def signature_ok(secret: str, body: bytes, header: str) -> bool:
         return False
     expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
     return hmac.compare_digest(expected, header[len("sha256="):].strip().lower())
+
+
+async def _read_payload(request: web.Request, config: WebhookConfig) -> Parsed | web.Response:
+    """The request's messages, or the error answer (size, signature, JSON, envelope)."""
+    try:
+        raw = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        return _error(413, f"body over {config.max_body_bytes} bytes")
+    if config.app_secret is not None:
+        header = request.headers.get("X-Hub-Signature-256")
+        if not header:
+            return _error(401, "missing X-Hub-Signature-256 header")
+        if not signature_ok(config.app_secret, raw, header):
+            return _error(403, "invalid X-Hub-Signature-256 signature")
+    try:
+        body = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return _error(400, "body is not valid JSON")
+    try:
+        return parse_payload(body)
+    except PayloadError as e:
+        return _error(400, str(e))
+
+
+async def _record_all(invalid: list[InvalidMessage], record_invalid: RecordInvalid | None) -> bool:
+    """Log and record (dead-letter) the invalid messages; False when recording failed."""
+    for bad in invalid:
+        log.warning("whatsapp invalid message where=%s reason=%s", bad.where, bad.reason)
+        if record_invalid is not None:
+            try:
+                await record_invalid(bad.raw, f"{bad.where}: {bad.reason}")
+            except Exception as e:
+                log.error("whatsapp could not record an invalid message error=%r", e)
+                return False
+    return True
 
 
 def create_app(config: WebhookConfig, publish: Publish, resolver: Resolver,
@@ -284,24 +345,9 @@ def create_app(config: WebhookConfig, publish: Publish, resolver: Resolver,
         return web.Response(text=challenge, content_type="text/plain")
 
     async def receive(request: web.Request) -> web.Response:
-        try:
-            raw = await request.read()
-        except web.HTTPRequestEntityTooLarge:
-            return _error(413, f"body over {config.max_body_bytes} bytes")
-        if config.app_secret is not None:
-            header = request.headers.get("X-Hub-Signature-256")
-            if not header:
-                return _error(401, "missing X-Hub-Signature-256 header")
-            if not signature_ok(config.app_secret, raw, header):
-                return _error(403, "invalid X-Hub-Signature-256 signature")
-        try:
-            body = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            return _error(400, "body is not valid JSON")
-        try:
-            parsed = parse_payload(body)
-        except PayloadError as e:
-            return _error(400, str(e))
+        parsed = await _read_payload(request, config)
+        if isinstance(parsed, web.Response):
+            return parsed
         published = duplicates = unrouted = 0
         invalid = list(parsed.invalid)
         for t in parsed.messages:
@@ -337,14 +383,8 @@ def create_app(config: WebhookConfig, publish: Publish, resolver: Resolver,
             published += 1
             log.info("whatsapp inbound message_id=%s type=%s account_id=%s conversation_id=%s",
                      t.message_id, t.message_type, route.account_id, route.conversation_id)
-        for bad in invalid:
-            log.warning("whatsapp invalid message where=%s reason=%s", bad.where, bad.reason)
-            if record_invalid is not None:
-                try:
-                    await record_invalid(bad.raw, f"{bad.where}: {bad.reason}")
-                except Exception as e:
-                    log.error("whatsapp could not record an invalid message error=%r", e)
-                    return _error(503, "could not record an invalid message, retry later")
+        if not await _record_all(invalid, record_invalid):
+            return _error(503, "could not record an invalid message, retry later")
         return web.json_response({"published": published, "duplicates": duplicates,
                                   "ignored": parsed.ignored, "unrouted": unrouted, "invalid": len(invalid)})
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import psycopg
 from uuid6 import uuid7
 
-from streams.ingest.chunking import Chunk, chunk_text
 from schemas.events import ChunkEvent
+from streams.ingest.chunking import Chunk, chunk_text
 from streams.outbox.write import add_events, outbox_row
 
 SUPPORTED_SUFFIXES = {".md", ".markdown", ".txt", ".text"}

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import datetime, timedelta
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Callable, Iterable, Sequence
 
 from psycopg_pool import ConnectionPool
 
+from schemas.events import ChunkEvent
 from streams.embedding import Embedder
 from streams.embedding.providers import model_slug
-from schemas.events import ChunkEvent
 from streams.outbox.write import add_events, outbox_row
 from streams.vectors.port import Hit, VectorStore
 

@@ -10,9 +10,9 @@ from typing import Optional
 import typer
 
 from streams.learn.contradiction import MemoryView
-from streams.settings import get_settings
 from streams.learn.extract import FactExtractor, extract_facts
 from streams.learn.fixtures import read_jsonl, transcript_of
+from streams.settings import get_settings
 
 
 def build_extractor(provider: str) -> FactExtractor:

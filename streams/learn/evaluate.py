@@ -27,7 +27,6 @@ from streams.learn.model import Fact
 from streams.learn.taxonomy import MEMORY_TYPES
 from streams.learn.text import fold, tokens
 
-
 #: Function words left out when comparing contents ("Gosta de vinho rosé" vs "A esposa gosta de vinho rosé").
 STOPWORDS = frozenset(
     "a o as os de da do das dos e em no na nos nas um uma uns umas para pra pro com por que se ao aos "

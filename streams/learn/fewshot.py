@@ -14,11 +14,10 @@ with the code so a prompt is reproducible; ``load()`` reads it.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from functools import lru_cache
 from pathlib import Path
-
-import re
 
 from streams.learn.lexicon import ROOM_WORDS, fold, is_instruction, parse_slots
 

@@ -41,10 +41,10 @@ from streams.kafka.envelope import DecodeError, decode_outbox
 from streams.learn import store
 from streams.learn.consolidate import NewFact, plan_consolidation
 from streams.learn.contradiction import ContradictionChecker, MemoryView, Verdict
-from streams.learn.model import TokenUsage
 from streams.learn.embed import embed_contents, embedding_usage
 from streams.learn.extract import FactExtractor, extract_facts
 from streams.learn.llm import ExtractionFailed, ModelTimedOut
+from streams.learn.model import TokenUsage
 from streams.pricing import count_metrics, model_call, write_ledger
 from streams.store.events import mark_processed, unprocessed
 

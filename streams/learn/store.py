@@ -16,9 +16,9 @@ from typing import Iterable
 import numpy as np
 import psycopg
 
+from schemas.events import MemoryEvent
 from streams.learn.consolidate import MAX_LIVE_FACTS, Plan, StoredFact, over_cap
 from streams.learn.model import Message, Transcript
-from schemas.events import MemoryEvent
 from streams.outbox.write import add_events, outbox_row
 
 

@@ -44,11 +44,21 @@ import numpy as np
 
 from streams.learn.evaluate import evidence_overlap
 from streams.learn.extract_learned import (
-    ARTEFACT, HASH_DIM, MAX_WINDOW, N_CUES, LinearModel, Span, featurize, message_features, rule_hits, select,
-    transcript_spans, two_stage_probabilities,
+    ARTEFACT,
+    HASH_DIM,
+    MAX_WINDOW,
+    N_CUES,
+    LinearModel,
+    Span,
+    featurize,
+    message_features,
+    rule_hits,
+    select,
+    transcript_spans,
+    two_stage_probabilities,
 )
-from streams.learn.normalise import is_instruction
 from streams.learn.fixtures import DEV_DIR, read_jsonl, transcript_of
+from streams.learn.normalise import is_instruction
 from streams.learn.taxonomy import MEMORY_TYPES
 
 VERSION = "learned-v2"

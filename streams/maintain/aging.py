@@ -20,10 +20,10 @@ from datetime import datetime, timedelta
 
 import psycopg
 
+from schemas.events import MemoryEvent
 from streams.learn import store
 from streams.learn.consolidate import MAX_LIVE_FACTS
 from streams.learn.taxonomy import REDUCED_WEIGHT_FACTOR, ttl_policy
-from schemas.events import MemoryEvent
 from streams.outbox.write import add_events, outbox_row
 
 log = logging.getLogger(__name__)

@@ -108,7 +108,8 @@ def erase_contact(
     contact: int = typer.Option(..., "--contact"),
 ) -> None:
     """Erase a contact: transcripts, facts, vectors and bookkeeping (LGPD/GDPR)."""
-    from streams.maintain.forget import erase_contact as run, vacuum_after_erasure
+    from streams.maintain.forget import erase_contact as run
+    from streams.maintain.forget import vacuum_after_erasure
     from streams.settings import get_settings
 
     with _conn() as conn:

@@ -29,8 +29,8 @@ from datetime import datetime, timedelta, timezone
 import psycopg
 from psycopg.types.json import Jsonb
 
-from streams.learn import store
 from schemas.events import ContactEvent
+from streams.learn import store
 from streams.outbox.write import add_events, outbox_row
 
 log = logging.getLogger(__name__)
@@ -84,7 +84,7 @@ def restore_memory(conn: psycopg.Connection, account_id: int, memory_id: int, *,
     from streams.learn.contradiction import MemoryView, select_candidates
     from streams.learn.embed import embed_contents, embedding_usage
     from streams.learn.model import TokenUsage
-    from streams.pricing import write_ledger, count_metrics, model_call
+    from streams.pricing import count_metrics, model_call, write_ledger
 
     now = _now(now)
     with conn.transaction():

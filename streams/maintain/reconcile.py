@@ -31,9 +31,8 @@ from typing import Any
 
 from psycopg_pool import ConnectionPool
 
-from schemas.events import OutboundReply
+from schemas.events import ConversationEvent, OutboundReply
 from streams import metrics
-from schemas.events import ConversationEvent
 from streams.outbox.write import add_events, outbox_row
 
 log = logging.getLogger(__name__)

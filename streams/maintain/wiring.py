@@ -46,9 +46,9 @@ def register(app, settings, container, roles, *, batch_agent, state) -> None:
 
     from datetime import timedelta
 
+    from streams.kafka.topics import OUTBOUND, qualified
     from streams.maintain.offers import publish_offers, run_offers
     from streams.maintain.schedule import claim_if_due, purge_outbox
-    from streams.kafka.topics import OUTBOUND, qualified
 
     jobs = [
         ("silence", timedelta(seconds=SILENCE_EVERY), lambda conn: announce_silent(conn, now=now())),

@@ -29,7 +29,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence
+from typing import Any, Awaitable, Callable, Mapping, Protocol
 
 from schemas.events import InboundMessage, OutboundReply
 from streams import metrics
@@ -37,8 +37,18 @@ from streams.respond import rights
 from streams.respond.intent import detect_intent
 from streams.respond.model import KnowledgeChunk
 from streams.respond.text import fold
-from streams.respond.tools import (FlightStore, HttpTools, ToolError, ToolResult, ToolSpec, contradicts,
-                                   flight_key, resolve_arguments, tool_keywords, wait_within)
+from streams.respond.tools import (
+    FlightStore,
+    HttpTools,
+    ToolError,
+    ToolResult,
+    ToolSpec,
+    contradicts,
+    flight_key,
+    resolve_arguments,
+    tool_keywords,
+    wait_within,
+)
 
 log = logging.getLogger(__name__)
 

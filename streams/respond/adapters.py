@@ -18,10 +18,10 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from schemas.events import InboundMessage, OutboundReply
-from streams.pricing import LEDGER_INSERT, ModelCall, ledger_args
 from streams.embedding import Embedder
-from streams.kafka.errors import PoisonRecord
 from streams.ingest.knowledge import chunk_alias, model_of, search_chunks
+from streams.kafka.errors import PoisonRecord
+from streams.pricing import LEDGER_INSERT, ModelCall, ledger_args
 from streams.respond.handler import SystemClock, reply_id_for  # noqa: F401  (Clock adapter)
 from streams.respond.model import ConversationContext, HistoryMessage, InboxConfig, KnowledgeChunk
 from streams.respond.recall import MemoryFact

@@ -95,7 +95,7 @@ def _is_fragment(text: str) -> bool:
             or bool(re.match(r"\d+,\d\d\b", text)))
 
 
-def _read(chunk_text: str, rank: int = 0, heading: str = "") -> tuple[list[Unit], str, tuple[str, bool] | None]:
+def _read(chunk_text: str, rank: int = 0, heading: str = "") -> tuple[list[Unit], str, tuple[str, bool] | None]:  # noqa: C901 (split pending, issue 8)
     """(units, the chunk's leading fragment, its cut last piece and whether it is a list item)."""
     units: list[Unit] = []
     head_fragment, tail_cut = "", None

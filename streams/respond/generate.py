@@ -12,20 +12,18 @@ also applied to every generator's output by the handler as a guard).
 from __future__ import annotations
 
 import logging
-import math
 import re
 import threading
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from typing import Sequence
 
-from tenacity import (Retrying, retry_if_exception, stop_after_attempt,
-                      wait_exponential_jitter)
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from streams.respond import compose
 from streams.respond import intent as i
 from streams.respond.model import Generation, KnowledgeChunk, ReplyRequest, Usage
 from streams.respond.recall import ScoredFact
-from streams.respond.text import content_tokens, fold, stem
+from streams.respond.text import fold
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +127,7 @@ class OfflineComposer:
         opener = "Entendo! " if r.intent == i.OBJECTION else ""
         return self._with_memory(opener + answer, r.memories, r.chunks)
 
-    def pick_sentences(self, message: str, chunks: Sequence[KnowledgeChunk], intent: str,
+    def pick_sentences(self, message: str, chunks: Sequence[KnowledgeChunk], intent: str,  # noqa: C901 (split pending, issue 8)
                        hint: str = "", query_vector=None) -> list[compose.Unit]:
         """Up to ``max_sentences`` units of the chunks that answer the message, best first.
 

@@ -34,19 +34,25 @@ from typing import Any, Awaitable, Callable, Sequence, TypeVar
 import numpy as np
 
 from schemas.events import InboundMessage, OutboundReply
-from streams.respond.generate import (CONTACTS_REPLY, FALLBACK_AUDIO, FALLBACK_LOOP, FALLBACK_MEDIA,
-                                      FALLBACK_NO_KNOWLEDGE, FALLBACK_UNSUPPORTED, LOCATION_REPLY,
-                                      unsupported_prices)
+from streams.ingest.knowledge import default_max_distance
+from streams.pricing import ModelCall, model_call
+from streams.respond.generate import (
+    CONTACTS_REPLY,
+    FALLBACK_AUDIO,
+    FALLBACK_LOOP,
+    FALLBACK_MEDIA,
+    FALLBACK_NO_KNOWLEDGE,
+    FALLBACK_UNSUPPORTED,
+    LOCATION_REPLY,
+    unsupported_prices,
+)
 from streams.respond.intent import GENERAL, IntentExamples, detect_intent, refine_intent
 from streams.respond.lead import next_lead_state
-from streams.pricing import ModelCall, model_call
 from streams.respond.model import ConversationContext, Generation, KnowledgeChunk, ReplyRequest, Usage
-from streams.respond.ports import (Clock, ConversationStore, Embedder, Generator, KnowledgeSearch,
-                                   MemoryRecall)
+from streams.respond.ports import Clock, ConversationStore, Embedder, Generator, KnowledgeSearch, MemoryRecall
 from streams.respond.prompt import HISTORY_MESSAGES, build_messages
 from streams.respond.recall import TOP_K, ScoredFact, score_memories
 from streams.respond.strategy import Strategy, decide
-from streams.ingest.knowledge import default_max_distance
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +139,7 @@ def channel_reply(msg: InboundMessage) -> tuple[str, str] | None:
     return None
 
 
-async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None:
+async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None:  # noqa: C901 (split pending, issue 8)
     """The reply to ``msg``; None when there is nothing to send (a duplicate, or
     a reaction: it is stored, and answering an emoji would be noise)."""
     t0 = time.perf_counter()

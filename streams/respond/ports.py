@@ -15,8 +15,8 @@ from uuid import UUID
 import numpy as np
 
 from schemas.events import InboundMessage, OutboundReply
-from streams.pricing import ModelCall
 from streams.embedding import Embedder  # noqa: F401  (re-exported: embed_queries/embed_passages, name, dim)
+from streams.pricing import ModelCall
 from streams.respond.model import ConversationContext, Generation, KnowledgeChunk, ReplyRequest
 from streams.respond.recall import MemoryFact
 

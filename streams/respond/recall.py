@@ -134,7 +134,7 @@ def _names(text: str) -> set[str]:
 def word_evidence(query_text: str, contents: Sequence[str]) -> list[float]:
     """Per fact, the bonus the customer's words give it (see ``ROLES``)."""
     from streams.respond.compose import stem
-    from streams.respond.text import STOPWORDS, normalize_chat, fold
+    from streams.respond.text import STOPWORDS, fold, normalize_chat
 
     q_words = set(normalize_chat(query_text).split())
     q_stems = {stem(w) for w in q_words if w not in STOPWORDS and len(w) > 2}

@@ -34,8 +34,14 @@ from pathlib import Path
 import numpy as np
 
 from streams.learn.fixtures import DEV_DIR
-from streams.respond.intent import (EXAMPLES_FILE, GENERAL, INTENT_MODEL, IntentResult, LearntIntent, detect_intent,
-                                    load_examples, refine_intent)
+from streams.respond.intent import (
+    EXAMPLES_FILE,
+    INTENT_MODEL,
+    LearntIntent,
+    detect_intent,
+    load_examples,
+    refine_intent,
+)
 
 C_GRID = (1.0, 4.0, 16.0)
 STRONG_GRID = (1.5, 2.0, 2.5, 3.0, 4.0)

@@ -31,12 +31,12 @@ from pydantic import ValidationError
 from schemas.events import InboundMessage, OutboundReply
 from streams import metrics
 from streams.embedding import EmbeddingError
-from streams.pricing import count_metrics
 from streams.kafka import errors
 from streams.kafka.agent import edges_ready, record_of, settle
 from streams.kafka.consume import DeadLetter, Record, oversized
 from streams.kafka.topics import INBOUND, OUTBOUND, qualified
-from streams.respond.handler import RespondOutcome, Responder, respond
+from streams.pricing import count_metrics
+from streams.respond.handler import Responder, RespondOutcome, respond
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +46,12 @@ PARALLEL_CONVERSATIONS = 8
 
 def build_responder(settings, container) -> Responder:
     """The responder's ports over the container's real dependencies (composition root)."""
-    from streams.respond.adapters import (ChunkKnowledgeSearch, CollectionEmbedder, PostgresConversationStore,
-                                          PostgresMemoryRecall)
+    from streams.respond.adapters import (
+        ChunkKnowledgeSearch,
+        CollectionEmbedder,
+        PostgresConversationStore,
+        PostgresMemoryRecall,
+    )
     from streams.respond.generate import build_generator
     from streams.respond.intent import IntentExamples
 

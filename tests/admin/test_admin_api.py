@@ -1,6 +1,7 @@
 """Admin API against the real Postgres (and the real memory embedder)."""
 
 import json
+
 import pytest
 from fastapi.testclient import TestClient
 

@@ -1,7 +1,10 @@
 import pytest
 
 from streams.learn.contradiction import (
-    MemoryView, OpenAIContradictionChecker, RulesContradictionChecker, select_candidates,
+    MemoryView,
+    OpenAIContradictionChecker,
+    RulesContradictionChecker,
+    select_candidates,
 )
 from streams.learn.lexicon import parse_slots
 from streams.learn.llm import LlmConfig, ModelUnavailable

@@ -9,7 +9,13 @@ import pytest
 
 from streams.learn.extract import extract_facts
 from streams.learn.extract_learned import (
-    ARTEFACT, LearnedExtractor, LinearModel, Span, candidate_spans, select, transcript_spans,
+    ARTEFACT,
+    LearnedExtractor,
+    LinearModel,
+    Span,
+    candidate_spans,
+    select,
+    transcript_spans,
 )
 from streams.learn.fixtures import DEV_DIR, read_jsonl
 from streams.learn.model import Transcript

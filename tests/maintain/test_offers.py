@@ -11,8 +11,15 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from streams.maintain.offers import (next_occurrence, occasion_day, pending_offers, plan_offers, publish_offers,
-                                     record_offers, run_offers)
+from streams.maintain.offers import (
+    next_occurrence,
+    occasion_day,
+    pending_offers,
+    plan_offers,
+    publish_offers,
+    record_offers,
+    run_offers,
+)
 from streams.settings import Settings
 
 KNOWLEDGE = ("# Preços\n\nSuíte Luxo: período de 2 horas R$ 129; pernoite R$ 240. "

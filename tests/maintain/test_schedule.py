@@ -1,7 +1,7 @@
 from datetime import datetime, timedelta, timezone
 
-from streams.maintain.schedule import claim_if_due, purge_outbox
 from schemas.events import MemoryEvent
+from streams.maintain.schedule import claim_if_due, purge_outbox
 from streams.outbox.write import add_events, outbox_row
 
 T = datetime(2026, 1, 5, 3, 0, tzinfo=timezone.utc)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
-import zlib
 from uuid import UUID, uuid5
 
 import numpy as np

@@ -111,6 +111,8 @@ def test_right_to_know_and_to_be_forgotten_with_recall_off(env, pool):
     assert "apagamos" in out.reply.text
     live = env.q("SELECT id FROM contact_memories WHERE account_id = 1 AND contact_id = 100 AND deleted_at IS NULL")
     assert live == []
+    forgotten = env.q("SELECT id FROM contact_memories WHERE contact_id = 100 AND deleted_at IS NOT NULL")
+    assert set(mine) <= {x["id"] for x in forgotten}
     assert env.q("SELECT count(*) AS n FROM contact_memories WHERE contact_id = 100 AND embedding IS NOT NULL"
                  )[0]["n"] == 0
     assert env.q("SELECT count(*) AS n FROM contact_memories WHERE contact_id = 101 AND deleted_at IS NULL"

@@ -9,8 +9,13 @@ import pytest
 
 from streams.ingest.chunking import chunk_text
 from streams.respond.compose import answer_units, range_match, units_of_chunks
-from streams.respond.generate import (FALLBACK_NO_KNOWLEDGE, GENERAL_REPLY, OBJECTION_REPLY,
-                                      OfflineComposer, unsupported_prices)
+from streams.respond.generate import (
+    FALLBACK_NO_KNOWLEDGE,
+    GENERAL_REPLY,
+    OBJECTION_REPLY,
+    OfflineComposer,
+    unsupported_prices,
+)
 from streams.respond.model import KnowledgeChunk, ReplyRequest
 
 SUITES = """# Suítes e valores

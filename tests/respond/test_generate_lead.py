@@ -5,9 +5,15 @@ from uuid import uuid4
 
 import pytest
 
-from streams.respond.generate import (CONFIRMATION_REPLY, FALLBACK_NO_KNOWLEDGE, GREETING_REPLY,
-                                      OfflineComposer, OpenAIChatGenerator, price_amounts,
-                                      unsupported_prices)
+from streams.respond.generate import (
+    CONFIRMATION_REPLY,
+    FALLBACK_NO_KNOWLEDGE,
+    GREETING_REPLY,
+    OfflineComposer,
+    OpenAIChatGenerator,
+    price_amounts,
+    unsupported_prices,
+)
 from streams.respond.lead import MAX_LEAD_STATE_BYTES, enforce_size, next_lead_state
 from streams.respond.model import KnowledgeChunk, ReplyRequest
 from streams.respond.recall import MemoryFact, ScoredFact
@@ -151,10 +157,11 @@ def test_openai_generator_does_not_retry_4xx(llm_server):
 
 
 def test_composer_embeds_each_chunk_sentence_once_and_reuses_the_query_vector():
+    from uuid import uuid4
+
     from streams.respond.generate import OfflineComposer
     from streams.respond.model import KnowledgeChunk, ReplyRequest
     from tests.respond.fakes import BagOfWordsEmbedder
-    from uuid import uuid4
 
     class Counting(BagOfWordsEmbedder):
         def __init__(self):

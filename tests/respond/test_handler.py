@@ -7,8 +7,15 @@ from streams.respond.handler import Responder, reply_id_for, respond
 from streams.respond.lead import MAX_LEAD_STATE_BYTES
 from streams.respond.model import Generation, InboxConfig
 from streams.respond.recall import MemoryFact
-from tests.respond.fakes import (AsyncSlowMemory, BagOfWordsEmbedder, FakeKnowledge, FakeMemory, FakeStore,
-                                 FixedClock, inbound)
+from tests.respond.fakes import (
+    AsyncSlowMemory,
+    BagOfWordsEmbedder,
+    FakeKnowledge,
+    FakeMemory,
+    FakeStore,
+    FixedClock,
+    inbound,
+)
 
 DOCS = [(101, "precos", "O pernoite na suíte Luxo custa R$ 240 e na Master custa R$ 450."),
         (101, "regras", "Cancelamento com menos de 24 horas converte o sinal em crédito."),

@@ -6,14 +6,20 @@ import asyncio
 import numpy as np
 import pytest
 
+from streams.learn.fixtures import FIXTURES_DIR
 from streams.respond.evaluate_intent import cross_validate, intent_accuracy, load_questions
 from streams.respond.generate import OfflineComposer
 from streams.respond.handler import Responder, respond
-from streams.respond.intent import (EXAMPLE_THRESHOLD, IntentExamples, IntentResult, detect_intent,
-                                    load_examples, refine_intent)
+from streams.respond.intent import (
+    EXAMPLE_THRESHOLD,
+    IntentExamples,
+    IntentResult,
+    detect_intent,
+    load_examples,
+    refine_intent,
+)
 from streams.respond.model import InboxConfig
 from streams.respond.text import normalize_chat
-from streams.learn.fixtures import FIXTURES_DIR
 from tests.respond.fakes import BagOfWordsEmbedder, FakeKnowledge, FakeMemory, FakeStore, FixedClock, inbound
 
 

@@ -4,9 +4,8 @@ import typer
 from typer.testing import CliRunner
 
 from streams.respond.evaluate_recall import recall_at_k
-from streams.respond.rank import register
+from streams.respond.rank import rank_cases, register
 from tests.respond.fakes import BagOfWordsEmbedder
-from streams.respond.rank import rank_cases
 
 CASES = [
     {"case_id": "a", "query": "posso levar o cachorro", "relevant": [1],

@@ -1,12 +1,20 @@
 import xml.etree.ElementTree as ET
+from uuid import uuid4
 
 import numpy as np
 
-from streams.respond.prompt import (DEFAULT_SYSTEM_PROMPT, SYSTEM_PROMPT_MAX_TOKENS, build_messages,
-                                    count_tokens, escape_xml, knowledge_block, memory_block, xml_name)
 from streams.respond.model import HistoryMessage, KnowledgeChunk
+from streams.respond.prompt import (
+    DEFAULT_SYSTEM_PROMPT,
+    SYSTEM_PROMPT_MAX_TOKENS,
+    build_messages,
+    count_tokens,
+    escape_xml,
+    knowledge_block,
+    memory_block,
+    xml_name,
+)
 from streams.respond.recall import MemoryFact, compatible, score_memories
-from uuid import uuid4
 
 
 def vec(*xs):

@@ -9,8 +9,15 @@ import pytest
 
 from streams.respond import rights
 from streams.respond.acts import Act
-from streams.respond.tools import (ToolConfigError, ToolResult, contradicts, flight_key, parse_tools,
-                                   resolve_arguments, tool_keywords)
+from streams.respond.tools import (
+    ToolConfigError,
+    ToolResult,
+    contradicts,
+    flight_key,
+    parse_tools,
+    resolve_arguments,
+    tool_keywords,
+)
 
 ACCESS = [
     "o que vocês sabem sobre mim?", "O QUE VOCÊS SABEM SOBRE MIM", "quais dados vocês têm meus?",

@@ -4,7 +4,6 @@ filtered search, and follows every write (upsert, payload change, delete, drop).
 import uuid
 
 import numpy as np
-
 from qdrant_client import models
 
 from streams.vectors.store import QdrantStore

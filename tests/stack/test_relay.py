@@ -4,9 +4,9 @@ import asyncio
 import json
 import uuid
 
+from schemas.events import MemoryEvent
 from streams.kafka.topics import outbox_topic, qualified
 from streams.outbox.relay import OutboxRelay, make_producer
-from schemas.events import MemoryEvent
 from streams.outbox.write import add_events, outbox_row
 from streams.store.db import migrate
 from tests.harness import consume_all
