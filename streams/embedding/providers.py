@@ -10,6 +10,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from streams.embedding.tokens import report as report_tokens
 from streams.embedding.client import ServiceEmbedder
 from streams.embedding.port import Embedder, EmbeddingError, normalise
 
@@ -238,6 +239,7 @@ class OpenAIEmbedder:
             raise EmbeddingError(f"{type(e).__name__}: {e}") from e
         used = getattr(getattr(resp, "usage", None), "prompt_tokens", 0) or 0
         self._tokens.n = getattr(self._tokens, "n", 0) + int(used)
+        report_tokens(self.name, int(used))   # the reply or indexing batch that asked pays for it
         data = sorted(resp.data, key=lambda d: d.index)
         return normalise(np.array([d.embedding for d in data], dtype=np.float32))
 

@@ -6,6 +6,7 @@ Plain functions over three ports: a Postgres connection source, a
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from dataclasses import dataclass, field
@@ -16,8 +17,11 @@ from psycopg_pool import ConnectionPool
 
 from schemas.events import ChunkEvent
 from streams.embedding import Embedder
+from streams.embedding import tokens as embedding_tokens
 from streams.embedding.providers import model_slug
+from streams.learn.model import TokenUsage
 from streams.outbox.write import add_events, outbox_row
+from streams.pricing import count_metrics, model_call, write_ledger
 from streams.vectors.port import Hit, VectorStore
 
 log = logging.getLogger(__name__)
@@ -91,6 +95,31 @@ def _load_chunks(pool: ConnectionPool, ids: Sequence[str]) -> dict[str, dict]:
     return {r["id"]: r for r in rows}
 
 
+def ledger_embeddings(pool: ConnectionPool, rows: Sequence[dict], used: dict[str, int]) -> None:
+    """Put the paid embedding tokens of an indexing batch in the cost ledger, per account: each
+    account's share is its chunks' share of the batch's characters. The ref names the model and the
+    account's chunks with their content hashes, so a redelivered batch counts once."""
+    if not any(used.values()):
+        return
+    chars: dict[int, int] = {}
+    keys: dict[int, list[str]] = {}
+    for r in rows:
+        account = int(r["account_id"])
+        chars[account] = chars.get(account, 0) + len(r["content"])
+        keys.setdefault(account, []).append(f"{r['id']}:{str(r['content_hash']).strip()}")
+    total = sum(chars.values()) or 1
+    calls = []
+    for model, n in sorted(used.items()):
+        for account, c in sorted(chars.items()):
+            digest = hashlib.sha256("\n".join(sorted(keys[account])).encode()).hexdigest()[:32]
+            calls.append(model_call(account, "embedding", model, TokenUsage(prompt_tokens=round(n * c / total)),
+                                    ref=f"chunks:{model}:{digest}"))
+    with pool.connection() as conn, conn.transaction():
+        write_ledger(conn, calls)
+    for call in calls:
+        count_metrics(call)
+
+
 def point_payload(row: dict) -> dict:
     return {"account_id": int(row["account_id"]), "document_id": row["document_id"],
             "seq": int(row["seq"]), "content_hash": row["content_hash"].strip()}
@@ -123,8 +152,10 @@ def index_chunks(chunk_ids: Iterable[str], *, pool: ConnectionPool, store: Vecto
         else:
             stats.unchanged += 1
     if to_embed:
+        used = embedding_tokens.collect()
         vecs = embedder.embed_passages([r["content"] for r in to_embed])
         store.upsert(collection, [r["id"] for r in to_embed], vecs, [point_payload(r) for r in to_embed])
+        ledger_embeddings(pool, to_embed, used)
         stats.embedded = len(to_embed)
     if to_patch:
         store.set_payloads(collection, to_patch)
@@ -243,8 +274,10 @@ def reindex(*, pool: ConnectionPool, store: VectorStore, domain: str, embedder: 
     total = _count_live(pool)
     done = 0
     for rows in _live_chunk_batches(pool, batch):
+        used = embedding_tokens.collect()
         vecs = embedder.embed_passages([r["content"] for r in rows])
         store.upsert(new, [r["id"] for r in rows], vecs, [point_payload(r) for r in rows])
+        ledger_embeddings(pool, rows, used)
         done += len(rows)
         if progress:
             progress(done, total)

@@ -148,7 +148,8 @@ class PostgresConversationStore:
             status=row["status"])
 
     def save_reply(self, reply: OutboundReply, lead_state: Mapping[str, Any] | None, *,
-                   model_call: ModelCall | None = None, recall_ms: float | None = None) -> None:
+                   model_call: ModelCall | None = None, recall_ms: float | None = None,
+                   embedding_calls: Sequence[ModelCall] = ()) -> None:
         stored = json.loads(reply.model_dump_json())
         if recall_ms is not None:
             stored["recall_ms"] = round(recall_ms, 3)   # the unit reports' recall P99
@@ -160,8 +161,9 @@ class PostgresConversationStore:
                                          channel_message_id, reply)
                    VALUES (%s, %s, 'agent', %s, %s, %s, %s) ON CONFLICT (channel_message_id) DO NOTHING""",
                 (conv["id"], reply.account_id, reply.text, reply.created_at, reply.reply_id, Jsonb(stored)))
-            if model_call is not None:   # one INSERT, only when the reply used a model's tokens
-                conn.execute(LEDGER_INSERT, ledger_args(model_call))
+            for call in (model_call, *embedding_calls):   # an INSERT only for calls that used tokens
+                if call is not None:
+                    conn.execute(LEDGER_INSERT, ledger_args(call))
             conn.execute("UPDATE conversations SET lead_state = %s WHERE id = %s",
                          (Jsonb(dict(lead_state or {})), conv["id"]))
 

@@ -84,7 +84,7 @@ class MemoryStore:
     def load_context(self, msg, history):
         return ConversationContext(recall_enabled=False, inbox=self.inbox)
 
-    def save_reply(self, reply, lead_state, *, model_call=None, recall_ms=None):
+    def save_reply(self, reply, lead_state, *, model_call=None, recall_ms=None, embedding_calls=()):
         pass
 
 class NoMemory:

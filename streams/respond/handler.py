@@ -34,6 +34,7 @@ from typing import Any, Awaitable, Callable, Sequence, TypeVar
 import numpy as np
 
 from schemas.events import InboundMessage, OutboundReply
+from streams.embedding import tokens as embedding_tokens
 from streams.ingest.knowledge import default_max_distance
 from streams.pricing import ModelCall, model_call
 from streams.respond.generate import (
@@ -102,6 +103,7 @@ class RespondOutcome:
     memories: tuple[ScoredFact, ...] = ()
     chunks: tuple[KnowledgeChunk, ...] = ()
     model_call: ModelCall | None = None   # in the cost ledger with the reply (None: no tokens used)
+    embedding_calls: tuple[ModelCall, ...] = ()   # the paid embeddings this reply made (one per model)
 
 
 async def _call(fn: Callable[..., T | Awaitable[T]], *args: Any, **kwargs: Any) -> T:
@@ -139,10 +141,19 @@ def channel_reply(msg: InboundMessage) -> tuple[str, str] | None:
     return None
 
 
+def embedding_calls(account_id: int, reply_id: str, used: dict[str, int]) -> tuple[ModelCall, ...]:
+    """The cost-ledger entries of a reply's paid embeddings, one per model (ref = reply and model, so a
+    redelivered message counts once)."""
+    calls = (model_call(account_id, "embedding", model, Usage(prompt_tokens=n), ref=f"{reply_id}:{model}")
+             for model, n in sorted(used.items()))
+    return tuple(c for c in calls if c is not None)
+
+
 async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None:  # noqa: C901 (split pending, issue 8)
     """The reply to ``msg``; None when there is nothing to send (a duplicate, or
     a reaction: it is stored, and answering an emoji would be noise)."""
     t0 = time.perf_counter()
+    embed_tokens = embedding_tokens.collect()   # paid embeddings this message makes (cost ledger)
     if not await _call(deps.store.store_inbound, msg):
         log.info("respond duplicate message_id=%s conversation_id=%s", msg.message_id, msg.conversation_id)
         return None
@@ -173,7 +184,7 @@ async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None
     if act is not None and act.suppress:
         return None
     if act is not None and act.text is not None:
-        return await _act_reply(msg, ctx, act, deps, t0)
+        return await _act_reply(msg, ctx, act, deps, t0, embed_tokens)
     if act is not None and act.intent:
         detected = type(detected)(act.intent, detected.score, detected.matched)
     degraded: list[str] = list(act.degraded) if act is not None else []
@@ -313,7 +324,9 @@ async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None
     lead_state = next_lead_state(ctx.lead_state, intent=detected.intent,
                                  retrieval_count=retrieval_count, now=now)
     call = model_call(msg.account_id, "reply", generation.model, generation.usage, ref=reply.reply_id)
-    await _call(deps.store.save_reply, reply, lead_state, model_call=call, recall_ms=recall_ms)
+    embeds = embedding_calls(msg.account_id, reply.reply_id, embed_tokens)
+    await _call(deps.store.save_reply, reply, lead_state, model_call=call, recall_ms=recall_ms,
+                embedding_calls=embeds)
     total_ms = (time.perf_counter() - t0) * 1000
     log.info("reply conversation_id=%s intent=%s strategy=%s chunks=%d memories=%d degraded=%s ms=%.1f",
              msg.conversation_id, detected.intent, strategy.retrieval, len(used_chunks),
@@ -321,11 +334,11 @@ async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None
     return RespondOutcome(reply=reply, lead_state=lead_state, usage=generation.usage,
                           provider=generation.provider, model=generation.model,
                           recall_ms=recall_ms, total_ms=total_ms, memories=tuple(used_memories),
-                          chunks=tuple(used_chunks), model_call=call)
+                          chunks=tuple(used_chunks), model_call=call, embedding_calls=embeds)
 
 
 async def _act_reply(msg: InboundMessage, ctx: ConversationContext, act: Any, deps: Responder,
-                     t0: float) -> RespondOutcome:
+                     t0: float, embed_tokens: dict[str, int]) -> RespondOutcome:
     """A reply the acts step wrote (rights answer, tool acknowledgement): no recall, no generation."""
     now = deps.clock.now()
     intent = act.intent or "general"
@@ -334,11 +347,12 @@ async def _act_reply(msg: InboundMessage, ctx: ConversationContext, act: Any, de
         conversation_id=msg.conversation_id, contact_id=msg.contact_id, text=act.text, intent=intent,
         strategy="none", degraded=list(act.degraded), created_at=now, kind=act.kind, tools=list(act.tools))
     lead_state = next_lead_state(ctx.lead_state, intent=intent, retrieval_count=ctx.retrieval_count, now=now)
-    await _call(deps.store.save_reply, reply, lead_state)
+    embeds = embedding_calls(msg.account_id, reply.reply_id, embed_tokens)
+    await _call(deps.store.save_reply, reply, lead_state, embedding_calls=embeds)
     total_ms = (time.perf_counter() - t0) * 1000
     log.info("reply conversation_id=%s intent=%s kind=%s ms=%.1f", msg.conversation_id, intent, act.kind, total_ms)
     return RespondOutcome(reply=reply, lead_state=lead_state, usage=Usage(), provider="none", model="none",
-                          recall_ms=None, total_ms=total_ms)
+                          recall_ms=None, total_ms=total_ms, embedding_calls=embeds)
 
 
 RERANK_POOL = 8          # candidates per result taken from the vector search

@@ -33,7 +33,8 @@ class ConversationStore(Protocol):
         this one (oldest first), lead state, retrievals so far, status."""
 
     def save_reply(self, reply: OutboundReply, lead_state: Mapping[str, Any] | None, *,
-                   model_call: ModelCall | None = None, recall_ms: float | None = None) -> None:
+                   model_call: ModelCall | None = None, recall_ms: float | None = None,
+                   embedding_calls: Sequence[ModelCall] = ()) -> None:
         """In ONE transaction: store the agent message (with ``recall_ms``, for the unit
         reports), the new lead state (≤ 4 KB, already enforced; None clears it) and the
         reply's model call in the cost ledger. Idempotent on reply.reply_id."""

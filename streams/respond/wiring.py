@@ -177,7 +177,8 @@ class RespondRunner:
             metrics.RECALL_REQUESTS.labels("degraded" if degraded else "hit" if o.memories else "miss").inc()
         for reason in o.reply.degraded:
             metrics.DEGRADED_REPLIES.labels(reason).inc()
-        count_metrics(o.model_call)
+        for call in (o.model_call, *o.embedding_calls):
+            count_metrics(call)
 
 
 def register(app, settings, container, roles, *, batch_agent, state) -> None:

@@ -67,7 +67,7 @@ class FakeStore:
                                    retrieval_count=self.retrieval_count)
 
     def save_reply(self, reply: OutboundReply, lead_state: Mapping[str, Any] | None, *,
-                   model_call=None, recall_ms=None) -> None:
+                   model_call=None, recall_ms=None, embedding_calls=()) -> None:
         self.replies.append(reply)
         self.model_calls.append(model_call)
         self.lead_state = dict(lead_state) if lead_state is not None else None

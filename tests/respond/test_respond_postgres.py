@@ -207,3 +207,28 @@ def test_every_message_type_is_stored_and_answered_sensibly(env, pool):
         ("w-a", "audio"), ("w-i", "image"), ("w-l", "location"), ("w-c", "contacts"), ("w-cap", "image"),
         ("w-b", "button"), ("w-r", "reaction"), ("w-n", "text")]
     assert len(env.q("SELECT 1 FROM messages WHERE role = 'agent'")) == 7
+
+
+def test_paid_embeddings_of_a_reply_are_in_the_cost_ledger_once(env, pool):
+    """With an OpenAI-compatible embedding endpoint (a local server speaking the protocol), the
+    reply's query embeddings (recall and knowledge) are written with the reply, once per message."""
+    from streams.embedding.providers import OpenAIEmbedder
+    from tests.support.openai_server import FakeOpenAI
+
+    with FakeOpenAI() as server:
+        paid = OpenAIEmbedder("text-embedding-3-small", server.base_url, "test")
+        docs = [(1, "precos", "O pernoite na suíte Luxo custa R$ 240.")]
+        deps = responder(pool, knowledge_docs=docs)
+        deps = Responder(store=deps.store, memory=PostgresMemoryRecall(pool, paid.name), knowledge=deps.knowledge,
+                         memory_embedder=paid, knowledge_embedder=deps.knowledge_embedder,
+                         generator=OfflineComposer(), recall_budget_s=5.0)
+        enable_recall(env, 1)
+        env.q("INSERT INTO inboxes (id, account_id, rag_distance_threshold) VALUES (10, 1, 0.9)")
+        m = msg("Quanto custa o pernoite na suíte Luxo?", "wamid.paid")
+        out = asyncio.run(respond(m, deps))
+        assert out is not None and [c.stage for c in out.embedding_calls] == ["embedding"]
+        assert asyncio.run(respond(m, deps)) is None   # redelivered: answered once, counted once
+    rows = env.q("SELECT stage, model, prompt_tokens, cost_usd, ref FROM model_usage WHERE account_id = 1")
+    assert [(r["stage"], r["model"]) for r in rows] == [("embedding", paid.name)]
+    assert rows[0]["prompt_tokens"] == 7 and rows[0]["cost_usd"] > 0   # 7 words: the fake counts words
+    assert rows[0]["ref"] == f"{out.reply.reply_id}:{paid.name}"

@@ -138,3 +138,36 @@ def test_reindex_with_the_same_model_rebuilds_into_a_new_collection(ctx):
     hits = search_chunks("hidromassagem", account_id=1, pool=c.pool, store=store, domain="t",
                          embedder_for=c.embedder_for, limit=2)
     assert len(hits) == 2
+
+
+def test_paid_embeddings_of_an_indexing_batch_are_in_the_cost_ledger_per_account_once(env):
+    """Two accounts' chunks indexed in one batch through an OpenAI-compatible endpoint (a local
+    server speaking the protocol): each account pays its share of the batch's tokens, once."""
+    from streams.embedding.providers import OpenAIEmbedder
+    from tests.support.openai_server import FakeOpenAI
+
+    with FakeOpenAI() as server:
+        paid = OpenAIEmbedder("text-embedding-3-small", server.base_url, "test")
+        store = QdrantStore(path=":memory:")
+        c = Container(env.settings, vector_store=store)
+        try:
+            h = ChunkEventHandler(pool=c.pool, store=store, domain="t", embedder=paid,
+                                  embedder_for=lambda model: paid)
+            with env.conn() as conn:
+                write_document(conn, account_id=1, source="a.md", text=TEXT, chunk_size=300, chunk_overlap=0)
+                write_document(conn, account_id=2, source="b.md", text="A suíte Jade custa R$ 300.", chunk_size=300,
+                               chunk_overlap=0)
+            records = _records(env)
+            assert h(records) == []
+            env.q("DELETE FROM processed_events")   # a replay of the same batch
+            h.store.delete(h.store.alias_target(chunk_alias("t")), [r["id"] for r in env.q(
+                "SELECT id::text FROM chunks")])
+            assert h(records) == []
+        finally:
+            c.close()
+    rows = env.q("SELECT account_id, stage, model, prompt_tokens FROM model_usage ORDER BY account_id")
+    words = {a: sum(len(r["content"].split()) for r in env.q("SELECT content FROM chunks WHERE account_id = %s", a))
+             for a in (1, 2)}
+    assert [(r["account_id"], r["stage"]) for r in rows] == [(1, "embedding"), (2, "embedding")]
+    assert rows[0]["prompt_tokens"] + rows[1]["prompt_tokens"] == words[1] + words[2]   # the fake counts words
+    assert rows[0]["prompt_tokens"] > rows[1]["prompt_tokens"] > 0
