@@ -162,6 +162,7 @@ def test_extracts_known_facts_from_a_new_conversation(extractor):
 
 
 # ----------------------------------------------------------- training
+@pytest.mark.slow  # retrains the artefact (~20 s): in `make test`, not the unit tier
 def test_training_is_reproducible(tmp_path):
     from streams.learn import train_extractor as T
 

@@ -70,6 +70,7 @@ def test_an_instruction_hidden_in_a_fact_never_changes_the_verdict(old, new):
     assert a.contradicts is b.contradicts is False
 
 
+@pytest.mark.slow  # retrains the judge (~20 s): in `make test`, not the unit tier
 def test_training_is_reproducible_and_never_reads_the_heldout_half(tmp_path):
     from streams.learn.fixtures import HELDOUT_DIR
     from streams.learn.train_contradiction import main
