@@ -10,9 +10,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from streams.embedding.tokens import report as report_tokens
 from streams.embedding.client import ServiceEmbedder
 from streams.embedding.port import Embedder, EmbeddingError, normalise
+from streams.embedding.tokens import report as report_tokens
 
 log = logging.getLogger(__name__)
 
