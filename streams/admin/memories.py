@@ -8,7 +8,8 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from streams.embedding import Embedder
-from streams.learn.embed import embed_contents, embedding_usage
+from streams.embedding import tokens as embedding_tokens
+from streams.learn.embed import embed_contents
 from streams.learn.store import _memory_event
 from streams.outbox.write import add_events
 from streams.pricing import count_metrics, model_call, write_ledger
@@ -24,8 +25,9 @@ def edit_memory(conn: psycopg.Connection, *, account_id: int, memory_id: int, co
     the re-embed timer succeeds), like any fact.
     """
     now = now or datetime.now(timezone.utc)
+    paid = embedding_tokens.collect()
     [vec] = embed_contents(embedder, [content])
-    call = model_call(account_id, "embedding", embedder.name if embedder else "", embedding_usage(embedder))
+    call = model_call(account_id, "embedding", embedder.name if embedder else "", embedding_tokens.usage(paid))
     with conn.transaction():
         row = conn.execute("SELECT contact_id, content, deleted_at, superseded_at, metadata FROM contact_memories "
                            "WHERE id = %s AND account_id = %s FOR UPDATE", (memory_id, account_id)).fetchone()

@@ -221,25 +221,17 @@ class OpenAIEmbedder:
         self._model = model
         self.name = model_slug(model)
         self.batch_size = batch_size
-        self._tokens = threading.local()   # tokens used by this thread since take_tokens()
-        probe = self._call(["dimension probe"])
-        self.take_tokens()
+        probe = self._call(["dimension probe"], report=False)
         self.dim = int(probe.shape[1])
 
-    def take_tokens(self) -> int:
-        """Tokens the endpoint reported for this thread's calls since the last take (for the cost ledger)."""
-        n = getattr(self._tokens, "n", 0)
-        self._tokens.n = 0
-        return n
-
-    def _call(self, texts: Sequence[str]) -> np.ndarray:
+    def _call(self, texts: Sequence[str], report: bool = True) -> np.ndarray:
         try:
             resp = self._client.embeddings.create(model=self._model, input=list(texts))
         except Exception as e:  # network, HTTP, decoding
             raise EmbeddingError(f"{type(e).__name__}: {e}") from e
         used = getattr(getattr(resp, "usage", None), "prompt_tokens", 0) or 0
-        self._tokens.n = getattr(self._tokens, "n", 0) + int(used)
-        report_tokens(self.name, int(used))   # the reply or indexing batch that asked pays for it
+        if report:
+            report_tokens(self.name, int(used))   # the reply, batch or edit that asked pays for it
         data = sorted(resp.data, key=lambda d: d.index)
         return normalise(np.array([d.embedding for d in data], dtype=np.float32))
 

@@ -1,6 +1,7 @@
 """Who pays for an embedding: tokens a paid endpoint reports, collected per unit of work.
 
-A flow that must put its embeddings in the cost ledger (a reply, an indexing batch)
+The one mechanism for every path: a flow that must put its embeddings in the cost ledger
+(a reply, an indexing batch, a learning, a manual edit or restore)
 calls ``collect()`` in its own asyncio task or thread and reads the returned dict
 afterwards: ``{model: tokens}`` of every embedding call made from that context,
 including calls made in threads started with ``asyncio.to_thread`` (they run in a
@@ -11,6 +12,7 @@ nothing, so they cost nothing.
 from __future__ import annotations
 
 from contextvars import ContextVar
+from dataclasses import dataclass
 
 _SINK: ContextVar[dict[str, int] | None] = ContextVar("memoria_embedding_tokens", default=None)
 
@@ -27,3 +29,16 @@ def report(model: str, tokens: int) -> None:
     sink = _SINK.get()
     if sink is not None and tokens:
         sink[model] = sink.get(model, 0) + int(tokens)
+
+
+@dataclass(frozen=True)
+class EmbeddingUsage:
+    """Tokens in the shape of the cost ledger (``streams.pricing.TokenCounts``)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+def usage(sink: dict[str, int]) -> EmbeddingUsage:
+    """The collected tokens as a ledger usage (0 for local models)."""
+    return EmbeddingUsage(prompt_tokens=sum(sink.values()))

@@ -26,14 +26,6 @@ log = logging.getLogger(__name__)
 STAGE = "memory"
 
 
-def embedding_usage(embedder: Embedder | None):
-    """Tokens this thread's embedding calls used since the last call (0 for local models)."""
-    from streams.learn.model import TokenUsage
-
-    take = getattr(embedder, "take_tokens", None)
-    return TokenUsage(prompt_tokens=take() if take else 0, completion_tokens=0)
-
-
 def embed_contents(embedder: Embedder | None, texts: Sequence[str], *, attempts: int = 3,
                    backoff: float = 0.2) -> list[np.ndarray | None]:
     if not texts:

@@ -36,12 +36,13 @@ from psycopg_pool import ConnectionPool
 
 from streams import metrics
 from streams.embedding import Embedder
+from streams.embedding import tokens as embedding_tokens
 from streams.kafka.consume import DeadLetter, Record
 from streams.kafka.envelope import DecodeError, decode_outbox
 from streams.learn import store
 from streams.learn.consolidate import NewFact, plan_consolidation
 from streams.learn.contradiction import ContradictionChecker, MemoryView, Verdict
-from streams.learn.embed import embed_contents, embedding_usage
+from streams.learn.embed import embed_contents
 from streams.learn.extract import FactExtractor, extract_facts
 from streams.learn.llm import ExtractionFailed, ModelTimedOut
 from streams.learn.model import TokenUsage
@@ -218,10 +219,11 @@ def learn_conversation(ports: LearnPorts, conversation_id: int, *, force: bool =
         count_metrics(extraction_call)
         return Outcome(conv.id, "discarded", error=result.warning)
 
+    paid = embedding_tokens.collect()   # tokens a paid embedding endpoint reports (cost ledger)
     vectors = embed_contents(ports.embedder, [f.content for f in result.facts],
                              attempts=ports.embed_attempts, backoff=ports.embed_backoff)
     model = ports.embedder.name if ports.embedder is not None else None
-    embedding_call = model_call(conv.account_id, "embedding", model or "", embedding_usage(ports.embedder))
+    embedding_call = model_call(conv.account_id, "embedding", model or "", embedding_tokens.usage(paid))
     new_facts = [NewFact(f, v) for f, v in zip(result.facts, vectors)]
     observed = conv.last_message_at or now
     verdicts: dict = {}

@@ -80,9 +80,10 @@ def restore_memory(conn: psycopg.Connection, account_id: int, memory_id: int, *,
     is not deleted or was deleted more than ``RESTORE_WINDOW_DAYS`` ago. The restored fact is re-embedded
     (a failed embedding leaves it NULL, like any fact: the re-embed timer retries) and checked for
     contradictions with the contact's live facts of its type, settled by when each was stated."""
+    from streams.embedding import tokens as embedding_tokens
     from streams.learn.consolidate import CANDIDATE_DISTANCE, MAX_CANDIDATES
     from streams.learn.contradiction import MemoryView, select_candidates
-    from streams.learn.embed import embed_contents, embedding_usage
+    from streams.learn.embed import embed_contents
     from streams.learn.model import TokenUsage
     from streams.pricing import count_metrics, model_call, write_ledger
 
@@ -92,9 +93,10 @@ def restore_memory(conn: psycopg.Connection, account_id: int, memory_id: int, *,
                            (memory_id, account_id)).fetchone()
     if row is None:
         raise LookupError(memory_id)
+    paid = embedding_tokens.collect()
     [vec] = embed_contents(embedder, [row["content"]])   # slow part, outside the transaction
     embedding_call = model_call(account_id, "embedding", embedder.name if embedder else "",
-                                embedding_usage(embedder))
+                                embedding_tokens.usage(paid))
     usage = TokenUsage()
     with conn.transaction():
         r = conn.execute("SELECT id, contact_id, memory_type, memory_key, content, normalized_value, deleted_at, "
