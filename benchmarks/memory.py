@@ -72,7 +72,6 @@ def seed(env, r: random.Random, n: int, account: int, contacts: list[int]) -> li
 
 def main() -> int:
     from streams.bootstrap import Container
-    from streams.learn.compose import build_ports
     from streams.learn.extract import extract_facts
     from streams.learn.learn import learn_conversation
     from streams.learn.store import load_conversation, load_transcript
@@ -88,7 +87,7 @@ def main() -> int:
         account = S.account(env)
         contacts = [S.contact(env, account) for _ in range(N_CONTACTS)]
         ids = seed(env, r, N_CONVERSATIONS, account, contacts)
-        ports = build_ports(container)
+        ports = container.learn_ports()
         embedder = ports.embedder
         embedder.embed_passages(["aquecimento"])  # warm-up, like a running worker
 

@@ -223,9 +223,7 @@ class ScaleBench:
     def replies(self, n: int, tag: str) -> list[float]:
         from schemas.events import InboundMessage
         from streams.respond.handler import respond
-        from streams.respond.wiring import build_responder
-
-        deps = build_responder(self.env.settings, self.c)
+        deps = self.c.responder()
         rnd = random.Random(11)
 
         async def run(tag: str, n: int) -> list[float]:

@@ -1,6 +1,12 @@
 """The composition root: builds real dependencies from settings, once.
 
-CLI commands, the worker and the tests all get their adapters from here.
+The worker's roles, CLI commands, the admin API, the connectors and the tests all
+get their ports from a ``Container``: the pool, the vector store, the embedders,
+the fact extractor and contradiction checker (and the LLM client configuration
+they share), the reply generator and the responder's ports. Flow modules take
+these as parameters and never read settings or build a dependency themselves
+(``tests/test_composition.py``). Flow modules are imported inside the methods,
+so importing this module stays cheap (``memoria --help``).
 """
 
 from __future__ import annotations
@@ -100,6 +106,128 @@ class Container:
             raise ValueError(f"no embedding provider known for model {model!r}")
         return build_embedder(provider, model, service_url=self._service_url(provider),
                               service_options=self._service_options(), threads=self.settings.embedding_threads)
+
+    def in_process_embedder(self, provider: str | None = None, model: str | None = None) -> Embedder:
+        """An embedder loaded in this process (offline evaluation and training commands): the
+        configured knowledge model, or ``provider``'s default model."""
+        from streams.embedding.providers import DEFAULT_MODELS
+
+        s = self.settings
+        provider = provider or s.embedding_provider
+        if model is None:
+            model = s.embedding_model if provider == s.embedding_provider else DEFAULT_MODELS.get(provider,
+                                                                                                   s.embedding_model)
+        return build_embedder(provider, model, base_url=s.embedding_base_url, api_key=s.embedding_api_key,
+                              batch_size=s.embedding_batch_size)
+
+    # --- learning (docs/architecture.md §4B) ---------------------------------
+    def llm_config(self):
+        from streams.learn.llm import LlmConfig
+
+        s = self.settings
+        return LlmConfig(base_url=s.openai_base_url, api_key=s.openai_api_key, model=s.llm_model,
+                         timeout=s.llm_timeout, max_retries=s.llm_max_retries,
+                         max_tokens=s.llm_max_tokens, strict_schema=s.llm_strict_schema)
+
+    def extractor(self, provider: str | None = None, embedder: Embedder | None = None):
+        """``rules``/``offline``: the learnt offline extractor (artefact in streams/learn/models,
+        built by ``make train``); ``patterns``: the hand-written rules alone; ``openai``: the chat model."""
+        provider = provider or self.settings.extraction_provider
+        if provider in ("rules", "offline"):
+            from streams.learn.extract_learned import LearnedExtractor
+
+            if embedder is not None and getattr(embedder, "name", None) != "use-multilingual-v3":
+                embedder = None  # the artefact names its own embedder
+            return LearnedExtractor(embedder=embedder)
+        if provider == "patterns":
+            from streams.learn.extract_rules import RulesExtractor
+
+            return RulesExtractor()
+        if provider == "openai":
+            from streams.learn.extract_llm import OpenAIExtractor
+
+            return OpenAIExtractor(self.llm_config())
+        raise ValueError(f"unknown extraction provider {provider!r} (rules|offline|patterns|openai)")
+
+    def checker(self, provider: str | None = None):
+        from streams.learn.contradiction import OpenAIContradictionChecker, RulesContradictionChecker
+
+        provider = provider or self.settings.contradiction_provider
+        if provider == "rules":
+            return RulesContradictionChecker()
+        if provider == "openai":
+            return OpenAIContradictionChecker(self.llm_config())
+        raise ValueError(f"unknown contradiction provider {provider!r} (rules|openai)")
+
+    @property
+    def checker_llm_model(self) -> str:
+        """The model name the contradiction checker's calls are billed under ("" offline)."""
+        s = self.settings
+        return s.llm_model if s.contradiction_provider == "openai" else ""
+
+    def learn_ports(self, **overrides):
+        from streams.learn.learn import LearnPorts
+
+        s = self.settings
+        uses_model = "openai" in (s.extraction_provider, s.contradiction_provider)
+        memory_embedder = self.memory_embedder
+        kw = dict(pool=self.pool, extractor=self.extractor(embedder=memory_embedder), embedder=memory_embedder,
+                  checker=self.checker(), llm_model=s.llm_model if uses_model else "")
+        kw.update(overrides)
+        return LearnPorts(**kw)
+
+    # --- replies (docs/architecture.md §4C) ----------------------------------
+    def generator(self, provider: str | None = None, embedder: Embedder | None = None):
+        """The generator a configuration names: ``offline`` (optionally with the
+        knowledge embedder, for sentence choice) or ``openai``."""
+        from streams.respond.generate import OfflineComposer, OpenAIChatGenerator
+
+        s = self.settings
+        provider = provider or s.reply_provider
+        if provider in ("offline", "rules"):
+            return OfflineComposer(embedder=embedder)
+        if provider == "openai":
+            return OpenAIChatGenerator(s.llm_model, base_url=s.openai_base_url, api_key=s.openai_api_key,
+                                       timeout=s.llm_timeout, max_retries=s.llm_max_retries,
+                                       max_tokens=s.reply_max_tokens)
+        raise ValueError(f"unknown reply provider {provider!r} (offline, openai)")
+
+    def acts(self, embedder: Embedder):
+        """Rights, opt-out and tools (streams/respond/acts.py); ``emit`` is wired once the producer runs."""
+        from streams.respond.acts import Acts
+        from streams.respond.acts_store import PostgresActsStore
+        from streams.respond.tools import build_flights
+
+        s = self.settings
+        return Acts(store=PostgresActsStore(self.pool), embedder=embedder,
+                    flights=build_flights(s, self.pool), budget_ms=s.tool_budget_ms,
+                    timeout_ms=s.tool_timeout_ms, flight_ttl_ms=s.tool_flight_ttl_ms,
+                    acknowledgement=s.tool_acknowledgement)
+
+    def responder(self):
+        """The responder's ports over the real dependencies (the respond role, benchmarks)."""
+        from streams.respond.adapters import (
+            ChunkKnowledgeSearch,
+            CollectionEmbedder,
+            PostgresConversationStore,
+            PostgresMemoryRecall,
+        )
+        from streams.respond.handler import Responder
+        from streams.respond.intent import IntentExamples
+
+        s = self.settings
+        memory_embedder = self.memory_embedder
+        store = self.vector_store  # the worker owns the local store: never its HTTP proxy
+        knowledge_embedder = CollectionEmbedder(store, s.vector_domain, self.embedder_for, self.embedder)
+        return Responder(
+            store=PostgresConversationStore(self.pool),
+            memory=PostgresMemoryRecall(self.pool, memory_embedder.name, inject_delay_s=s.recall_inject_delay_s),
+            knowledge=ChunkKnowledgeSearch(self.pool, store, s.vector_domain, self.embedder_for,
+                                           query_model=lambda: knowledge_embedder.name),
+            memory_embedder=memory_embedder, knowledge_embedder=knowledge_embedder,
+            intent_examples=IntentExamples(memory_embedder),
+            generator=self.generator(embedder=knowledge_embedder if s.reply_provider == "offline" else None),
+            acts=self.acts(memory_embedder))
 
     def close(self) -> None:
         if "pool" in self.__dict__:

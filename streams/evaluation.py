@@ -129,26 +129,20 @@ def evaluate_folder(folder: Path, provider: str, ports: dict) -> dict:
 
 
 def build_ports(provider: str) -> dict:
-    from streams.embedding import build_embedder
-    from streams.learn.compose import build_checker, build_extractor
+    from streams.bootstrap import Container
     from streams.respond.evaluate_answers import CachedEmbedder
-    from streams.settings import get_settings
 
-    s = get_settings()
-    kemb = CachedEmbedder(build_embedder(s.embedding_provider, s.embedding_model, base_url=s.embedding_base_url,
-                                         api_key=s.embedding_api_key, batch_size=s.embedding_batch_size))
+    c = Container()
+    s = c.settings
+    kemb = CachedEmbedder(c.in_process_embedder(s.embedding_provider, s.embedding_model))
     if (s.memory_embedding_provider, s.memory_embedding_model) == (s.embedding_provider, s.embedding_model):
         memb = kemb
     else:
-        memb = CachedEmbedder(build_embedder(s.memory_embedding_provider, s.memory_embedding_model,
-                                             base_url=s.embedding_base_url, api_key=s.embedding_api_key,
-                                             batch_size=s.embedding_batch_size))
-    ports = {"extractor": build_extractor(s, provider), "checker": build_checker(s, provider),
+        memb = CachedEmbedder(c.in_process_embedder(s.memory_embedding_provider, s.memory_embedding_model))
+    ports = {"extractor": c.extractor(provider), "checker": c.checker(provider),
              "knowledge_embedder": kemb, "memory_embedder": memb}
     if provider == "openai":
-        from streams.respond.generate import build_generator
-
-        ports["generator_factory"] = lambda: build_generator("openai", s)
+        ports["generator_factory"] = lambda: c.generator("openai")
     return ports
 
 

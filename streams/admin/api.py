@@ -431,12 +431,9 @@ def _memory_routes(app: FastAPI, container, Op) -> None:
         return RestoreResult(memory=m, superseded=r.superseded, superseded_by=r.superseded_by)
 
     def restore(conn, op: tokens.Operator, memory_id: int):
-        from streams.learn.compose import build_checker
-
-        s = container.settings
         return forget_service.restore_memory(
             conn, op.account_id, memory_id, actor=op.label, embedder=container.memory_embedder,
-            checker=build_checker(s), llm_model=s.llm_model if s.contradiction_provider == "openai" else "")
+            checker=container.checker(), llm_model=container.checker_llm_model)
 
     app.state.restore = restore   # the console restores through the same function
 

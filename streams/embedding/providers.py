@@ -245,6 +245,10 @@ class OpenAIEmbedder:
     embed_queries = _encode
 
 
+# provider -> the model it loads when none is named
+DEFAULT_MODELS = {"sentence-transformers": "all-minilm-l6-v2", "st": "all-minilm-l6-v2",
+                  "use": "use-multilingual-v3", "e5": "multilingual-e5-small"}
+
 # model name (as in collection names) -> embedding provider
 MODEL_PROVIDERS = {
     "all-minilm-l6-v2": "sentence-transformers",

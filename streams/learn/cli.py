@@ -12,23 +12,22 @@ import typer
 from streams.learn.contradiction import MemoryView
 from streams.learn.extract import FactExtractor, extract_facts
 from streams.learn.fixtures import read_jsonl, transcript_of
-from streams.settings import get_settings
 
 
 def build_extractor(provider: str) -> FactExtractor:
-    from streams.learn.compose import build_extractor as build
+    from streams.bootstrap import Container
 
     try:
-        return build(get_settings(), provider)
+        return Container().extractor(provider)
     except ValueError as e:
         raise typer.BadParameter(str(e)) from None
 
 
 def build_checker(provider: str):
-    from streams.learn.compose import build_checker as build
+    from streams.bootstrap import Container
 
     try:
-        return build(get_settings(), provider)
+        return Container().checker(provider)
     except ValueError as e:
         raise typer.BadParameter(str(e)) from None
 
@@ -118,7 +117,6 @@ def replay_extract(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from streams.bootstrap import Container
-    from streams.learn.compose import build_ports
     from streams.learn.learn import learn_conversation
 
     if (conversation is None) == (from_ is None and to is None):
@@ -137,7 +135,7 @@ def replay_extract(
         if dry_run:
             typer.echo(json.dumps({"conversations": ids, "count": len(ids), "dry_run": True}))
             return
-        ports = build_ports(c)
+        ports = c.learn_ports()
         failed = 0
         statuses: dict[str, int] = {}
         totals = {"created": 0, "reinforced": 0, "superseded": 0}

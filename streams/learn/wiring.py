@@ -26,7 +26,6 @@ GAUGE_EVERY = 30.0
 def register(app, settings, container, roles, *, batch_agent, state) -> None:
     if "learn" not in roles:
         return
-    from streams.learn.compose import build_ports
     from streams.learn.embed import reembed_missing
     from streams.learn.learn import ConversationEventHandler, retry_failed
     from streams.learn.store import count_live
@@ -37,7 +36,7 @@ def register(app, settings, container, roles, *, batch_agent, state) -> None:
     def ports():
         with lock:
             if "ports" not in holder:
-                holder["ports"] = build_ports(container)
+                holder["ports"] = container.learn_ports()
             return holder["ports"]
 
     batch_agent(outbox_topic("conversation"), lambda: ConversationEventHandler(ports()), name="learn")

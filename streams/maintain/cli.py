@@ -80,17 +80,14 @@ def restore(
 ) -> None:
     """Restore a forgotten fact (within 30 days): re-embedded and contradiction-checked again."""
     from streams.bootstrap import Container
-    from streams.learn.compose import build_checker
     from streams.maintain.forget import restore_memory
 
     c = Container()
     try:
-        uses_model = c.settings.contradiction_provider == "openai"
         with c.pool.connection() as conn:
             try:
                 r = restore_memory(conn, account, memory, actor=actor, embedder=c.memory_embedder,
-                                   checker=build_checker(c.settings),
-                                   llm_model=c.settings.llm_model if uses_model else "")
+                                   checker=c.checker(), llm_model=c.checker_llm_model)
             except LookupError:
                 typer.echo(json.dumps({"memory_id": memory, "restored": False, "error": "not found"}))
                 raise typer.Exit(1)

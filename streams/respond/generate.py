@@ -300,18 +300,3 @@ class OpenAIChatGenerator:
                       completion_tokens=getattr(u, "completion_tokens", 0) or 0)
         return Generation(text=text, usage=usage, model=resp.model or model, provider="openai")
 
-
-def build_generator(provider: str, settings=None, embedder=None):
-    """The generator a configuration names: ``offline`` (optionally with the
-    knowledge embedder, for sentence choice) or ``openai``."""
-    if provider in ("offline", "rules"):
-        return OfflineComposer(embedder=embedder)
-    if provider == "openai":
-        if settings is None:
-            from streams.settings import get_settings
-
-            settings = get_settings()
-        return OpenAIChatGenerator(settings.llm_model, base_url=settings.openai_base_url,
-                                   api_key=settings.openai_api_key, timeout=settings.llm_timeout,
-                                   max_retries=settings.llm_max_retries, max_tokens=settings.reply_max_tokens)
-    raise ValueError(f"unknown reply provider {provider!r} (offline, openai)")

@@ -24,9 +24,6 @@ import typer
 
 from streams.respond.recall import TOP_K, MemoryFact, fact_passage_text, score_memories
 
-DEFAULT_MODELS = {"sentence-transformers": "all-minilm-l6-v2", "st": "all-minilm-l6-v2",
-                  "use": "use-multilingual-v3", "e5": "multilingual-e5-small"}
-
 
 def load_cases(path: str | Path) -> list[dict[str, Any]]:
     with open(path, encoding="utf-8") as f:
@@ -56,15 +53,10 @@ def rank_cases(cases: Iterable[dict[str, Any]], embedder, top_k: int = TOP_K,
 
 
 def build_configured_embedder(provider: Optional[str] = None, model: Optional[str] = None):
-    from streams.embedding import build_embedder
-    from streams.settings import get_settings
+    """The offline commands' embedder, from the composition root."""
+    from streams.bootstrap import Container
 
-    s = get_settings()
-    provider = provider or s.embedding_provider
-    if model is None:
-        model = s.embedding_model if provider == s.embedding_provider else DEFAULT_MODELS.get(provider, s.embedding_model)
-    return build_embedder(provider, model, base_url=s.embedding_base_url,
-                          api_key=s.embedding_api_key, batch_size=s.embedding_batch_size)
+    return Container().in_process_embedder(provider, model)
 
 
 def register(app: typer.Typer) -> None:

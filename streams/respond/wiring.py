@@ -44,45 +44,6 @@ BATCH_MAX = 64
 PARALLEL_CONVERSATIONS = 8
 
 
-def build_responder(settings, container) -> Responder:
-    """The responder's ports over the container's real dependencies (composition root)."""
-    from streams.respond.adapters import (
-        ChunkKnowledgeSearch,
-        CollectionEmbedder,
-        PostgresConversationStore,
-        PostgresMemoryRecall,
-    )
-    from streams.respond.generate import build_generator
-    from streams.respond.intent import IntentExamples
-
-    memory_embedder = container.memory_embedder
-    store = container.vector_store  # the worker owns the local store: never its HTTP proxy
-    knowledge_embedder = CollectionEmbedder(store, settings.vector_domain, container.embedder_for,
-                                            container.embedder)
-    return Responder(
-        store=PostgresConversationStore(container.pool),
-        memory=PostgresMemoryRecall(container.pool, memory_embedder.name, inject_delay_s=settings.recall_inject_delay_s),
-        knowledge=ChunkKnowledgeSearch(container.pool, store, settings.vector_domain, container.embedder_for,
-                                       query_model=lambda: knowledge_embedder.name),
-        memory_embedder=memory_embedder, knowledge_embedder=knowledge_embedder,
-        intent_examples=IntentExamples(memory_embedder),
-        generator=build_generator(settings.reply_provider, settings,
-                                  embedder=knowledge_embedder if settings.reply_provider == "offline" else None),
-        acts=build_acts(settings, container, memory_embedder))
-
-
-def build_acts(settings, container, embedder):
-    """Rights, opt-out and tools (streams/respond/acts.py); ``emit`` is wired once the producer runs."""
-    from streams.respond.acts import Acts
-    from streams.respond.acts_store import PostgresActsStore
-    from streams.respond.tools import build_flights
-
-    return Acts(store=PostgresActsStore(container.pool), embedder=embedder,
-                flights=build_flights(settings, container.pool), budget_ms=settings.tool_budget_ms,
-                timeout_ms=settings.tool_timeout_ms, flight_ttl_ms=settings.tool_flight_ttl_ms,
-                acknowledgement=settings.tool_acknowledgement)
-
-
 def decode(record: Record) -> InboundMessage | DeadLetter:
     try:
         data = json.loads(record.value or b"")
@@ -196,7 +157,7 @@ def register(app, settings, container, roles, *, batch_agent, state) -> None:
         # blocking ports run in threads: enough of them that recall never queues behind generation
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(32, thread_name_prefix="respond"))
         deps = await errors.until_available(
-            "respond", lambda: asyncio.to_thread(build_responder, settings, container),
+            "respond", lambda: asyncio.to_thread(container.responder),
             base=settings.dependency_backoff_base, cap=settings.dependency_backoff_max)
         # warm the models once, off the first message's latency (an embedding service that is
         # not up yet is no reason not to start: replies degrade until it answers)

@@ -134,13 +134,12 @@ def test_webhook_to_worker_resolves_and_learns(env):
         {"status": "resolved", "lead_state": {}}
     # the facts the worker's own extractor finds in this transcript (learnt in-process for another contact)
     from streams.bootstrap import Container
-    from streams.learn.compose import build_ports
     from streams.learn.learn import learn_conversation
 
     ref = S.contact(env, a)
     container = Container(env.settings)
     try:
-        assert learn_conversation(build_ports(container), S.conversation(env, a, ref, S.HIDRO)).status == "done"
+        assert learn_conversation(container.learn_ports(), S.conversation(env, a, ref, S.HIDRO)).status == "done"
     finally:
         container.close()
     keys = sorted(f["memory_key"] for f in S.facts(env, c))

@@ -74,7 +74,6 @@ def test_sigkill_mid_learning(env):
     # the reference: the same transcript learnt in-process for one more contact, with the
     # ports the worker builds (the configured extractor and checker, not the tests' defaults)
     from streams.bootstrap import Container
-    from streams.learn.compose import build_ports
     from streams.learn.learn import learn_conversation
 
     ref_contact = 99_999
@@ -82,7 +81,7 @@ def test_sigkill_mid_learning(env):
     ref_conv = S.conversation(env, 1, ref_contact, transcript)
     container = Container(env.settings)
     try:
-        assert learn_conversation(build_ports(container), ref_conv).status == "done"
+        assert learn_conversation(container.learn_ports(), ref_conv).status == "done"
     finally:
         container.close()
     reference = sorted((f["memory_type"], f["memory_key"], f["content"]) for f in S.facts(env, ref_contact))

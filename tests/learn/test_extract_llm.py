@@ -106,15 +106,15 @@ def test_a_timeout_is_not_retried_unchanged_and_says_why():
 
 
 def test_timeout_and_max_tokens_come_from_settings(monkeypatch):
-    from streams.learn.compose import llm_config
+    from streams.bootstrap import Container
     from streams.settings import Settings
 
     monkeypatch.setenv("MEMORIA_LLM_TIMEOUT", "95")
     monkeypatch.setenv("MEMORIA_LLM_MAX_TOKENS", "700")
-    cfg = llm_config(Settings())
+    cfg = Container(Settings()).llm_config()
     assert cfg.timeout == 95 and cfg.max_tokens == 700
     monkeypatch.delenv("MEMORIA_LLM_TIMEOUT")
-    assert llm_config(Settings()).timeout == 120  # a CPU-served model needs minutes, not 20 s
+    assert Container(Settings()).llm_config().timeout == 120  # a CPU-served model needs minutes, not 20 s
     with FakeOpenAI([Reply.json({"facts": []})]) as server:
         extract_facts(CONV, OpenAIExtractor(config(server, max_tokens=700)))
         assert server.chat_requests[0]["max_tokens"] == 700

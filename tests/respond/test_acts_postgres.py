@@ -233,7 +233,7 @@ def test_single_flight_stores_share_keys_expire_and_release_by_owner(env, pool):
 
 
 def test_tool_answer_enters_the_prompt_and_the_model_cannot_contradict_it(env, pool):
-    from streams.respond.generate import build_generator
+    from streams.bootstrap import Container
     from streams.settings import Settings
     from tests.support.openai_server import FakeOpenAI, Reply
 
@@ -241,8 +241,8 @@ def test_tool_answer_enters_the_prompt_and_the_model_cannot_contradict_it(env, p
                                                     Reply.text("Infelizmente não temos vaga nesse dia.")]) as llm:
         set_tools(env, tool.url)
         deps = deps_with_acts(pool)
-        deps.generator = build_generator("openai", Settings(openai_base_url=llm.base_url, openai_api_key="test",
-                                                            llm_max_retries=0))
+        deps.generator = Container(Settings(openai_base_url=llm.base_url, openai_api_key="test",
+                                            llm_max_retries=0)).generator("openai")
         out = asyncio.run(ask(deps, "Tem a suíte Master disponível dia 14/12 para pernoite?"))
         system = "\n".join(m["content"] for m in llm.chat_requests[0]["messages"] if m["role"] == "system")
         knowledge = system[system.index("<conhecimento"):]
