@@ -46,11 +46,15 @@ def open_vector_store(settings: Settings, *, prefer_proxy: bool = True) -> Vecto
 
 
 class Container:
-    def __init__(self, settings: Settings | None = None, *, vector_store: VectorStore | None = None):
+    def __init__(self, settings: Settings | None = None, *, vector_store: VectorStore | None = None,
+                 pool: ConnectionPool | None = None):
         self.settings = settings or get_settings()
         self._store = vector_store
         self._owns_store = vector_store is None
         self._lock = threading.Lock()
+        if pool is not None:  # a pool the caller owns (and closes)
+            self.__dict__["pool"] = pool
+        self._owns_pool = pool is None
 
     @cached_property
     def pool(self) -> ConnectionPool:
@@ -230,7 +234,7 @@ class Container:
             acts=self.acts(memory_embedder))
 
     def close(self) -> None:
-        if "pool" in self.__dict__:
+        if self._owns_pool and "pool" in self.__dict__:
             self.pool.close()
         if self._owns_store and self._store is not None and hasattr(self._store, "close"):
             self._store.close()
