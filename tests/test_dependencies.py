@@ -16,6 +16,9 @@ from packaging.version import Version
 from streams.settings import REPO_ROOT
 
 FIRST_PARTY = ("streams", "connectors", "schemas")
+# the product and everything that runs it: benchmarks, the local stack, the tests
+SCANNED = FIRST_PARTY + ("benchmarks", "infra", "tests")
+LOCAL = FIRST_PARTY + ("benchmarks", "infra", "tests")
 LOCK = REPO_ROOT / "requirements.lock"
 
 
@@ -42,9 +45,11 @@ def locked() -> dict[str, Version]:
 
 
 def imported_modules() -> dict[str, set[str]]:
-    """Top-level third-party modules imported anywhere in the product (lazy imports included) → files."""
+    """Top-level third-party modules imported anywhere in the product, its benchmarks, the stack script
+    and the tests (lazy imports included) → files."""
     found: dict[str, set[str]] = {}
-    for package in FIRST_PARTY:
+    local = set(LOCAL) | {p.stem for d in SCANNED for p in (REPO_ROOT / d).rglob("*.py")}  # sibling scripts
+    for package in SCANNED:
         for path in (REPO_ROOT / package).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text(), str(path))):
                 if isinstance(node, ast.Import):
@@ -55,7 +60,7 @@ def imported_modules() -> dict[str, set[str]]:
                     continue
                 for name in names:
                     top = name.split(".")[0]
-                    if top not in sys.stdlib_module_names and top not in FIRST_PARTY:
+                    if top not in sys.stdlib_module_names and top not in local:
                         found.setdefault(top, set()).add(path.relative_to(REPO_ROOT).as_posix())
     return found
 
