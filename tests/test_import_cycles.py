@@ -100,3 +100,43 @@ def test_the_check_sees_a_cycle_hidden_in_a_function_or_a_string(tmp_path):
     (pkg / "d.py").write_text("from streams import c\n")
     (pkg / "e.py").write_text("from streams.a import x\n")
     assert sorted(cycles(import_graph(tmp_path))) == [["streams.a", "streams.b"], ["streams.c", "streams.d"]]
+
+
+def private_imports(root: Path) -> list[str]:
+    """``from a.b import _name`` and ``module._name`` across the product's modules (a private name used
+    by another module should be public instead)."""
+    mods = modules(root)
+    found = []
+    for module, path in mods.items():
+        tree = ast.parse(path.read_text(), str(path))
+        aliases = set()   # names bound to a first-party module in this file
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
+                    and node.module.split(".")[0] in PACKAGES:
+                for a in node.names:
+                    if f"{node.module}.{a.name}" in mods:
+                        aliases.add(a.asname or a.name)
+                    elif a.name.startswith("_") and not a.name.startswith("__") and node.module != module:
+                        found.append(f"{path.relative_to(root)}:{node.lineno} from {node.module} import {a.name}")
+            elif isinstance(node, ast.Import):
+                aliases |= {a.asname for a in node.names if a.asname and a.name in mods}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases \
+                    and node.attr.startswith("_") and not node.attr.startswith("__"):
+                found.append(f"{path.relative_to(root)}:{node.lineno} {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_module_uses_another_modules_private_names():
+    found = private_imports(REPO_ROOT)
+    assert not found, "make the name public (or move the code):\n" + "\n".join(found)
+
+
+def test_the_private_scan_sees_both_forms(tmp_path):
+    (tmp_path / "streams").mkdir()
+    (tmp_path / "connectors").mkdir()
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "streams" / "__init__.py").write_text("")
+    (tmp_path / "streams" / "a.py").write_text("def _p():\n    pass\n")
+    (tmp_path / "streams" / "b.py").write_text("from streams import a\nfrom streams.a import _p\n\na._p()\n")
+    assert len(private_imports(tmp_path)) == 2

@@ -10,7 +10,7 @@ from psycopg.types.json import Jsonb
 from streams.embedding import Embedder
 from streams.embedding import tokens as embedding_tokens
 from streams.learn.embed import embed_contents
-from streams.learn.store import _memory_event
+from streams.learn.store import memory_event
 from streams.outbox.write import add_events
 from streams.pricing import count_metrics, model_call, write_ledger
 
@@ -44,7 +44,7 @@ def edit_memory(conn: psycopg.Connection, *, account_id: int, memory_id: int, co
             "metadata = metadata || %s WHERE id = %s",
             (content, vec, embedder.name if (vec is not None and embedder) else None, now,
              Jsonb({"edits": edits[-50:]}), memory_id))
-        add_events(conn, [_memory_event("memory.updated", memory_id, account_id, row["contact_id"])])
+        add_events(conn, [memory_event("memory.updated", memory_id, account_id, row["contact_id"])])
         write_ledger(conn, [call])
     count_metrics(call)
 

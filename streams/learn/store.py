@@ -160,7 +160,7 @@ def _stored(rows: list[dict]) -> list[StoredFact]:
             for r in rows]
 
 
-def _memory_event(type_: str, memory_id: int, account_id: int, contact_id: int) -> tuple:
+def memory_event(type_: str, memory_id: int, account_id: int, contact_id: int) -> tuple:
     return outbox_row(type_, MemoryEvent(memory_id=memory_id, account_id=account_id, contact_id=contact_id))
 
 
@@ -188,7 +188,7 @@ def apply_plan(conn: psycopg.Connection, plan: Plan, conv: Conversation, *, now:
             dict(now=now, conf=r.confidence, conv=conv.id, exp=r.expires_at, id=r.memory_id,
                  emb=r.fill_embedding, model=embedding_model))
         out.reinforced.append(r.memory_id)
-        events.append(_memory_event("memory.reinforced", r.memory_id, conv.account_id, conv.contact_id))
+        events.append(memory_event("memory.reinforced", r.memory_id, conv.account_id, conv.contact_id))
     new_ids: list[int] = []
     for ins in plan.inserts:
         f = ins.fact
@@ -207,10 +207,10 @@ def apply_plan(conn: psycopg.Connection, plan: Plan, conv: Conversation, *, now:
              conv.id, ins.expires_at, now, json.dumps(metadata), now, now, observed_at or now,
              now if ins.superseded_by else None, ins.superseded_by)).fetchone()
         new_ids.append(row["id"])
-        events.append(_memory_event("memory.created", row["id"], conv.account_id, conv.contact_id))
+        events.append(memory_event("memory.created", row["id"], conv.account_id, conv.contact_id))
         if ins.superseded_by:
             out.superseded.append((row["id"], ins.superseded_by, f.memory_type, "stated before the live fact"))
-            events.append(_memory_event("memory.superseded", row["id"], conv.account_id, conv.contact_id))
+            events.append(memory_event("memory.superseded", row["id"], conv.account_id, conv.contact_id))
     out.created = new_ids
     for s in plan.supersede:
         new_id = new_ids[s.new_index]
@@ -219,7 +219,7 @@ def apply_plan(conn: psycopg.Connection, plan: Plan, conv: Conversation, *, now:
             "WHERE id = %s AND superseded_at IS NULL", (now, new_id, now, s.old_id)).rowcount
         if n:
             out.superseded.append((s.old_id, new_id, s.memory_type, s.reason))
-            events.append(_memory_event("memory.superseded", s.old_id, conv.account_id, conv.contact_id))
+            events.append(memory_event("memory.superseded", s.old_id, conv.account_id, conv.contact_id))
     add_events(conn, events)
     return out
 
@@ -237,7 +237,7 @@ def soft_delete(conn: psycopg.Connection, ids: Iterable[int], account_id: int, c
             WHERE account_id = %s AND contact_id = %s AND id = ANY(%s) AND deleted_at IS NULL
             RETURNING id""", (now, now, audit, account_id, contact_id, ids)).fetchall()
     done = [r["id"] for r in rows]
-    add_events(conn, [_memory_event("memory.deleted", i, account_id, contact_id) for i in done])
+    add_events(conn, [memory_event("memory.deleted", i, account_id, contact_id) for i in done])
     return done
 
 

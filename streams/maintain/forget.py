@@ -141,13 +141,13 @@ def restore_memory(conn: psycopg.Connection, account_id: int, memory_id: int, *,
             "superseded_by_id = COALESCE(%s::bigint, superseded_by_id), metadata = metadata || %s WHERE id = %s",
             (vec, embedder.name if (vec is not None and embedder is not None) else None, now, out.superseded_by,
              now, out.superseded_by, Jsonb(audit), memory_id))
-        events = [store._memory_event("memory.updated", memory_id, account_id, contact_id)]
+        events = [store.memory_event("memory.updated", memory_id, account_id, contact_id)]
         if out.superseded:
             conn.execute("UPDATE contact_memories SET superseded_at = %s, superseded_by_id = %s, updated_at = %s "
                          "WHERE id = ANY(%s) AND superseded_at IS NULL", (now, memory_id, now, out.superseded))
-            events += [store._memory_event("memory.superseded", i, account_id, contact_id) for i in out.superseded]
+            events += [store.memory_event("memory.superseded", i, account_id, contact_id) for i in out.superseded]
         if out.superseded_by:
-            events.append(store._memory_event("memory.superseded", memory_id, account_id, contact_id))
+            events.append(store.memory_event("memory.superseded", memory_id, account_id, contact_id))
         add_events(conn, events)
         call = model_call(account_id, "contradiction", llm_model, usage)
         write_ledger(conn, [call, embedding_call])
