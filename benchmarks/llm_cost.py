@@ -20,7 +20,7 @@ import sys
 
 from streams.learn.contradiction import MemoryView, OpenAIContradictionChecker
 from streams.learn.extract_llm import OpenAIExtractor
-from streams.learn.fewshot import _slot
+from streams.learn.fewshot import slot_of
 from streams.learn.fixtures import DEV_DIR, read_jsonl, transcript_of
 from streams.learn.llm import LlmConfig
 from streams.pricing import price_table
@@ -30,7 +30,7 @@ from tests.support.openai_server import FakeOpenAI, Reply
 def _gold_answer(row: dict) -> dict:
     facts = []
     for g in row.get("gold_facts", []):
-        key, value = _slot(g["memory_type"], g["content"])
+        key, value = slot_of(g["memory_type"], g["content"])
         facts.append({"memory_type": g["memory_type"], "memory_key": key, "content": g["content"],
                       "normalized_value": value, "evidence": g["evidence"], "confidence": 0.9})
     return {"facts": facts}

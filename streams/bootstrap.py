@@ -125,6 +125,13 @@ class Container:
                               batch_size=s.embedding_batch_size)
 
     # --- learning (docs/architecture.md §4B) ---------------------------------
+    @cached_property
+    def fewshot(self) -> dict:
+        """The labelled examples the LLM prompts carry (``make train`` writes them), read once."""
+        from streams.learn.fewshot import load
+
+        return load()
+
     def llm_config(self):
         from streams.learn.llm import LlmConfig
 
@@ -150,7 +157,7 @@ class Container:
         if provider == "openai":
             from streams.learn.extract_llm import OpenAIExtractor
 
-            return OpenAIExtractor(self.llm_config())
+            return OpenAIExtractor(self.llm_config(), examples=self.fewshot)
         raise ValueError(f"unknown extraction provider {provider!r} (rules|offline|patterns|openai)")
 
     def checker(self, provider: str | None = None):
@@ -160,7 +167,7 @@ class Container:
         if provider == "rules":
             return RulesContradictionChecker()
         if provider == "openai":
-            return OpenAIContradictionChecker(self.llm_config())
+            return OpenAIContradictionChecker(self.llm_config(), examples=self.fewshot)
         raise ValueError(f"unknown contradiction provider {provider!r} (rules|openai)")
 
     @property

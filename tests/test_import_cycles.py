@@ -106,8 +106,9 @@ def private_imports(root: Path) -> list[str]:
     """``from a.b import _name`` and ``module._name`` across the product's modules (a private name used
     by another module should be public instead)."""
     mods = modules(root)
+    scripts = {f"benchmarks.{p.stem}": p for p in (root / "benchmarks").glob("*.py")}  # they use the product too
     found = []
-    for module, path in mods.items():
+    for module, path in {**mods, **scripts}.items():
         tree = ast.parse(path.read_text(), str(path))
         aliases = set()   # names bound to a first-party module in this file
         for node in ast.walk(tree):

@@ -60,7 +60,7 @@ def facts_schema(types: Iterable[str]) -> dict[str, Any]:
     }
 
 
-def system_prompt(types: Iterable[str]) -> str:
+def system_prompt(types: Iterable[str], examples: dict | None = None) -> str:
     taxonomy = "\n".join(f"- {t}: {DESCRIPTIONS.get(t, 'tipo configurado')}" for t in types)
     return f"""Você extrai memórias duráveis sobre o CLIENTE de uma conversa de atendimento (WhatsApp, pt-BR).
 
@@ -89,15 +89,16 @@ Exemplos de boa evidência:
   {{"memory_type": "padrao_comportamental", "memory_key": "arrival_time", "content": "Costuma chegar por volta das 22h",
    "normalized_value": "22h", "evidence": "A gente chega sempre lá pelas 22h", "confidence": 0.9}}
 - [cliente] "Hoje vai ser mais tarde, umas 23h30." → nenhum fato (pedido pontual).
-{labelled_examples()}"""
+{labelled_examples(examples)}"""
 
 
-def labelled_examples() -> str:
-    """Conversations of the development half with their gold facts (``fewshot.py``)."""
+def labelled_examples(examples: dict | None = None) -> str:
+    """Conversations of the development half with their gold facts (``fewshot.py``; read from its
+    file when not given)."""
     from streams.learn.fewshot import load
 
     blocks = []
-    for conv in load()["conversations"]:
+    for conv in (examples if examples is not None else load())["conversations"]:
         lines = "\n".join(f"[{'cliente' if m['role'] == 'contact' else 'atendente'}] {m['text']}" for m in conv["messages"])
         answer = json.dumps({"facts": conv["facts"]}, ensure_ascii=False)
         blocks.append(f"Conversa:\n{lines}\nResposta: {answer}")
@@ -118,17 +119,19 @@ class OpenAIExtractor:
     name = NAME
     version = PROMPT_VERSION
 
-    def __init__(self, config: LlmConfig, *, extra_types: Iterable[str] = (), client: openai.OpenAI | None = None):
+    def __init__(self, config: LlmConfig, *, extra_types: Iterable[str] = (), client: openai.OpenAI | None = None,
+                 examples: dict | None = None):
         self.config = config
         self.types = list(MEMORY_TYPES) + [t for t in extra_types if t not in MEMORY_TYPES]
         self.client = client or make_client(config)
+        self.system = system_prompt(self.types, examples)   # the few-shot file is read once, here
         self.version = f"{PROMPT_VERSION}:{config.model}"
 
     def propose(self, transcript: Transcript) -> Proposal:
         answer = chat_json(
             self.config,
             [
-                {"role": "system", "content": system_prompt(self.types)},
+                {"role": "system", "content": self.system},
                 {"role": "user", "content": render_transcript(transcript)},
             ],
             facts_schema(self.types),

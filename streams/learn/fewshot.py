@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import re
 import sys
-from functools import lru_cache
 from pathlib import Path
 
 from streams.learn.lexicon import ROOM_WORDS, fold, is_instruction, parse_slots
@@ -24,7 +23,7 @@ from streams.learn.lexicon import ROOM_WORDS, fold, is_instruction, parse_slots
 FEWSHOT_FILE = Path(__file__).parent / "models" / "fewshot.json"
 
 
-def _slot(memory_type: str, content: str) -> tuple[str, str]:
+def slot_of(memory_type: str, content: str) -> tuple[str, str]:
     """A slot for a gold fact (gold facts carry none): the parser's when it is sure
     of it, else the memory type with the folded content."""
     slots = [s for s in parse_slots(memory_type, content) if s.value and not s.subject]
@@ -52,7 +51,7 @@ def build(dev_dir: Path) -> dict:
     for r in chosen:
         facts = []
         for g in r["gold_facts"]:
-            key, value = _slot(g["memory_type"], g["content"])
+            key, value = slot_of(g["memory_type"], g["content"])
             facts.append({"memory_type": g["memory_type"], "memory_key": key, "content": g["content"],
                           "normalized_value": value, "evidence": g["evidence"], "confidence": 0.9})
         conversations.append({"conversation_id": r["conversation_id"],
@@ -66,7 +65,6 @@ def build(dev_dir: Path) -> dict:
             "pairs": [{k: p[k] for k in ("memory_type", "old", "new", "contradicts", "why")} for p in picked]}
 
 
-@lru_cache(maxsize=1)
 def load(path: Path = FEWSHOT_FILE) -> dict:
     if not Path(path).exists():
         return {"conversations": [], "pairs": []}
