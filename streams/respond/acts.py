@@ -130,6 +130,10 @@ class Acts:
     # sends a reply to the outbound topic and marks it published (set by the wiring)
     emit: Callable[[OutboundReply], Awaitable[None]] | None = None
     _background: set = field(default_factory=set)
+    _examples: rights.ExampleVectors | None = None   # the rights examples' vectors, computed once
+
+    def __post_init__(self) -> None:
+        self._examples = rights.ExampleVectors(self.embedder)
 
     async def before_reply(self, msg: InboundMessage, ctx, intent: str) -> Act | None:
         kinds = await self._requests(msg.text)
@@ -153,7 +157,7 @@ class Acts:
         n = rights.normalise(text)
         kinds = {rights.OPT_OUT} if rights.opt_out_in(n) else set()
         if rights.gate_in(n) is not None:  # only then is the message embedded
-            kind, score = await asyncio.to_thread(rights.classify, text, self.embedder)
+            kind, score = await asyncio.to_thread(rights.classify, text, self.embedder, self._examples)
             if kind:
                 kinds.add(kind)
         return kinds

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import re
-from functools import lru_cache
+import threading
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -133,21 +133,33 @@ def gate(text: str) -> str | None:
     return gate_in(normalise(text))
 
 
-@lru_cache(maxsize=4)
-def _examples(embedder_key: str, embedder) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    def emb(texts: Iterable[str]) -> np.ndarray:
-        v = np.asarray(embedder.embed_queries(list(texts)), dtype=np.float32)
-        return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-9)
-    return emb(ACCESS_EXAMPLES), emb(ERASURE_EXAMPLES), emb(NOT_A_REQUEST)
+class ExampleVectors:
+    """The example requests' vectors under one embedder, computed on first use and kept by their
+    owner (the ``Acts`` the container builds), not by this module."""
+
+    def __init__(self, embedder):
+        self.embedder = embedder
+        self._vectors: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        with self._lock:
+            if self._vectors is None:
+                def emb(texts: Iterable[str]) -> np.ndarray:
+                    v = np.asarray(self.embedder.embed_queries(list(texts)), dtype=np.float32)
+                    return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-9)
+                self._vectors = emb(ACCESS_EXAMPLES), emb(ERASURE_EXAMPLES), emb(NOT_A_REQUEST)
+            return self._vectors
 
 
-def classify(text: str, embedder) -> tuple[str | None, float]:
-    """(ACCESS | ERASURE | None, best similarity to the kind's examples)."""
+def classify(text: str, embedder, examples: ExampleVectors | None = None) -> tuple[str | None, float]:
+    """(ACCESS | ERASURE | None, best similarity to the kind's examples); ``examples`` are the
+    caller's vectors of the example requests under ``embedder`` (computed here when not given)."""
     n = normalise(text)
     kind = gate_in(n)
     if kind is None:
         return None, 0.0
-    access, erasure, negatives = _examples(getattr(embedder, "name", str(id(embedder))), embedder)
+    access, erasure, negatives = (examples or ExampleVectors(embedder)).get()
     v = np.asarray(embedder.embed_queries([n])[0], dtype=np.float32)
     v = v / max(float(np.linalg.norm(v)), 1e-9)
     pos = float(np.max((erasure if kind == ERASURE else access) @ v))
