@@ -45,10 +45,20 @@ def open_vector_store(settings: Settings, *, prefer_proxy: bool = True) -> Vecto
         return VectorStoreClient(url)
 
 
+def embedder_factories(config) -> dict:
+    """The embedding service's model constructors (``ServiceConfig.models``: name → provider), loaded
+    in this process: the service is where the in-process models run."""
+    from streams.embedding.providers import build_embedder_uncached
+
+    return {name: (lambda p=provider, m=name: build_embedder_uncached(p, m, threads=config.threads))
+            for name, provider in config.models.items()}
+
+
 class Container:
     def __init__(self, settings: Settings | None = None, *, vector_store: VectorStore | None = None,
-                 pool: ConnectionPool | None = None):
+                 pool: ConnectionPool | None = None, pool_name: str = "memoria"):
         self.settings = settings or get_settings()
+        self.pool_name = pool_name   # names the pool's connections (pg_stat_activity, logs)
         self._store = vector_store
         self._owns_store = vector_store is None
         self._lock = threading.Lock()
@@ -60,7 +70,7 @@ class Container:
     def pool(self) -> ConnectionPool:
         from streams.store.db import make_pool
 
-        return make_pool(self.settings)
+        return make_pool(self.settings, name=self.pool_name)
 
     @property
     def vector_store(self) -> VectorStore:
@@ -123,6 +133,13 @@ class Container:
                                                                                                    s.embedding_model)
         return build_embedder(provider, model, base_url=s.embedding_base_url, api_key=s.embedding_api_key,
                               batch_size=s.embedding_batch_size)
+
+    def embedding_service(self):
+        """The embedding service's app (``memoria embedding-service``), serving the configured models."""
+        from streams.embedding.service import ServiceConfig, build_service
+
+        config = ServiceConfig.from_settings(self.settings)
+        return build_service(config, factories=embedder_factories(config))
 
     # --- learning (docs/architecture.md §4B) ---------------------------------
     @cached_property

@@ -69,6 +69,7 @@ def embedding_service(
     workers: Optional[int] = typer.Option(None, help="model workers per model (MEMORIA_EMBEDDING_SERVICE_WORKERS)"),
 ) -> None:
     """Serve the embedding models over HTTP (OpenAI-compatible + collection-aware routes)."""
+    from streams.bootstrap import Container
     from streams.embedding.service import serve
 
     s = get_settings()
@@ -76,7 +77,8 @@ def embedding_service(
                                  ("embedding_service_workers", workers)) if v is not None}
     if not logging.getLogger().isEnabledFor(logging.INFO):
         logging.getLogger("streams").setLevel(logging.INFO)
-    serve(s.model_copy(update=updates))
+    s = s.model_copy(update=updates)
+    serve(Container(s).embedding_service(), s.embedding_service_host, s.embedding_service_port)
 
 
 def reconcile(

@@ -37,18 +37,16 @@ BUILDERS = {"build_embedder", "build_embedder_uncached", "make_pool", "Connectio
 
 # path → references to a dependency constructor allowed there, and why
 BUILDS = {
-    "streams/bootstrap.py": 15,          # the composition root
+    "streams/bootstrap.py": 16,          # the composition root
     "streams/store/db.py": 1,            # make_pool itself
     "streams/vectors/store.py": 3,       # the Qdrant adapter opens its client
     "streams/embedding/providers.py": 2,  # the embedder adapters and the per-process model cache
     "streams/learn/llm.py": 1,           # the OpenAI adapter opens its client
     "streams/respond/generate.py": 1,    # the OpenAI generator adapter opens its client
-    "streams/embedding/service.py": 1,   # the embedding service process loads the models it serves
     "streams/learn/extract_learned.py": 1,  # the trained artefact names the embedder it was trained with
     "streams/learn/train_extractor.py": 1,  # offline training command
     "streams/respond/evaluate_answers.py": 2,  # offline evaluation: an in-memory index and composer
     "streams/maintain/cli.py": 1,        # `memoria maintain` reads the store without the proxy
-    "connectors/whatsapp/run.py": 2,     # the webhook and the sender each own a named pool
 }
 
 

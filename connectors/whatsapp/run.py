@@ -24,13 +24,14 @@ log = logging.getLogger(__name__)
 
 
 async def run_webhook(settings: Settings, host: str, port: int, stop: asyncio.Event | None = None) -> None:
-    from streams.store.db import make_pool
+    from streams.bootstrap import Container
 
     if not settings.whatsapp_verify_token:
         raise ValueError("MEMORIA_WHATSAPP_VERIFY_TOKEN (or WHATSAPP_VERIFY_TOKEN) is required")
     if not settings.whatsapp_app_secret:
         log.warning("WHATSAPP_APP_SECRET is not set: request signatures are NOT checked (development only)")
-    pool = await asyncio.to_thread(make_pool, settings, name="whatsapp-webhook")
+    container = Container(settings, pool_name="whatsapp-webhook")
+    pool = await asyncio.to_thread(lambda: container.pool)
     producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, acks="all",
                                 enable_idempotence=False, max_request_size=settings.producer_max_request_size)
     await producer.start()
@@ -63,7 +64,7 @@ async def run_webhook(settings: Settings, host: str, port: int, stop: asyncio.Ev
     finally:
         await runner.cleanup()
         await producer.stop()
-        pool.close()
+        container.close()
 
 
 async def _serve_health(settings: Settings) -> web.AppRunner | None:
@@ -106,9 +107,10 @@ async def run_sender(settings: Settings, stop: asyncio.Event | None = None) -> N
     Postgres is unavailable the same record is retried and nothing after it is
     committed; on shutdown the records not settled are left for the next run.
     """
-    from streams.store.db import make_pool
+    from streams.bootstrap import Container
 
-    pool = await asyncio.to_thread(make_pool, settings, name="whatsapp-sender")
+    container = Container(settings, pool_name="whatsapp-sender")
+    pool = await asyncio.to_thread(lambda: container.pool)
     topic = qualified(settings, OUTBOUND)
     consumer = AIOKafkaConsumer(topic, bootstrap_servers=settings.kafka_bootstrap_servers,
                                 group_id=f"{settings.topic_prefix}{settings.consumer_group}-whatsapp-sender",
@@ -153,4 +155,4 @@ async def run_sender(settings: Settings, stop: asyncio.Event | None = None) -> N
         await sender.aclose()
         await consumer.stop()
         await producer.stop()
-        pool.close()
+        container.close()

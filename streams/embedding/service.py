@@ -38,7 +38,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, G
 from pydantic import BaseModel, Field
 
 from streams.embedding.port import Embedder
-from streams.embedding.providers import MODEL_PROVIDERS, build_embedder_uncached, model_slug, served_name
+from streams.embedding.providers import MODEL_PROVIDERS, model_slug, served_name
 
 log = logging.getLogger(__name__)
 
@@ -292,14 +292,14 @@ async def _embed(b: ModelBatcher, texts: list[str], kind: str, route: str,
     return vecs
 
 
-def build_service(config: ServiceConfig, *, factories: dict[str, Callable[[], Embedder]] | None = None) -> FastAPI:
-    """The FastAPI app. ``factories`` (model → embedder constructor) defaults to the providers."""
+def build_service(config: ServiceConfig, *, factories: dict[str, Callable[[], Embedder]]) -> FastAPI:
+    """The FastAPI app. ``factories``: model → the constructor of its embedder, one per served model
+    (``streams.bootstrap.embedder_factories``; the models load in the workers, on start)."""
     metrics = ServiceMetrics()
     batchers = {
-        name: ModelBatcher(name, (factories or {}).get(name) or (lambda p=provider, m=name: build_embedder_uncached(p, m, threads=config.threads)),
-                           workers=config.workers, max_batch=config.max_batch, max_wait_ms=config.max_wait_ms,
-                           max_queue=config.max_queue, metrics=metrics)
-        for name, provider in config.models.items()}
+        name: ModelBatcher(name, factories[name], workers=config.workers, max_batch=config.max_batch,
+                           max_wait_ms=config.max_wait_ms, max_queue=config.max_queue, metrics=metrics)
+        for name in config.models}
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -372,10 +372,8 @@ def build_service(config: ServiceConfig, *, factories: dict[str, Callable[[], Em
     return app
 
 
-def serve(settings) -> None:
-    """Run the service in this process (blocking) with uvicorn."""
+def serve(app: FastAPI, host: str, port: int) -> None:
+    """Run the service app (``Container.embedding_service()``) in this process (blocking) with uvicorn."""
     import uvicorn
 
-    app = build_service(ServiceConfig.from_settings(settings))
-    uvicorn.run(app, host=settings.embedding_service_host, port=settings.embedding_service_port,
-                log_level="warning", access_log=False)
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)

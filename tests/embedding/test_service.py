@@ -12,6 +12,7 @@ import httpx
 import numpy as np
 import pytest
 
+from streams.bootstrap import embedder_factories
 from streams.embedding import build_embedder
 from streams.embedding.client import EmbeddingUnavailable, ServiceEmbedder
 from streams.embedding.port import EmbeddingError
@@ -31,7 +32,7 @@ class Server:
         import uvicorn
 
         self.port = port or free_port()
-        self.app = build_service(config)
+        self.app = build_service(config, factories=embedder_factories(config))
         self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=self.port,
                                                     log_level="warning", access_log=False))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
