@@ -9,11 +9,12 @@ after another and prints
 
   * CPU time per message of this process (user + system, every thread), which does not
     depend on the neighbours' load, and the wall time of ``respond()``;
-  * a sampling profile of every thread (``sys._current_frames`` every 1 ms while the
-    messages run): the functions with the most samples, self and inclusive.
+  * a CPU profile of every thread: every 1 ms, the CPU time each thread used since the
+    last look (its own CPU clock) is charged to the stack it is in (``sys._current_frames``);
+    the functions that used the most CPU, self and inclusive, in ms per message.
 
-Sampling stands in for py-spy (not installed here); it costs the process a little CPU
-itself, so read the profile as shares, and the CPU figure from a run without it
+Sampling stands in for py-spy (not installed here); the sampler costs the process some
+CPU itself (its own thread is not charged), so take the CPU figure from a run without it
 (BENCH_SAMPLE=0).
 """
 
@@ -45,41 +46,48 @@ TOP = int(os.environ.get("BENCH_TOP", "40"))
 
 
 class Sampler(threading.Thread):
-    """Every ``interval`` s: the stack of every other thread (leaf = self, every frame = inclusive)."""
+    """Every ``interval`` s, for every other thread: the CPU time it used since the last
+    look (its own clock, ``pthread_getcpuclockid``), charged to the stack it is in now —
+    leaf function = self, every function on the stack = inclusive. A thread waiting on a
+    socket or a lock uses no CPU and is charged nothing."""
 
     def __init__(self, interval: float = 0.001):
         super().__init__(daemon=True)
         self.interval = interval
-        self.self_counts: collections.Counter = collections.Counter()
-        self.incl_counts: collections.Counter = collections.Counter()
-        self.samples = 0
-        self._stop = threading.Event()
+        self.self_cpu: collections.Counter = collections.Counter()
+        self.incl_cpu: collections.Counter = collections.Counter()
+        self.total = 0.0
+        self._last: dict[int, float] = {}
+        self._halt = threading.Event()
 
     def run(self) -> None:
         me = threading.get_ident()
-        while not self._stop.is_set():
+        while not self._halt.is_set():
             for tid, frame in sys._current_frames().items():
                 if tid == me:
                     continue
-                code = frame.f_code
-                if code.co_name in ("wait", "select", "_worker", "get", "sleep", "poll") and \
-                        ("threading" in code.co_filename or "selectors" in code.co_filename
-                         or "queue" in code.co_filename or "concurrent" in code.co_filename):
-                    continue  # an idle thread
-                self.samples += 1
-                self.self_counts[_where(code)] += 1
+                try:
+                    now = time.clock_gettime(time.pthread_getcpuclockid(tid))
+                except (OSError, ProcessLookupError):
+                    continue
+                used = now - self._last.get(tid, now)
+                self._last[tid] = now
+                if used <= 0:
+                    continue
+                self.total += used
+                self.self_cpu[_where(frame.f_code)] += used
                 seen = set()
                 f = frame
                 while f is not None:
                     w = _where(f.f_code)
                     if w not in seen:
                         seen.add(w)
-                        self.incl_counts[w] += 1
+                        self.incl_cpu[w] += used
                     f = f.f_back
             time.sleep(self.interval)
 
     def stop(self) -> None:
-        self._stop.set()
+        self._halt.set()
         self.join()
 
 
@@ -141,13 +149,13 @@ def main() -> int:
         print(f"CPU per message (this process, all threads): {cpu_ms:.2f} ms; respond() wall p50 "
               f"{pct(wall, 50):.1f} / p95 {pct(wall, 95):.1f} ms")
         if sampler:
-            n = max(1, sampler.samples)
-            print(f"\n{sampler.samples} samples of busy threads; top {TOP} self:")
-            for w, k in sampler.self_counts.most_common(TOP):
-                print(f"  {100 * k / n:5.1f}%  {w}")
+            n = max(1e-9, sampler.total)
+            print(f"\n{sampler.total * 1000 / MESSAGES:.2f} ms of thread CPU per message sampled; top {TOP} self:")
+            for w, k in sampler.self_cpu.most_common(TOP):
+                print(f"  {100 * k / n:5.1f}%  {k * 1000 / MESSAGES:6.3f} ms  {w}")
             print(f"\ntop {TOP} inclusive:")
-            for w, k in sampler.incl_counts.most_common(TOP):
-                print(f"  {100 * k / n:5.1f}%  {w}")
+            for w, k in sampler.incl_cpu.most_common(TOP):
+                print(f"  {100 * k / n:5.1f}%  {k * 1000 / MESSAGES:6.3f} ms  {w}")
     finally:
         env.close()
     return 0

@@ -188,14 +188,15 @@ async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None
 async def receive(msg: InboundMessage, deps: Responder) -> ConversationContext | None:
     """Store the message once and read its conversation; None: nothing to answer
     (a duplicate, an erased contact, or a reaction, which is stored only)."""
-    if not await _call(deps.store.store_inbound, msg):
+    ctx = await _call(deps.store.receive, msg, HISTORY_MESSAGES)
+    if ctx is None:
         log.info("respond duplicate message_id=%s conversation_id=%s", msg.message_id, msg.conversation_id)
         return None
     if msg.message_type == "reaction":
         log.info("respond reaction stored, no reply message_id=%s conversation_id=%s", msg.message_id,
                  msg.conversation_id)
         return None
-    return await _call(deps.store.load_context, msg, HISTORY_MESSAGES)
+    return ctx
 
 
 class MessageVector:
