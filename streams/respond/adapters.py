@@ -47,40 +47,52 @@ class PostgresConversationStore:
         self.pool = pool
         self.erasure_key = erasure_key
 
+    def receive(self, msg: InboundMessage, history: int) -> ConversationContext | None:
+        """``store_inbound`` then ``load_context`` on one pooled connection (one checkout, the
+        context's two reads in one round trip); None when there is nothing to answer."""
+        with self.pool.connection() as conn:
+            with conn.transaction():
+                if not self._store_inbound(conn, msg):
+                    return None
+            return self._context(conn, msg, history)
+
     def store_inbound(self, msg: InboundMessage) -> bool:
-        reply_id = reply_id_for(msg)
         with self.pool.connection() as conn, conn.transaction():
-            if self._erased(conn, msg):
-                return False  # an erased contact never comes back (no row, no reply)
-            conn.execute("INSERT INTO accounts (id) VALUES (%s) ON CONFLICT (id) DO NOTHING",
-                         (msg.account_id,))
-            for table, row_id in (("contacts", msg.contact_id), ("inboxes", msg.inbox_id)):
-                row = conn.execute(
-                    f"INSERT INTO {table} (id, account_id) VALUES (%s, %s) ON CONFLICT (id) "
-                    f"DO UPDATE SET id = EXCLUDED.id RETURNING account_id", (row_id, msg.account_id)).fetchone()
-                if row["account_id"] != msg.account_id:
-                    raise TenantMismatch(f"{table[:-1]} {row_id} belongs to another account")
-            conv = conn.execute(
-                """INSERT INTO conversations (external_id, account_id, inbox_id, contact_id, unit_id,
-                                              last_message_at)
-                   VALUES (%s, %s, %s, %s, %s, %s)
-                   ON CONFLICT (external_id) DO UPDATE
-                      SET last_message_at = GREATEST(conversations.last_message_at, EXCLUDED.last_message_at)
-                   RETURNING id, account_id, contact_id""",
-                (msg.conversation_id, msg.account_id, msg.inbox_id, msg.contact_id, msg.unit_id,
-                 msg.sent_at)).fetchone()
-            if conv["account_id"] != msg.account_id or conv["contact_id"] != msg.contact_id:
-                raise TenantMismatch(f"conversation {msg.conversation_id} belongs to another account/contact")
-            inserted = conn.execute(
-                """INSERT INTO messages (conversation_id, account_id, role, text, sent_at, channel_message_id,
-                                         message_type)
-                   VALUES (%s, %s, 'contact', %s, %s, %s, %s) ON CONFLICT (channel_message_id) DO NOTHING""",
-                (conv["id"], msg.account_id, msg.text, msg.sent_at, msg.message_id, msg.message_type)).rowcount
-            if inserted:
-                return True
-            replied = conn.execute("SELECT 1 FROM messages WHERE channel_message_id = %s",
-                                   (reply_id,)).fetchone()
-            return replied is None
+            return self._store_inbound(conn, msg)
+
+    def _store_inbound(self, conn, msg: InboundMessage) -> bool:
+        reply_id = reply_id_for(msg)
+        if self._erased(conn, msg):
+            return False  # an erased contact never comes back (no row, no reply)
+        conn.execute("INSERT INTO accounts (id) VALUES (%s) ON CONFLICT (id) DO NOTHING",
+                     (msg.account_id,))
+        for table, row_id in (("contacts", msg.contact_id), ("inboxes", msg.inbox_id)):
+            row = conn.execute(
+                f"INSERT INTO {table} (id, account_id) VALUES (%s, %s) ON CONFLICT (id) "
+                f"DO UPDATE SET id = EXCLUDED.id RETURNING account_id", (row_id, msg.account_id)).fetchone()
+            if row["account_id"] != msg.account_id:
+                raise TenantMismatch(f"{table[:-1]} {row_id} belongs to another account")
+        conv = conn.execute(
+            """INSERT INTO conversations (external_id, account_id, inbox_id, contact_id, unit_id,
+                                          last_message_at)
+               VALUES (%s, %s, %s, %s, %s, %s)
+               ON CONFLICT (external_id) DO UPDATE
+                  SET last_message_at = GREATEST(conversations.last_message_at, EXCLUDED.last_message_at)
+               RETURNING id, account_id, contact_id""",
+            (msg.conversation_id, msg.account_id, msg.inbox_id, msg.contact_id, msg.unit_id,
+             msg.sent_at)).fetchone()
+        if conv["account_id"] != msg.account_id or conv["contact_id"] != msg.contact_id:
+            raise TenantMismatch(f"conversation {msg.conversation_id} belongs to another account/contact")
+        inserted = conn.execute(
+            """INSERT INTO messages (conversation_id, account_id, role, text, sent_at, channel_message_id,
+                                     message_type)
+               VALUES (%s, %s, 'contact', %s, %s, %s, %s) ON CONFLICT (channel_message_id) DO NOTHING""",
+            (conv["id"], msg.account_id, msg.text, msg.sent_at, msg.message_id, msg.message_type)).rowcount
+        if inserted:
+            return True
+        replied = conn.execute("SELECT 1 FROM messages WHERE channel_message_id = %s",
+                               (reply_id,)).fetchone()
+        return replied is None
 
     def _erased(self, conn, msg: InboundMessage) -> bool:
         """Under the contact's lock (the erasure takes it too): is it in the erasure ledger?"""
@@ -111,7 +123,11 @@ class PostgresConversationStore:
 
     def load_context(self, msg: InboundMessage, history: int) -> ConversationContext:
         with self.pool.connection() as conn:
-            row = conn.execute(
+            return self._context(conn, msg, history)
+
+    def _context(self, conn, msg: InboundMessage, history: int) -> ConversationContext:
+        with conn.pipeline():  # both reads in one round trip
+            head = conn.execute(
                 """SELECT a.settings, i.system_prompt, i.playbook_prompt, i.rag_distance_threshold,
                           i.rag_max_results, i.model, i.temperature, i.intent_keywords,
                           c.id AS conversation_pk, c.lead_state, c.status
@@ -119,15 +135,18 @@ class PostgresConversationStore:
                    JOIN accounts a ON a.id = c.account_id
                    LEFT JOIN inboxes i ON i.id = %s AND i.account_id = c.account_id
                    WHERE c.external_id = %s AND c.account_id = %s""",
-                (msg.inbox_id, msg.conversation_id, msg.account_id)).fetchone()
-            if row is None:
-                raise LookupError(f"conversation {msg.conversation_id} not stored")
-            hist = conn.execute(
+                (msg.inbox_id, msg.conversation_id, msg.account_id))
+            last = conn.execute(
                 """SELECT role, text, sent_at FROM messages
-                   WHERE conversation_id = %s AND account_id = %s
-                     AND channel_message_id IS DISTINCT FROM %s
+                   WHERE conversation_id = (SELECT id FROM conversations
+                                            WHERE external_id = %s AND account_id = %s)
+                     AND account_id = %s AND channel_message_id IS DISTINCT FROM %s
                    ORDER BY sent_at DESC, id DESC LIMIT %s""",
-                (row["conversation_pk"], msg.account_id, msg.message_id, history)).fetchall()
+                (msg.conversation_id, msg.account_id, msg.account_id, msg.message_id, history))
+            row = head.fetchone()
+            hist = last.fetchall()
+        if row is None:
+            raise LookupError(f"conversation {msg.conversation_id} not stored")
         settings = row["settings"] or {}
         inbox = InboxConfig(
             inbox_id=msg.inbox_id,

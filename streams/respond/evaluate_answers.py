@@ -84,6 +84,9 @@ class MemoryStore:
     def load_context(self, msg, history):
         return ConversationContext(recall_enabled=False, inbox=self.inbox)
 
+    def receive(self, msg, history):
+        return self.load_context(msg, history)
+
     def save_reply(self, reply, lead_state, *, model_call=None, recall_ms=None, embedding_calls=()):
         pass
 

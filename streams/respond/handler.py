@@ -2,12 +2,17 @@
 
     outcome = await respond(msg, deps)   # None: duplicate, nothing to send
 
-Steps: store the inbound message once (a duplicate gets no reply) → intent →
-strategy → in parallel: recall (only if the account's flag is on; embedding
-+ fetch + scoring within ``recall_budget_s``) and knowledge retrieval (top
-``rag_max_results`` within ``rag_distance_threshold``) → fallback sentences
-or prompt + generate → price guard → OutboundReply → lead state, saved with
-the reply in one store call.
+Steps, each a function of its own (testable over in-memory ports):
+
+* ``receive``: store the inbound message once (a duplicate gets no reply) and read
+  the conversation (inbox, flags, history, lead state);
+* ``plan``: intent (keywords, the acts step, example phrases) → strategy; starts
+  the message's embedding when recall or knowledge needs it;
+* ``gather``: recall (only if the account's flag is on; embedding + fetch +
+  scoring within ``recall_budget_s``) and knowledge retrieval (top
+  ``rag_max_results`` within ``rag_distance_threshold``), side by side;
+* ``compose``: fallback sentences or prompt + generate → price guard;
+* ``record``: OutboundReply → lead state, saved with the reply in one store call.
 
 Async: the Faust agent awaits this. Port methods may be sync (run in a
 worker thread) or async (awaited). Recall runs as its own task under
@@ -47,7 +52,7 @@ from streams.respond.generate import (
     LOCATION_REPLY,
     unsupported_prices,
 )
-from streams.respond.intent import GENERAL, IntentExamples, detect_intent, refine_intent
+from streams.respond.intent import GENERAL, IntentExamples, IntentResult, detect_intent, refine_intent
 from streams.respond.lead import next_lead_state
 from streams.respond.model import ConversationContext, Generation, KnowledgeChunk, ReplyRequest, Usage
 from streams.respond.ports import Clock, ConversationStore, Embedder, Generator, KnowledgeSearch, MemoryRecall
@@ -149,192 +154,301 @@ def embedding_calls(account_id: int, reply_id: str, used: dict[str, int]) -> tup
     return tuple(c for c in calls if c is not None)
 
 
-async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None:  # noqa: C901 (split pending, issue 8)
+async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None:
     """The reply to ``msg``; None when there is nothing to send (a duplicate, or
-    a reaction: it is stored, and answering an emoji would be noise)."""
+    a reaction: it is stored, and answering an emoji would be noise).
+
+    A short pipeline of named steps, each testable alone over in-memory ports:
+    receive → :func:`plan` (acts, intent, strategy) → :func:`gather` (recall and
+    knowledge, side by side) → :func:`compose` (fallbacks or generation, guards) →
+    :func:`record` (the reply and the lead state in one store call)."""
     t0 = time.perf_counter()
     embed_tokens = embedding_tokens.collect()   # paid embeddings this message makes (cost ledger)
-    if not await _call(deps.store.store_inbound, msg):
+    ctx = await receive(msg, deps)
+    if ctx is None:
+        return None
+    fixed = channel_reply(msg)
+    if fixed is not None:
+        return await _fixed_reply(msg, ctx, fixed, deps, t0)
+    p = await plan(msg, ctx, deps)
+    if p.act is not None and p.act.suppress:
+        p.close()
+        return None
+    if p.act is not None and p.act.text is not None:
+        p.close()
+        return await _act_reply(msg, ctx, p.act, deps, t0, embed_tokens)
+    try:
+        g = await gather(msg, ctx, p, deps)
+    finally:
+        p.close()
+    c = await compose(msg, ctx, p, g, deps)
+    return await record(msg, ctx, p, g, c, deps, t0=t0, embed_tokens=embed_tokens)
+
+
+async def receive(msg: InboundMessage, deps: Responder) -> ConversationContext | None:
+    """Store the message once and read its conversation; None: nothing to answer
+    (a duplicate, an erased contact, or a reaction, which is stored only)."""
+    ctx = await _call(deps.store.receive, msg, HISTORY_MESSAGES)
+    if ctx is None:
         log.info("respond duplicate message_id=%s conversation_id=%s", msg.message_id, msg.conversation_id)
         return None
     if msg.message_type == "reaction":
         log.info("respond reaction stored, no reply message_id=%s conversation_id=%s", msg.message_id,
                  msg.conversation_id)
         return None
-    ctx: ConversationContext = await _call(deps.store.load_context, msg, HISTORY_MESSAGES)
-    fixed = channel_reply(msg)
-    if fixed is not None:
-        now = deps.clock.now()
-        reply = OutboundReply(reply_id=reply_id_for(msg), in_reply_to=msg.message_id, account_id=msg.account_id,
-                              conversation_id=msg.conversation_id, contact_id=msg.contact_id, text=fixed[0],
-                              intent="general", strategy="none",
-                              degraded=[fixed[1]] if fixed[1].endswith(("fallback", "message")) else [],
-                              created_at=now)
-        lead_state = next_lead_state(ctx.lead_state, intent="general", retrieval_count=ctx.retrieval_count, now=now)
-        await _call(deps.store.save_reply, reply, lead_state)
-        total_ms = (time.perf_counter() - t0) * 1000
-        log.info("reply conversation_id=%s message_type=%s fixed=%s ms=%.1f", msg.conversation_id,
-                 msg.message_type, fixed[1], total_ms)
-        return RespondOutcome(reply=reply, lead_state=lead_state, usage=Usage(), provider="none", model="none",
-                              recall_ms=None, total_ms=total_ms)
-    inbox = ctx.inbox
-    detected = detect_intent(msg.text, inbox.intent_keywords)
+    return ctx
+
+
+class MessageVector:
+    """The message's vector, embedded at most once (a task started on first use) and
+    shared by the intent fallback, recall, knowledge and the composer."""
+
+    def __init__(self, embedder: Embedder, text: str):
+        self.embedder, self.text = embedder, text
+        self._task: asyncio.Task[np.ndarray] | None = None
+
+    def start(self) -> "MessageVector":
+        if self._task is None:
+            self._task = asyncio.create_task(_embed(self.embedder, self.text))
+        return self
+
+    async def get(self) -> np.ndarray:
+        """The vector (shielded: a caller's timeout does not cancel it for the others)."""
+        return await asyncio.shield(self.start()._task)
+
+    def close(self) -> None:
+        """Cancel it if nobody waited for it; a failure was already reported by whoever used it."""
+        t = self._task
+        if t is None:
+            return
+        if not t.done():
+            t.cancel()
+        elif not t.cancelled():
+            t.exception()
+
+
+@dataclass
+class Plan:
+    """What to do with the message: intent, strategy, what the acts step said, and the
+    message vector when recall or knowledge will need it."""
+
+    intent: IntentResult
+    strategy: Strategy
+    act: Any = None
+    retrieve: bool = False       # search the knowledge
+    over_limit: bool = False     # knowledge wanted, but the conversation used up its retrievals
+    vector: MessageVector | None = None   # the memory embedder's vector of the message
+    degraded: list[str] = field(default_factory=list)
+
+    def close(self) -> None:
+        if self.vector is not None:
+            self.vector.close()
+
+
+async def plan(msg: InboundMessage, ctx: ConversationContext, deps: Responder) -> Plan:
+    """Intent (keywords, then the acts step, then the example phrases for what stays
+    ``general``) and strategy; starts the message's embedding when it will be needed."""
+    detected = detect_intent(msg.text, ctx.inbox.intent_keywords)
     # Memory that acts (rights, opt-out, tools): may answer, stay silent, or bring tool data.
     act = await deps.acts.before_reply(msg, ctx, detected.intent) if deps.acts is not None else None
-    if act is not None and act.suppress:
-        return None
-    if act is not None and act.text is not None:
-        return await _act_reply(msg, ctx, act, deps, t0, embed_tokens)
+    if act is not None and (act.suppress or act.text is not None):
+        return Plan(detected, decide(detected.intent), act=act)
     if act is not None and act.intent:
-        detected = type(detected)(act.intent, detected.score, detected.matched)
-    degraded: list[str] = list(act.degraded) if act is not None else []
-    same_model = deps.memory_embedder.name == deps.knowledge_embedder.name
-
-    # The message vector, computed once and shared when the models match.
-    memory_vec: asyncio.Task[np.ndarray] | None = None
+        detected = IntentResult(act.intent, detected.score, detected.matched)
+    vector: MessageVector | None = None
     examples = deps.intent_examples
     if (detected.intent == GENERAL and examples is not None and not (act is not None and act.intent)
             and examples.model == deps.memory_embedder.name):
         # "general" retrieves anyway, so the vector is needed regardless: use it first
         # to read the intent from example phrases (no second embedding)
-        memory_vec = asyncio.create_task(_embed(deps.memory_embedder, msg.text))
+        vector = MessageVector(deps.memory_embedder, msg.text).start()
         try:
-            detected = refine_intent(detected, await asyncio.shield(memory_vec), examples)
+            detected = refine_intent(detected, await vector.get(), examples)
         except Exception as e:  # the embedding failure is reported by recall/knowledge
             log.warning("intent fallback skipped conversation_id=%s error=%r", msg.conversation_id, e)
-    strategy: Strategy = decide(detected.intent)
+    strategy = decide(detected.intent)
+    over_limit = strategy.retrieves and ctx.retrieval_count >= deps.max_retrievals
+    retrieve = strategy.retrieves and not over_limit
+    same_model = deps.memory_embedder.name == deps.knowledge_embedder.name
+    if vector is None and (ctx.recall_enabled or (retrieve and same_model)):
+        vector = MessageVector(deps.memory_embedder, msg.text).start()
+    return Plan(detected, strategy, act=act, retrieve=retrieve, over_limit=over_limit, vector=vector,
+                degraded=list(act.degraded) if act is not None else [])
 
-    wants_knowledge = strategy.retrieves
-    over_limit = wants_knowledge and ctx.retrieval_count >= deps.max_retrievals
-    retrieve = wants_knowledge and not over_limit
 
-    if memory_vec is None and (ctx.recall_enabled or (retrieve and same_model)):
-        memory_vec = asyncio.create_task(_embed(deps.memory_embedder, msg.text))
+@dataclass
+class Gathered:
+    """What recall and the knowledge search brought (each may have failed: ``degraded``)."""
 
-    async def recall() -> list[ScoredFact]:
-        assert memory_vec is not None
-        facts, vec = await asyncio.gather(
-            _call(deps.memory.live_facts, msg.account_id, msg.contact_id, timeout_s=deps.recall_budget_s),
-            asyncio.shield(memory_vec))
-        return score_memories(vec, facts, msg.unit_id, top_k=deps.top_k_memories,
-                              min_score=deps.min_memory_score, query_text=msg.text)
+    memories: list[ScoredFact] = field(default_factory=list)
+    chunks: list[KnowledgeChunk] = field(default_factory=list)
+    recall_ms: float | None = None   # None: recall not attempted (flag off)
+    retrieval_count: int = 0         # the conversation's retrievals, this one included
+    query: dict[str, Any] = field(default_factory=dict)   # the vector the search used, for the composer
+    tool_chunk: KnowledgeChunk | None = None
+    degraded: list[str] = field(default_factory=list)
 
-    query: dict[str, Any] = {}
 
-    async def knowledge() -> list[KnowledgeChunk]:
-        if same_model and memory_vec is not None:
-            vec = await asyncio.shield(memory_vec)
-        else:
-            vec = await _embed(deps.knowledge_embedder, msg.text)
-        query.update(query_vector=vec, query_model=deps.knowledge_embedder.name)
-        threshold = inbox.rag_distance_threshold
-        if threshold is None:
-            threshold = default_max_distance(deps.knowledge_embedder.name)
-        hits = await _call(deps.knowledge.search, vec, msg.account_id,
-                           inbox.rag_max_results * RERANK_POOL, threshold + RESCUE_MARGIN)
-        chunks = [c for c in map(_as_chunk, hits)
-                  if c.distance <= threshold or lexically_sure(msg.text, c.text)]
-        return rerank(msg.text, chunks)[: inbox.rag_max_results]
-
-    recall_task = None
+async def gather(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps: Responder) -> Gathered:
+    """Recall (flag on; within ``recall_budget_s``, cancelled after it) and the knowledge
+    search, side by side. Neither can fail the reply: a failure is a ``degraded`` reason."""
+    g = Gathered(retrieval_count=ctx.retrieval_count)
     recall_started = time.perf_counter()
-    if ctx.recall_enabled:
-        recall_task = asyncio.create_task(asyncio.wait_for(recall(), timeout=deps.recall_budget_s))
-    # Recall and the knowledge search run side by side (the local Qdrant search is a
-    # numpy product over the account's matrix now, no longer ~30 ms of Python).
-    knowledge_task = asyncio.create_task(knowledge()) if retrieve else None
-
-    memories: list[ScoredFact] = []
-    recall_ms: float | None = None
+    recall_task = (asyncio.create_task(asyncio.wait_for(recall(msg, p, deps), timeout=deps.recall_budget_s))
+                   if ctx.recall_enabled else None)
+    knowledge_task = asyncio.create_task(knowledge(msg, ctx, p, deps, g.query)) if p.retrieve else None
     if recall_task is not None:
         try:
-            memories = await recall_task
+            g.memories = await recall_task
         except asyncio.TimeoutError:
-            degraded.append("recall_timeout")
+            g.degraded.append("recall_timeout")
             log.warning("recall timeout conversation_id=%s budget_s=%.3f", msg.conversation_id,
                         deps.recall_budget_s)
         except Exception as e:  # memory never blocks a reply
-            degraded.append("recall_error")
+            g.degraded.append("recall_error")
             log.warning("recall error conversation_id=%s error=%r", msg.conversation_id, e)
-        recall_ms = (time.perf_counter() - recall_started) * 1000
+        g.recall_ms = (time.perf_counter() - recall_started) * 1000
         log.info("recall conversation_id=%s contact_id=%s memory_ids=%s ms=%.1f", msg.conversation_id,
-                 msg.contact_id, [m.fact.id for m in memories], recall_ms)
-
-    chunks: list[KnowledgeChunk] = []
-    retrieval_count = ctx.retrieval_count
+                 msg.contact_id, [m.fact.id for m in g.memories], g.recall_ms)
     if knowledge_task is not None:
-        retrieval_count += 1
+        g.retrieval_count += 1
         try:
-            chunks = await knowledge_task
+            g.chunks = await knowledge_task
         except Exception as e:
-            degraded.append("knowledge_error")
+            g.degraded.append("knowledge_error")
             log.warning("knowledge error conversation_id=%s error=%r", msg.conversation_id, e)
-    tool_chunk = act.chunk() if act is not None else None
-    if tool_chunk is not None:  # the tool's result: data with the standing of the knowledge
-        chunks = [tool_chunk] + chunks
-    if memory_vec is not None:
-        if not memory_vec.done():
-            memory_vec.cancel()
-        elif not memory_vec.cancelled():
-            memory_vec.exception()  # already reported through recall/knowledge
+    g.tool_chunk = p.act.chunk() if p.act is not None else None
+    if g.tool_chunk is not None:  # the tool's result: data with the standing of the knowledge
+        g.chunks = [g.tool_chunk] + g.chunks
+    return g
 
-    generation = Generation(text="", usage=Usage(), model="none", provider="none")
-    used_memories: list[ScoredFact] = []
-    used_chunks: list[KnowledgeChunk] = []
-    if over_limit and strategy.retrieval == "required" and tool_chunk is None:
-        text = FALLBACK_LOOP
-        degraded.append("retrieval_limit")
-    elif strategy.retrieval == "required" and not chunks:
-        text = FALLBACK_NO_KNOWLEDGE
+
+async def recall(msg: InboundMessage, p: Plan, deps: Responder) -> list[ScoredFact]:
+    """The contact's best live facts for this message (embedding and fetch side by side)."""
+    vector = p.vector or MessageVector(deps.memory_embedder, msg.text)
+    facts, vec = await asyncio.gather(
+        _call(deps.memory.live_facts, msg.account_id, msg.contact_id, timeout_s=deps.recall_budget_s),
+        vector.get())
+    return score_memories(vec, facts, msg.unit_id, top_k=deps.top_k_memories,
+                          min_score=deps.min_memory_score, query_text=msg.text)
+
+
+async def knowledge(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps: Responder,
+                    query: dict[str, Any] | None = None) -> list[KnowledgeChunk]:
+    """The account's chunks within the inbox's cut-off (or rescued by the question's words),
+    re-ranked, at most ``rag_max_results``. ``query`` receives the vector used."""
+    if p.vector is not None and deps.memory_embedder.name == deps.knowledge_embedder.name:
+        vec = await p.vector.get()
     else:
-        used_memories, used_chunks = memories, chunks
-        messages = build_messages(msg.text, system_prompt=inbox.system_prompt,
-                                  playbook=inbox.playbook_prompt, lead_state=ctx.lead_state,
-                                  memories=used_memories, chunks=used_chunks if retrieve else None,
-                                  history=ctx.history)
-        request = ReplyRequest(messages=messages, message=msg.text, intent=detected.intent,
-                               retrieval=strategy.retrieval, chunks=tuple(used_chunks),
-                               memories=tuple(used_memories), model=inbox.model,
-                               temperature=inbox.temperature, **query)
-        try:
-            generation = await _call(deps.generator.generate, request)
-            text = generation.text.strip()
-            if not text:
-                degraded.append("empty_generation")
-                text = FALLBACK_NO_KNOWLEDGE
-        except Exception as e:
-            degraded.append("generation_error")
-            log.warning("generation error conversation_id=%s error=%r", msg.conversation_id, e)
-            text = FALLBACK_NO_KNOWLEDGE
-        if act is not None and act.tool is not None:  # never contradicts the tool
-            text = act.guard(text, offline=generation.provider == "offline")
-        if unsupported_prices(text, used_chunks):
-            degraded.append("ungrounded_price")
-            log.warning("ungrounded price conversation_id=%s reply=%r", msg.conversation_id, text)
-            text = act.tool.answer if act is not None and act.tool is not None else FALLBACK_NO_KNOWLEDGE
-    used_chunks = [c for c in used_chunks if c is not tool_chunk]
+        vec = await _embed(deps.knowledge_embedder, msg.text)
+    if query is not None:
+        query.update(query_vector=vec, query_model=deps.knowledge_embedder.name)
+    inbox = ctx.inbox
+    threshold = inbox.rag_distance_threshold
+    if threshold is None:
+        threshold = default_max_distance(deps.knowledge_embedder.name)
+    hits = await _call(deps.knowledge.search, vec, msg.account_id,
+                       inbox.rag_max_results * RERANK_POOL, threshold + RESCUE_MARGIN)
+    chunks = [c for c in map(_as_chunk, hits)
+              if c.distance <= threshold or lexically_sure(msg.text, c.text)]
+    return rerank(msg.text, chunks)[: inbox.rag_max_results]
 
+
+@dataclass
+class Composed:
+    text: str
+    generation: Generation = field(default_factory=lambda: Generation(text="", usage=Usage(), model="none",
+                                                                      provider="none"))
+    memories: list[ScoredFact] = field(default_factory=list)   # the ones the reply was given
+    chunks: list[KnowledgeChunk] = field(default_factory=list)  # the knowledge chunks it was given
+    degraded: list[str] = field(default_factory=list)
+
+
+async def compose(msg: InboundMessage, ctx: ConversationContext, p: Plan, g: Gathered,
+                  deps: Responder) -> Composed:
+    """The reply text: a fixed sentence when knowledge is required and missing (or the
+    conversation is over its retrievals), else the generator's, guarded (never a price
+    the chunks do not state, never against a tool's answer)."""
+    if p.over_limit and p.strategy.retrieval == "required" and g.tool_chunk is None:
+        return Composed(FALLBACK_LOOP, degraded=["retrieval_limit"])
+    if p.strategy.retrieval == "required" and not g.chunks:
+        return Composed(FALLBACK_NO_KNOWLEDGE)
+    c = Composed("", memories=g.memories, chunks=g.chunks)
+    inbox = ctx.inbox
+    messages = build_messages(msg.text, system_prompt=inbox.system_prompt, playbook=inbox.playbook_prompt,
+                              lead_state=ctx.lead_state, memories=c.memories,
+                              chunks=c.chunks if p.retrieve else None, history=ctx.history)
+    request = ReplyRequest(messages=messages, message=msg.text, intent=p.intent.intent,
+                           retrieval=p.strategy.retrieval, chunks=tuple(c.chunks), memories=tuple(c.memories),
+                           model=inbox.model, temperature=inbox.temperature, **g.query)
+    try:
+        c.generation = await _call(deps.generator.generate, request)
+        c.text = c.generation.text.strip()
+        if not c.text:
+            c.degraded.append("empty_generation")
+            c.text = FALLBACK_NO_KNOWLEDGE
+    except Exception as e:
+        c.degraded.append("generation_error")
+        log.warning("generation error conversation_id=%s error=%r", msg.conversation_id, e)
+        c.text = FALLBACK_NO_KNOWLEDGE
+    tool = p.act.tool if p.act is not None else None
+    if tool is not None:  # never contradicts the tool
+        c.text = p.act.guard(c.text, offline=c.generation.provider == "offline")
+    if unsupported_prices(c.text, c.chunks):
+        c.degraded.append("ungrounded_price")
+        log.warning("ungrounded price conversation_id=%s reply=%r", msg.conversation_id, c.text)
+        c.text = tool.answer if tool is not None else FALLBACK_NO_KNOWLEDGE
+    c.chunks = [ch for ch in c.chunks if ch is not g.tool_chunk]
+    return c
+
+
+async def record(msg: InboundMessage, ctx: ConversationContext, p: Plan, g: Gathered, c: Composed,
+                 deps: Responder, *, t0: float | None = None,
+                 embed_tokens: dict[str, int] | None = None) -> RespondOutcome:
+    """The OutboundReply (deterministic ``reply_id``), the next lead state, the cost-ledger
+    entries: saved in one store call (idempotent on the reply id)."""
     now = deps.clock.now()
+    degraded = [*p.degraded, *g.degraded, *c.degraded]
     reply = OutboundReply(
         reply_id=reply_id_for(msg), in_reply_to=msg.message_id, account_id=msg.account_id,
-        conversation_id=msg.conversation_id, contact_id=msg.contact_id, text=text,
-        intent=detected.intent, strategy=strategy.retrieval,
-        memory_ids=[m.fact.id for m in used_memories], chunk_ids=[c.chunk_id for c in used_chunks],
-        degraded=degraded, created_at=now, tools=list(act.tools) if act is not None else [])
-    lead_state = next_lead_state(ctx.lead_state, intent=detected.intent,
-                                 retrieval_count=retrieval_count, now=now)
+        conversation_id=msg.conversation_id, contact_id=msg.contact_id, text=c.text,
+        intent=p.intent.intent, strategy=p.strategy.retrieval,
+        memory_ids=[m.fact.id for m in c.memories], chunk_ids=[ch.chunk_id for ch in c.chunks],
+        degraded=degraded, created_at=now, tools=list(p.act.tools) if p.act is not None else [])
+    lead_state = next_lead_state(ctx.lead_state, intent=p.intent.intent, retrieval_count=g.retrieval_count,
+                                 now=now)
+    generation = c.generation
     call = model_call(msg.account_id, "reply", generation.model, generation.usage, ref=reply.reply_id)
-    embeds = embedding_calls(msg.account_id, reply.reply_id, embed_tokens)
-    await _call(deps.store.save_reply, reply, lead_state, model_call=call, recall_ms=recall_ms,
+    embeds = embedding_calls(msg.account_id, reply.reply_id, embed_tokens or {})
+    await _call(deps.store.save_reply, reply, lead_state, model_call=call, recall_ms=g.recall_ms,
                 embedding_calls=embeds)
-    total_ms = (time.perf_counter() - t0) * 1000
+    total_ms = (time.perf_counter() - t0) * 1000 if t0 is not None else 0.0
     log.info("reply conversation_id=%s intent=%s strategy=%s chunks=%d memories=%d degraded=%s ms=%.1f",
-             msg.conversation_id, detected.intent, strategy.retrieval, len(used_chunks),
-             len(used_memories), degraded, total_ms)
+             msg.conversation_id, p.intent.intent, p.strategy.retrieval, len(c.chunks), len(c.memories),
+             degraded, total_ms)
     return RespondOutcome(reply=reply, lead_state=lead_state, usage=generation.usage,
                           provider=generation.provider, model=generation.model,
-                          recall_ms=recall_ms, total_ms=total_ms, memories=tuple(used_memories),
-                          chunks=tuple(used_chunks), model_call=call, embedding_calls=embeds)
+                          recall_ms=g.recall_ms, total_ms=total_ms, memories=tuple(c.memories),
+                          chunks=tuple(c.chunks), model_call=call, embedding_calls=embeds)
+
+
+async def _fixed_reply(msg: InboundMessage, ctx: ConversationContext, fixed: tuple[str, str], deps: Responder,
+                       t0: float) -> RespondOutcome:
+    """Media we cannot read, a location, a shared contact: a fixed sentence, nothing gathered."""
+    now = deps.clock.now()
+    text, reason = fixed
+    reply = OutboundReply(reply_id=reply_id_for(msg), in_reply_to=msg.message_id, account_id=msg.account_id,
+                          conversation_id=msg.conversation_id, contact_id=msg.contact_id, text=text,
+                          intent="general", strategy="none",
+                          degraded=[reason] if reason.endswith(("fallback", "message")) else [],
+                          created_at=now)
+    lead_state = next_lead_state(ctx.lead_state, intent="general", retrieval_count=ctx.retrieval_count, now=now)
+    await _call(deps.store.save_reply, reply, lead_state)
+    total_ms = (time.perf_counter() - t0) * 1000
+    log.info("reply conversation_id=%s message_type=%s fixed=%s ms=%.1f", msg.conversation_id,
+             msg.message_type, reason, total_ms)
+    return RespondOutcome(reply=reply, lead_state=lead_state, usage=Usage(), provider="none", model="none",
+                          recall_ms=None, total_ms=total_ms)
 
 
 async def _act_reply(msg: InboundMessage, ctx: ConversationContext, act: Any, deps: Responder,

@@ -32,6 +32,11 @@ class ConversationStore(Protocol):
         """Account recall flag, inbox config, the last ``history`` messages before
         this one (oldest first), lead state, retrievals so far, status."""
 
+    def receive(self, msg: InboundMessage, history: int) -> ConversationContext | None:
+        """``store_inbound`` then, when it returned True, ``load_context`` (the responder's
+        first step: an adapter does both in one checkout and as few round trips as it can).
+        None: nothing to answer."""
+
     def save_reply(self, reply: OutboundReply, lead_state: Mapping[str, Any] | None, *,
                    model_call: ModelCall | None = None, recall_ms: float | None = None,
                    embedding_calls: Sequence[ModelCall] = ()) -> None:

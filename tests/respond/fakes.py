@@ -66,6 +66,9 @@ class FakeStore:
                                    history=tuple(self.history[-history:]), lead_state=self.lead_state,
                                    retrieval_count=self.retrieval_count)
 
+    def receive(self, msg: InboundMessage, history: int) -> ConversationContext | None:
+        return self.load_context(msg, history) if self.store_inbound(msg) else None
+
     def save_reply(self, reply: OutboundReply, lead_state: Mapping[str, Any] | None, *,
                    model_call=None, recall_ms=None, embedding_calls=()) -> None:
         self.replies.append(reply)

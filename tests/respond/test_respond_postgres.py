@@ -232,3 +232,26 @@ def test_paid_embeddings_of_a_reply_are_in_the_cost_ledger_once(env, pool):
     assert [(r["stage"], r["model"]) for r in rows] == [("embedding", paid.name)]
     assert rows[0]["prompt_tokens"] == 7 and rows[0]["cost_usd"] > 0   # 7 words: the fake counts words
     assert rows[0]["ref"] == f"{out.reply.reply_id}:{paid.name}"
+
+
+def test_receive_stores_once_and_reads_the_conversation_on_the_same_connection(env, pool):
+    store = PostgresConversationStore(pool)
+    env.q("INSERT INTO accounts (id, settings) VALUES (1, '{\"memory_recall_enabled\": true}')")
+    env.q("INSERT INTO inboxes (id, account_id, rag_max_results, temperature) VALUES (10, 1, 4, 0.2)")
+    first = store.receive(msg("Oi", "r-1"), 10)
+    assert first.recall_enabled and first.inbox.rag_max_results == 4 and first.history == ()
+    second = store.receive(msg("Quanto custa?", "r-2"), 10)
+    assert [h.text for h in second.history] == ["Oi"]           # earlier messages, never this one
+    assert second == store.load_context(msg("Quanto custa?", "r-2"), 10)
+    # redelivered before its reply was stored (a crash in between): still to be answered
+    assert store.receive(msg("Quanto custa?", "r-2"), 10) == second
+    from streams.respond.handler import reply_id_for
+
+    env.q("INSERT INTO messages (conversation_id, account_id, role, text, sent_at, channel_message_id) "
+          "SELECT id, 1, 'agent', 'R$ 240', now(), %s FROM conversations WHERE external_id = 'c-1'",
+          reply_id_for(msg("x", "r-2")))
+    assert store.receive(msg("Quanto custa?", "r-2"), 10) is None  # answered already: nothing to do
+    env.q("INSERT INTO conversations (external_id, account_id, inbox_id, contact_id) VALUES ('c-9', 1, 10, 100)")
+    assert store.receive(msg("Oi", "r-3", conversation="c-9"), 3).history == ()
+    with pytest.raises(LookupError):  # another account's conversation id is never read
+        store.load_context(msg("Oi", "r-4", account=2, conversation="c-9"), 3)

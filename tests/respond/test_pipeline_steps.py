@@ -1,0 +1,284 @@
+"""The responder's steps one at a time (receive → plan → gather → compose → record),
+over the in-memory ports of ``fakes.py``: no service, the unit tier."""
+
+import asyncio
+import uuid
+from dataclasses import dataclass
+
+from streams.respond.acts import Act
+from streams.respond.generate import FALLBACK_LOOP, FALLBACK_NO_KNOWLEDGE, OfflineComposer
+from streams.respond.handler import (
+    Composed,
+    Gathered,
+    MessageVector,
+    Plan,
+    Responder,
+    compose,
+    gather,
+    plan,
+    receive,
+    record,
+    reply_id_for,
+)
+from streams.respond.intent import IntentResult
+from streams.respond.model import ConversationContext, Generation, InboxConfig, KnowledgeChunk
+from streams.respond.recall import MemoryFact
+from streams.respond.strategy import decide
+from tests.respond.fakes import (
+    AsyncSlowMemory,
+    BagOfWordsEmbedder,
+    FakeKnowledge,
+    FakeMemory,
+    FakeStore,
+    FixedClock,
+    inbound,
+)
+
+DOCS = [(101, "precos", "O pernoite na suíte Luxo custa R$ 240 e na Master custa R$ 450."),
+        (102, "outra-conta", "O pernoite na suíte Luxo custa R$ 999.")]
+PRICE_Q = "Quanto custa o pernoite na suíte Luxo?"
+
+
+def deps_for(memory=None, knowledge=None, generator=None, acts=None, examples=None, budget=0.5,
+             knowledge_embedder=None, **store_kw):
+    emb = BagOfWordsEmbedder()
+    facts = [MemoryFact(1, "preferencia", "Prefere a suíte Master", 0.9, "global", None, 1.0,
+                        emb.embed_passages(["suíte master pernoite"])[0])]
+    return Responder(store=FakeStore(**store_kw), memory=memory if memory is not None else FakeMemory(facts),
+                     knowledge=knowledge if knowledge is not None else FakeKnowledge(emb, DOCS),
+                     memory_embedder=emb, knowledge_embedder=knowledge_embedder or emb,
+                     generator=generator or OfflineComposer(), clock=FixedClock(), recall_budget_s=budget,
+                     acts=acts, intent_examples=examples)
+
+
+def ctx_of(recall=True, retrievals=0, threshold=0.9) -> ConversationContext:
+    return ConversationContext(recall_enabled=recall, inbox=InboxConfig(1101, rag_distance_threshold=threshold),
+                               retrieval_count=retrievals)
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+# ------------------------------------------------------------------ receive
+def test_receive_reads_the_context_once_and_refuses_duplicates_and_reactions():
+    deps = deps_for(recall_enabled=False)
+    ctx = run(receive(inbound("oi"), deps))
+    assert ctx is not None and ctx.recall_enabled is False
+    assert run(receive(inbound("oi"), deps)) is None                      # the same message id again
+    assert run(receive(inbound("👍", message_id="r1", message_type="reaction"), deps)) is None
+    assert "r1" in deps.store.seen and deps.store.replies == []           # stored, never answered
+
+
+# ------------------------------------------------------------------ plan
+def test_plan_price_question_retrieves_and_embeds_once():
+    deps = deps_for()
+
+    async def go():
+        p = await plan(inbound(PRICE_Q), ctx_of(), deps)
+        vec = await p.vector.get()
+        again = await p.vector.get()
+        p.close()
+        return p, vec, again
+
+    p, vec, again = run(go())
+    assert p.intent.intent == "price_question" and p.strategy.retrieval == "required"
+    assert p.retrieve and not p.over_limit and p.degraded == []
+    assert vec is again and deps.memory_embedder.calls == 1
+
+
+def test_plan_greeting_without_recall_embeds_nothing():
+    deps = deps_for()
+
+    async def go():
+        return await plan(inbound("Oi, boa noite!"), ctx_of(recall=False), deps)
+
+    p = run(go())
+    assert p.strategy.retrieval == "none" and not p.retrieve and p.vector is None
+    assert deps.memory_embedder.calls == 0
+
+
+def test_plan_over_the_retrieval_limit_does_not_retrieve():
+    deps = deps_for()
+    p = run(plan(inbound(PRICE_Q), ctx_of(recall=False, retrievals=deps.max_retrievals), deps))
+    assert p.over_limit and not p.retrieve
+
+
+@dataclass
+class FakeActs:
+    act: Act | None
+    seen: list = None
+
+    async def before_reply(self, msg, ctx, intent):
+        self.seen = [msg.message_id, intent]
+        return self.act
+
+
+def test_plan_keeps_what_the_acts_step_said():
+    silent = run(plan(inbound(PRICE_Q), ctx_of(), deps_for(acts=FakeActs(Act(suppress=True)))))
+    assert silent.act.suppress and silent.vector is None  # nothing embedded for a message not answered
+    text = run(plan(inbound("apaga tudo"), ctx_of(), deps_for(acts=FakeActs(Act(text="Feito.")))))
+    assert text.act.text == "Feito." and text.vector is None
+    acts = FakeActs(Act(intent="booking_status", degraded=("tool_slow",)))
+    p = run(plan(inbound("cadê minha reserva?"), ctx_of(recall=False), deps_for(acts=acts)))
+    assert acts.seen == ["wamid.1", "general"]
+    assert p.intent.intent == "booking_status" and p.degraded == ["tool_slow"]
+    assert p.strategy == decide("booking_status")
+
+
+class NearestExample:
+    """The example-phrase fallback: says ``policy`` for any vector."""
+
+    def __init__(self, model):
+        self.model, self.vectors = model, []
+
+    def decides(self, detected):
+        return detected.intent == "general"
+
+    def classify(self, vector):
+        self.vectors.append(vector)
+        return IntentResult("policy", 0.9, ("example",))
+
+
+def test_plan_general_asks_the_examples_with_the_one_vector():
+    emb_deps = deps_for()
+    examples = NearestExample(emb_deps.memory_embedder.name)
+    deps = deps_for(examples=examples)
+    deps.memory_embedder = deps.knowledge_embedder = emb_deps.memory_embedder
+    deps.intent_examples = examples
+
+    async def go():
+        p = await plan(inbound("dá p levar o dog?"), ctx_of(), deps)
+        vec = await p.vector.get()
+        p.close()
+        return p, vec
+
+    p, vec = run(go())
+    assert p.intent.intent == "policy" and p.strategy.retrieval == "required"
+    assert examples.vectors[0] is vec and deps.memory_embedder.calls == 1
+
+
+# ------------------------------------------------------------------ gather
+def _gather(deps, text=PRICE_Q, ctx=None):
+    ctx = ctx or ctx_of()
+
+    async def go():
+        p = await plan(inbound(text), ctx, deps)
+        try:
+            return p, await gather(inbound(text), ctx, p, deps)
+        finally:
+            p.close()
+    return run(go())
+
+
+def test_gather_brings_memory_and_knowledge_of_the_account_only():
+    deps = deps_for()
+    p, g = _gather(deps)
+    assert [m.fact.id for m in g.memories] == [1]
+    assert g.chunks and all("999" not in c.text for c in g.chunks)
+    assert g.retrieval_count == 1 and g.recall_ms is not None and g.degraded == []
+    assert g.query["query_model"] == deps.knowledge_embedder.name
+    assert deps.memory_embedder.calls == 1  # the message is embedded once for both
+
+
+def test_gather_recall_over_budget_degrades_and_knowledge_still_arrives():
+    slow = AsyncSlowMemory(sleep_s=2.0)
+    deps = deps_for(memory=slow, budget=0.1)
+    _, g = _gather(deps)
+    assert g.degraded == ["recall_timeout"] and g.memories == [] and slow.cancelled
+    assert g.chunks and g.recall_ms < 1000
+
+
+class BrokenKnowledge:
+    def search(self, *a, **kw):
+        raise ConnectionError("qdrant down")
+
+
+def test_gather_knowledge_failure_degrades_and_memory_still_arrives():
+    deps = deps_for(knowledge=BrokenKnowledge())
+    _, g = _gather(deps)
+    assert g.degraded == ["knowledge_error"] and g.chunks == [] and [m.fact.id for m in g.memories] == [1]
+    assert g.retrieval_count == 1  # the attempt counts towards loop protection
+
+
+def test_gather_with_recall_off_and_nothing_to_retrieve_does_nothing():
+    deps = deps_for()
+    _, g = _gather(deps, "Perfeito, obrigado!", ctx_of(recall=False))
+    assert g == Gathered(retrieval_count=0) and deps.memory.calls == [] and deps.knowledge.calls == 0
+
+
+def test_gather_embeds_again_only_for_another_knowledge_model():
+    other = BagOfWordsEmbedder(name="other")
+    deps = deps_for(knowledge_embedder=other)
+    _, g = _gather(deps)
+    assert deps.memory_embedder.calls == 1 and other.calls == 1 and g.query["query_model"] == "other"
+
+
+# ------------------------------------------------------------------ compose
+def _plan(intent="price_question", **kw) -> Plan:
+    strategy = decide(intent)
+    kw.setdefault("retrieve", strategy.retrieves)
+    return Plan(IntentResult(intent, 1.0, ()), strategy, **kw)
+
+
+CHUNK = KnowledgeChunk(uuid.uuid4(), uuid.uuid4(), 0.1, "O pernoite na suíte Luxo custa R$ 240.")
+
+
+def test_compose_hands_over_when_knowledge_is_required_and_missing_or_used_up():
+    deps = deps_for()
+    c = run(compose(inbound(PRICE_Q), ctx_of(), _plan(), Gathered(), deps))
+    assert c.text == FALLBACK_NO_KNOWLEDGE and c.degraded == [] and c.chunks == []
+    c = run(compose(inbound(PRICE_Q), ctx_of(), _plan(retrieve=False, over_limit=True), Gathered(), deps))
+    assert c.text == FALLBACK_LOOP and c.degraded == ["retrieval_limit"]
+
+
+def test_compose_quotes_the_chunk_and_guards_prices():
+    deps = deps_for()
+    c = run(compose(inbound(PRICE_Q), ctx_of(), _plan(), Gathered(chunks=[CHUNK]), deps))
+    assert "R$ 240" in c.text and c.chunks == [CHUNK] and c.generation.provider == "offline"
+
+    class Liar:
+        def generate(self, request):
+            return Generation(text="Sai por R$ 99.", model="fake", provider="fake")
+
+    c = run(compose(inbound(PRICE_Q), ctx_of(), _plan(), Gathered(chunks=[CHUNK]), deps_for(generator=Liar())))
+    assert c.text == FALLBACK_NO_KNOWLEDGE and c.degraded == ["ungrounded_price"]
+
+    class Down:
+        def generate(self, request):
+            raise TimeoutError("llm down")
+
+    c = run(compose(inbound(PRICE_Q), ctx_of(), _plan(), Gathered(chunks=[CHUNK]), deps_for(generator=Down())))
+    assert c.text == FALLBACK_NO_KNOWLEDGE and c.degraded == ["generation_error"]
+
+
+# ------------------------------------------------------------------ record
+def test_record_saves_one_idempotent_reply_with_every_reason():
+    deps = deps_for()
+    msg = inbound(PRICE_Q)
+    p = _plan(degraded=["tool_slow"])
+    g = Gathered(chunks=[CHUNK], retrieval_count=3, recall_ms=4.2, degraded=["recall_timeout"])
+    c = Composed("O pernoite custa R$ 240.", chunks=[CHUNK], degraded=["empty_generation"])
+    out = run(record(msg, ctx_of(), p, g, c, deps, t0=0.0))
+    again = run(record(msg, ctx_of(), p, g, c, deps))
+    r = out.reply
+    assert r.reply_id == reply_id_for(msg) == again.reply.reply_id
+    assert r.degraded == ["tool_slow", "recall_timeout", "empty_generation"]
+    assert r.chunk_ids == [CHUNK.chunk_id] and r.intent == "price_question" and r.strategy == "required"
+    assert out.recall_ms == 4.2 and out.lead_state["retrieval_count"] == 3
+    assert deps.store.replies[0] == r and out.model_call is None  # the offline composer costs nothing
+
+
+def test_message_vector_is_embedded_once_and_cancelled_when_unused():
+    emb = BagOfWordsEmbedder()
+
+    async def go():
+        v = MessageVector(emb, "pernoite").start()
+        a, b = await asyncio.gather(v.get(), v.get())
+        unused = MessageVector(emb, "outra").start()
+        unused.close()
+        await asyncio.sleep(0)
+        return a is b, unused._task.cancelled()
+
+    same, cancelled = run(go())
+    assert same and cancelled and emb.calls == 1
