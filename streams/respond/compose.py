@@ -136,11 +136,25 @@ def _split_heading(block: str, heading: str) -> tuple[str, str]:
     return block, heading
 
 
+def _rejoin_blocks(chunk_text: str) -> list[str]:
+    """The chunk's paragraphs; one that starts in lower case continues the one before
+    (the chunker put a paragraph break inside a sentence: "Não aceitamos fêmeas no" / "cio.")."""
+    blocks: list[str] = []
+    for b in chunk_text.replace("\r\n", "\n").split("\n\n"):
+        if not b.strip():
+            continue
+        if blocks and b.lstrip()[0].islower():
+            blocks[-1] = blocks[-1].rstrip() + " " + b.strip()
+        else:
+            blocks.append(b)
+    return blocks
+
+
 def _read(chunk_text: str, rank: int = 0, heading: str = "") -> tuple[list[Unit], str, tuple[str, bool] | None]:
     """(units, the chunk's leading fragment, its cut last piece and whether it is a list item)."""
     units: list[Unit] = []
     head_fragment, tail_cut = "", None
-    blocks = [b for b in chunk_text.replace("\r\n", "\n").split("\n\n") if b.strip()]
+    blocks = _rejoin_blocks(chunk_text)
     for bi, block in enumerate(blocks):
         block, heading = _split_heading(block.replace("**", "").replace("__", "").strip(), heading)
         if not block:
