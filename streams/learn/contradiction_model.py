@@ -12,7 +12,9 @@ instruções…" never changes a verdict):
   "trocou", "passou a", "se formou", "saiu da", "terminou", "liberou"…),
   whatever the spelling (``normalize``: "ñ", "nao", "mto", "vc"…);
 * compatible-addition cues ("também", "continua", "ainda");
-* a flip of polarity, and how much of the old fact's content the new one repeats.
+* a flip of polarity, and how much of the old fact's content the new one repeats;
+* a fresh change cue in a new fact that repeats little of the old one (the new
+  state is something else: "agora sou vegana" after "adora picanha").
 
 A logistic regression over those features is trained on the development pairs
 (``python -m streams.learn.train_contradiction``, ``make train``); the weights
@@ -47,7 +49,7 @@ STRONG_CUES = {"again", "stopped", "no_longer", "finished", "left", "ended", "cl
 WEAK_CUES = {"now", "switched", "started"}
 FEATURES = [
     "slot_update", "slot_negation", "strong_change", "weak_change", "addition", "polarity_flip", "overlap",
-    "complaint_cleared",
+    "complaint_cleared", "change_elsewhere",
 ]
 
 
@@ -81,6 +83,10 @@ def features(pair: Pair) -> list[float]:
         1.0 if L.is_negated(new, pair.memory_type) != L.is_negated(old, pair.memory_type) else 0.0,
         overlap,
         1.0 if pair.memory_type == "reclamacao" and "cleared" in fresh else 0.0,
+        # a change of state towards something the old fact does not name ("agora sou vegana"
+        # after "adora picanha"), as opposed to "agora são dois filhos" restating the old fact;
+        # something started ("adotou um cachorro") adds to the old state more often than it ends it
+        1.0 if fresh - {"started"} and not addition and overlap < 0.34 else 0.0,
     ]
 
 

@@ -406,26 +406,26 @@ NEGATION = re.compile(
 
 #: (cue, pattern): words that say a state changed. Order does not matter.
 CHANGE_CUES: list[tuple[str, str]] = [
-    ("now", r"\bagora\b|\bhoje em dia\b|atualmente|ultimamente|recentemente|de uns tempos (?:para|pra) ca|"
+    ("now", r"\bagora\b|\bhoje em dia\b|\bhoje (?:eu )?(?:sou|moro|trabalho|estou|to|faco|como|uso|vivo)\b|atualmente|ultimamente|recentemente|de uns tempos (?:para|pra) ca|"
             r"daqui (?:para|pra) frente|a partir de agora|\bnow\b|nowadays|these days"),
     ("corrected", r"\bna verdade\b|\bcorrig\w+|\bme enganei\b|\bestava errad\w+|\bactually\b"),
-    ("again", r"\bvolt(?:ou|ei|amos|aram) a\b|\bde novo\b|\bnovamente\b|\bagain\b"),
+    ("again", r"\bvolt(?:ou|ei|amos|aram) (?:a|pro|pra|para o|para a|ao)\b|\bde novo\b|\bnovamente\b|\bagain\b"),
     ("stopped", r"\bpar(?:ou|ei|amos|aram) de\b|\bdeix(?:ou|ei|amos|aram) de\b|\blarg(?:ou|uei|amos|aram)\b|\bdesist\w+|"
                 r"\bcans(?:ou|ei|amos|aram) d\w*|\benjo(?:ou|ei|amos|aram) d\w*|\babandon\w+|\bcort(?:ou|ei|amos) (?:o|a|os|as)\b|"
                 r"\bquit\b|\bstopped\b|\bgave up\b"),
     ("no_longer", r"\bnao\b[^.;]{0,40}\bmais\b|\bja nao\b|\bnunca mais\b|\bno longer\b|\bnot any ?more\b"),
     ("switched", r"\btroc(?:ou|ei|amos|aram)\b|\bmud(?:ou|ei|amos|aram)\b|\bse mud\w+|\bvir(?:ou|ei)\b|\bpass(?:ou|ei|amos|aram) a\b|"
                  r"\bem vez d\w*|\bno lugar d\w*|\bswitched\b|\bmoved\b|\bbecame\b"),
-    ("finished", r"\bse form(?:ou|ei)\b|\bform(?:ou|ei)-se\b|\bconclu\w+|\btermin(?:ou|ei) (?:a|o) (?:faculdade|curso|mestrado|doutorado|estudo)|"
+    ("finished", r"\b(?:se|me) form(?:ou|ei)\b|\bform(?:ou|ei)-se\b|\bconclu\w+|\btermin(?:ou|ei) (?:a|o) (?:faculdade|curso|mestrado|doutorado|estudo)|"
                  r"\bpass(?:ou|ei) no (?:concurso|vestibular|exame)\b|\bgraduated\b"),
     ("left", r"\bsa(?:iu|i) d[aoe]\b|\bdeix(?:ou|ei|amos|aram) (?:a|o|as|os)\b|\bpedi(?:u)? demissao\b|\bfoi demitid\w+|\bdemit\w+|\baposent\w+|\bleft\b"),
-    ("ended", r"\btermin(?:ou|ei|amos|aram)\b|\bencerr\w+|\bcancel\w+|\bsuspend\w+|\bacab(?:ou|aram)\b|\bseparou\b|"
+    ("ended", r"\btermin(?:ou|ei|amos|aram)\b|\bencerr\w+|\bcancel\w+|\bsuspend\w+|\bacab(?:ou|aram)\b|\bsepar(?:ou|ei|amos|aram)\b|"
               r"\bdivorci\w+|\bmorreu\b|\bfaleceu\b|\bended\b|\bbroke up\b|\bdied\b"),
     ("cleared", r"\bliber(?:ou|ado|ada|aram)\b|\bnormaliz\w+|\bteve alta\b|\btirou o gesso\b|\bse cur\w+|\bjá pode\b|\bja pode\b|"
                 r"\bdescartad\w+|\bcurad\w+|\bsarou\b|\bmelhor(?:ou|aram)\b|\bresolvid\w+|"
                 r"\bconsertad\w+|\barrumad\w+|\bfuncionando\b|\bsendo cumprid\w+|\bcumprid\w+ certinho|\bem dia\b|"
                 r"\bfixed\b|\bresolved\b|\bcleared\b"),
-    ("started", r"\bcome(?:cou|cei) a\b|\bfoi contratad\w*|\bfui contratad\w*|\barrum(?:ou|ei) (?:um )?(?:emprego|trampo|trabalho)|"
+    ("started", r"\bcome(?:cou|cei) a\b|\bfoi contratad\w*|\bfui contratad\w*|\b(?:arrum|consegu)(?:ou|ei|iu|i) (?:um )?(?:emprego|trampo|trabalho)|"
                 r"\bfoi morar\b|\bfui morar\b|\bficou noiv\w*|\bengravid\w+|\bnasceu\b|\bpromovid\w+|\badot(?:ou|ei|amos)\b|"
                 r"\bentr(?:ou|ei) (?:na|no|em)\b|\bagora (?:e|trabalha|mora|esta|prefere|vai|vem|chega)\b|\bstarted\b"),
 ]

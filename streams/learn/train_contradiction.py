@@ -4,7 +4,11 @@
 
 Trains on the development pairs (``examples/dev/contradictions.jsonl``) plus
 the pairs written for the project outside the corpus
-(``tests/learn/data/contradictions_written.jsonl``). Leave-one-out
+(``tests/learn/data/contradictions_written.jsonl`` and ``contradictions_written3.jsonl``:
+changes of state in chat spelling — diets, health, jobs, studies, payments, partners,
+addresses, pets, habits — and look-alike pairs that do not contradict: additions,
+refinements, the same fact restated, instructions hidden in a fact).
+``contradictions_written2.jsonl`` is never trained on: it checks the judge. Leave-one-out
 cross-validation picks the L2 strength and prints its accuracy; the model is
 then fitted on every pair and written to ``streams/learn/models/contradiction.json``
 (deterministic: the same pairs give the same file). The held-out half is never
@@ -27,7 +31,8 @@ L2_GRID = (0.3, 1.0, 3.0, 10.0)
 #: The development pairs of the corpus, plus pairs written for the project outside
 #: the corpus (never the held-out half).
 TRAINING_PAIRS = [DEV_DIR / "contradictions.jsonl",
-                  Path(__file__).resolve().parents[2] / "tests" / "learn" / "data" / "contradictions_written.jsonl"]
+                  Path(__file__).resolve().parents[2] / "tests" / "learn" / "data" / "contradictions_written.jsonl",
+                  Path(__file__).resolve().parents[2] / "tests" / "learn" / "data" / "contradictions_written3.jsonl"]
 
 
 def pair_of(row: dict) -> Pair:

@@ -95,54 +95,83 @@ def _is_fragment(text: str) -> bool:
             or bool(re.match(r"\d+,\d\d\b", text)))
 
 
-def _read(chunk_text: str, rank: int = 0, heading: str = "") -> tuple[list[Unit], str, tuple[str, bool] | None]:  # noqa: C901 (split pending, issue 8)
+def _block_pieces(block: str, heading: str) -> list[tuple[str, bool]]:
+    """A block's raw pieces: (text, is a list item or table row)."""
+    if _TABLE_RULE.search(block) and block.count("|") >= 6:
+        before, _, _ = block.partition("|")
+        return ([(s, False) for s in _SENTENCE_SPLIT.split(before.strip()) if s.strip()]
+                + _table_units(block[len(before):], heading))
+    if "|" in block:  # the tail of a table cut by the chunker: keep what follows it
+        block = block.rsplit("|", 1)[1]
+    parts = _LIST_SPLIT.split(" " + block.replace("\n", " "))
+    intro, items = parts[0], parts[1:]
+    pieces = [(p, False) for s in _SENTENCE_SPLIT.split(intro.strip()) for p in _ITEM_END.split(s) if p.strip()]
+    for it in items:
+        # an item glued to the paragraph after it ("...: R$ 45,00 Não fazemos ...")
+        head, *tail = _ITEM_END.split(it.strip(), maxsplit=1)
+        if head.strip():
+            pieces.append((head, True))
+        for rest in tail:
+            pieces += [(s, False) for s in _SENTENCE_SPLIT.split(rest.strip()) if s.strip()]
+    return pieces
+
+
+def _unquotable(text: str, item: bool) -> bool:
+    """A piece that cannot stand alone: a fragment, or a list line whose subject is elsewhere."""
+    orphan = not item and bool(re.match(r"\d+\s*\w{0,3}\s*:", text))  # "2h: R$ 219,00 ...": whose?
+    return orphan or (_is_fragment(text) and not (item and text and text[0].isalnum()))
+
+
+def _was_cut(text: str, item: bool, last_piece: bool) -> bool:
+    """The chunker cut this piece: never quote half of it."""
+    return bool((item and _CUT_ITEM.search(fold(text))) or (not item and not re.search(r"[.!?):]$", text))
+                or (item and last_piece and not re.search(r"[.!?;)%\d]$", text)))
+
+
+def _split_heading(block: str, heading: str) -> tuple[str, str]:
+    """(the block without its heading line, the heading in force)."""
+    if _HEADING.match(block):
+        first, _, rest = block.partition("\n")
+        return rest.strip(), _clean(first)
+    return block, heading
+
+
+def _rejoin_blocks(chunk_text: str) -> list[str]:
+    """The chunk's paragraphs; one that starts in lower case continues the one before
+    (the chunker put a paragraph break inside a sentence: "Não aceitamos fêmeas no" / "cio.")."""
+    blocks: list[str] = []
+    for b in chunk_text.replace("\r\n", "\n").split("\n\n"):
+        if not b.strip():
+            continue
+        if blocks and b.lstrip()[0].islower():
+            blocks[-1] = blocks[-1].rstrip() + " " + b.strip()
+        else:
+            blocks.append(b)
+    return blocks
+
+
+def _read(chunk_text: str, rank: int = 0, heading: str = "") -> tuple[list[Unit], str, tuple[str, bool] | None]:
     """(units, the chunk's leading fragment, its cut last piece and whether it is a list item)."""
     units: list[Unit] = []
     head_fragment, tail_cut = "", None
-    blocks = [b for b in chunk_text.replace("\r\n", "\n").split("\n\n") if b.strip()]
+    blocks = _rejoin_blocks(chunk_text)
     for bi, block in enumerate(blocks):
-        block = block.replace("**", "").replace("__", "").strip()
-        if _HEADING.match(block):
-            first, _, rest = block.partition("\n")
-            heading = _clean(first)
-            block = rest.strip()
-            if not block:
-                continue
-        pieces: list[tuple[str, bool]] = []
-        if _TABLE_RULE.search(block) and block.count("|") >= 6:
-            before, _, _ = block.partition("|")
-            pieces += [(s, False) for s in _SENTENCE_SPLIT.split(before.strip()) if s.strip()]
-            pieces += _table_units(block[len(before):], heading)
-        else:
-            if "|" in block:  # the tail of a table cut by the chunker: keep what follows it
-                block = block.rsplit("|", 1)[1]
-            parts = _LIST_SPLIT.split(" " + block.replace("\n", " "))
-            intro, items = parts[0], parts[1:]
-            pieces += [(p, False) for s in _SENTENCE_SPLIT.split(intro.strip())
-                       for p in _ITEM_END.split(s) if p.strip()]
-            for it in items:
-                # an item glued to the paragraph after it ("...: R$ 45,00 Não fazemos ...")
-                head, *tail = _ITEM_END.split(it.strip(), maxsplit=1)
-                if head.strip():
-                    pieces.append((head, True))
-                for rest in tail:
-                    pieces += [(s, False) for s in _SENTENCE_SPLIT.split(rest.strip()) if s.strip()]
+        block, heading = _split_heading(block.replace("**", "").replace("__", "").strip(), heading)
+        if not block:
+            continue
+        pieces = _block_pieces(block, heading)
         label = ""
         for pi, (raw, item) in enumerate(pieces):
             text = _clean(raw)
-            first_piece = bi == 0 and pi == 0
             last_piece = bi == len(blocks) - 1 and pi == len(pieces) - 1
-            orphan = not item and bool(re.match(r"\d+\s*\w{0,3}\s*:", text))  # "2h: R$ 219,00 ...": whose?
-            if orphan or (_is_fragment(text) and not (item and text and text[0].isalnum())):
-                if first_piece and text:
+            if _unquotable(text, item):
+                if bi == 0 and pi == 0 and text:
                     head_fragment = text
                 continue
-            cut = ((item and _CUT_ITEM.search(fold(text))) or (not item and not re.search(r"[.!?):]$", text))
-                   or (item and last_piece and not re.search(r"[.!?;)%\d]$", text)))
-            if cut:
+            if _was_cut(text, item, last_piece):
                 if last_piece:
                     tail_cut = (text, item)
-                continue  # the chunker cut it: never quote half of it
+                continue
             if text.endswith(":"):
                 label = text[:-1].strip()  # the label of the list that follows
                 continue

@@ -127,7 +127,7 @@ class OfflineComposer:
         opener = "Entendo! " if r.intent == i.OBJECTION else ""
         return self._with_memory(opener + answer, r.memories, r.chunks)
 
-    def pick_sentences(self, message: str, chunks: Sequence[KnowledgeChunk], intent: str,  # noqa: C901 (split pending, issue 8)
+    def pick_sentences(self, message: str, chunks: Sequence[KnowledgeChunk], intent: str,
                        hint: str = "", query_vector=None) -> list[compose.Unit]:
         """Up to ``max_sentences`` units of the chunks that answer the message, best first.
 
@@ -138,43 +138,60 @@ class OfflineComposer:
         units = compose.units_of_chunks([c.text for c in chunks], [c.document_id for c in chunks])
         if not units:
             return []
-        sims = None
-        if self.embedder is not None:
-            vecs = self._sentence_vectors([u.text for u in units])
-            q = query_vector if query_vector is not None else self.embedder.embed_queries([message])[0]
-            sims = [float(v @ q) for v in vecs]
+        sims = self._similarities(message, units, query_vector)
         scored = compose.score_units(message, units, wants_price=intent in (i.PRICE, i.OBJECTION),
                                      sims=sims, hint=hint, lexical_weight=self.lexical_weight)
         _, focus = compose.question_words(message)
-
-        def eligible(s: compose.Scored) -> bool:
-            strong = s.similarity is not None and s.similarity >= self.strong_similarity
-            if intent == i.GENERAL:  # small talk quotes knowledge only when it is clearly about it
-                return s.focus_hits > 0 and (strong or s.lexical >= 2 * self.min_overlap)
-            if intent == i.OBJECTION:
-                return True  # any deal the search found (filtered below)
-            if focus:
-                return s.focus_hits > 0 or strong
-            return s.lexical >= self.min_overlap or (s.similarity or 0.0) >= self.min_similarity
-
-        ranked = sorted((s for s in scored if eligible(s)), key=lambda s: (-s.score, s.unit.order))
-        if not ranked:
+        ranked = sorted((s for s in scored if self._eligible(s, intent, focus)),
+                        key=lambda s: (-s.score, s.unit.order))
+        if not ranked or self._mostly_uncovered(message, units, focus, ranked[0], intent):
             return []
+        ranked = self._narrow(message, ranked, intent)
+        return self._best(ranked)
+
+    def _similarities(self, message: str, units: Sequence[compose.Unit], query_vector) -> list[float] | None:
+        """Cosine similarity of each unit with the message (None without an embedder)."""
+        if self.embedder is None:
+            return None
+        vecs = self._sentence_vectors([u.text for u in units])
+        q = query_vector if query_vector is not None else self.embedder.embed_queries([message])[0]
+        return [float(v @ q) for v in vecs]
+
+    def _eligible(self, s: compose.Scored, intent: str, focus) -> bool:
+        """Whether a unit may answer at all, by the intent's rule."""
+        strong = s.similarity is not None and s.similarity >= self.strong_similarity
+        if intent == i.GENERAL:  # small talk quotes knowledge only when it is clearly about it
+            return s.focus_hits > 0 and (strong or s.lexical >= 2 * self.min_overlap)
+        if intent == i.OBJECTION:
+            return True  # any deal the search found (filtered below)
+        if focus:
+            return s.focus_hits > 0 or strong
+        return s.lexical >= self.min_overlap or (s.similarity or 0.0) >= self.min_similarity
+
+    @staticmethod
+    def _mostly_uncovered(message: str, units: Sequence[compose.Unit], focus, top: compose.Scored,
+                          intent: str) -> bool:
+        """The question is mostly about things the knowledge never mentions."""
         uncovered = compose.uncovered_focus(message, units)
-        if (len(uncovered) >= 2 and 3 * len(uncovered) >= 2 * len(focus) and ranked[0].focus_hits < 2
-                and intent not in (i.GENERAL, i.OBJECTION)):
-            return []  # the question is mostly about things the knowledge never mentions
+        return (len(uncovered) >= 2 and 3 * len(uncovered) >= 2 * len(focus) and top.focus_hits < 2
+                and intent not in (i.GENERAL, i.OBJECTION))
+
+    @staticmethod
+    def _narrow(message: str, ranked: list[compose.Scored], intent: str) -> list[compose.Scored]:
+        """Keep the units that carry what was asked: a price, the attribute, a deal."""
         if intent == i.PRICE or compose.asks_price(message):
-            ranked = [s for s in ranked if "R$" in s.unit.text]
-            if not ranked:
-                return []  # a price was asked and no retrieved line states one: hand over
+            ranked = [s for s in ranked if "R$" in s.unit.text]  # no price stated: hand over
         carrying = [s for s in ranked if compose.carries_asked_attribute(message, s.unit.text)]
         if carrying:  # "onde fica" → the address line, "que horas" → a line with hours
             ranked = carrying
         if intent == i.OBJECTION:  # answer an objection with a deal, or not at all
             ranked = [s for s in ranked if compose.offers_deal(s.unit.text)]
-            if not ranked:
-                return []
+        return ranked
+
+    def _best(self, ranked: list[compose.Scored]) -> list[compose.Unit]:
+        """The best unit and the next ones scoring close to it."""
+        if not ranked:
+            return []
         best = [ranked[0]]
         for s in ranked[1:self.max_sentences]:
             if s.score >= self.second_ratio * ranked[0].score and s.score > 0:

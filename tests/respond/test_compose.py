@@ -151,3 +151,18 @@ def test_chatty_question_with_many_other_words_is_still_answered():
     text = ask("Boa noite! Sábado de madrugada passo aí de novo com a patroa, quanto fica o pernoite na Safira?",
                "price_question", SUITES)
     assert "R$ 390,00" in text and "Suíte Safira" in text
+
+
+def test_a_sentence_the_chunker_broke_by_a_paragraph_inside_one_chunk_is_one_unit():
+    piece = ("**Requisitos do hotelzinho**\n- Vermífugo em dia - Não aceitamos fêmeas no\n\ncio."
+             "\n\nEnviamos fotos do pet uma vez por dia.")
+    texts = [u.text for u in answer_units(piece)]
+    assert "Não aceitamos fêmeas no cio." in texts
+    assert "Enviamos fotos do pet uma vez por dia." in texts
+    assert not any(t.startswith("cio") for t in texts)
+
+
+def test_suite_and_duration_in_chat_spelling_get_that_price():
+    text = ask("qnto sai a jade 2h", "price_question", SUITES)
+    assert "Suíte Jade" in text and "R$ 110,00" in text
+    assert "Safira" not in text and "R$ 180,00" not in text
