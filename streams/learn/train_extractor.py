@@ -62,7 +62,10 @@ from streams.learn.normalise import is_instruction
 from streams.learn.taxonomy import MEMORY_TYPES
 
 VERSION = "learned-v3"
-C_GRID = (2.0, 4.0, 8.0)
+C_GRID = (0.5, 1.0, 2.0)
+#: The corpus's conversations weigh this much against the written ones (which outnumber them),
+#: so the written data widens the model without outvoting the corpus's labelling conventions.
+DEV_WEIGHT = 2.0
 PENALTY_GRID = (0.0, 0.05, 0.1)
 #: Conversations written for the project outside the corpus: training side only.
 WRITTEN = Path(__file__).resolve().parents[2] / "tests" / "learn" / "data" / "conversations_written.jsonl"
@@ -81,6 +84,7 @@ class Example:
     X: np.ndarray
     Y: np.ndarray        # (n_spans, n_types) 0/1
     group: str
+    weight: float = 1.0  # sample weight of its spans (the corpus's conversations: ``DEV_WEIGHT``)
 
 
 def file_sha256(path: Path) -> str:
@@ -126,12 +130,14 @@ def fit(examples: list[Example], C: float) -> Fitted:
 
     X = np.concatenate([e.X for e in examples if len(e.spans)])
     Y = np.concatenate([e.Y for e in examples if len(e.spans)])
+    w = np.concatenate([np.full(len(e.spans), e.weight, dtype=np.float64) for e in examples if len(e.spans)])
     fact = Y.max(axis=1)
-    f = LogisticRegression(C=C, class_weight="balanced", max_iter=2000, solver="lbfgs").fit(X, fact)
+    balance = np.where(fact == 1, w[fact == 0].sum() / max(w[fact == 1].sum(), 1e-9), 1.0)   # positives weigh as much as negatives
+    f = LogisticRegression(C=C, max_iter=2000, solver="lbfgs").fit(X, fact, sample_weight=w * balance)
     # A span stating two facts ("minha esposa curte mto vinho rosé": a partner and her
     # taste) is one row per type, so the type stage learns both instead of the first.
     rows, types = np.nonzero(Y)
-    g = LogisticRegression(C=C, max_iter=2000, solver="lbfgs").fit(X[rows], types)
+    g = LogisticRegression(C=C, max_iter=2000, solver="lbfgs").fit(X[rows], types, sample_weight=w[rows])
     W = np.zeros((len(MEMORY_TYPES), X.shape[1]), dtype=np.float32)
     b = np.full(len(MEMORY_TYPES), -1e4, dtype=np.float32)
     for j, t in enumerate(g.classes_):
@@ -263,6 +269,8 @@ def train(corpus: Path, n_folds: int = 5, embedder=None, log=print, c_grid=C_GRI
     path = Path(corpus) / "conversations.jsonl"
     rows = list(read_jsonl(path))
     examples = build_examples(rows, embedder)
+    for e in examples:
+        e.weight = DEV_WEIGHT
     n_spans = sum(len(e.spans) for e in examples)
     gold = sum(len(e.row.get("gold_facts", [])) for e in examples)
     covered = sum(int(any(evidence_overlap(s.text, g["evidence"]) >= MATCH for s in e.spans))
@@ -298,7 +306,7 @@ def train(corpus: Path, n_folds: int = 5, embedder=None, log=print, c_grid=C_GRI
                      if Path(corpus).resolve().is_relative_to(Path(__file__).resolve().parents[2]) else str(corpus),
                      "conversations_sha256": file_sha256(path), "conversations": len(rows), "gold_facts": gold,
                      "candidate_spans": n_spans, "reachable_gold": covered, "folds": n_folds,
-                     "grouped_by": "account_id:contact_id", "C": C,
+                     "grouped_by": "account_id:contact_id", "C": C, "corpus_weight": DEV_WEIGHT,
                      "written": [_relative(p) for p in written_paths] or None,
                      "written_sha256": {_relative(p): file_sha256(p) for p in written_paths} or None,
                      "written_conversations": len(written_rows)},
