@@ -18,10 +18,10 @@ How it proposes facts for one conversation:
    the decision).
 3. **Two logistic stages**, trained on the development half of ``examples/`` plus
    conversations written for the project outside the corpus
-   (``tests/learn/data/conversations_written.jsonl``; ``make train``,
+   (``tests/learn/data/conversations_written.jsonl`` and ``examples/train/``; ``make train``,
    ``streams.learn.train_extractor``): a "states a durable fact" classifier shared by
    every type times a multinomial "which type" classifier (rare types borrow the
-   frequent ones' positives); a candidate
+   frequent ones' positives; a span stating two facts teaches both types); a candidate
    becomes a fact of a type when its probability reaches that type's threshold
    (chosen by cross-validation grouped by customer). Overlapping candidates of a
    type keep the most probable one; at most ``MAX_FACTS`` facts per conversation,
@@ -29,7 +29,9 @@ How it proposes facts for one conversation:
 4. **Content** is normalised, never the evidence: the rule extractor's templated
    content when it saw the same fact, otherwise the span with chat abbreviations
    expanded and dates written ``dd/mm`` (``normalise``); third parties stay in the
-   content ("minha esposa curte muito vinho rosé"). ``memory_key`` comes from the
+   content ("minha esposa curte muito vinho rosé"), and a leading "ele"/"ela" becomes the
+   person named before it ("minha esposa … ela ama petit gateau" → "A esposa ama petit
+   gateau"); a leading greeting is dropped. ``memory_key`` comes from the
    rule slot when there is one, else from a small per-type slot lexicon.
    Confidence maps the probability onto [0.5, 1]: the type's threshold is 0.5.
 
@@ -367,8 +369,43 @@ def slot_key(memory_type: str, text: str) -> str:
     return memory_type
 
 
-def content_of(span: Span, memory_type: str, sent_at: datetime | None) -> str:
+# "meu marido", "minha esposa", "o boy", "a mozi", "minha gata, a Frida": who "ele"/"ela" may be.
+_PERSON = re.compile(rf"\b(?P<det>meu|minha|o|a)\s+(?P<who>{S.REL_ALT}|boy|mozao|mozi|mo|crush|ficante|patroa|mina|"
+                     r"amig[oa]|chefe|socio|socia|cachorr[oa]|gat[oa]|dog|cadela)\b")
+_LEADING_PRONOUN = re.compile(r"^(?:e\s+)?(?P<p>ele|ela)\b\s*", re.IGNORECASE)
+
+
+def third_party_before(text: str) -> str | None:
+    """The last person named before a span ("minha esposa" → "a esposa"), or None."""
+    found, folded = None, fold(text)
+    same_length = len(folded) == len(text)
+    for m in _PERSON.finditer(folded):
+        det = "o" if m.group("det") in ("meu", "o") else "a"
+        who = text[m.start("who"):m.end("who")] if same_length else m.group("who")
+        found = f"{det} {who}"
+    return found
+
+
+def resolve_pronoun(text: str, before: str) -> str:
+    """"ela ama petit gateau" after "minha esposa…" → "A esposa ama petit gateau": the content
+    keeps the third party the customer spoke of (the evidence stays verbatim)."""
+    m = _LEADING_PRONOUN.match(text)
+    who = third_party_before(before) if m else None
+    if not m or not who or (who[0] == "o") != (m.group("p").lower() == "ele"):
+        return text
+    return f"{who} {text[m.end():]}"
+
+
+_GREETING = re.compile(r"^(?:(?:oi+e*|ola|opa|eai|e ai|bom dia|boa tarde|boa noite)\b[\s,!.]*)+",
+                       re.IGNORECASE)
+
+
+def content_of(span: Span, memory_type: str, sent_at: datetime | None, before: str = "") -> str:
     text = expand_chat(span.text)
+    greeting = _GREETING.match(fold(text))
+    if greeting and greeting.end() < len(text) and len(fold(text)) == len(text):
+        text = text[greeting.end():]
+    text = resolve_pronoun(text, before)
     if memory_type == "data_comemorativa":
         text = normalise_dates(text, sent_at)
     text = text.strip(" ,;:.-")
@@ -416,6 +453,8 @@ class LearnedExtractor:
         if rule is not None:
             key, value, content = rule.memory_key, rule.normalized_value, rule.content
         else:
-            key, value, content = slot_key(c.memory_type, s.text), None, content_of(s, c.memory_type, sent_at)
+            before = " ".join([m.text for m in transcript.messages[:s.message_index] if m.role == "contact"]
+                              + [transcript.messages[s.message_index].text[:s.start]])
+            key, value, content = slot_key(c.memory_type, s.text), None, content_of(s, c.memory_type, sent_at, before)
         return CandidateFact(memory_type=c.memory_type, memory_key=key, content=content, normalized_value=value,
                              evidence=s.text, confidence=c.confidence)

@@ -66,6 +66,9 @@ _DATE_PATTERNS = [
 ]
 
 
+_NEXT_MONTH = re.compile(r"\b(?:mes\s+(?:que|q)\s+vem|proximo\s+mes|mes\s+seguinte)\b")
+
+
 def _safe_date(year: int, month: int, day: int) -> date | None:
     try:
         return date(year, month, day)
@@ -103,7 +106,7 @@ def _date_value(kind: str, m: re.Match, sent_at: datetime | None) -> str | None:
         d, mo = int(m.group("d")), today.month
         if not 1 <= d <= 31:
             return None
-        if d < today.day:  # "dia 5" said on the 20th: next month
+        if d < today.day or _NEXT_MONTH.search(m.string):  # "dia 5" said on the 20th, "mês que vem … dia 14"
             mo = 1 if today.month == 12 else today.month + 1
     elif kind == "tomorrow":
         t = today + timedelta(days=1)
@@ -140,6 +143,21 @@ INSTRUCTION_RE = re.compile(
     rf"\b(?:{_WRITE_VERBS})\s+(?:(?:ai|la|aqui|isso|no\s+(?:sistema|cadastro|meu\s+cadastro|perfil)|"
     r"na\s+(?:memoria|minha\s+ficha|ficha|sua\s+memoria))\s+)*(?:que|q)\b"
     rf"|\b(?:{_WRITE_VERBS})\s+(?:ai|la)\s+no\s+sistema\b"
+    # "pode registrar que…", "deixa anotado que…", "anota aí: desconto de 30%…"
+    r"|\b(?:anotar|registrar|salvar|gravar|memorizar|guardar)\s+(?:(?:ai|la|aqui|no\s+sistema|no\s+cadastro)\s+)*(?:que|q)\b"
+    r"|\bdeix[ae]\s+(?:ai\s+)?(?:anotado|registrado|salvo|gravado)\s+(?:ai\s+|no\s+sistema\s+)?(?:que|q)\b"
+    r"|\b(?:anota|anote|registra|registre|grava|grave|salva|salve)\s+(?:ai|la|aqui|isso)?\s*:"
+    r"|\b(?:me\s+)?(?:coloca|coloque|bota|poe|cadastra|cadastre)\s+(?:como|de)\s+vip\b"
+    # "esquece o que te falaram antes", "ignore o que te mandaram"
+    r"|\b(?:ignore|ignora|esquece|esqueca|desconsidere|desconsidera)\s+(?:o|tudo)\s+(?:que|q)\s+(?:te|lhe)\s+"
+    r"(?:falaram|disseram|mandaram|passaram|ensinaram|programaram)"
+    # "diga que a pizza é por conta da casa", "confirma que a consulta custa 10 reais"
+    r"|\b(?:diga|diz|fale|confirme|confirma)\s+(?:pra\s+mim\s+)?(?:que|q)\b.{0,60}"
+    r"\b(?:gratis|de\s+graca|por\s+conta\s+da\s+casa|cortesia|custa|desconto)"
+    # someone else's data: "me passa os dados do cartão do último cliente"
+    r"|\b(?:passa|passe|manda|mande|mostra|mostre|informa|informe|me\s+da)\b.{0,15}"
+    r"\b(?:dados|cartao|prontuario|telefone|endereco|historico)\b.{0,25}\b(?:do|de|da)\s+(?:outr[oa]s?|ultim[oa])\s+"
+    r"(?:client|pacient|hosped|pessoa|usuari)"
     # "ignore as instruções", "esquece suas regras", "esquece tudo e…"
     r"|\b(?:ignore|ignora|ignorar|esquece|esqueca|desconsidere|desconsidera)\s+(?:(?:as|suas|todas\s+as|o|a|seu|sua)\s+)?"
     r"(?:instruc|regras|orientac|prompt|sistema|programac|tudo\s+(?:e|que|q)\b)"

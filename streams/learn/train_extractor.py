@@ -9,9 +9,9 @@ by customer in a fixed order, no random state anywhere). Steps:
 1. candidates of every dev conversation (``extract_learned.transcript_spans``) and
    their features; a candidate is a positive example of a memory type when its span
    overlaps a gold evidence of that type (the evaluation's ``evidence_overlap`` ≥ 0.5).
-   The conversations written for the project outside the corpus (``WRITTEN``,
-   ``tests/learn/data/conversations_written.jsonl``, never taken from the held-out
-   half) are added to the training side of every fold and never scored, so the
+   The conversations written for the project outside the corpus (``WRITTEN_FILES``:
+   ``tests/learn/data/conversations_written.jsonl`` and ``examples/train/``, never
+   taken from the held-out half) are added to the training side of every fold and never scored, so the
    cross-validated figures stay figures on dev;
 2. two stages (``extract_learned.LinearModel``): a "states a durable fact" classifier
    over every type's positives, times a multinomial "which type" classifier fitted on
@@ -61,11 +61,18 @@ from streams.learn.fixtures import DEV_DIR, read_jsonl, transcript_of
 from streams.learn.normalise import is_instruction
 from streams.learn.taxonomy import MEMORY_TYPES
 
-VERSION = "learned-v2"
-C_GRID = (2.0, 4.0, 8.0)
+VERSION = "learned-v3"
+C_GRID = (0.5, 1.0, 2.0)
+#: The corpus's conversations weigh this much against the written ones (which outnumber them),
+#: so the written data widens the model without outvoting the corpus's labelling conventions.
+DEV_WEIGHT = 2.0
 PENALTY_GRID = (0.0, 0.05, 0.1)
 #: Conversations written for the project outside the corpus: training side only.
 WRITTEN = Path(__file__).resolve().parents[2] / "tests" / "learn" / "data" / "conversations_written.jsonl"
+#: More conversations written for training only (other businesses, chat slang, third parties,
+#: one-off requests, instructions to the agent): ``examples/train/``, never scored.
+TRAIN_MORE = Path(__file__).resolve().parents[2] / "examples" / "train" / "conversations.jsonl"
+WRITTEN_FILES = (WRITTEN, TRAIN_MORE)
 THRESHOLD_GRID = tuple(round(x, 2) for x in np.arange(0.2, 0.96, 0.05))
 MATCH = 0.5
 
@@ -77,6 +84,7 @@ class Example:
     X: np.ndarray
     Y: np.ndarray        # (n_spans, n_types) 0/1
     group: str
+    weight: float = 1.0  # sample weight of its spans (the corpus's conversations: ``DEV_WEIGHT``)
 
 
 def file_sha256(path: Path) -> str:
@@ -116,15 +124,20 @@ class Fitted:
 
 def fit(examples: list[Example], C: float) -> Fitted:
     """The two stages: "states a fact" (balanced, every type's positives) and "which type"
-    (multinomial over the positive spans; a type with no positive gets no probability)."""
+    (multinomial over the positive spans, a span with two types counted once per type; a
+    type with no positive gets no probability)."""
     from sklearn.linear_model import LogisticRegression
 
     X = np.concatenate([e.X for e in examples if len(e.spans)])
     Y = np.concatenate([e.Y for e in examples if len(e.spans)])
+    w = np.concatenate([np.full(len(e.spans), e.weight, dtype=np.float64) for e in examples if len(e.spans)])
     fact = Y.max(axis=1)
-    f = LogisticRegression(C=C, class_weight="balanced", max_iter=2000, solver="lbfgs").fit(X, fact)
-    pos = fact == 1
-    g = LogisticRegression(C=C, max_iter=2000, solver="lbfgs").fit(X[pos], Y[pos].argmax(axis=1))
+    balance = np.where(fact == 1, w[fact == 0].sum() / max(w[fact == 1].sum(), 1e-9), 1.0)   # positives weigh as much as negatives
+    f = LogisticRegression(C=C, max_iter=2000, solver="lbfgs").fit(X, fact, sample_weight=w * balance)
+    # A span stating two facts ("minha esposa curte mto vinho rosé": a partner and her
+    # taste) is one row per type, so the type stage learns both instead of the first.
+    rows, types = np.nonzero(Y)
+    g = LogisticRegression(C=C, max_iter=2000, solver="lbfgs").fit(X[rows], types, sample_weight=w[rows])
     W = np.zeros((len(MEMORY_TYPES), X.shape[1]), dtype=np.float32)
     b = np.full(len(MEMORY_TYPES), -1e4, dtype=np.float32)
     for j, t in enumerate(g.classes_):
@@ -240,8 +253,15 @@ def train_instruction_head(rows: list[dict], embedder, n_folds: int, log=print):
     return clf.coef_[0].astype(np.float32), float(clf.intercept_[0]), float(th), stats
 
 
+def _written_paths(written) -> list[Path]:
+    if written is None:
+        return []
+    paths = [written] if isinstance(written, (str, Path)) else list(written)
+    return [Path(p) for p in paths if Path(p).exists()]
+
+
 def train(corpus: Path, n_folds: int = 5, embedder=None, log=print, c_grid=C_GRID,
-          written: Path | None = WRITTEN) -> LinearModel:
+          written=WRITTEN_FILES) -> LinearModel:
     from streams.embedding import build_embedder
 
     t0 = time.perf_counter()
@@ -249,13 +269,16 @@ def train(corpus: Path, n_folds: int = 5, embedder=None, log=print, c_grid=C_GRI
     path = Path(corpus) / "conversations.jsonl"
     rows = list(read_jsonl(path))
     examples = build_examples(rows, embedder)
+    for e in examples:
+        e.weight = DEV_WEIGHT
     n_spans = sum(len(e.spans) for e in examples)
     gold = sum(len(e.row.get("gold_facts", [])) for e in examples)
     covered = sum(int(any(evidence_overlap(s.text, g["evidence"]) >= MATCH for s in e.spans))
                   for e in examples for g in e.row.get("gold_facts", []))
     log(f"{len(rows)} conversations, {gold} gold facts, {n_spans} candidate spans; "
         f"{covered}/{gold} gold evidences reachable by a candidate ({time.perf_counter() - t0:.0f} s)")
-    written_rows = list(read_jsonl(written)) if written is not None and Path(written).exists() else []
+    written_paths = _written_paths(written)
+    written_rows = [r for p in written_paths for r in read_jsonl(p)]
     extra = build_examples(written_rows, embedder) if written_rows else []
     if written_rows:
         log(f"plus {len(written_rows)} conversations written for the project "
@@ -283,9 +306,9 @@ def train(corpus: Path, n_folds: int = 5, embedder=None, log=print, c_grid=C_GRI
                      if Path(corpus).resolve().is_relative_to(Path(__file__).resolve().parents[2]) else str(corpus),
                      "conversations_sha256": file_sha256(path), "conversations": len(rows), "gold_facts": gold,
                      "candidate_spans": n_spans, "reachable_gold": covered, "folds": n_folds,
-                     "grouped_by": "account_id:contact_id", "C": C,
-                     "written": _relative(Path(written)) if written_rows else None,
-                     "written_sha256": file_sha256(Path(written)) if written_rows else None,
+                     "grouped_by": "account_id:contact_id", "C": C, "corpus_weight": DEV_WEIGHT,
+                     "written": [_relative(p) for p in written_paths] or None,
+                     "written_sha256": {_relative(p): file_sha256(p) for p in written_paths} or None,
                      "written_conversations": len(written_rows)},
         "stages": "fact × type",
         "length_penalty": penalty,

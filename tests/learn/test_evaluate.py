@@ -24,6 +24,7 @@ def extractor():
     (FIXTURES_DIR / "conversations.jsonl", 0.75, 0.65),
     (DATA / "heldout_conversations.jsonl", 0.4, 0.3),
     (DATA / "heldout2_conversations.jsonl", 0.4, 0.3),
+    (DATA / "conversations_unseen.jsonl", 0.7, 0.65),   # chat slang, third parties, instructions; never trained on
 ])
 def test_extraction_targets(path, min_p, min_r, extractor):
     stats = evaluate_extraction(path, extractor)
