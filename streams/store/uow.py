@@ -1,0 +1,180 @@
+"""The unit of work: the one way a flow changes Postgres (docs/architecture.md, "Unit of work").
+
+A ``UnitOfWork`` is a context manager around one atomic change:
+
+* the flow reads and writes through the repositories it exposes (``uow.learning``,
+  ...) and announces what changed with ``uow.add_event(type_, event)``, where
+  ``event`` is one of the typed outbox contracts of ``schemas/events.py``
+  (``ChunkEvent``, ``ConversationEvent``, ``MemoryEvent``, ``ContactEvent``);
+* ``uow.commit()`` validates every pending event again (a model built with
+  ``model_construct`` or mutated is caught here), writes them to the outbox and
+  commits them **with** the change, in one transaction;
+* leaving the block without ``commit()`` (an exception, an early return)
+  rolls back the change and drops the pending events: nothing is announced
+  that did not happen, nothing happens unannounced.
+
+``PostgresUnitOfWork`` holds one pooled connection and one transaction for the
+block. ``streams.store.fake_uow.FakeUnitOfWork`` implements the same port in
+memory, so the domain logic is unit-tested without any service.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Callable, Iterator
+
+import psycopg
+
+from schemas.events import EVENT_TYPES
+from streams.outbox.write import AGGREGATE_OF, OutboxEvent, add_events, outbox_row
+
+if TYPE_CHECKING:
+    from psycopg_pool import ConnectionPool
+
+    from streams.learn.store import LearningRepository
+
+
+def validated(type_: str, event: OutboxEvent) -> OutboxEvent:
+    """``event`` re-validated against its contract, or TypeError/ValueError."""
+    aggregate = AGGREGATE_OF.get(type(event))
+    if aggregate is None:
+        raise TypeError(f"{type(event).__name__} is not an outbox event (use the models of schemas/events.py)")
+    if type_ not in EVENT_TYPES[aggregate]:
+        raise ValueError(f"{type_!r} is not an event type of {aggregate}: {sorted(EVENT_TYPES[aggregate])}")
+    return type(event).model_validate(event.model_dump(warnings=False))
+
+
+class UnitOfWork(ABC):
+    """Port: one atomic change of the source of truth and the events announcing it."""
+
+    learning: "LearningRepository"
+
+    def __init__(self) -> None:
+        self._pending: list[tuple[str, OutboxEvent]] = []
+        self._open = False
+
+    # -------------------------------------------------------------- protocol
+    def __enter__(self) -> "UnitOfWork":
+        if self._open:
+            raise RuntimeError("a unit of work is not re-entrant: open a new one")
+        self._pending = []
+        self._begin()
+        self._open = True
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            self.rollback()  # a no-op after commit(): nothing is pending any more
+        finally:
+            self._open = False
+            self._end(exc_type is not None)
+
+    def add_event(self, type_: str, event: OutboxEvent) -> None:
+        """Announce ``event`` as ``type_`` when (and only if) the unit commits."""
+        if not self._open:
+            raise RuntimeError("add_event outside a unit of work block")
+        validated(type_, event)  # fail at the call site, not at commit
+        self._pending.append((type_, event))
+
+    @property
+    def pending_events(self) -> list[tuple[str, OutboxEvent]]:
+        return list(self._pending)
+
+    def commit(self) -> int:
+        """Write the pending events with the change and commit both; returns the number of events."""
+        if not self._open:
+            raise RuntimeError("commit outside a unit of work block")
+        events = [(t, validated(t, e)) for t, e in self._pending]
+        self._commit(events)
+        self._pending = []
+        return len(events)
+
+    def rollback(self) -> None:
+        self._pending = []
+        self._rollback()
+
+    # ------------------------------------------------------- implementations
+    @abstractmethod
+    def _begin(self) -> None: ...
+
+    @abstractmethod
+    def _commit(self, events: list[tuple[str, OutboxEvent]]) -> None: ...
+
+    @abstractmethod
+    def _rollback(self) -> None: ...
+
+    def _end(self, failed: bool) -> None:  # noqa: B027 - optional hook
+        pass
+
+
+class PostgresUnitOfWork(UnitOfWork):
+    """One pooled connection, one transaction; the outbox rows are inserted in it at commit.
+
+    ``conn`` is there for the flows' SQL repositories (``streams/*/store.py``
+    style modules take it); nothing else should commit or roll it back.
+    """
+
+    def __init__(self, pool: "ConnectionPool | None" = None, *, conn: psycopg.Connection | None = None):
+        super().__init__()
+        if (pool is None) == (conn is None):
+            raise ValueError("PostgresUnitOfWork needs a pool or a connection")
+        self._pool, self._given = pool, conn
+        self._cm = None
+        self.conn: psycopg.Connection | None = None
+
+    def _begin(self) -> None:
+        if self._given is not None:
+            # a caller's connection (CLI, admin API): its open transaction, if any, becomes ours
+            self.conn = self._given
+            self._autocommit = self.conn.autocommit
+        else:
+            self._cm = self._pool.connection()
+            self.conn = self._cm.__enter__()
+            self._autocommit = False
+        if self.conn.autocommit:
+            self.conn.autocommit = False
+
+    def _commit(self, events: list[tuple[str, OutboxEvent]]) -> None:
+        add_events(self.conn, [outbox_row(t, e) for t, e in events])
+        self.conn.commit()
+
+    def _rollback(self) -> None:
+        if self.conn is not None and not self.conn.closed:
+            self.conn.rollback()
+
+    def _end(self, failed: bool) -> None:
+        if self._given is not None and self._autocommit and not self.conn.closed:
+            self.conn.autocommit = True  # idle again: committed or rolled back
+        cm, self._cm = self._cm, None
+        if cm is not None:
+            cm.__exit__(None, None, None)  # nothing is left open: the pool gets an idle connection
+        self.conn = None
+
+    @property
+    def learning(self) -> "LearningRepository":
+        from streams.learn.store import PostgresLearningRepository
+
+        return PostgresLearningRepository(self)
+
+
+UnitOfWorkFactory = Callable[[], UnitOfWork]
+
+
+def postgres_uow_factory(pool: "ConnectionPool") -> UnitOfWorkFactory:
+    """A factory of Postgres units of work over ``pool`` (what the wiring hands to a flow)."""
+    return lambda: PostgresUnitOfWork(pool)
+
+
+
+@contextmanager
+def joined(target: "UnitOfWork | psycopg.Connection") -> Iterator[UnitOfWork]:
+    """The unit a service function works in: the caller's open unit (the caller
+    commits it, with its own changes), or a new one over the caller's connection,
+    committed when the block ends normally and rolled back on an exception."""
+    if isinstance(target, UnitOfWork):
+        yield target
+        return
+    with PostgresUnitOfWork(conn=target) as uow:
+        yield uow
+        uow.commit()
