@@ -21,6 +21,8 @@ import copy
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from uuid6 import uuid7
+
 from streams.learn.consolidate import MAX_LIVE_FACTS, Plan, StoredFact, over_cap
 from streams.learn.model import Message, Transcript
 from streams.learn.store import Applied, Conversation, _memory_event
@@ -38,6 +40,8 @@ class FakeState:
     erased: set[tuple[int, int]] = field(default_factory=set)        # (account, contact)
     ledger: list = field(default_factory=list)                       # model calls
     processed: set[tuple[str, str]] = field(default_factory=set)     # (consumer, event id)
+    documents: dict[str, dict] = field(default_factory=dict)         # id -> account_id, source, title, deleted
+    chunks: dict[str, dict] = field(default_factory=dict)            # id -> account_id, document_id, seq, ...
     outbox: list[tuple[str, OutboxEvent]] = field(default_factory=list)
     next_id: int = 1
 
@@ -100,6 +104,71 @@ class FakeUnitOfWork(UnitOfWork):
     @property
     def learning(self) -> "FakeLearningRepository":
         return FakeLearningRepository(self)
+
+    @property
+    def knowledge(self) -> "FakeKnowledgeRepository":
+        return FakeKnowledgeRepository(self)
+
+
+class FakeKnowledgeRepository:
+    """``streams.ingest.store.KnowledgeRepository`` in memory."""
+
+    def __init__(self, uow: FakeUnitOfWork):
+        self.uow = uow
+
+    @property
+    def s(self) -> FakeState:
+        return self.uow.work
+
+    def ensure_account(self, account_id, name=""):
+        self.s.accounts.setdefault(account_id, {})
+
+    def upsert_document(self, account_id, source, title):
+        for doc_id, d in self.s.documents.items():
+            if d["account_id"] == account_id and d["source"] == source:
+                d.update(title=title, deleted=False)
+                return doc_id
+        doc_id = str(uuid7())
+        self.s.documents[doc_id] = {"account_id": account_id, "source": source, "title": title, "deleted": False}
+        return doc_id
+
+    def find_document(self, account_id, *, document_id=None, key=None):
+        for doc_id, d in self.s.documents.items():
+            if d["account_id"] == account_id and (doc_id == document_id or (key is not None and d["source"] == key)):
+                return doc_id
+        return None
+
+    def adopt_legacy_source(self, account_id, key, legacy_source):
+        if key == legacy_source or self.find_document(account_id, key=key):
+            return False
+        doc_id = self.find_document(account_id, key=legacy_source)
+        if doc_id is None:
+            return False
+        self.s.documents[doc_id]["source"] = key
+        return True
+
+    def live_chunks(self, document_id):
+        return [{"id": cid, "seq": c["seq"], "content_hash": c["content_hash"]} for cid, c in self.s.chunks.items()
+                if c["document_id"] == document_id and not c["deleted"]]
+
+    def tombstone_chunks(self, chunk_ids):
+        for cid in chunk_ids:
+            self.s.chunks[cid]["deleted"] = True
+
+    def tombstone_document(self, document_id):
+        gone = [c["id"] for c in self.live_chunks(document_id)]
+        self.tombstone_chunks(gone)
+        self.s.documents[document_id]["deleted"] = True
+        return gone
+
+    def move_chunks(self, moves):
+        for cid, seq in moves:
+            self.s.chunks[cid]["seq"] = seq
+
+    def insert_chunks(self, rows):
+        for cid, account_id, doc_id, seq, content, content_hash in rows:
+            self.s.chunks[cid] = {"account_id": account_id, "document_id": doc_id, "seq": seq, "content": content,
+                                  "content_hash": content_hash, "deleted": False}
 
 
 def _stored(m: dict) -> StoredFact:

@@ -32,6 +32,7 @@ from streams.outbox.write import AGGREGATE_OF, OutboxEvent, add_events, outbox_r
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
+    from streams.ingest.store import KnowledgeRepository
     from streams.learn.store import LearningRepository
 
 
@@ -49,6 +50,7 @@ class UnitOfWork(ABC):
     """Port: one atomic change of the source of truth and the events announcing it."""
 
     learning: "LearningRepository"
+    knowledge: "KnowledgeRepository"
 
     def __init__(self) -> None:
         self._pending: list[tuple[str, OutboxEvent]] = []
@@ -156,6 +158,12 @@ class PostgresUnitOfWork(UnitOfWork):
         from streams.learn.store import PostgresLearningRepository
 
         return PostgresLearningRepository(self)
+
+    @property
+    def knowledge(self) -> "KnowledgeRepository":
+        from streams.ingest.store import PostgresKnowledgeRepository
+
+        return PostgresKnowledgeRepository(self)
 
 
 UnitOfWorkFactory = Callable[[], UnitOfWork]
