@@ -111,10 +111,15 @@ class UnitOfWork(ABC):
 
 
 class PostgresUnitOfWork(UnitOfWork):
-    """One pooled connection, one transaction; the outbox rows are inserted in it at commit.
+    """One connection, one transaction; the outbox rows are inserted in it at commit.
 
-    ``conn`` is there for the flows' SQL repositories (``streams/*/store.py``
-    style modules take it); nothing else should commit or roll it back.
+    Over a pool: a connection of its own, a transaction committed by ``commit()``.
+    Over a caller's connection (CLI, admin API, tests): a transaction when the
+    connection has none open, else a savepoint of the caller's transaction, which
+    then decides (psycopg's ``Connection.transaction`` semantics).
+
+    ``conn`` is there for the flows' SQL repositories; nothing else should
+    commit or roll it back. ``commit()`` ends the unit: open a new one for more.
     """
 
     def __init__(self, pool: "ConnectionPool | None" = None, *, conn: psycopg.Connection | None = None):
@@ -123,34 +128,35 @@ class PostgresUnitOfWork(UnitOfWork):
             raise ValueError("PostgresUnitOfWork needs a pool or a connection")
         self._pool, self._given = pool, conn
         self._cm = None
+        self._tx: psycopg.Transaction | None = None
         self.conn: psycopg.Connection | None = None
 
     def _begin(self) -> None:
         if self._given is not None:
-            # a caller's connection (CLI, admin API): its open transaction, if any, becomes ours
             self.conn = self._given
-            self._autocommit = self.conn.autocommit
         else:
             self._cm = self._pool.connection()
             self.conn = self._cm.__enter__()
-            self._autocommit = False
-        if self.conn.autocommit:
-            self.conn.autocommit = False
+        self._tx = self.conn.transaction()
+        self._tx.__enter__()
 
     def _commit(self, events: list[tuple[str, OutboxEvent]]) -> None:
+        if self._tx is None:
+            raise RuntimeError("this unit of work is already committed: open a new one")
         add_events(self.conn, [outbox_row(t, e) for t, e in events])
-        self.conn.commit()
+        tx, self._tx = self._tx, None
+        tx.__exit__(None, None, None)
 
     def _rollback(self) -> None:
-        if self.conn is not None and not self.conn.closed:
-            self.conn.rollback()
+        tx, self._tx = self._tx, None
+        if tx is not None:
+            rollback = psycopg.Rollback(tx)
+            tx.__exit__(type(rollback), rollback, None)
 
     def _end(self, failed: bool) -> None:
-        if self._given is not None and self._autocommit and not self.conn.closed:
-            self.conn.autocommit = True  # idle again: committed or rolled back
         cm, self._cm = self._cm, None
         if cm is not None:
-            cm.__exit__(None, None, None)  # nothing is left open: the pool gets an idle connection
+            cm.__exit__(None, None, None)  # committed or rolled back: the pool gets an idle connection
         self.conn = None
 
     @property
