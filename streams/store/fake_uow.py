@@ -40,6 +40,9 @@ class FakeState:
     erased: set[tuple[int, int]] = field(default_factory=set)        # (account, contact)
     ledger: list = field(default_factory=list)                       # model calls
     processed: set[tuple[str, str]] = field(default_factory=set)     # (consumer, event id)
+    owners: dict[tuple[str, int], int] = field(default_factory=dict)  # (contacts|inboxes, id) -> account
+    channel_conversations: dict[str, int] = field(default_factory=dict)  # external id -> conversation id
+    lead_states: dict[int, dict] = field(default_factory=dict)      # conversation id -> lead state
     documents: dict[str, dict] = field(default_factory=dict)         # id -> account_id, source, title, deleted
     chunks: dict[str, dict] = field(default_factory=dict)            # id -> account_id, document_id, seq, ...
     outbox: list[tuple[str, OutboxEvent]] = field(default_factory=list)
@@ -108,6 +111,64 @@ class FakeUnitOfWork(UnitOfWork):
     @property
     def knowledge(self) -> "FakeKnowledgeRepository":
         return FakeKnowledgeRepository(self)
+
+    @property
+    def conversations(self) -> "FakeConversationRepository":
+        return FakeConversationRepository(self)
+
+
+class FakeConversationRepository:
+    """``streams.respond.store.ConversationRepository`` in memory."""
+
+    def __init__(self, uow: FakeUnitOfWork):
+        self.uow = uow
+
+    @property
+    def s(self) -> FakeState:
+        return self.uow.work
+
+    def erased(self, msg, erasure_key):
+        return (msg.account_id, msg.contact_id) in self.s.erased
+
+    def _has_message(self, channel_message_id: str) -> bool:
+        return any(m.get("channel_message_id") == channel_message_id for m in self.s.messages)
+
+    def store_inbound(self, msg, reply_id):
+        from streams.respond.adapters import TenantMismatch
+
+        self.s.accounts.setdefault(msg.account_id, {})
+        for table, row_id in (("contacts", msg.contact_id), ("inboxes", msg.inbox_id)):
+            if self.s.owners.setdefault((table, row_id), msg.account_id) != msg.account_id:
+                raise TenantMismatch(f"{table[:-1]} {row_id} belongs to another account")
+        cid = self.s.channel_conversations.get(msg.conversation_id)
+        if cid is None:
+            cid = self.s.new_id()
+            self.s.channel_conversations[msg.conversation_id] = cid
+            self.s.conversations[cid] = Conversation(id=cid, account_id=msg.account_id, contact_id=msg.contact_id,
+                                                     inbox_id=msg.inbox_id, unit_id=msg.unit_id, status="open",
+                                                     last_message_at=msg.sent_at)
+        conv = self.s.conversations[cid]
+        if conv.account_id != msg.account_id or conv.contact_id != msg.contact_id:
+            raise TenantMismatch(f"conversation {msg.conversation_id} belongs to another account/contact")
+        if not self._has_message(msg.message_id):
+            self.s.messages.append({"id": self.s.new_id(), "conversation_id": cid, "role": "contact",
+                                    "text": msg.text, "sent_at": msg.sent_at, "message_type": msg.message_type,
+                                    "channel_message_id": msg.message_id})
+            return True
+        return not self._has_message(reply_id)
+
+    def save_reply(self, reply, stored, lead_state, calls):
+        cid = self.s.channel_conversations[reply.conversation_id]
+        new = not self._has_message(reply.reply_id)
+        if new:
+            self.s.messages.append({"id": self.s.new_id(), "conversation_id": cid, "role": "agent",
+                                    "text": reply.text, "sent_at": reply.created_at, "message_type": "text",
+                                    "channel_message_id": reply.reply_id, "reply": stored})
+        for call in calls:  # the ledger is unique per (account, stage, model, ref), as in Postgres
+            if call is not None and call not in self.s.ledger:
+                self.s.ledger.append(call)
+        self.s.lead_states[cid] = dict(lead_state or {})
+        return new
 
 
 class FakeKnowledgeRepository:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
     from streams.ingest.store import KnowledgeRepository
     from streams.learn.store import LearningRepository
+    from streams.respond.store import ConversationRepository
 
 
 def validated(type_: str, event: OutboxEvent) -> OutboxEvent:
@@ -51,6 +52,7 @@ class UnitOfWork(ABC):
 
     learning: "LearningRepository"
     knowledge: "KnowledgeRepository"
+    conversations: "ConversationRepository"
 
     def __init__(self) -> None:
         self._pending: list[tuple[str, OutboxEvent]] = []
@@ -170,6 +172,12 @@ class PostgresUnitOfWork(UnitOfWork):
         from streams.ingest.store import PostgresKnowledgeRepository
 
         return PostgresKnowledgeRepository(self)
+
+    @property
+    def conversations(self) -> "ConversationRepository":
+        from streams.respond.store import PostgresConversationRepository
+
+        return PostgresConversationRepository(self)
 
 
 UnitOfWorkFactory = Callable[[], UnitOfWork]
