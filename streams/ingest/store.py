@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from uuid6 import uuid7
 
+from streams.store.uow import register_repository
+
 if TYPE_CHECKING:
     from streams.store.uow import UnitOfWork
 
@@ -96,3 +98,6 @@ class PostgresKnowledgeRepository:
         with self.conn.cursor() as cur:
             cur.executemany("INSERT INTO chunks (id, account_id, document_id, seq, content, content_hash) "
                             "VALUES (%s, %s, %s, %s, %s, %s)", rows)
+
+
+register_repository("knowledge", PostgresKnowledgeRepository)

@@ -20,6 +20,7 @@ from schemas.events import MemoryEvent
 from streams.learn.consolidate import MAX_LIVE_FACTS, Plan, StoredFact, over_cap
 from streams.learn.model import Message, Transcript
 from streams.outbox.write import OutboxEvent
+from streams.store.uow import register_repository
 
 if TYPE_CHECKING:
     from streams.store.uow import UnitOfWork
@@ -440,3 +441,6 @@ class PostgresLearningRepository:
         rows = self.conn.execute("DELETE FROM contact_memories WHERE deleted_at < %s RETURNING account_id",
                                  (before,)).fetchall()
         return dict(Counter(r["account_id"] for r in rows))
+
+
+register_repository("learning", PostgresLearningRepository)

@@ -19,11 +19,11 @@ from psycopg_pool import ConnectionPool
 from schemas.events import InboundMessage, OutboundReply
 from streams.embedding import Embedder
 from streams.ingest.knowledge import chunk_alias, model_of, search_chunks
-from streams.kafka.errors import PoisonRecord
 from streams.pricing import ModelCall
 from streams.respond.handler import SystemClock, reply_id_for  # noqa: F401  (Clock adapter)
 from streams.respond.model import ConversationContext, HistoryMessage, InboxConfig, KnowledgeChunk
 from streams.respond.recall import MemoryFact
+from streams.respond.store import TenantMismatch  # noqa: F401  (raised by the writes; importers use this name)
 from streams.store.uow import PostgresUnitOfWork, UnitOfWorkFactory
 
 log = logging.getLogger(__name__)
@@ -33,13 +33,6 @@ log = logging.getLogger(__name__)
 # weekly aging job deletes them; recall does not wait for it).
 REDUCE_WEIGHT_TYPES = ("preferencia", "padrao_comportamental", "vinculo_comercial", "contexto_pessoal")
 REDUCED_WEIGHT = 0.7
-
-
-class TenantMismatch(PoisonRecord):
-    """An inbound message names a row that belongs to another account (never retried)."""
-
-    def __init__(self, message: str):
-        super().__init__("TenantMismatch", message)
 
 
 class PostgresConversationStore:

@@ -12,10 +12,19 @@ from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 from psycopg.types.json import Jsonb
 
 from schemas.events import InboundMessage, OutboundReply
+from streams.kafka.errors import PoisonRecord
 from streams.pricing import LEDGER_INSERT, ModelCall, ledger_args
+from streams.store.uow import register_repository
 
 if TYPE_CHECKING:
     from streams.store.uow import UnitOfWork
+
+
+class TenantMismatch(PoisonRecord):
+    """An inbound message names a row that belongs to another account (never retried)."""
+
+    def __init__(self, message: str):
+        super().__init__("TenantMismatch", message)
 
 
 class ConversationRepository(Protocol):
@@ -40,8 +49,6 @@ class PostgresConversationRepository:
         return is_erased(self.conn, msg.account_id, contact_id=msg.contact_id, key=erasure_key)
 
     def store_inbound(self, msg, reply_id):
-        from streams.respond.adapters import TenantMismatch
-
         conn = self.conn
         conn.execute("INSERT INTO accounts (id) VALUES (%s) ON CONFLICT (id) DO NOTHING", (msg.account_id,))
         for table, row_id in (("contacts", msg.contact_id), ("inboxes", msg.inbox_id)):
@@ -85,3 +92,6 @@ class PostgresConversationRepository:
         conn.execute("UPDATE conversations SET lead_state = %s WHERE id = %s",
                      (Jsonb(dict(lead_state or {})), conv["id"]))
         return bool(new)
+
+
+register_repository("conversations", PostgresConversationRepository)

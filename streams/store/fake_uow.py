@@ -134,7 +134,7 @@ class FakeConversationRepository:
         return any(m.get("channel_message_id") == channel_message_id for m in self.s.messages)
 
     def store_inbound(self, msg, reply_id):
-        from streams.respond.adapters import TenantMismatch
+        from streams.respond.store import TenantMismatch
 
         self.s.accounts.setdefault(msg.account_id, {})
         for table, row_id in (("contacts", msg.contact_id), ("inboxes", msg.inbox_id)):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import psycopg
 
@@ -31,10 +31,6 @@ from streams.outbox.write import AGGREGATE_OF, OutboxEvent, add_events, outbox_r
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
-
-    from streams.ingest.store import KnowledgeRepository
-    from streams.learn.store import LearningRepository
-    from streams.respond.store import ConversationRepository
 
 
 def validated(type_: str, event: OutboxEvent) -> OutboxEvent:
@@ -49,10 +45,6 @@ def validated(type_: str, event: OutboxEvent) -> OutboxEvent:
 
 class UnitOfWork(ABC):
     """Port: one atomic change of the source of truth and the events announcing it."""
-
-    learning: "LearningRepository"
-    knowledge: "KnowledgeRepository"
-    conversations: "ConversationRepository"
 
     def __init__(self) -> None:
         self._pending: list[tuple[str, OutboxEvent]] = []
@@ -161,23 +153,22 @@ class PostgresUnitOfWork(UnitOfWork):
             cm.__exit__(None, None, None)  # committed or rolled back: the pool gets an idle connection
         self.conn = None
 
-    @property
-    def learning(self) -> "LearningRepository":
-        from streams.learn.store import PostgresLearningRepository
+    def __getattr__(self, name: str) -> Any:
+        """A repository on this unit's connection (``uow.learning``, ``uow.knowledge``, ...)."""
+        factory = _REPOSITORIES.get(name)
+        if factory is None or name.startswith("_"):
+            raise AttributeError(f"no repository {name!r} registered (registered: {sorted(_REPOSITORIES)}; "
+                                 "a flow's store module registers its own with register_repository)")
+        return factory(self)
 
-        return PostgresLearningRepository(self)
 
-    @property
-    def knowledge(self) -> "KnowledgeRepository":
-        from streams.ingest.store import PostgresKnowledgeRepository
+#: Postgres repositories by attribute name; each flow's store module registers its
+#: own (``streams/learn/store.py``: ``learning``, ...), so this module depends on none.
+_REPOSITORIES: dict[str, Callable[[PostgresUnitOfWork], Any]] = {}
 
-        return PostgresKnowledgeRepository(self)
 
-    @property
-    def conversations(self) -> "ConversationRepository":
-        from streams.respond.store import PostgresConversationRepository
-
-        return PostgresConversationRepository(self)
+def register_repository(name: str, factory: Callable[[PostgresUnitOfWork], Any]) -> None:
+    _REPOSITORIES[name] = factory
 
 
 UnitOfWorkFactory = Callable[[], UnitOfWork]
@@ -190,13 +181,15 @@ def postgres_uow_factory(pool: "ConnectionPool") -> UnitOfWorkFactory:
 
 
 @contextmanager
-def joined(target: "UnitOfWork | psycopg.Connection") -> Iterator[UnitOfWork]:
+def joined(target: "UnitOfWork | psycopg.Connection | ConnectionPool") -> Iterator[UnitOfWork]:
     """The unit a service function works in: the caller's open unit (the caller
-    commits it, with its own changes), or a new one over the caller's connection,
-    committed when the block ends normally and rolled back on an exception."""
+    commits it, with its own changes), or a new one over the caller's connection
+    or a pool, committed when the block ends normally (a ``return`` inside it
+    included) and rolled back on an exception."""
     if isinstance(target, UnitOfWork):
         yield target
         return
-    with PostgresUnitOfWork(conn=target) as uow:
+    uow = PostgresUnitOfWork(conn=target) if isinstance(target, psycopg.Connection) else PostgresUnitOfWork(target)
+    with uow:
         yield uow
         uow.commit()
