@@ -70,6 +70,7 @@ class UnitOfWork(ABC):
         """Announce ``event`` as ``type_`` when (and only if) the unit commits."""
         if not self._open:
             raise RuntimeError("add_event outside a unit of work block")
+        self._check_writable()
         validated(type_, event)  # fail at the call site, not at commit
         self._pending.append((type_, event))
 
@@ -100,7 +101,10 @@ class UnitOfWork(ABC):
     @abstractmethod
     def _rollback(self) -> None: ...
 
-    def _end(self, failed: bool) -> None:  # noqa: B027 - optional hook
+    def _end(self, failed: bool) -> None:  # optional hook
+        pass
+
+    def _check_writable(self) -> None:  # optional hook
         pass
 
 
@@ -131,8 +135,17 @@ class PostgresUnitOfWork(UnitOfWork):
         else:
             self._cm = self._pool.connection()
             self.conn = self._cm.__enter__()
-        self._tx = self.conn.transaction()
-        self._tx.__enter__()
+        try:
+            self._tx = self.conn.transaction()
+            self._tx.__enter__()
+        except BaseException:
+            self._tx = None
+            self._end(True)  # the pooled connection goes back
+            raise
+
+    def _check_writable(self) -> None:
+        if self._tx is None:
+            raise RuntimeError("this unit of work is already committed: open a new one")
 
     def _commit(self, events: list[tuple[str, OutboxEvent]]) -> None:
         if self._tx is None:
