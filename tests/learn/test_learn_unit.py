@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -124,3 +125,31 @@ def test_only_typed_events_of_their_contract_are_accepted():
         with pytest.raises(ValueError):
             uow.commit()
     assert db.outbox == []
+
+
+def _record(conv_id: int, event_id: str, *, account_id: int = ACCOUNT, offset: int = 0):
+    import json
+
+    from streams.kafka.consume import Record
+
+    payload = {"schema_version": 1, "conversation_id": conv_id, "account_id": account_id,
+               "contact_id": CONTACT, "reason": "resolved"}
+    return Record("outbox.event.conversation", 0, offset, str(conv_id).encode(), json.dumps(payload).encode(),
+                  (("id", event_id.encode()), ("type", b"conversation.resolved")))
+
+
+def test_the_consumer_learns_once_per_event_and_dead_letters_another_accounts():
+    from streams.learn.learn import ConversationEventHandler
+
+    db = _db()
+    _conv(db, 1, HIDRO)
+    handler = ConversationEventHandler(_ports(db))
+    e1, e2, e3 = (str(uuid.uuid4()) for _ in range(3))
+    assert handler([_record(1, e1), _record(1, e1, offset=1)]) == []   # a duplicate in the batch
+    created = sorted(db.state.memories)
+    assert created and ("learn", e1) in db.state.processed
+    events = list(db.outbox)
+    assert handler([_record(1, e1)]) == [] and list(db.outbox) == events  # redelivered later
+    assert handler([_record(1, e2)]) == [] and list(db.outbox) == events  # another event: already learnt
+    [dead] = handler([_record(1, e3, account_id=ACCOUNT + 1)])
+    assert dead.error_class == "AccountMismatch" and sorted(db.state.memories) == created
