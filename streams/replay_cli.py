@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from streams.learn.cli import replay_app
 from streams.settings import get_settings
+from streams.store.uow import joined
 
 console = Console(stderr=True)
 
@@ -94,7 +95,8 @@ def replay_embed_memories(
                     break
                 last_id = rows[-1]["id"]
                 vecs = embed_contents(emb, [r["content"] for r in rows])
-                with c.pool.connection() as conn, conn.transaction():
+                with joined(c.pool) as uow:  # one unit of work (committed at the end)
+                    conn = uow.conn
                     for r, v in zip(rows, vecs):
                         if v is None:
                             failed += 1

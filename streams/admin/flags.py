@@ -14,6 +14,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from streams.admin.tokens import Operator
+from streams.store.uow import joined
 
 FLAGS = {
     "memory_extraction_enabled": "Aprender com as conversas",
@@ -50,7 +51,7 @@ def set_flag(conn: psycopg.Connection, account_id: int, flag: str, enabled: bool
     """Set one flag and record who changed it (a no-op change is recorded too: it is what the operator did)."""
     if flag not in FLAGS:
         raise KeyError(flag)
-    with conn.transaction():
+    with joined(conn):  # one unit of work (committed at the end)
         conn.execute("UPDATE accounts SET settings = settings || %s WHERE id = %s",
                      (Jsonb({flag: bool(enabled)}), account_id))
         conn.execute("INSERT INTO account_flag_changes (account_id, flag, enabled, changed_by, token_id) "

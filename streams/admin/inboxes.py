@@ -17,6 +17,7 @@ from psycopg.types.json import Jsonb
 
 from streams.admin.tokens import Operator
 from streams.respond.intent import INTENTS
+from streams.store.uow import joined
 
 COLUMNS = ("name", "system_prompt", "playbook_prompt", "rag_distance_threshold", "rag_max_results", "model",
            "temperature", "intent_keywords")
@@ -110,7 +111,7 @@ def update_inbox(conn: psycopg.Connection, account_id: int, inbox_id: int, chang
     if not changes:
         return get_inbox(conn, account_id, inbox_id)
     sets = ", ".join(f"{k} = %s" for k in changes)
-    with conn.transaction():
+    with joined(conn):  # one unit of work (committed at the end)
         before = conn.execute(f"SELECT {', '.join(changes)} FROM inboxes WHERE id = %s AND account_id = %s "
                               "FOR UPDATE", (inbox_id, account_id)).fetchone()
         if before is None:

@@ -11,8 +11,8 @@ from streams.embedding import Embedder
 from streams.embedding import tokens as embedding_tokens
 from streams.learn.embed import embed_contents
 from streams.learn.store import memory_event
-from streams.outbox.write import add_events
 from streams.pricing import count_metrics, model_call, write_ledger
+from streams.store.uow import joined
 
 
 def edit_memory(conn: psycopg.Connection, *, account_id: int, memory_id: int, content: str, edited_by: str,
@@ -28,7 +28,7 @@ def edit_memory(conn: psycopg.Connection, *, account_id: int, memory_id: int, co
     paid = embedding_tokens.collect()
     [vec] = embed_contents(embedder, [content])
     call = model_call(account_id, "embedding", embedder.name if embedder else "", embedding_tokens.usage(paid))
-    with conn.transaction():
+    with joined(conn) as uow:  # one unit of work (committed at the end)
         row = conn.execute("SELECT contact_id, content, deleted_at, superseded_at, metadata FROM contact_memories "
                            "WHERE id = %s AND account_id = %s FOR UPDATE", (memory_id, account_id)).fetchone()
         if row is None:
@@ -44,7 +44,7 @@ def edit_memory(conn: psycopg.Connection, *, account_id: int, memory_id: int, co
             "metadata = metadata || %s WHERE id = %s",
             (content, vec, embedder.name if (vec is not None and embedder) else None, now,
              Jsonb({"edits": edits[-50:]}), memory_id))
-        add_events(conn, [memory_event("memory.updated", memory_id, account_id, row["contact_id"])])
+        uow.add_event(*memory_event("memory.updated", memory_id, account_id, row["contact_id"]))
         write_ledger(conn, [call])
     count_metrics(call)
 

@@ -13,6 +13,7 @@ from psycopg.types.json import Jsonb
 
 from streams.admin.tokens import Operator
 from streams.maintain import offers as offer_service
+from streams.store.uow import joined
 
 FLAG = offer_service.FLAG
 LABEL = "Ofertas de datas comemorativas"
@@ -46,7 +47,7 @@ def set_offer_settings(conn: psycopg.Connection, account_id: int, defaults, *, e
         new["offers_template_name"] = template_name
     if template_language is not None:
         new["offers_template_language"] = template_language
-    with conn.transaction():
+    with joined(conn):  # one unit of work (committed at the end)
         conn.execute("UPDATE accounts SET settings = settings || %s WHERE id = %s", (Jsonb(new), account_id))
         conn.execute("INSERT INTO account_flag_changes (account_id, flag, enabled, changed_by, token_id) "
                      "VALUES (%s, %s, %s, %s, %s)", (account_id, FLAG, bool(enabled), operator.label,

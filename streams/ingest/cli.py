@@ -27,6 +27,7 @@ def ingest(
     """Write documents and their chunks (with outbox events) to Postgres, keyed by a stable key."""
     from streams.ingest.documents import adopt_legacy_source, iter_keyed_sources, read_source, write_document
     from streams.store.db import connect
+    from streams.store.uow import PostgresUnitOfWork
 
     s = get_settings()
     try:
@@ -53,11 +54,12 @@ def ingest(
             except (ValueError, UnicodeDecodeError) as e:
                 console.print(f"[red]error:[/red] {e}")
                 raise typer.Exit(2)
-            with conn.transaction():
-                adopt_legacy_source(conn, account, doc_key, str(f.resolve()))
-            r = write_document(conn, account_id=account, source=doc_key, text=text, title=title,
-                               chunk_size=chunk_size or s.chunk_size,
-                               chunk_overlap=chunk_overlap if chunk_overlap is not None else s.chunk_overlap)
+            with PostgresUnitOfWork(conn=conn) as uow:  # one document: renamed, chunked, announced together
+                adopt_legacy_source(uow, account, doc_key, str(f.resolve()))
+                r = write_document(uow, account_id=account, source=doc_key, text=text, title=title,
+                                   chunk_size=chunk_size or s.chunk_size,
+                                   chunk_overlap=chunk_overlap if chunk_overlap is not None else s.chunk_overlap)
+                uow.commit()
             for k in totals:
                 totals[k] += getattr(r, k)
             console.print(f"{doc_key}: +{r.inserted} new, {r.moved} moved, {r.unchanged} unchanged, "

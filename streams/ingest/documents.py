@@ -18,9 +18,10 @@ from pathlib import Path
 import psycopg
 from uuid6 import uuid7
 
+import streams.ingest.store  # noqa: F401  (registers uow.knowledge)
 from schemas.events import ChunkEvent
 from streams.ingest.chunking import Chunk, chunk_text
-from streams.outbox.write import add_events, outbox_row
+from streams.store.uow import PostgresUnitOfWork, UnitOfWork, joined
 
 SUPPORTED_SUFFIXES = {".md", ".markdown", ".txt", ".text"}
 
@@ -42,27 +43,22 @@ def ensure_account(conn: psycopg.Connection, account_id: int, name: str = "") ->
                  (account_id, name))
 
 
-def write_document(conn: psycopg.Connection, *, account_id: int, source: str, text: str,
+def _chunk_event(type_: str, chunk_id: str, account_id: int, doc_id: str) -> tuple[str, ChunkEvent]:
+    return type_, ChunkEvent(chunk_id=chunk_id, account_id=account_id, document_id=doc_id)
+
+
+def write_document(target: "UnitOfWork | psycopg.Connection", *, account_id: int, source: str, text: str,
                    title: str = "", chunk_size: int = 800, chunk_overlap: int = 120) -> IngestResult:
-    """Upsert one document; the caller's connection must not be in a transaction."""
+    """Upsert one document: its chunks and their events in one unit of work (``target``:
+    an open unit the caller commits, or a connection: one unit over it, committed here)."""
     chunks = chunk_text(text, chunk_size, chunk_overlap)
-    with conn.transaction():
-        ensure_account(conn, account_id)
-        row = conn.execute(
-            """INSERT INTO documents (id, account_id, source, title) VALUES (%s, %s, %s, %s)
-               ON CONFLICT (account_id, source) DO UPDATE
-                 SET title = EXCLUDED.title, updated_at = now(), deleted_at = NULL
-               RETURNING id""",
-            (str(uuid7()), account_id, source, title)).fetchone()
-        doc_id = str(row["id"])
-        # Serialise writers of the same document.
-        conn.execute("SELECT id FROM documents WHERE id = %s FOR UPDATE", (doc_id,))
-        live = conn.execute(
-            "SELECT id, seq, content_hash FROM chunks WHERE document_id = %s AND deleted_at IS NULL",
-            (doc_id,)).fetchall()
+    with joined(target) as uow:
+        repo = uow.knowledge
+        repo.ensure_account(account_id)
+        doc_id = repo.upsert_document(account_id, source, title)
         result = IngestResult(document_id=doc_id, source=source)
         by_hash: dict[str, list[dict]] = {}
-        for r in live:
+        for r in repo.live_chunks(doc_id):
             by_hash.setdefault(r["content_hash"], []).append(r)
 
         keep: list[tuple[str, int, Chunk]] = []       # (id, old seq, chunk)
@@ -78,46 +74,33 @@ def write_document(conn: psycopg.Connection, *, account_id: int, source: str, te
 
         events = []
         if vanished:
-            conn.execute("UPDATE chunks SET deleted_at = now(), updated_at = now() WHERE id = ANY(%s)",
-                         (vanished,))
-            events += [outbox_row("chunk.deleted", ChunkEvent(chunk_id=cid, account_id=account_id, document_id=doc_id))
-                       for cid in vanished]
+            repo.tombstone_chunks(vanished)
+            events += [_chunk_event("chunk.deleted", cid, account_id, doc_id) for cid in vanished]
             result.tombstoned = len(vanished)
         moved = [(cid, c.seq) for cid, old, c in keep if old != c.seq]
         if moved:
-            # two steps so that the partial unique (document_id, seq) never collides
-            ids = [cid for cid, _ in moved]
-            conn.execute("UPDATE chunks SET seq = -seq - 1 WHERE id = ANY(%s)", (ids,))
-            with conn.cursor() as cur:
-                cur.executemany("UPDATE chunks SET seq = %s, updated_at = now() WHERE id = %s",
-                                [(seq, cid) for cid, seq in moved])
-            events += [outbox_row("chunk.upserted", ChunkEvent(chunk_id=cid, account_id=account_id, document_id=doc_id))
-                       for cid in ids]
+            repo.move_chunks(moved)
+            events += [_chunk_event("chunk.upserted", cid, account_id, doc_id) for cid, _ in moved]
             result.moved = len(moved)
         result.unchanged = len(keep) - len(moved)
         if new:
             rows = [(str(uuid7()), account_id, doc_id, c.seq, c.content, c.content_hash) for c in new]
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO chunks (id, account_id, document_id, seq, content, content_hash) "
-                    "VALUES (%s, %s, %s, %s, %s, %s)", rows)
-            events += [outbox_row("chunk.upserted", ChunkEvent(chunk_id=r[0], account_id=account_id, document_id=doc_id))
-                       for r in rows]
+            repo.insert_chunks(rows)
+            events += [_chunk_event("chunk.upserted", r[0], account_id, doc_id) for r in rows]
             result.inserted = len(new)
-        result.events = add_events(conn, events)
-        result.touched_chunk_ids = [e[2] for e in events]
+        for event in events:
+            uow.add_event(*event)
+        result.events = len(events)
+        result.touched_chunk_ids = [str(e.chunk_id) for _, e in events]
     return result
 
 
-def adopt_legacy_source(conn: psycopg.Connection, account_id: int, key: str, legacy_source: str) -> bool:
+def adopt_legacy_source(target: "UnitOfWork | psycopg.Connection", account_id: int, key: str,
+                        legacy_source: str) -> bool:
     """A document ingested before stable keys is named by its absolute path:
     rename it to ``key`` (keeping its chunks and points) unless ``key`` exists."""
-    if key == legacy_source:
-        return False
-    return bool(conn.execute(
-        "UPDATE documents SET source = %s WHERE account_id = %s AND source = %s "
-        "AND NOT EXISTS (SELECT 1 FROM documents WHERE account_id = %s AND source = %s)",
-        (key, account_id, legacy_source, account_id, key)).rowcount)
+    with joined(target) as uow:
+        return uow.knowledge.adopt_legacy_source(account_id, key, legacy_source)
 
 
 def list_documents(conn: psycopg.Connection, account_id: int, *, include_deleted: bool = False) -> list[dict]:
@@ -128,27 +111,29 @@ def list_documents(conn: psycopg.Connection, account_id: int, *, include_deleted
             ORDER BY d.source""", (account_id, include_deleted)).fetchall()
 
 
-def delete_document(conn: psycopg.Connection, account_id: int, *, document_id: str | None = None,
-                    key: str | None = None) -> dict | None:
-    """Tombstone a document and its live chunks, with one ``chunk.deleted`` event
-    per chunk (the ingest agent deletes their points), in one transaction.
-    None when the account has no such document; deleting twice is a no-op."""
+def tombstone_document(uow: UnitOfWork, account_id: int, *, document_id: str | None = None,
+                       key: str | None = None) -> str | None:
+    """In an open unit: tombstone a document and its live chunks, one ``chunk.deleted``
+    event per chunk (the ingest agent deletes their points). Returns the document's
+    id, None when the account has no such document; deleting twice is a no-op."""
     if (document_id is None) == (key is None):
         raise ValueError("give exactly one of document_id and key")
-    with conn.transaction():
-        where, arg = ("id = %s", document_id) if document_id is not None else ("source = %s", key)
-        doc = conn.execute(f"SELECT id FROM documents WHERE account_id = %s AND {where} FOR UPDATE",
-                           (account_id, arg)).fetchone()
-        if doc is None:
-            return None
-        doc_id = str(doc["id"])
-        gone = [str(r["id"]) for r in conn.execute(
-            "UPDATE chunks SET deleted_at = now(), updated_at = now() WHERE document_id = %s AND deleted_at IS NULL "
-            "RETURNING id", (doc_id,)).fetchall()]
-        conn.execute("UPDATE documents SET deleted_at = COALESCE(deleted_at, now()), updated_at = now() "
-                     "WHERE id = %s", (doc_id,))
-        add_events(conn, [outbox_row("chunk.deleted", ChunkEvent(chunk_id=cid, account_id=account_id,
-                                                                  document_id=doc_id)) for cid in gone])
+    doc_id = uow.knowledge.find_document(account_id, document_id=document_id, key=key)
+    if doc_id is None:
+        return None
+    for cid in uow.knowledge.tombstone_document(doc_id):
+        uow.add_event(*_chunk_event("chunk.deleted", cid, account_id, doc_id))
+    return doc_id
+
+
+def delete_document(conn: psycopg.Connection, account_id: int, *, document_id: str | None = None,
+                    key: str | None = None) -> dict | None:
+    """``tombstone_document`` in one unit over ``conn``, committed; the document's listing row, or None."""
+    with PostgresUnitOfWork(conn=conn) as uow:
+        doc_id = tombstone_document(uow, account_id, document_id=document_id, key=key)
+        uow.commit()
+    if doc_id is None:
+        return None
     rows = [r for r in list_documents(conn, account_id, include_deleted=True) if str(r["id"]) == doc_id]
     return rows[0] if rows else None
 

@@ -20,8 +20,8 @@ from streams.embedding import Embedder
 from streams.embedding import tokens as embedding_tokens
 from streams.embedding.providers import model_slug
 from streams.learn.model import TokenUsage
-from streams.outbox.write import add_events, outbox_row
 from streams.pricing import count_metrics, model_call, write_ledger
+from streams.store.uow import PostgresUnitOfWork
 from streams.vectors.port import Hit, VectorStore
 
 log = logging.getLogger(__name__)
@@ -114,8 +114,9 @@ def ledger_embeddings(pool: ConnectionPool, rows: Sequence[dict], used: dict[str
             digest = hashlib.sha256("\n".join(sorted(keys[account])).encode()).hexdigest()[:32]
             calls.append(model_call(account, "embedding", model, TokenUsage(prompt_tokens=round(n * c / total)),
                                     ref=f"chunks:{model}:{digest}"))
-    with pool.connection() as conn, conn.transaction():
-        write_ledger(conn, calls)
+    with PostgresUnitOfWork(pool) as uow:
+        write_ledger(uow.conn, calls)
+        uow.commit()
     for call in calls:
         count_metrics(call)
 
@@ -363,17 +364,15 @@ def reconcile(*, pool: ConnectionPool, store: VectorStore, domain: str, account_
             d(int(p.get("account_id", 0))).extra.append(pid)
     out = sorted((x for x in drifts.values() if x.total), key=lambda x: x.account_id)
     if repair and out:
-        with pool.connection() as conn, conn.transaction():
-            rows = []
+        with PostgresUnitOfWork(pool) as uow:  # only events: the projection is re-driven from Postgres
             for x in out:
                 for cid in x.missing + x.stale:
                     r = live_by_id[cid]
-                    rows.append(outbox_row("chunk.upserted", ChunkEvent(
-                        chunk_id=cid, account_id=x.account_id, document_id=r["document_id"])))
+                    uow.add_event("chunk.upserted", ChunkEvent(
+                        chunk_id=cid, account_id=x.account_id, document_id=r["document_id"]))
                 for cid in x.extra:
                     doc = points[cid].get("document_id") or "00000000-0000-0000-0000-000000000000"
-                    rows.append(outbox_row("chunk.deleted", ChunkEvent(
-                        chunk_id=cid, account_id=x.account_id, document_id=doc)))
+                    uow.add_event("chunk.deleted", ChunkEvent(chunk_id=cid, account_id=x.account_id, document_id=doc))
                 x.requeued = x.total
-            add_events(conn, rows)
+            uow.commit()
     return out

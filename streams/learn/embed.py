@@ -17,9 +17,10 @@ import numpy as np
 from psycopg_pool import ConnectionPool
 from tenacity import Retrying, stop_after_attempt, wait_exponential
 
+import streams.learn.store  # noqa: F401  (registers uow.learning)
 from streams import metrics
 from streams.embedding import Embedder
-from streams.learn import store
+from streams.store.uow import PostgresUnitOfWork
 
 log = logging.getLogger(__name__)
 
@@ -50,16 +51,17 @@ def embed_contents(embedder: Embedder | None, texts: Sequence[str], *, attempts:
 
 def reembed_missing(pool: ConnectionPool, embedder: Embedder, *, limit: int = 256) -> int:
     """Embed live facts that have no embedding of the current memory model."""
-    with pool.connection() as conn:
-        rows = store.unembedded(conn, embedder.name, limit)
+    with PostgresUnitOfWork(pool) as uow:  # read only
+        rows = uow.learning.unembedded(embedder.name, limit)
     if not rows:
         return 0
     vectors = embed_contents(embedder, [r["content"] for r in rows])
     done = 0
-    with pool.connection() as conn, conn.transaction():
+    with PostgresUnitOfWork(pool) as uow:
         for row, vec in zip(rows, vectors):
-            if vec is not None and store.set_embedding(conn, row["id"], row["content"], vec, embedder.name):
+            if vec is not None and uow.learning.set_embedding(row["id"], row["content"], vec, embedder.name):
                 done += 1
+        uow.commit()
     if done:
         log.info("memory re-embedded facts=%d model=%s", done, embedder.name)
     return done

@@ -46,8 +46,8 @@ from streams.learn.embed import embed_contents
 from streams.learn.extract import FactExtractor, extract_facts
 from streams.learn.llm import ExtractionFailed, ModelTimedOut
 from streams.learn.model import TokenUsage
-from streams.pricing import count_metrics, model_call, write_ledger
-from streams.store.events import mark_processed, unprocessed
+from streams.pricing import count_metrics, model_call
+from streams.store.uow import PostgresUnitOfWork, UnitOfWork, UnitOfWorkFactory
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ def utcnow() -> datetime:
 
 @dataclass
 class LearnPorts:
-    pool: ConnectionPool
+    pool: ConnectionPool | None           # None when ``uow`` is given (the in-memory fake)
     extractor: FactExtractor
     embedder: Embedder | None
     checker: ContradictionChecker
@@ -79,6 +79,10 @@ class LearnPorts:
     llm_model: str = ""               # for the cost estimate of model-backed providers
     embed_attempts: int = 3
     embed_backoff: float = 0.2
+    uow: UnitOfWorkFactory | None = None  # default: a Postgres unit of work over ``pool``
+
+    def unit(self) -> UnitOfWork:
+        return self.uow() if self.uow is not None else PostgresUnitOfWork(self.pool)
 
 
 def _verdict_key(old: MemoryView, new: MemoryView) -> tuple:
@@ -139,23 +143,24 @@ def next_attempt(attempts: int, now: datetime) -> datetime | None:
 
 def _failed(ports: LearnPorts, conv: store.Conversation, error: Exception, now: datetime) -> Outcome:
     metrics.EXTRACTION_FAILURES.labels(type(error).__name__).inc()
-    with ports.pool.connection() as conn, conn.transaction():
-        state = store.extraction_state(conn, conv.id, for_update=True)
+    with ports.unit() as uow:
+        state = uow.learning.extraction_state(conv.id, for_update=True)
         attempts = (state["attempts"] if state else 0) + 1
-        store.record_extraction(conn, conv, "failed", now=now, error=f"{type(error).__name__}: {error}",
-                                extractor=f"{ports.extractor.name}:{ports.extractor.version}",
-                                next_attempt_at=None if isinstance(error, ModelTimedOut) else next_attempt(attempts, now))
+        uow.learning.record_extraction(
+            conv, "failed", now=now, error=f"{type(error).__name__}: {error}",
+            extractor=f"{ports.extractor.name}:{ports.extractor.version}",
+            next_attempt_at=None if isinstance(error, ModelTimedOut) else next_attempt(attempts, now))
+        uow.commit()
     log.warning('extraction failed conversation_id=%d account_id=%d attempts=%d error="%s"',
                 conv.id, conv.account_id, attempts, error)
     return Outcome(conv.id, "failed", error=str(error))
 
 
-def _erased_meanwhile(conn, conv: store.Conversation) -> bool:
+def _erased_meanwhile(uow: UnitOfWork, conv: store.Conversation) -> bool:
     """The contact was erased (ledger) or its conversation deleted since it was loaded."""
-    from streams.maintain.erasure import dropped, is_erased
+    from streams.maintain.erasure import dropped
 
-    if is_erased(conn, conv.account_id, contact_id=conv.contact_id) or conn.execute(
-            "SELECT 1 FROM conversations WHERE id = %s", (conv.id,)).fetchone() is None:
+    if uow.learning.erased_or_gone(conv):
         dropped("learn", conv.account_id, "facts of a conversation")
         return True
     return False
@@ -180,26 +185,26 @@ def learn_conversation(ports: LearnPorts, conversation_id: int, *, force: bool =
                        account_id: int | None = None) -> Outcome:
     """Learn from one conversation; ``account_id`` (from an event) must own it."""
     now = ports.clock()
-    with ports.pool.connection() as conn:
-        conv = store.load_conversation(conn, conversation_id)
+    with ports.unit() as uow:  # leaving it uncommitted releases the snapshot before the slow part
+        repo = uow.learning
+        conv = repo.conversation(conversation_id)
         if conv is None:
             return Outcome(conversation_id, "missing")
         if account_id is not None and conv.account_id != account_id:
             return Outcome(conv.id, "mismatch", error=f"conversation {conv.id} is not of account {account_id}")
-        state = store.extraction_state(conn, conv.id)
+        state = repo.extraction_state(conv.id)
         if state and state["status"] in ("done", "discarded") and not force:
             return Outcome(conv.id, "already")
-        if not store.extraction_enabled(conn, conv.account_id):
-            with conn.transaction():
-                store.record_extraction(conn, conv, "skipped", now=now, error="memory_extraction_enabled is off",
-                                        count_attempt=False)
+        if not repo.extraction_enabled(conv.account_id):
+            repo.record_extraction(conv, "skipped", now=now, error="memory_extraction_enabled is off",
+                                   count_attempt=False)
+            uow.commit()
             log.info("extraction skipped conversation_id=%d account_id=%d reason=flag_off", conv.id, conv.account_id)
             return Outcome(conv.id, "skipped")
         # a reopened conversation learns from the messages after the last one learnt
         after = state["through_message_id"] if state and not force else None
-        through = store.last_message_id(conn, conv.id)
-        transcript = store.load_transcript(conn, conv, after_message_id=after, through_message_id=through)
-        conn.rollback()  # release the snapshot before the slow part
+        through = repo.last_message_id(conv.id)
+        transcript = repo.transcript(conv, after_message_id=after, through_message_id=through)
 
     t0 = time.perf_counter()
     try:
@@ -212,10 +217,11 @@ def learn_conversation(ports: LearnPorts, conversation_id: int, *, force: bool =
         metrics.FACTS_DISCARDED.labels(d.reason).inc()
     if result.status == "discarded":
         metrics.EXTRACTION_FAILURES.labels("unusable_output").inc()
-        with ports.pool.connection() as conn, conn.transaction():
-            store.record_extraction(conn, conv, "discarded", now=now, error=result.warning, extractor=result.extractor,
-                                    through_message_id=through)
-            write_ledger(conn, [extraction_call])
+        with ports.unit() as uow:
+            uow.learning.record_extraction(conv, "discarded", now=now, error=result.warning,
+                                           extractor=result.extractor, through_message_id=through)
+            uow.learning.record_calls([extraction_call])
+            uow.commit()
         count_metrics(extraction_call)
         return Outcome(conv.id, "discarded", error=result.warning)
 
@@ -234,35 +240,36 @@ def learn_conversation(ports: LearnPorts, conversation_id: int, *, force: bool =
     try:
         for _ in range(PLAN_ROUNDS):
             # 1. outside any transaction: the slow contradiction checks
-            with ports.pool.connection() as conn:
-                live = store.live_facts(conn, conv.account_id, conv.contact_id)
-                learnt_here = store.facts_learnt_from(conn, conv.account_id, conv.contact_id, conv.id)
-                conn.rollback()
+            with ports.unit() as uow:  # read only: never committed
+                live = uow.learning.live_facts(conv.account_id, conv.contact_id)
+                learnt_here = uow.learning.facts_learnt_from(conv.account_id, conv.contact_id, conv.id)
             plan_consolidation(new_facts, live, asking, conversation_id=conv.id, unit_id=conv.unit_id, now=now,
                                learnt_here=learnt_here, observed_at=observed)
             # 2. a short transaction under the contact's lock, with the verdicts already known
             try:
-                with ports.pool.connection() as conn, conn.transaction():
-                    store.lock_contact(conn, conv.account_id, conv.contact_id)
-                    if _erased_meanwhile(conn, conv):  # the erasure takes the same lock
+                with ports.unit() as uow:
+                    repo = uow.learning
+                    repo.lock_contact(conv.account_id, conv.contact_id)
+                    if _erased_meanwhile(uow, conv):  # the erasure takes the same lock
                         return Outcome(conv.id, "erased")
-                    state = store.extraction_state(conn, conv.id, for_update=True)
+                    state = repo.extraction_state(conv.id, for_update=True)
                     if state and state["status"] in ("done", "discarded") and not force:
                         return Outcome(conv.id, "already")  # another worker finished it meanwhile
-                    live = store.live_facts(conn, conv.account_id, conv.contact_id)
-                    learnt_here = store.facts_learnt_from(conn, conv.account_id, conv.contact_id, conv.id)
+                    live = repo.live_facts(conv.account_id, conv.contact_id)
+                    learnt_here = repo.facts_learnt_from(conv.account_id, conv.contact_id, conv.id)
                     plan = plan_consolidation(new_facts, live, _RecordedChecker(verdicts, ports.checker.name),
                                               conversation_id=conv.id, unit_id=conv.unit_id, now=now,
                                               learnt_here=learnt_here, observed_at=observed)
-                    applied = store.apply_plan(conn, plan, conv, now=now, metadata=metadata, embedding_model=model,
-                                               observed_at=observed)
-                    capped = store.enforce_cap(conn, conv.account_id, conv.contact_id, now=now)
-                    store.record_extraction(conn, conv, "done", now=now, facts=len(result.facts),
-                                            extractor=result.extractor, through_message_id=through)
+                    applied = repo.apply_plan(plan, conv, now=now, metadata=metadata, embedding_model=model,
+                                              observed_at=observed)
+                    capped = repo.enforce_cap(conv.account_id, conv.contact_id, now=now)
+                    repo.record_extraction(conv, "done", now=now, facts=len(result.facts),
+                                           extractor=result.extractor, through_message_id=through)
                     plan.usage = asking.usage
                     contradiction_call = model_call(conv.account_id, "contradiction", ports.llm_model, plan.usage)
                     calls = [extraction_call, contradiction_call, embedding_call]
-                    write_ledger(conn, calls)
+                    repo.record_calls(calls)
+                    uow.commit()  # the facts, the memory events and the extraction row together
                 break
             except _StaleCandidates:
                 continue  # the contact's memory changed meanwhile: ask about the new candidates, outside
@@ -280,8 +287,8 @@ def learn_conversation(ports: LearnPorts, conversation_id: int, *, force: bool =
 
 def retry_failed(ports: LearnPorts, *, limit: int = 20) -> list[Outcome]:
     """Extract again the failed conversations whose next attempt is due."""
-    with ports.pool.connection() as conn:
-        due = store.due_retries(conn, ports.clock(), limit)
+    with ports.unit() as uow:
+        due = uow.learning.due_retries(ports.clock(), limit)
     return [learn_conversation(ports, cid) for cid in due]
 
 
@@ -300,7 +307,8 @@ class ConversationEventHandler:
                 decoded.append((r, decode_outbox("conversation", r.key, r.value, r.headers)))
             except DecodeError as e:
                 dead.append(DeadLetter(r, e.error_class, str(e)))
-        fresh = unprocessed(self.ports.pool, self.consumer, [env.event_id for _, env in decoded])
+        with self.ports.unit() as uow:
+            fresh = uow.learning.unprocessed(self.consumer, [env.event_id for _, env in decoded])
         for r, env in decoded:
             if env.event_id not in fresh:
                 metrics.EVENTS_DUPLICATE.labels(r.topic).inc()
@@ -308,12 +316,17 @@ class ConversationEventHandler:
             fresh.discard(env.event_id)
             event = env.payload
             if env.type not in LEARNING_EVENTS:  # conversation.reopened: nothing to learn yet
-                mark_processed(self.ports.pool, self.consumer, [env.event_id])
+                self._mark(env.event_id)
                 continue
             outcome = learn_conversation(self.ports, event.conversation_id, account_id=event.account_id)
             if outcome.status == "mismatch":  # tenant isolation: never learn across accounts
                 dead.append(DeadLetter(r, "AccountMismatch", outcome.error or ""))
             log.debug("conversation event id=%s type=%s conversation_id=%d status=%s", env.event_id, env.type,
                       event.conversation_id, outcome.status)
-            mark_processed(self.ports.pool, self.consumer, [env.event_id])
+            self._mark(env.event_id)
         return dead
+
+    def _mark(self, event_id: str) -> None:
+        with self.ports.unit() as uow:
+            uow.learning.mark_processed(self.consumer, [event_id])
+            uow.commit()

@@ -31,6 +31,7 @@ from streams import metrics
 from streams.kafka.consume import DeadLetter, Record
 from streams.learn.triggers import reopen_conversation, resolve_conversation
 from streams.store.events import mark_processed, unprocessed
+from streams.store.uow import UnitOfWork, joined
 
 log = logging.getLogger(__name__)
 
@@ -52,14 +53,15 @@ class StatusChange:
     changed: bool        # False: it already had that status
 
 
-def change_status(conn: psycopg.Connection, *, account_id: int, action: Action,
+def change_status(target: "UnitOfWork | psycopg.Connection", *, account_id: int, action: Action,
                   conversation_id: int | None = None, external_id: str | None = None,
                   source: str = "", now: datetime | None = None) -> StatusChange:
     """Resolve or reopen one conversation of ``account_id``, found by our id or
     by the channel's (``external_id``). Raises :class:`ConversationNotFound`."""
     if (conversation_id is None) == (external_id is None):
         raise ValueError("give exactly one of conversation_id and external_id")
-    with conn.transaction():
+    with joined(target) as uow:
+        conn = uow.conn
         cols = ("id, external_id, contact_id, status, "
                 "GREATEST(resolved_at, reopened_at) AS last_change")
         if conversation_id is not None:
@@ -78,9 +80,9 @@ def change_status(conn: psycopg.Connection, *, account_id: int, action: Action,
                      action, row["id"], now.isoformat(), row["last_change"].isoformat())
             return StatusChange(row["id"], row["external_id"], account_id, row["contact_id"], row["status"], False)
         if action == "resolve":
-            changed = resolve_conversation(conn, row["id"], now=now)
+            changed = resolve_conversation(uow, row["id"], now=now)
         elif action == "reopen":
-            changed = reopen_conversation(conn, row["id"], now=now)
+            changed = reopen_conversation(uow, row["id"], now=now)
         else:
             raise ValueError(f"unknown action {action!r}")
         status = conn.execute("SELECT status FROM conversations WHERE id = %s", (row["id"],)).fetchone()["status"]

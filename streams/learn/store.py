@@ -11,7 +11,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Protocol
 
 import numpy as np
 import psycopg
@@ -19,7 +19,14 @@ import psycopg
 from schemas.events import MemoryEvent
 from streams.learn.consolidate import MAX_LIVE_FACTS, Plan, StoredFact, over_cap
 from streams.learn.model import Message, Transcript
-from streams.outbox.write import add_events, outbox_row
+from streams.outbox.write import OutboxEvent
+from streams.store.uow import register_repository
+
+if TYPE_CHECKING:
+    from streams.store.uow import UnitOfWork
+
+#: ``uow.add_event``: how a write announces itself (committed with it).
+Emit = Callable[[str, OutboxEvent], None]
 
 
 # ---------------------------------------------------------------- conversations
@@ -160,8 +167,8 @@ def _stored(rows: list[dict]) -> list[StoredFact]:
             for r in rows]
 
 
-def memory_event(type_: str, memory_id: int, account_id: int, contact_id: int) -> tuple:
-    return outbox_row(type_, MemoryEvent(memory_id=memory_id, account_id=account_id, contact_id=contact_id))
+def memory_event(type_: str, memory_id: int, account_id: int, contact_id: int) -> tuple[str, MemoryEvent]:
+    return type_, MemoryEvent(memory_id=memory_id, account_id=account_id, contact_id=contact_id)
 
 
 @dataclass
@@ -171,7 +178,7 @@ class Applied:
     superseded: list[tuple[int, int, str, str]] = field(default_factory=list)  # (old, new, type, reason)
 
 
-def apply_plan(conn: psycopg.Connection, plan: Plan, conv: Conversation, *, now: datetime,
+def apply_plan(conn: psycopg.Connection, plan: Plan, conv: Conversation, *, now: datetime, emit: Emit,
                metadata: dict, embedding_model: str | None, observed_at: datetime | None = None) -> Applied:
     out = Applied()
     events = []
@@ -220,12 +227,14 @@ def apply_plan(conn: psycopg.Connection, plan: Plan, conv: Conversation, *, now:
         if n:
             out.superseded.append((s.old_id, new_id, s.memory_type, s.reason))
             events.append(memory_event("memory.superseded", s.old_id, conv.account_id, conv.contact_id))
-    add_events(conn, events)
+    for type_, event in events:
+        emit(type_, event)
     return out
 
 
 def soft_delete(conn: psycopg.Connection, ids: Iterable[int], account_id: int, contact_id: int, *,
-                now: datetime, reason: str, actor: str = "system", drop_embedding: bool = False) -> list[int]:
+                now: datetime, emit: Emit, reason: str, actor: str = "system",
+                drop_embedding: bool = False) -> list[int]:
     """Soft-delete facts (invisible to recall at once) and announce it."""
     ids = list(ids)
     if not ids:
@@ -237,11 +246,12 @@ def soft_delete(conn: psycopg.Connection, ids: Iterable[int], account_id: int, c
             WHERE account_id = %s AND contact_id = %s AND id = ANY(%s) AND deleted_at IS NULL
             RETURNING id""", (now, now, audit, account_id, contact_id, ids)).fetchall()
     done = [r["id"] for r in rows]
-    add_events(conn, [memory_event("memory.deleted", i, account_id, contact_id) for i in done])
+    for i in done:
+        emit(*memory_event("memory.deleted", i, account_id, contact_id))
     return done
 
 
-def enforce_cap(conn: psycopg.Connection, account_id: int, contact_id: int, *, now: datetime,
+def enforce_cap(conn: psycopg.Connection, account_id: int, contact_id: int, *, now: datetime, emit: Emit,
                 cap: int = MAX_LIVE_FACTS, dry_run: bool = False) -> list[int]:
     """Soft-delete the least recently verified live facts beyond ``cap``."""
     rows = conn.execute(
@@ -250,7 +260,7 @@ def enforce_cap(conn: psycopg.Connection, account_id: int, contact_id: int, *, n
     victims = over_cap([(r["id"], r["last_verified_at"]) for r in rows], cap)
     if dry_run:
         return victims
-    return soft_delete(conn, victims, account_id, contact_id, now=now, reason="cap")
+    return soft_delete(conn, victims, account_id, contact_id, now=now, emit=emit, reason="cap")
 
 
 # ----------------------------------------------------------------- embeddings
@@ -271,3 +281,166 @@ def set_embedding(conn: psycopg.Connection, memory_id: int, content: str, vector
 def count_live(conn: psycopg.Connection) -> int:
     return int(conn.execute("SELECT count(*) AS n FROM contact_memories "
                             "WHERE deleted_at IS NULL AND superseded_at IS NULL").fetchone()["n"])
+
+
+# --------------------------------------------------- the learning repository
+class LearningRepository(Protocol):
+    """What the learning flow reads and writes, inside a unit of work (``uow.learning``).
+
+    ``PostgresLearningRepository`` is the SQL above on the unit's connection;
+    ``streams.store.fake_uow`` implements it in memory for unit tests.
+    """
+
+    def conversation(self, conversation_id: int) -> Conversation | None: ...
+    def extraction_state(self, conversation_id: int, *, for_update: bool = False) -> dict | None: ...
+    def extraction_enabled(self, account_id: int) -> bool: ...
+    def record_extraction(self, conv: Conversation, status: str, *, now: datetime, **kw) -> int: ...
+    def due_retries(self, now: datetime, limit: int = 20) -> list[int]: ...
+    def last_message_id(self, conversation_id: int) -> int | None: ...
+    def transcript(self, conv: Conversation, *, after_message_id: int | None = None,
+                   through_message_id: int | None = None) -> Transcript: ...
+    def lock_contact(self, account_id: int, contact_id: int) -> None: ...
+    def erased_or_gone(self, conv: Conversation) -> bool: ...
+    def live_facts(self, account_id: int, contact_id: int) -> list[StoredFact]: ...
+    def facts_learnt_from(self, account_id: int, contact_id: int, conversation_id: int) -> list[StoredFact]: ...
+    def apply_plan(self, plan: Plan, conv: Conversation, *, now: datetime, metadata: dict,
+                   embedding_model: str | None, observed_at: datetime | None = None) -> Applied: ...
+    def enforce_cap(self, account_id: int, contact_id: int, *, now: datetime, cap: int = MAX_LIVE_FACTS,
+                    dry_run: bool = False) -> list[int]: ...
+    def soft_delete(self, ids: Iterable[int], account_id: int, contact_id: int, *, now: datetime, reason: str,
+                    actor: str = "system", drop_embedding: bool = False) -> list[int]: ...
+    def record_calls(self, calls: list) -> int: ...
+    def unprocessed(self, consumer: str, event_ids: list[str]) -> set[str]: ...
+    def mark_processed(self, consumer: str, event_ids: list[str]) -> None: ...
+    def unembedded(self, model: str, limit: int) -> list[dict]: ...
+    def set_embedding(self, memory_id: int, content: str, vector: np.ndarray, model: str) -> bool: ...
+    # forgetting and aging
+    def contact_of_memory(self, account_id: int, memory_id: int) -> int | None: ...
+    def memory_ids(self, account_id: int, contact_id: int) -> list[int]: ...
+    def expired(self, now: datetime) -> list[dict]: ...
+    def age(self, delete_ids: list[int], reduce_ids: list[int], *, now: datetime, weight: float) -> None: ...
+    def crowded(self, cap: int) -> list[tuple[int, int]]: ...
+    def hard_delete(self, before: datetime, *, dry_run: bool) -> dict[int, int]: ...
+
+
+class PostgresLearningRepository:
+    """``LearningRepository`` over a ``PostgresUnitOfWork``'s connection; events go to ``uow.add_event``."""
+
+    def __init__(self, uow: "UnitOfWork"):
+        self.uow, self.conn = uow, uow.conn
+
+    def conversation(self, conversation_id):
+        return load_conversation(self.conn, conversation_id)
+
+    def extraction_state(self, conversation_id, *, for_update=False):
+        return extraction_state(self.conn, conversation_id, for_update=for_update)
+
+    def extraction_enabled(self, account_id):
+        return extraction_enabled(self.conn, account_id)
+
+    def record_extraction(self, conv, status, *, now, **kw):
+        return record_extraction(self.conn, conv, status, now=now, **kw)
+
+    def due_retries(self, now, limit=20):
+        return due_retries(self.conn, now, limit)
+
+    def last_message_id(self, conversation_id):
+        return last_message_id(self.conn, conversation_id)
+
+    def transcript(self, conv, *, after_message_id=None, through_message_id=None):
+        return load_transcript(self.conn, conv, after_message_id=after_message_id,
+                               through_message_id=through_message_id)
+
+    def lock_contact(self, account_id, contact_id):
+        lock_contact(self.conn, account_id, contact_id)
+
+    def erased_or_gone(self, conv):
+        from streams.maintain.erasure import is_erased
+
+        return is_erased(self.conn, conv.account_id, contact_id=conv.contact_id) or self.conn.execute(
+            "SELECT 1 FROM conversations WHERE id = %s", (conv.id,)).fetchone() is None
+
+    def live_facts(self, account_id, contact_id):
+        return live_facts(self.conn, account_id, contact_id)
+
+    def facts_learnt_from(self, account_id, contact_id, conversation_id):
+        return facts_learnt_from(self.conn, account_id, contact_id, conversation_id)
+
+    def apply_plan(self, plan, conv, *, now, metadata, embedding_model, observed_at=None):
+        return apply_plan(self.conn, plan, conv, now=now, emit=self.uow.add_event, metadata=metadata,
+                          embedding_model=embedding_model, observed_at=observed_at)
+
+    def enforce_cap(self, account_id, contact_id, *, now, cap=MAX_LIVE_FACTS, dry_run=False):
+        return enforce_cap(self.conn, account_id, contact_id, now=now, emit=self.uow.add_event, cap=cap,
+                           dry_run=dry_run)
+
+    def soft_delete(self, ids, account_id, contact_id, *, now, reason, actor="system", drop_embedding=False):
+        return soft_delete(self.conn, ids, account_id, contact_id, now=now, emit=self.uow.add_event, reason=reason,
+                           actor=actor, drop_embedding=drop_embedding)
+
+    def record_calls(self, calls):
+        from streams.pricing import write_ledger
+
+        return write_ledger(self.conn, calls)
+
+    def unprocessed(self, consumer, event_ids):
+        ids = list(dict.fromkeys(event_ids))
+        if not ids:
+            return set()
+        seen = {r["event_id"] for r in self.conn.execute(
+            "SELECT event_id FROM processed_events WHERE consumer = %s AND event_id = ANY(%s)",
+            (consumer, ids)).fetchall()}
+        return set(ids) - seen
+
+    def mark_processed(self, consumer, event_ids):
+        for e in dict.fromkeys(event_ids):
+            self.conn.execute("INSERT INTO processed_events (consumer, event_id) VALUES (%s, %s) "
+                              "ON CONFLICT DO NOTHING", (consumer, e))
+
+    def unembedded(self, model: str, limit: int) -> list[dict]:
+        return unembedded(self.conn, model, limit)
+
+    def set_embedding(self, memory_id: int, content: str, vector: np.ndarray, model: str) -> bool:
+        return set_embedding(self.conn, memory_id, content, vector, model)
+
+    def contact_of_memory(self, account_id, memory_id):
+        row = self.conn.execute("SELECT contact_id FROM contact_memories WHERE id = %s AND account_id = %s "
+                                "AND deleted_at IS NULL", (memory_id, account_id)).fetchone()
+        return row["contact_id"] if row else None
+
+    def memory_ids(self, account_id, contact_id):
+        return [r["id"] for r in self.conn.execute(
+            "SELECT id FROM contact_memories WHERE account_id = %s AND contact_id = %s AND deleted_at IS NULL",
+            (account_id, contact_id)).fetchall()]
+
+    def expired(self, now):
+        return self.conn.execute(
+            "SELECT id, account_id, contact_id, memory_type, weight, superseded_at FROM contact_memories "
+            "WHERE deleted_at IS NULL AND expires_at IS NOT NULL AND expires_at <= %s ORDER BY id FOR UPDATE",
+            (now,)).fetchall()
+
+    def age(self, delete_ids, reduce_ids, *, now, weight):
+        audit = json.dumps({"deleted": {"by": "aging", "at": now.isoformat(), "reason": "ttl"}})
+        self.conn.execute("UPDATE contact_memories SET deleted_at = %s, updated_at = %s, "
+                          "metadata = metadata || %s::jsonb WHERE id = ANY(%s)", (now, now, audit, delete_ids))
+        self.conn.execute("UPDATE contact_memories SET weight = LEAST(weight, %s), updated_at = %s "
+                          "WHERE id = ANY(%s)", (weight, now, reduce_ids))
+
+    def crowded(self, cap):
+        return [(r["account_id"], r["contact_id"]) for r in self.conn.execute(
+            "SELECT account_id, contact_id FROM contact_memories WHERE deleted_at IS NULL AND superseded_at IS NULL "
+            "GROUP BY account_id, contact_id HAVING count(*) > %s", (cap,)).fetchall()]
+
+    def hard_delete(self, before, *, dry_run):
+        from collections import Counter
+
+        if dry_run:
+            rows = self.conn.execute("SELECT account_id, count(*) AS n FROM contact_memories WHERE deleted_at < %s "
+                                     "GROUP BY account_id", (before,)).fetchall()
+            return {r["account_id"]: int(r["n"]) for r in rows}
+        rows = self.conn.execute("DELETE FROM contact_memories WHERE deleted_at < %s RETURNING account_id",
+                                 (before,)).fetchall()
+        return dict(Counter(r["account_id"] for r in rows))
+
+
+register_repository("learning", PostgresLearningRepository)

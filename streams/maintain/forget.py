@@ -31,7 +31,7 @@ from psycopg.types.json import Jsonb
 
 from schemas.events import ContactEvent
 from streams.learn import store
-from streams.outbox.write import add_events, outbox_row
+from streams.store.uow import joined
 
 log = logging.getLogger(__name__)
 
@@ -40,21 +40,25 @@ def _now(now: datetime | None) -> datetime:
     return now or datetime.now(timezone.utc)
 
 
-def _contact_event(type_: str, account_id: int, contact_id: int) -> tuple:
-    return outbox_row(type_, ContactEvent(account_id=account_id, contact_id=contact_id))
+def _contact_event(type_: str, account_id: int, contact_id: int) -> tuple[str, ContactEvent]:
+    return type_, ContactEvent(account_id=account_id, contact_id=contact_id)
 
 
-def forget_memory(conn: psycopg.Connection, account_id: int, memory_id: int, *, actor: str = "cli",
+# Every function below takes ``target``: an open unit of work (the caller commits
+# it with its own changes) or a connection (one unit over it, committed here).
+Target = "UnitOfWork | psycopg.Connection"
+
+
+def forget_memory(target: Target, account_id: int, memory_id: int, *, actor: str = "cli",
                   now: datetime | None = None) -> bool:
     """Soft-delete one fact of ``account_id``. False when no such live fact."""
     now = _now(now)
-    with conn.transaction():
-        row = conn.execute("SELECT contact_id FROM contact_memories WHERE id = %s AND account_id = %s "
-                           "AND deleted_at IS NULL", (memory_id, account_id)).fetchone()
-        if row is None:
+    with joined(target) as uow:
+        contact_id = uow.learning.contact_of_memory(account_id, memory_id)
+        if contact_id is None:
             return False
-        done = store.soft_delete(conn, [memory_id], account_id, row["contact_id"], now=now, reason="forget",
-                                 actor=actor, drop_embedding=True)
+        done = uow.learning.soft_delete([memory_id], account_id, contact_id, now=now, reason="forget",
+                                        actor=actor, drop_embedding=True)
     log.info('memory forgotten account_id=%d memory_id=%d actor="%s"', account_id, memory_id, actor)
     return bool(done)
 
@@ -72,7 +76,7 @@ class Restored:
     embedded: bool = False
 
 
-def restore_memory(conn: psycopg.Connection, account_id: int, memory_id: int, *, actor: str, embedder,
+def restore_memory(target: Target, account_id: int, memory_id: int, *, actor: str, embedder,
                    checker, llm_model: str = "", now: datetime | None = None) -> Restored:
     """Undo the soft delete of one fact of ``account_id`` (one function for the API, the CLI and the console).
 
@@ -88,8 +92,8 @@ def restore_memory(conn: psycopg.Connection, account_id: int, memory_id: int, *,
     from streams.pricing import count_metrics, model_call, write_ledger
 
     now = _now(now)
-    with conn.transaction():
-        row = conn.execute("SELECT content FROM contact_memories WHERE id = %s AND account_id = %s",
+    with joined(target) as uow:  # read only
+        row = uow.conn.execute("SELECT content FROM contact_memories WHERE id = %s AND account_id = %s",
                            (memory_id, account_id)).fetchone()
     if row is None:
         raise LookupError(memory_id)
@@ -98,7 +102,8 @@ def restore_memory(conn: psycopg.Connection, account_id: int, memory_id: int, *,
     embedding_call = model_call(account_id, "embedding", embedder.name if embedder else "",
                                 embedding_tokens.usage(paid))
     usage = TokenUsage()
-    with conn.transaction():
+    with joined(target) as uow:
+        conn = uow.conn
         r = conn.execute("SELECT id, contact_id, memory_type, memory_key, content, normalized_value, deleted_at, "
                          "superseded_at, observed_at, metadata FROM contact_memories "
                          "WHERE id = %s AND account_id = %s FOR UPDATE", (memory_id, account_id)).fetchone()
@@ -148,7 +153,8 @@ def restore_memory(conn: psycopg.Connection, account_id: int, memory_id: int, *,
             events += [store.memory_event("memory.superseded", i, account_id, contact_id) for i in out.superseded]
         if out.superseded_by:
             events.append(store.memory_event("memory.superseded", memory_id, account_id, contact_id))
-        add_events(conn, events)
+        for event in events:
+            uow.add_event(*event)
         call = model_call(account_id, "contradiction", llm_model, usage)
         write_ledger(conn, [call, embedding_call])
     count_metrics(call)
@@ -158,23 +164,21 @@ def restore_memory(conn: psycopg.Connection, account_id: int, memory_id: int, *,
     return out
 
 
-def forget_contact(conn: psycopg.Connection, account_id: int, contact_id: int, *, actor: str = "cli",
+def forget_contact(target: Target, account_id: int, contact_id: int, *, actor: str = "cli",
                    now: datetime | None = None) -> int:
     """Soft-delete every fact of a contact (history included); returns how many."""
     now = _now(now)
-    with conn.transaction():
-        ids = [r["id"] for r in conn.execute(
-            "SELECT id FROM contact_memories WHERE account_id = %s AND contact_id = %s AND deleted_at IS NULL",
-            (account_id, contact_id)).fetchall()]
-        done = store.soft_delete(conn, ids, account_id, contact_id, now=now, reason="forget_contact", actor=actor,
-                                 drop_embedding=True)
-        add_events(conn, [_contact_event("contact.forgotten", account_id, contact_id)])
+    with joined(target) as uow:
+        ids = uow.learning.memory_ids(account_id, contact_id)
+        done = uow.learning.soft_delete(ids, account_id, contact_id, now=now, reason="forget_contact",
+                                        actor=actor, drop_embedding=True)
+        uow.add_event(*_contact_event("contact.forgotten", account_id, contact_id))
     log.info('contact forgotten account_id=%d contact_id=%d facts=%d actor="%s"', account_id, contact_id,
              len(done), actor)
     return len(done)
 
 
-def erase_contact(conn: psycopg.Connection, account_id: int, contact_id: int, *,
+def erase_contact(target: Target, account_id: int, contact_id: int, *,
                   key: str | None = None) -> dict[str, int]:
     """Remove everything of a contact now and add it to the erasure ledger (so
     that no replayed or late record brings it back); returns the rows deleted
@@ -182,7 +186,8 @@ def erase_contact(conn: psycopg.Connection, account_id: int, contact_id: int, *,
     from streams.maintain.erasure import record_erasure
 
     counts: dict[str, int] = {}
-    with conn.transaction():
+    with joined(target) as uow:
+        conn = uow.conn  # Postgres only: the erasure deletes rows of every table
         # the lock every path that creates a contact's data takes (store_inbound, learning)
         store.lock_contact(conn, account_id, contact_id)
         phone_row = conn.execute("SELECT phone FROM contacts WHERE account_id = %s AND id = %s",
@@ -213,7 +218,7 @@ def erase_contact(conn: psycopg.Connection, account_id: int, contact_id: int, *,
         delete("contacts", "DELETE FROM contacts WHERE account_id = %s AND id = %s", (account_id, contact_id))
         counts["pgvector_embeddings"] = int(embedded)
         record_erasure(conn, account_id, contact_id, phone_row["phone"] if phone_row else None, counts, key=key)
-        add_events(conn, [_contact_event("contact.erased", account_id, contact_id)])
+        uow.add_event(*_contact_event("contact.erased", account_id, contact_id))
     log.info("contact erased account_id=%d contact_id=%d %s", account_id, contact_id,
              " ".join(f"{k}={v}" for k, v in counts.items()))
     return counts

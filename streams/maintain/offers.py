@@ -36,6 +36,7 @@ from psycopg.types.json import Jsonb
 
 from schemas.events import OutboundReply, WhatsAppTemplate
 from streams.respond.text import content_tokens, fold, stem
+from streams.store.uow import joined
 
 log = logging.getLogger(__name__)
 
@@ -237,7 +238,7 @@ def plan_offers(conn: psycopg.Connection, account_id: int, today: date, *, days:
 def record_offers(conn: psycopg.Connection, proposals: Sequence[Proposal]) -> int:
     """Insert the offers; one per contact × occasion × year whatever runs twice."""
     n = 0
-    with conn.transaction():
+    with joined(conn):  # one unit of work (committed at the end)
         for p in proposals:
             n += conn.execute(
                 """INSERT INTO offers (account_id, contact_id, occasion, year, occasion_date, memory_id,

@@ -33,7 +33,7 @@ from psycopg_pool import ConnectionPool
 
 from schemas.events import ConversationEvent, OutboundReply
 from streams import metrics
-from streams.outbox.write import add_events, outbox_row
+from streams.store.uow import joined
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,8 @@ def missing_extractions(pool: ConnectionPool, *, account_id: int | None = None, 
                         now: datetime | None = None, repair: bool = False, limit: int = 5000) -> list[int]:
     """Finished conversations never learnt (no extraction row, no pending event)."""
     cut = _now(now) - timedelta(seconds=min_age)
-    with pool.connection() as conn, conn.transaction():
+    with joined(pool) as uow:  # one unit of work (committed at the end)
+        conn = uow.conn
         rows = conn.execute(
             """SELECT c.id, c.account_id, c.contact_id,
                       CASE WHEN c.status = 'resolved' THEN 'resolved' ELSE 'silent' END AS why
@@ -86,9 +87,9 @@ def missing_extractions(pool: ConnectionPool, *, account_id: int | None = None, 
                ORDER BY c.id LIMIT %(limit)s""",
             dict(cut=cut, acc=account_id, limit=limit)).fetchall()
         if repair and rows:
-            add_events(conn, [outbox_row(f"conversation.{r['why']}", ConversationEvent(
-                conversation_id=r["id"], account_id=r["account_id"], contact_id=r["contact_id"], reason=r["why"]))
-                for r in rows])
+            for r in rows:
+                uow.add_event(f"conversation.{r['why']}", ConversationEvent(
+                    conversation_id=r["id"], account_id=r["account_id"], contact_id=r["contact_id"], reason=r["why"]))
             metrics.RECONCILE_REPAIRS.labels("extractions").inc(len(rows))
     return [r["id"] for r in rows]
 
@@ -129,7 +130,8 @@ async def publish_replies(producer, topic: str, pool: ConnectionPool, replies: l
         await asyncio.gather(*futs)
 
     def mark() -> None:
-        with pool.connection() as conn, conn.transaction():
+        with joined(pool) as uow:  # one unit of work (committed at the end)
+            conn = uow.conn
             if replies:
                 conn.execute("UPDATE messages SET published_at = now() WHERE channel_message_id = ANY(%s) "
                              "AND published_at IS NULL", ([r.reply_id for r in replies],))

@@ -56,6 +56,9 @@ class OutboxRelay:
     # ------------------------------------------------------------ one round
     async def drain_once(self, conn: psycopg.AsyncConnection) -> int:
         """Claim, publish and settle one batch; returns the number of rows claimed."""
+        # Not a unit of work (streams/store/uow.py): the relay changes no domain state and
+        # announces nothing; it is the outbox's own bookkeeping (rows locked while their
+        # records are published, then settled), on an async connection of its own.
         async with conn.transaction():
             cur = await conn.execute(
                 """SELECT id::text, aggregatetype, aggregateid, type, payload::text AS payload,

@@ -4,8 +4,9 @@ Events are the typed contracts of ``schemas/events.py`` (``ChunkEvent``,
 ``ConversationEvent``, ``MemoryEvent``, ``ContactEvent``): the model is
 validated when it is built, its aggregate (topic ``outbox.event.<aggregate>``)
 and key follow from its class, and the event type must be one the contract
-declares. Nothing else writes the ``outbox`` table, so a row the relay or
-Debezium publishes always decodes on the consuming side.
+declares. Only the unit of work (``streams/store/uow.py``) calls ``add_events``,
+at its commit, so a row the relay or Debezium publishes always decodes on the
+consuming side; flows announce events with ``uow.add_event``.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from psycopg_pool import ConnectionPool
 from schemas.events import InboundMessage, OutboundReply
 from streams.respond.adapters import REDUCE_WEIGHT_TYPES
 from streams.respond.tools import ToolConfigError, ToolSpec, parse_tools
+from streams.store.uow import PostgresUnitOfWork
 
 log = logging.getLogger(__name__)
 
@@ -54,12 +55,13 @@ class PostgresActsStore:
         them later would bring the facts back). One transaction."""
         from streams.maintain.forget import forget_contact
 
-        with self.pool.connection() as conn, conn.transaction():
+        with PostgresUnitOfWork(self.pool) as uow:
+            conn = uow.conn
             done = conn.execute("SELECT facts FROM privacy_requests WHERE account_id = %s AND message_id = %s",
                                 (msg.account_id, msg.message_id)).fetchone()
             if done is not None:  # redelivered: already forgotten
                 return int(done["facts"])
-            n = forget_contact(conn, msg.account_id, msg.contact_id, actor="customer-request")
+            n = forget_contact(uow, msg.account_id, msg.contact_id, actor="customer-request")
             conn.execute(
                 """INSERT INTO conversation_extractions (conversation_id, account_id, contact_id, status,
                                                          last_error, updated_at)
@@ -69,6 +71,7 @@ class PostgresActsStore:
                        updated_at = EXCLUDED.updated_at
                    WHERE conversation_extractions.status NOT IN ('done', 'discarded')""", (msg.account_id, msg.contact_id))
             self._record(conn, msg, "erasure", n)
+            uow.commit()  # the facts forgotten, their events and the request's record together
         return n
 
     def record_opt_out(self, msg: InboundMessage) -> None:

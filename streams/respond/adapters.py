@@ -14,17 +14,17 @@ from typing import Any, Callable, Mapping, Sequence
 from uuid import UUID
 
 import numpy as np
-from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from schemas.events import InboundMessage, OutboundReply
 from streams.embedding import Embedder
 from streams.ingest.knowledge import chunk_alias, model_of, search_chunks
-from streams.kafka.errors import PoisonRecord
-from streams.pricing import LEDGER_INSERT, ModelCall, ledger_args
+from streams.pricing import ModelCall
 from streams.respond.handler import SystemClock, reply_id_for  # noqa: F401  (Clock adapter)
 from streams.respond.model import ConversationContext, HistoryMessage, InboxConfig, KnowledgeChunk
 from streams.respond.recall import MemoryFact
+from streams.respond.store import TenantMismatch  # noqa: F401  (raised by the writes; importers use this name)
+from streams.store.uow import PostgresUnitOfWork, UnitOfWorkFactory
 
 log = logging.getLogger(__name__)
 
@@ -35,75 +35,39 @@ REDUCE_WEIGHT_TYPES = ("preferencia", "padrao_comportamental", "vinculo_comercia
 REDUCED_WEIGHT = 0.7
 
 
-class TenantMismatch(PoisonRecord):
-    """An inbound message names a row that belongs to another account (never retried)."""
-
-    def __init__(self, message: str):
-        super().__init__("TenantMismatch", message)
-
-
 class PostgresConversationStore:
-    def __init__(self, pool: ConnectionPool, *, erasure_key: str | None = None):
+    def __init__(self, pool: ConnectionPool | None, *, erasure_key: str | None = None,
+                 uow: UnitOfWorkFactory | None = None):
         self.pool = pool
         self.erasure_key = erasure_key
+        # the writes go through a unit of work (the in-memory fake in unit tests)
+        self.unit: UnitOfWorkFactory = uow or (lambda: PostgresUnitOfWork(pool))
 
     def receive(self, msg: InboundMessage, history: int) -> ConversationContext | None:
         """``store_inbound`` then ``load_context`` on one pooled connection (one checkout, the
         context's two reads in one round trip); None when there is nothing to answer."""
+        if self.pool is None:  # the in-memory unit of work (unit tests): nothing to share
+            return self.load_context(msg, history) if self.store_inbound(msg) else None
         with self.pool.connection() as conn:
-            with conn.transaction():
-                if not self._store_inbound(conn, msg):
-                    return None
+            if not self._store_inbound(PostgresUnitOfWork(conn=conn), msg):
+                return None
             return self._context(conn, msg, history)
 
     def store_inbound(self, msg: InboundMessage) -> bool:
-        with self.pool.connection() as conn, conn.transaction():
-            return self._store_inbound(conn, msg)
+        return self._store_inbound(self.unit(), msg)
 
-    def _store_inbound(self, conn, msg: InboundMessage) -> bool:
+    def _store_inbound(self, unit, msg: InboundMessage) -> bool:
         reply_id = reply_id_for(msg)
-        if self._erased(conn, msg):
-            return False  # an erased contact never comes back (no row, no reply)
-        conn.execute("INSERT INTO accounts (id) VALUES (%s) ON CONFLICT (id) DO NOTHING",
-                     (msg.account_id,))
-        for table, row_id in (("contacts", msg.contact_id), ("inboxes", msg.inbox_id)):
-            row = conn.execute(
-                f"INSERT INTO {table} (id, account_id) VALUES (%s, %s) ON CONFLICT (id) "
-                f"DO UPDATE SET id = EXCLUDED.id RETURNING account_id", (row_id, msg.account_id)).fetchone()
-            if row["account_id"] != msg.account_id:
-                raise TenantMismatch(f"{table[:-1]} {row_id} belongs to another account")
-        conv = conn.execute(
-            """INSERT INTO conversations (external_id, account_id, inbox_id, contact_id, unit_id,
-                                          last_message_at)
-               VALUES (%s, %s, %s, %s, %s, %s)
-               ON CONFLICT (external_id) DO UPDATE
-                  SET last_message_at = GREATEST(conversations.last_message_at, EXCLUDED.last_message_at)
-               RETURNING id, account_id, contact_id""",
-            (msg.conversation_id, msg.account_id, msg.inbox_id, msg.contact_id, msg.unit_id,
-             msg.sent_at)).fetchone()
-        if conv["account_id"] != msg.account_id or conv["contact_id"] != msg.contact_id:
-            raise TenantMismatch(f"conversation {msg.conversation_id} belongs to another account/contact")
-        inserted = conn.execute(
-            """INSERT INTO messages (conversation_id, account_id, role, text, sent_at, channel_message_id,
-                                     message_type)
-               VALUES (%s, %s, 'contact', %s, %s, %s, %s) ON CONFLICT (channel_message_id) DO NOTHING""",
-            (conv["id"], msg.account_id, msg.text, msg.sent_at, msg.message_id, msg.message_type)).rowcount
-        if inserted:
-            return True
-        replied = conn.execute("SELECT 1 FROM messages WHERE channel_message_id = %s",
-                               (reply_id,)).fetchone()
-        return replied is None
+        with unit as uow:
+            repo = uow.conversations
+            if repo.erased(msg, self.erasure_key):
+                from streams.maintain.erasure import dropped
 
-    def _erased(self, conn, msg: InboundMessage) -> bool:
-        """Under the contact's lock (the erasure takes it too): is it in the erasure ledger?"""
-        from streams.learn.store import lock_contact
-        from streams.maintain.erasure import dropped, is_erased
-
-        lock_contact(conn, msg.account_id, msg.contact_id)
-        if is_erased(conn, msg.account_id, contact_id=msg.contact_id, key=self.erasure_key):
-            dropped("respond", msg.account_id, "inbound message")
-            return True
-        return False
+                dropped("respond", msg.account_id, "inbound message")
+                return False  # an erased contact never comes back (no row, no reply)
+            needs_reply = repo.store_inbound(msg, reply_id)
+            uow.commit()
+        return needs_reply
 
     def unpublished_reply(self, msg: InboundMessage) -> OutboundReply | None:
         """The stored reply to ``msg`` if Kafka never acknowledged it (crash in between)."""
@@ -172,19 +136,9 @@ class PostgresConversationStore:
         stored = json.loads(reply.model_dump_json())
         if recall_ms is not None:
             stored["recall_ms"] = round(recall_ms, 3)   # the unit reports' recall P99
-        with self.pool.connection() as conn, conn.transaction():
-            conv = conn.execute("SELECT id FROM conversations WHERE external_id = %s AND account_id = %s",
-                                (reply.conversation_id, reply.account_id)).fetchone()
-            conn.execute(
-                """INSERT INTO messages (conversation_id, account_id, role, text, sent_at,
-                                         channel_message_id, reply)
-                   VALUES (%s, %s, 'agent', %s, %s, %s, %s) ON CONFLICT (channel_message_id) DO NOTHING""",
-                (conv["id"], reply.account_id, reply.text, reply.created_at, reply.reply_id, Jsonb(stored)))
-            for call in (model_call, *embedding_calls):   # an INSERT only for calls that used tokens
-                if call is not None:
-                    conn.execute(LEDGER_INSERT, ledger_args(call))
-            conn.execute("UPDATE conversations SET lead_state = %s WHERE id = %s",
-                         (Jsonb(dict(lead_state or {})), conv["id"]))
+        with self.unit() as uow:
+            uow.conversations.save_reply(reply, stored, lead_state, (model_call, *embedding_calls))
+            uow.commit()
 
 class PostgresMemoryRecall:
     """The contact's live facts embedded with ``embedding_model`` (others are

@@ -84,6 +84,7 @@ def migrate(database_url: str, migrations_dir: Path = MIGRATIONS_DIR) -> list[st
                     if done[version] != checksum:
                         log.warning("migration %s changed after it was applied; not re-run", version)
                     continue
+                # not a unit of work: schema changes, one transaction per migration file
                 with conn.transaction():
                     conn.execute(sql)
                     conn.execute(

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta, timezone
 import psycopg
 
 from streams.admin.tokens import Operator
+from streams.store.uow import joined
 
 
 def _hash(secret: str) -> str:
@@ -23,7 +24,7 @@ def _hash(secret: str) -> str:
 def create_session(conn: psycopg.Connection, op: Operator, *, hours: float) -> tuple[str, str]:
     """Returns (session secret for the cookie, CSRF token for the forms)."""
     secret, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(24)
-    with conn.transaction():
+    with joined(conn):  # one unit of work (committed at the end)
         conn.execute("DELETE FROM console_sessions WHERE expires_at < now()")
         conn.execute("INSERT INTO console_sessions (session_hash, account_id, token_id, csrf_token, expires_at) "
                      "VALUES (%s, %s, %s, %s, %s)",
@@ -48,7 +49,7 @@ def session_for(conn: psycopg.Connection, secret: str | None) -> tuple[Operator,
 
 def end_session(conn: psycopg.Connection, secret: str | None) -> None:
     if secret:
-        with conn.transaction():
+        with joined(conn):  # one unit of work (committed at the end)
             conn.execute("DELETE FROM console_sessions WHERE session_hash = %s", (_hash(secret),))
 
 

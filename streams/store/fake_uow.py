@@ -1,0 +1,428 @@
+"""An in-memory unit of work: the same ports as Postgres, for unit tests of the domain logic.
+
+``FakeDatabase`` is the committed state (plain dicts and lists); each
+``FakeUnitOfWork`` block works on a deep copy of it and replaces it only at
+``commit()``, so an exception or an early return leaves nothing behind, as a
+rolled-back transaction does. Committed events land in ``db.outbox`` as
+``(type, event)`` pairs, already validated by ``UnitOfWork.commit``.
+
+Usage::
+
+    db = FakeDatabase()
+    db.add_account(1, memory_extraction_enabled=True)
+    ports = LearnPorts(pool=None, ..., uow=db.unit_of_work)
+    learn_conversation(ports, conversation_id)
+    assert [t for t, _ in db.outbox] == ["memory.created", ...]
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from uuid6 import uuid7
+
+from streams.learn.consolidate import MAX_LIVE_FACTS, Plan, StoredFact, over_cap
+from streams.learn.model import Message, Transcript
+from streams.learn.store import Applied, Conversation, memory_event
+from streams.outbox.write import OutboxEvent
+from streams.store.uow import UnitOfWork
+
+
+@dataclass
+class FakeState:
+    accounts: dict[int, dict] = field(default_factory=dict)          # id -> settings
+    conversations: dict[int, Conversation] = field(default_factory=dict)
+    messages: list[dict] = field(default_factory=list)               # id, conversation_id, role, text, sent_at, type
+    extractions: dict[int, dict] = field(default_factory=dict)       # conversation id -> row
+    memories: dict[int, dict] = field(default_factory=dict)          # id -> contact_memories row
+    erased: set[tuple[int, int]] = field(default_factory=set)        # (account, contact)
+    ledger: list = field(default_factory=list)                       # model calls
+    processed: set[tuple[str, str]] = field(default_factory=set)     # (consumer, event id)
+    owners: dict[tuple[str, int], int] = field(default_factory=dict)  # (contacts|inboxes, id) -> account
+    channel_conversations: dict[str, int] = field(default_factory=dict)  # external id -> conversation id
+    lead_states: dict[int, dict] = field(default_factory=dict)      # conversation id -> lead state
+    documents: dict[str, dict] = field(default_factory=dict)         # id -> account_id, source, title, deleted
+    chunks: dict[str, dict] = field(default_factory=dict)            # id -> account_id, document_id, seq, ...
+    outbox: list[tuple[str, OutboxEvent]] = field(default_factory=list)
+    next_id: int = 1
+
+    def new_id(self) -> int:
+        self.next_id += 1
+        return self.next_id - 1
+
+
+class FakeDatabase:
+    """The committed state the fake units of work share (one per test)."""
+
+    def __init__(self) -> None:
+        self.state = FakeState()
+        self.commits = 0
+
+    # test set-up helpers (write committed state directly, announce nothing)
+    def add_account(self, account_id: int, **settings) -> None:
+        self.state.accounts[account_id] = dict(settings)
+
+    def add_conversation(self, conv: Conversation, messages: list[tuple[str, str, datetime]]) -> None:
+        self.state.conversations[conv.id] = conv
+        for role, text, sent_at in messages:
+            self.state.messages.append({"id": self.state.new_id(), "conversation_id": conv.id, "role": role,
+                                        "text": text, "sent_at": sent_at, "message_type": "text"})
+
+    def unit_of_work(self) -> "FakeUnitOfWork":
+        return FakeUnitOfWork(self)
+
+    @property
+    def outbox(self) -> list[tuple[str, OutboxEvent]]:
+        return self.state.outbox
+
+    def live_memories(self, account_id: int, contact_id: int) -> list[dict]:
+        return [m for m in self.state.memories.values() if m["account_id"] == account_id
+                and m["contact_id"] == contact_id and m["deleted_at"] is None and m["superseded_at"] is None]
+
+
+class FakeUnitOfWork(UnitOfWork):
+    def __init__(self, db: FakeDatabase):
+        super().__init__()
+        self.db = db
+        self.work: FakeState | None = None
+
+    def _begin(self) -> None:
+        self.work = copy.deepcopy(self.db.state)
+
+    def _commit(self, events: list[tuple[str, OutboxEvent]]) -> None:
+        self.work.outbox.extend(events)
+        self.db.state = self.work
+        self.db.commits += 1
+        self.work = copy.deepcopy(self.db.state)  # the unit stays usable, as a connection does
+
+    def _rollback(self) -> None:
+        if self.work is not None:
+            self.work = copy.deepcopy(self.db.state)
+
+    def _end(self, failed: bool) -> None:
+        self.work = None
+
+    @property
+    def learning(self) -> "FakeLearningRepository":
+        return FakeLearningRepository(self)
+
+    @property
+    def knowledge(self) -> "FakeKnowledgeRepository":
+        return FakeKnowledgeRepository(self)
+
+    @property
+    def conversations(self) -> "FakeConversationRepository":
+        return FakeConversationRepository(self)
+
+
+class FakeConversationRepository:
+    """``streams.respond.store.ConversationRepository`` in memory."""
+
+    def __init__(self, uow: FakeUnitOfWork):
+        self.uow = uow
+
+    @property
+    def s(self) -> FakeState:
+        return self.uow.work
+
+    def erased(self, msg, erasure_key):
+        return (msg.account_id, msg.contact_id) in self.s.erased
+
+    def _has_message(self, channel_message_id: str) -> bool:
+        return any(m.get("channel_message_id") == channel_message_id for m in self.s.messages)
+
+    def store_inbound(self, msg, reply_id):
+        from streams.respond.store import TenantMismatch
+
+        self.s.accounts.setdefault(msg.account_id, {})
+        for table, row_id in (("contacts", msg.contact_id), ("inboxes", msg.inbox_id)):
+            if self.s.owners.setdefault((table, row_id), msg.account_id) != msg.account_id:
+                raise TenantMismatch(f"{table[:-1]} {row_id} belongs to another account")
+        cid = self.s.channel_conversations.get(msg.conversation_id)
+        if cid is None:
+            cid = self.s.new_id()
+            self.s.channel_conversations[msg.conversation_id] = cid
+            self.s.conversations[cid] = Conversation(id=cid, account_id=msg.account_id, contact_id=msg.contact_id,
+                                                     inbox_id=msg.inbox_id, unit_id=msg.unit_id, status="open",
+                                                     last_message_at=msg.sent_at)
+        conv = self.s.conversations[cid]
+        if conv.account_id != msg.account_id or conv.contact_id != msg.contact_id:
+            raise TenantMismatch(f"conversation {msg.conversation_id} belongs to another account/contact")
+        if not self._has_message(msg.message_id):
+            self.s.messages.append({"id": self.s.new_id(), "conversation_id": cid, "role": "contact",
+                                    "text": msg.text, "sent_at": msg.sent_at, "message_type": msg.message_type,
+                                    "channel_message_id": msg.message_id})
+            return True
+        return not self._has_message(reply_id)
+
+    def save_reply(self, reply, stored, lead_state, calls):
+        cid = self.s.channel_conversations[reply.conversation_id]
+        new = not self._has_message(reply.reply_id)
+        if new:
+            self.s.messages.append({"id": self.s.new_id(), "conversation_id": cid, "role": "agent",
+                                    "text": reply.text, "sent_at": reply.created_at, "message_type": "text",
+                                    "channel_message_id": reply.reply_id, "reply": stored})
+        for call in calls:  # the ledger is unique per (account, stage, model, ref), as in Postgres
+            if call is not None and call not in self.s.ledger:
+                self.s.ledger.append(call)
+        self.s.lead_states[cid] = dict(lead_state or {})
+        return new
+
+
+class FakeKnowledgeRepository:
+    """``streams.ingest.store.KnowledgeRepository`` in memory."""
+
+    def __init__(self, uow: FakeUnitOfWork):
+        self.uow = uow
+
+    @property
+    def s(self) -> FakeState:
+        return self.uow.work
+
+    def ensure_account(self, account_id, name=""):
+        self.s.accounts.setdefault(account_id, {})
+
+    def upsert_document(self, account_id, source, title):
+        for doc_id, d in self.s.documents.items():
+            if d["account_id"] == account_id and d["source"] == source:
+                d.update(title=title, deleted=False)
+                return doc_id
+        doc_id = str(uuid7())
+        self.s.documents[doc_id] = {"account_id": account_id, "source": source, "title": title, "deleted": False}
+        return doc_id
+
+    def find_document(self, account_id, *, document_id=None, key=None):
+        for doc_id, d in self.s.documents.items():
+            if d["account_id"] == account_id and (doc_id == document_id or (key is not None and d["source"] == key)):
+                return doc_id
+        return None
+
+    def adopt_legacy_source(self, account_id, key, legacy_source):
+        if key == legacy_source or self.find_document(account_id, key=key):
+            return False
+        doc_id = self.find_document(account_id, key=legacy_source)
+        if doc_id is None:
+            return False
+        self.s.documents[doc_id]["source"] = key
+        return True
+
+    def live_chunks(self, document_id):
+        return [{"id": cid, "seq": c["seq"], "content_hash": c["content_hash"]} for cid, c in self.s.chunks.items()
+                if c["document_id"] == document_id and not c["deleted"]]
+
+    def tombstone_chunks(self, chunk_ids):
+        for cid in chunk_ids:
+            self.s.chunks[cid]["deleted"] = True
+
+    def tombstone_document(self, document_id):
+        gone = [c["id"] for c in self.live_chunks(document_id)]
+        self.tombstone_chunks(gone)
+        self.s.documents[document_id]["deleted"] = True
+        return gone
+
+    def move_chunks(self, moves):
+        for cid, seq in moves:
+            self.s.chunks[cid]["seq"] = seq
+
+    def insert_chunks(self, rows):
+        for cid, account_id, doc_id, seq, content, content_hash in rows:
+            self.s.chunks[cid] = {"account_id": account_id, "document_id": doc_id, "seq": seq, "content": content,
+                                  "content_hash": content_hash, "deleted": False}
+
+
+def _stored(m: dict) -> StoredFact:
+    return StoredFact(id=m["id"], memory_type=m["memory_type"], memory_key=m["memory_key"], content=m["content"],
+                      normalized_value=m["normalized_value"] or "", confidence=float(m["confidence"]),
+                      embedding=m["embedding"], last_verified_at=m["last_verified_at"],
+                      source_conversation_id=m["source_conversation_id"],
+                      supporting_conversation_ids=list(m["supporting_conversation_ids"]),
+                      observed_at=m["observed_at"])
+
+
+class FakeLearningRepository:
+    """``streams.learn.store.LearningRepository`` in memory (same semantics as the SQL)."""
+
+    def __init__(self, uow: FakeUnitOfWork):
+        self.uow = uow
+
+    @property
+    def s(self) -> FakeState:
+        return self.uow.work  # after a commit the unit works on a fresh copy
+
+    def conversation(self, conversation_id):
+        return self.s.conversations.get(conversation_id)
+
+    def extraction_state(self, conversation_id, *, for_update=False):
+        row = self.s.extractions.get(conversation_id)
+        return None if row is None else {k: row[k] for k in ("status", "attempts", "through_message_id")}
+
+    def extraction_enabled(self, account_id):
+        return self.s.accounts.get(account_id, {}).get("memory_extraction_enabled") is True
+
+    def record_extraction(self, conv, status, *, now, facts=0, error=None, extractor=None, next_attempt_at=None,
+                          count_attempt=True, through_message_id=None):
+        row = self.s.extractions.setdefault(conv.id, {"attempts": 0, "through_message_id": None, "extractor": None})
+        row.update(status=status, facts_extracted=facts, last_error=(error or None) and error[:2000],
+                   next_attempt_at=next_attempt_at, updated_at=now, account_id=conv.account_id,
+                   contact_id=conv.contact_id)
+        row["attempts"] += 1 if count_attempt else 0
+        row["extractor"] = extractor or row["extractor"]
+        row["through_message_id"] = through_message_id or row["through_message_id"]
+        return row["attempts"]
+
+    def due_retries(self, now, limit=20):
+        due = sorted((r["next_attempt_at"], cid) for cid, r in self.s.extractions.items()
+                     if r["status"] == "failed" and r["next_attempt_at"] is not None and r["next_attempt_at"] <= now)
+        return [cid for _, cid in due[:limit]]
+
+    def last_message_id(self, conversation_id):
+        ids = [m["id"] for m in self.s.messages if m["conversation_id"] == conversation_id]
+        return max(ids) if ids else None
+
+    def transcript(self, conv, *, after_message_id=None, through_message_id=None):
+        top = through_message_id if through_message_id is not None else 2**63 - 1
+        rows = sorted((m for m in self.s.messages if m["conversation_id"] == conv.id
+                       and (after_message_id or 0) < m["id"] <= top and m["message_type"] != "reaction"),
+                      key=lambda m: (m["sent_at"], m["id"]))
+        return Transcript(conversation_id=conv.id, account_id=conv.account_id, contact_id=conv.contact_id,
+                          unit_id=conv.unit_id, inbox_id=conv.inbox_id,
+                          messages=[Message(role=m["role"], text=m["text"], sent_at=m["sent_at"]) for m in rows])
+
+    def lock_contact(self, account_id, contact_id):
+        pass  # one process, one unit at a time: nothing to serialise
+
+    def erased_or_gone(self, conv):
+        return (conv.account_id, conv.contact_id) in self.s.erased or conv.id not in self.s.conversations
+
+    def live_facts(self, account_id, contact_id):
+        rows = [m for m in self.s.memories.values() if m["account_id"] == account_id
+                and m["contact_id"] == contact_id and m["deleted_at"] is None and m["superseded_at"] is None]
+        return [_stored(m) for m in sorted(rows, key=lambda m: (m["last_verified_at"], m["id"]), reverse=True)]
+
+    def facts_learnt_from(self, account_id, contact_id, conversation_id):
+        return [_stored(m) for m in self.s.memories.values() if m["account_id"] == account_id
+                and m["contact_id"] == contact_id and (m["source_conversation_id"] == conversation_id
+                                                       or conversation_id in m["supporting_conversation_ids"])]
+
+    def _emit(self, type_, memory_id, conv_or_ids):
+        account_id, contact_id = conv_or_ids
+        self.uow.add_event(*memory_event(type_, memory_id, account_id, contact_id))
+
+    def apply_plan(self, plan: Plan, conv, *, now, metadata, embedding_model, observed_at=None) -> Applied:
+        out, who = Applied(), (conv.account_id, conv.contact_id)
+        for r in plan.reinforce:
+            m = self.s.memories[r.memory_id]
+            m.update(last_verified_at=now, confidence=max(m["confidence"], r.confidence), expires_at=r.expires_at,
+                     weight=1.0, updated_at=now)
+            m["supporting_conversation_ids"].append(conv.id)
+            if m["embedding"] is None and r.fill_embedding is not None:
+                m.update(embedding=r.fill_embedding, embedding_model=embedding_model)
+            out.reinforced.append(r.memory_id)
+            self._emit("memory.reinforced", r.memory_id, who)
+        for ins in plan.inserts:
+            f, mid = ins.fact, self.s.new_id()
+            self.s.memories[mid] = dict(
+                id=mid, account_id=conv.account_id, contact_id=conv.contact_id, memory_type=f.memory_type,
+                memory_key=f.memory_key, content=f.content, normalized_value=f.normalized_value or "",
+                evidence=f.evidence, confidence=f.confidence, scope=ins.scope, embedding=ins.embedding,
+                embedding_model=embedding_model if ins.embedding is not None else None,
+                source_conversation_id=conv.id, supporting_conversation_ids=[conv.id], expires_at=ins.expires_at,
+                last_verified_at=now, metadata=dict(metadata), created_at=now, updated_at=now,
+                observed_at=observed_at or now, superseded_at=now if ins.superseded_by else None,
+                superseded_by_id=ins.superseded_by, deleted_at=None, weight=1.0)
+            out.created.append(mid)
+            self._emit("memory.created", mid, who)
+            if ins.superseded_by:
+                out.superseded.append((mid, ins.superseded_by, f.memory_type, "stated before the live fact"))
+                self._emit("memory.superseded", mid, who)
+        for s in plan.supersede:
+            new_id, old = out.created[s.new_index], self.s.memories.get(s.old_id)
+            if old is not None and old["superseded_at"] is None:
+                old.update(superseded_at=now, superseded_by_id=new_id, updated_at=now)
+                out.superseded.append((s.old_id, new_id, s.memory_type, s.reason))
+                self._emit("memory.superseded", s.old_id, who)
+        return out
+
+    def soft_delete(self, ids, account_id, contact_id, *, now, reason, actor="system", drop_embedding=False):
+        done = []
+        for i in ids:
+            m = self.s.memories.get(i)
+            if m is None or m["account_id"] != account_id or m["contact_id"] != contact_id or m["deleted_at"]:
+                continue
+            m.update(deleted_at=now, updated_at=now)
+            m["metadata"] = {**m["metadata"], "deleted": {"by": actor, "at": now.isoformat(), "reason": reason}}
+            if drop_embedding:
+                m.update(embedding=None, embedding_model=None)
+            done.append(i)
+            self._emit("memory.deleted", i, (account_id, contact_id))
+        return done
+
+    def enforce_cap(self, account_id, contact_id, *, now, cap=MAX_LIVE_FACTS, dry_run=False):
+        live = [(f.id, f.last_verified_at) for f in self.live_facts(account_id, contact_id)]
+        victims = over_cap(live, cap)
+        if dry_run:
+            return victims
+        return self.soft_delete(victims, account_id, contact_id, now=now, reason="cap")
+
+    def record_calls(self, calls):
+        calls = [c for c in calls if c is not None]
+        self.s.ledger.extend(calls)
+        return len(calls)
+
+    def unprocessed(self, consumer, event_ids):
+        return {e for e in event_ids if (consumer, e) not in self.s.processed}
+
+    def mark_processed(self, consumer, event_ids):
+        self.s.processed.update((consumer, e) for e in event_ids)
+
+    def unembedded(self, model, limit):
+        rows = [m for m in sorted(self.s.memories.values(), key=lambda m: m["id"]) if m["deleted_at"] is None
+                and m["superseded_at"] is None and (m["embedding"] is None or m["embedding_model"] != model)]
+        return [{"id": m["id"], "content": m["content"]} for m in rows[:limit]]
+
+    def set_embedding(self, memory_id, content, vector, model):
+        m = self.s.memories.get(memory_id)
+        if m is None or m["content"] != content or m["deleted_at"] is not None:
+            return False
+        m.update(embedding=vector, embedding_model=model)
+        return True
+
+    def contact_of_memory(self, account_id, memory_id):
+        m = self.s.memories.get(memory_id)
+        return m["contact_id"] if m and m["account_id"] == account_id and m["deleted_at"] is None else None
+
+    def memory_ids(self, account_id, contact_id):
+        return [m["id"] for m in self.s.memories.values() if m["account_id"] == account_id
+                and m["contact_id"] == contact_id and m["deleted_at"] is None]
+
+    def expired(self, now):
+        return [{k: m[k] for k in ("id", "account_id", "contact_id", "memory_type", "weight", "superseded_at")}
+                for m in sorted(self.s.memories.values(), key=lambda m: m["id"])
+                if m["deleted_at"] is None and m["expires_at"] is not None and m["expires_at"] <= now]
+
+    def age(self, delete_ids, reduce_ids, *, now, weight):
+        for i in delete_ids:
+            m = self.s.memories[i]
+            m.update(deleted_at=now, updated_at=now)
+            m["metadata"] = {**m["metadata"], "deleted": {"by": "aging", "at": now.isoformat(), "reason": "ttl"}}
+        for i in reduce_ids:
+            self.s.memories[i].update(weight=min(self.s.memories[i]["weight"], weight), updated_at=now)
+
+    def crowded(self, cap):
+        count: dict[tuple[int, int], int] = {}
+        for m in self.s.memories.values():
+            if m["deleted_at"] is None and m["superseded_at"] is None:
+                key = (m["account_id"], m["contact_id"])
+                count[key] = count.get(key, 0) + 1
+        return [k for k, n in count.items() if n > cap]
+
+    def hard_delete(self, before, *, dry_run):
+        gone = [m for m in self.s.memories.values() if m["deleted_at"] is not None and m["deleted_at"] < before]
+        counts: dict[int, int] = {}
+        for m in gone:
+            counts[m["account_id"]] = counts.get(m["account_id"], 0) + 1
+            if not dry_run:
+                del self.s.memories[m["id"]]
+        return counts
