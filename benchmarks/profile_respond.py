@@ -3,7 +3,7 @@
     .venv/bin/python -m benchmarks.profile_respond      # needs the stack (make up --no-worker)
 
 Loads BENCH_FACTS (10k) facts and BENCH_CHUNKS (2k) chunks like ``make bench-scale``,
-builds the responder exactly as the worker does (``build_responder``), warms it up
+builds the responder exactly as the worker does (``Container.responder``), warms it up
 (BENCH_WARM messages: the composer's caches), then answers BENCH_MESSAGES messages one
 after another and prints
 
@@ -104,7 +104,6 @@ def main() -> int:
     from benchmarks.scale import ScaleBench
     from schemas.events import InboundMessage
     from streams.respond.handler import respond
-    from streams.respond.wiring import build_responder
 
     tmp = Path(tempfile.mkdtemp(prefix="memoria-profile-respond-"))
     env = Env(tmp, "prof_resp")
@@ -114,7 +113,7 @@ def main() -> int:
         b.templates()
         b.grow_facts(FACTS)
         b.grow_chunks(CHUNKS)
-        deps = build_responder(env.settings, b.c)
+        deps = b.c.responder()
         rnd = random.Random(11)
         questions = [q.format(s=s) for q in QUESTIONS for s in SUITES]
 
