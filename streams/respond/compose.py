@@ -238,17 +238,25 @@ consigo consegue da dar precisa preciso levar trazer existe algum alguma alguem 
 hora horas horario abre abrem fecha fecham funciona funcionam dia dias semana unidade unidades
 ate ai la sobre gostaria saber informar informacao ola oi gente favor ainda tipo sei nossa hein
 entao mesmo assim tambem agora depois antes hoje amanha seu sua meu minha ele ela eles elas
+tempo antecedencia prazo
 """.split())
 
 _PRICE_Q = re.compile(r"\b(quanto|quanta|valor|valores|preco|precos|custa|custam|cobra|cobram|taxa|sai por|orcamento)\b")
 _HOURS_Q = re.compile(r"\b(que horas|horario|horarios|abre|abrem|fecha|fecham|funciona|funcionam|ate quando)\b")
 _DAY_Q = re.compile(r"\b(qual dia|que dia|quais dias|dia da semana|dias da semana|quando)\b")
 _ADDRESS_Q = re.compile(r"\b(onde fica|onde ficam|endereco|localizacao|como chego|onde e)\b")
+# "até que horas dá pra pedir": a deadline ("30 minutos antes do fechamento"), not opening hours
+_DEADLINE_Q = re.compile(r"\b(ate que horas|ate quando|ate que dia|prazo|antecedencia|com quanto tempo)\b")
+# "qual o nome da veterinária", "quem atende": a person's name
+_NAME_Q = re.compile(r"\b(qual (e )?o nome|quais (sao )?os nomes|como se chama|como chama|quem (e|sao|atende|faz|cuida))\b")
 _WH = re.compile(r"\b(quanto|quanta|quantos|quantas|qual|quais|que horas|onde|quando|como|quem|porque|por que|o que)\b")
 
 _HOURS_A = re.compile(r"\b\d{1,2}h(\d{2})?\b|\b\d{1,2}:\d{2}\b")
 _DAY_A = re.compile(r"\b(segunda|terca|quarta|quinta|sexta|sabado|domingo)s?(-feiras?)?\b")
 _ADDRESS_A = re.compile(r"\b(rua|r|av|avenida|rodovia|estrada|travessa|alameda|praca|km)\b.{0,40}\d")
+_DEADLINE_A = re.compile(r"\b\d+\s*(minutos?|min|horas?|h|dias?)\s+(antes|de antecedencia)\b|\bate as \d|\bantecedencia\b")
+_PERSON_A = re.compile(r"\b(Dra?\.|Doutora?|veterin[áa]ri[oa]|m[ée]dic[oa]|tosador[a]?|atendente|gerente|"
+                       r"respons[áa]vel|pizzaiolo|chef)\s+(?:[a-zà-ÿ-]+\s+){0,2}?[A-ZÀ-Ý][a-zà-ÿ]{2,}\b")
 _NEGATIVE = re.compile(r"\b(nao|nem|nunca|proibid[oa]s?|somente|apenas|so)\b")
 _NEGATIVE_START = re.compile(r"^(nao|nem|nunca|proibid|e proibido)\b")
 
@@ -271,14 +279,38 @@ def offers_deal(text: str) -> bool:
 
 
 def asks_price(message: str) -> bool:
-    return bool(_PRICE_Q.search(normalize_chat(message)))
+    """"quanto custa", "qual o valor"; not "com quanto tempo de antecedência" (a deadline)."""
+    norm = normalize_chat(message)
+    return bool(_PRICE_Q.search(norm)) and not _DEADLINE_Q.search(norm)
+
+
+def asks_deadline(message: str) -> bool:
+    """"até que horas dá pra pedir", "com quanto tempo de antecedência": a limit, not opening hours."""
+    return bool(_DEADLINE_Q.search(normalize_chat(message)))
+
+
+def carries_deadline(text: str) -> bool:
+    return bool(_DEADLINE_A.search(fold(text)))
+
+
+def asks_name(message: str) -> bool:
+    """"qual o nome da veterinária", "quem atende": the answer must name someone."""
+    return bool(_NAME_Q.search(normalize_chat(message)))
+
+
+def names_someone(text: str) -> bool:
+    """A title or a role followed by a name ("Dra. Helena", "a veterinária Marta",
+    "médico responsável Paulo"); a role word in a name ("Hospital Veterinário Vila Sul") is capitalised and is not a person."""
+    return bool(_PERSON_A.search(text))
 
 
 def carries_asked_attribute(message: str, text: str) -> bool | None:
     """Does ``text`` carry what the question asks for (an address for "onde
-    fica", hours for "que horas", a weekday for "qual dia")? None: the question
-    asks for none of these."""
+    fica", hours for "que horas", a weekday for "qual dia", a deadline for "até
+    que horas")? None: the question asks for none of these."""
     norm, folded = normalize_chat(message), fold(text)
+    if _DEADLINE_Q.search(norm) and _DEADLINE_A.search(folded):
+        return True
     checks = [(_ADDRESS_Q, _ADDRESS_A), (_HOURS_Q, _HOURS_A), (_DAY_Q, _DAY_A)]
     asked = [a for q, a in checks if q.search(norm)]
     if not asked:
@@ -351,10 +383,12 @@ def attribute_bonus(question_norm: str, text: str, wants_price: bool = False) ->
     address for "onde fica", a range holding the quantity asked ("5 km")."""
     folded = fold(text)
     bonus = 0.0
-    if (wants_price or _PRICE_Q.search(question_norm)) and "R$" in text:
+    if (wants_price or _PRICE_Q.search(question_norm)) and "R$" in text and not _DEADLINE_Q.search(question_norm):
         bonus += 2.0
     if _HOURS_Q.search(question_norm) and _HOURS_A.search(folded):
         bonus += 1.5
+    if _DEADLINE_Q.search(question_norm) and _DEADLINE_A.search(folded):
+        bonus += 2.0
     if _DAY_Q.search(question_norm) and _DAY_A.search(folded):
         bonus += 1.5
     if _ADDRESS_Q.search(question_norm) and _ADDRESS_A.search(folded):
@@ -416,6 +450,32 @@ def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
     for u in units:
         words |= set(fold(f"{u.text} {u.context}").split())
     return {f for f in focus if not any(f in w for w in words)}
+
+
+_OFFER_VERB = re.compile(r"\b(tem|tem ai|vende|vendem|aceita|aceitam|faz|fazem|serve|servem|trabalha com|trabalham com|"
+                         r"aplica|aplicam|atende|atendem|oferece|oferecem|possui|possuem)\b(.*)$")
+
+
+_ITEM_STOP = re.compile(r"[?,.;!]|\b(pra|para|pro|com|que|porque|pq|se|quando|mesmo|hoje|amanha|ai)\b")
+
+
+def unknown_object(message: str, units: Sequence[Unit]) -> set[str]:
+    """In a yes/no question about an item ("vcs vendem ração royal canin?", "tem
+    vacina contra leishmaniose?"), the words of the item that no retrieved unit
+    mentions, not even by prefix. The knowledge talks about the category (ração,
+    vacina) but never names this one: quoting the category would answer another
+    question, so the composer hands over."""
+    norm = normalize_chat(message.split("?")[0])
+    if not is_yes_no(message):
+        return set()
+    m = None
+    for m in _OFFER_VERB.finditer(norm):
+        pass
+    if m is None:
+        return set()
+    item = _ITEM_STOP.split(m.group(2), maxsplit=1)[0]  # "shampoo" of "shampoo pra cachorro com alergia"
+    _, focus = question_words(item)
+    return focus & uncovered_focus(message, units)
 
 
 def answer_text(message: str, picked: Sequence[Unit]) -> str:

@@ -171,7 +171,10 @@ class OfflineComposer:
     @staticmethod
     def _mostly_uncovered(message: str, units: Sequence[compose.Unit], focus, top: compose.Scored,
                           intent: str) -> bool:
-        """The question is mostly about things the knowledge never mentions."""
+        """The question is mostly about things the knowledge never mentions, or it
+        asks whether they offer an item the knowledge never names ("royal canin")."""
+        if intent not in (i.GENERAL, i.OBJECTION) and compose.unknown_object(message, units):
+            return True
         uncovered = compose.uncovered_focus(message, units)
         return (len(uncovered) >= 2 and 3 * len(uncovered) >= 2 * len(focus) and top.focus_hits < 2
                 and intent not in (i.GENERAL, i.OBJECTION))
@@ -179,9 +182,12 @@ class OfflineComposer:
     @staticmethod
     def _narrow(message: str, ranked: list[compose.Scored], intent: str) -> list[compose.Scored]:
         """Keep the units that carry what was asked: a price, the attribute, a deal."""
-        if intent == i.PRICE or compose.asks_price(message):
+        if (intent == i.PRICE or compose.asks_price(message)) and not compose.asks_deadline(message):
             ranked = [s for s in ranked if "R$" in s.unit.text]  # no price stated: hand over
-        carrying = [s for s in ranked if compose.carries_asked_attribute(message, s.unit.text)]
+        if compose.asks_name(message):  # "qual o nome da veterinária": no name stated, hand over
+            ranked = [s for s in ranked if compose.names_someone(s.unit.text)]
+        deadline = [s for s in ranked if compose.asks_deadline(message) and compose.carries_deadline(s.unit.text)]
+        carrying = deadline or [s for s in ranked if compose.carries_asked_attribute(message, s.unit.text)]
         if carrying:  # "onde fica" → the address line, "que horas" → a line with hours
             ranked = carrying
         if intent == i.OBJECTION:  # answer an objection with a deal, or not at all

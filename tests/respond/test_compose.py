@@ -166,3 +166,44 @@ def test_suite_and_duration_in_chat_spelling_get_that_price():
     text = ask("qnto sai a jade 2h", "price_question", SUITES)
     assert "Suíte Jade" in text and "R$ 110,00" in text
     assert "Safira" not in text and "R$ 180,00" not in text
+
+
+# ---- issue 13: the key entity or the attribute asked decides (knowledge written here)
+SHOP = """# Loja e horários
+
+Vendemos ração premium seca e úmida para cães e gatos, e petiscos naturais.
+
+- Segunda a sábado: das 9h às 20h.
+
+O delivery funciona nos mesmos dias e encerra 45 minutos antes do fechamento da loja.
+
+Atendimento clínico por médico-veterinário de plantão, sem hora marcada. Em emergências, indicamos o Hospital Veterinário Monte Azul."""
+
+STAFF = """# Equipe
+
+A tosadora Bianca atende às terças e quintas. Cancelamento sem custo até 3 horas antes do horário."""
+
+
+def test_an_item_the_knowledge_never_names_is_handed_over_not_answered_with_its_category():
+    # the knowledge sells "ração premium", never this brand: quoting the category answers another question
+    assert ask("vcs vendem ração golden formula?", "info_request", SHOP) == FALLBACK_NO_KNOWLEDGE
+    assert ask("tem petisco dreamies aí?", "info_request", SHOP) == FALLBACK_NO_KNOWLEDGE
+    # the category itself is answered
+    assert "ração premium" in ask("vcs vendem ração?", "info_request", SHOP)
+    # words after the item ("pra cachorro") are not the item
+    assert "petiscos naturais" in ask("vcs tem petisco pra cachorro?", "info_request", SHOP)
+
+
+def test_a_name_is_answered_only_by_a_unit_naming_someone():
+    assert ask("qual o nome do veterinário de plantão?", "info_request", SHOP) == FALLBACK_NO_KNOWLEDGE
+    assert "Bianca" in ask("qual o nome da tosadora?", "info_request", STAFF)
+
+
+def test_until_what_time_to_order_wants_the_deadline_not_the_opening_hours():
+    text = ask("até q horas dá pra pedir delivery no sábado?", "info_request", SHOP)
+    assert "45 minutos antes" in text
+
+
+def test_how_long_in_advance_is_a_deadline_not_a_price():
+    text = ask("com quanto tempo de antecedencia posso cancelar sem pagar?", "price_question", STAFF, SUITES)
+    assert "3 horas antes" in text and "R$" not in text
