@@ -35,13 +35,20 @@ def aggregate_id(event: OutboxEvent) -> str:
     raise TypeError(f"{type(event).__name__} is not an outbox event")
 
 
-def outbox_row(type_: str, event: OutboxEvent) -> tuple:
-    """One outbox row for ``event`` announced as ``type_`` (e.g. ``chunk.upserted``)."""
+def checked_aggregate(type_: str, event: OutboxEvent) -> str:
+    """The aggregate ``event`` belongs to, once ``type_`` is one of its contract's event types
+    (TypeError for anything that is not an outbox event, ValueError for a foreign type)."""
     aggregate = AGGREGATE_OF.get(type(event))
     if aggregate is None:
-        raise TypeError(f"{type(event).__name__} is not an outbox event")
+        raise TypeError(f"{type(event).__name__} is not an outbox event (use the models of schemas/events.py)")
     if type_ not in EVENT_TYPES[aggregate]:
         raise ValueError(f"{type_!r} is not an event type of {aggregate}: {sorted(EVENT_TYPES[aggregate])}")
+    return aggregate
+
+
+def outbox_row(type_: str, event: OutboxEvent) -> tuple:
+    """One outbox row for ``event`` announced as ``type_`` (e.g. ``chunk.upserted``)."""
+    aggregate = checked_aggregate(type_, event)
     return (str(uuid7()), aggregate, aggregate_id(event), type_, event.model_dump_json())
 
 

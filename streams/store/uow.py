@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import psycopg
 
-from schemas.events import EVENT_TYPES
-from streams.outbox.write import AGGREGATE_OF, OutboxEvent, add_events, outbox_row
+from streams.outbox.write import OutboxEvent, add_events, checked_aggregate, outbox_row
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
@@ -35,11 +34,7 @@ if TYPE_CHECKING:
 
 def validated(type_: str, event: OutboxEvent) -> OutboxEvent:
     """``event`` re-validated against its contract, or TypeError/ValueError."""
-    aggregate = AGGREGATE_OF.get(type(event))
-    if aggregate is None:
-        raise TypeError(f"{type(event).__name__} is not an outbox event (use the models of schemas/events.py)")
-    if type_ not in EVENT_TYPES[aggregate]:
-        raise ValueError(f"{type_!r} is not an event type of {aggregate}: {sorted(EVENT_TYPES[aggregate])}")
+    checked_aggregate(type_, event)
     return type(event).model_validate(event.model_dump(warnings=False))
 
 
