@@ -141,6 +141,12 @@ class Container:
         config = ServiceConfig.from_settings(self.settings)
         return build_service(config, factories=embedder_factories(config))
 
+    @property
+    def erasure_key(self) -> str:
+        """The erasure ledger's HMAC key (``MEMORIA_ERASURE_KEY``): every path that writes or
+        consults the ledger gets it from here (streams/maintain/erasure.py never reads settings)."""
+        return self.settings.erasure_key
+
     # --- learning (docs/architecture.md §4B) ---------------------------------
     @cached_property
     def fewshot(self) -> dict:
@@ -200,7 +206,8 @@ class Container:
         uses_model = "openai" in (s.extraction_provider, s.contradiction_provider)
         memory_embedder = self.memory_embedder
         kw = dict(pool=self.pool, extractor=self.extractor(embedder=memory_embedder), embedder=memory_embedder,
-                  checker=self.checker(), llm_model=s.llm_model if uses_model else "")
+                  checker=self.checker(), llm_model=s.llm_model if uses_model else "",
+                  erasure_key=self.erasure_key)
         kw.update(overrides)
         return LearnPorts(**kw)
 
@@ -248,7 +255,7 @@ class Container:
         store = self.vector_store  # the worker owns the local store: never its HTTP proxy
         knowledge_embedder = CollectionEmbedder(store, s.vector_domain, self.embedder_for, self.embedder)
         return Responder(
-            store=PostgresConversationStore(self.pool),
+            store=PostgresConversationStore(self.pool, erasure_key=self.erasure_key),
             memory=PostgresMemoryRecall(self.pool, memory_embedder.name, inject_delay_s=s.recall_inject_delay_s),
             knowledge=ChunkKnowledgeSearch(self.pool, store, s.vector_domain, self.embedder_for,
                                            query_model=lambda: knowledge_embedder.name),

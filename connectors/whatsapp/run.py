@@ -53,7 +53,7 @@ async def run_webhook(settings: Settings, host: str, port: int, stop: asyncio.Ev
 
     app = create_app(WebhookConfig(verify_token=settings.whatsapp_verify_token,
                                    app_secret=settings.whatsapp_app_secret or None),
-                     publish, PostgresResolver(pool), record_invalid=record_invalid)
+                     publish, PostgresResolver(pool, erasure_key=settings.erasure_key), record_invalid=record_invalid)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
@@ -121,7 +121,7 @@ async def run_sender(settings: Settings, stop: asyncio.Event | None = None) -> N
     producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, acks="all",
                                 enable_idempotence=False, max_request_size=settings.producer_max_request_size)
     sender = WhatsAppSender(settings.whatsapp_api_base_url, settings.whatsapp_access_token or "",
-                            PostgresResolver(pool), backoff_max=min(8.0, settings.whatsapp_send_backoff_max))
+                            PostgresResolver(pool, erasure_key=settings.erasure_key), backoff_max=min(8.0, settings.whatsapp_send_backoff_max))
     await consumer.start()
     await producer.start()
     dlq = DeadLetterWriter(producer, max_record_bytes=settings.kafka_max_record_bytes,

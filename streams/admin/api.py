@@ -453,7 +453,8 @@ def _forgetting_routes(app: FastAPI, container, Op) -> None:
         with container.pool.connection() as conn:
             if memory_service.get_contact(conn, op.account_id, contact_id) is None:
                 raise HTTPException(404, f"contact {contact_id} not found")
-            counts = forget_service.erase_contact(conn, op.account_id, contact_id)
+            counts = forget_service.erase_contact(conn, op.account_id, contact_id,
+                                                  key=container.erasure_key)
         return EraseResult(contact_id=contact_id, erased={k: int(v) for k, v in dict(counts).items()})
 
 

@@ -80,6 +80,7 @@ class LearnPorts:
     embed_attempts: int = 3
     embed_backoff: float = 0.2
     uow: UnitOfWorkFactory | None = None  # default: a Postgres unit of work over ``pool``
+    erasure_key: str | None = None  # the erasure ledger's HMAC key (Container.erasure_key); Postgres needs it
 
     def unit(self) -> UnitOfWork:
         return self.uow() if self.uow is not None else PostgresUnitOfWork(self.pool)
@@ -156,11 +157,11 @@ def _failed(ports: LearnPorts, conv: store.Conversation, error: Exception, now: 
     return Outcome(conv.id, "failed", error=str(error))
 
 
-def _erased_meanwhile(uow: UnitOfWork, conv: store.Conversation) -> bool:
+def _erased_meanwhile(uow: UnitOfWork, conv: store.Conversation, erasure_key: str | None) -> bool:
     """The contact was erased (ledger) or its conversation deleted since it was loaded."""
     from streams.maintain.erasure import dropped
 
-    if uow.learning.erased_or_gone(conv):
+    if uow.learning.erased_or_gone(conv, erasure_key):
         dropped("learn", conv.account_id, "facts of a conversation")
         return True
     return False
@@ -250,7 +251,7 @@ def learn_conversation(ports: LearnPorts, conversation_id: int, *, force: bool =
                 with ports.unit() as uow:
                     repo = uow.learning
                     repo.lock_contact(conv.account_id, conv.contact_id)
-                    if _erased_meanwhile(uow, conv):  # the erasure takes the same lock
+                    if _erased_meanwhile(uow, conv, ports.erasure_key):  # the erasure takes the same lock
                         return Outcome(conv.id, "erased")
                     state = repo.extraction_state(conv.id, for_update=True)
                     if state and state["status"] in ("done", "discarded") and not force:
