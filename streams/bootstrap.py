@@ -147,6 +147,14 @@ class Container:
         consults the ledger gets it from here (streams/maintain/erasure.py never reads settings)."""
         return self.settings.erasure_key
 
+    @cached_property
+    def prices(self):
+        """The cost table (built-in prices with ``MEMORIA_MODEL_PRICES`` applied) every flow that
+        prices a model call gets from here (streams/pricing.py never reads settings)."""
+        from streams.pricing import price_table
+
+        return price_table(self.settings.model_prices)
+
     # --- learning (docs/architecture.md §4B) ---------------------------------
     @cached_property
     def fewshot(self) -> dict:
@@ -207,7 +215,7 @@ class Container:
         memory_embedder = self.memory_embedder
         kw = dict(pool=self.pool, extractor=self.extractor(embedder=memory_embedder), embedder=memory_embedder,
                   checker=self.checker(), llm_model=s.llm_model if uses_model else "",
-                  erasure_key=self.erasure_key)
+                  erasure_key=self.erasure_key, prices=self.prices)
         kw.update(overrides)
         return LearnPorts(**kw)
 
@@ -262,7 +270,7 @@ class Container:
             memory_embedder=memory_embedder, knowledge_embedder=knowledge_embedder,
             intent_examples=IntentExamples(memory_embedder),
             generator=self.generator(embedder=knowledge_embedder if s.reply_provider == "offline" else None),
-            acts=self.acts(memory_embedder))
+            acts=self.acts(memory_embedder), prices=self.prices)
 
     def close(self) -> None:
         if self._owns_pool and "pool" in self.__dict__:

@@ -25,8 +25,6 @@ ENTRY_POINTS = ("cli.py", "_cli.py", "streams/demo.py", "streams/evaluation.py")
 # path → get_settings() calls allowed outside the entry points, and why
 SETTINGS_READS = {
     "streams/bootstrap.py": 1,   # Container() without settings: the process's settings
-    # the cost table's MEMORIA_MODEL_PRICES default for callers that pass no table (reply, learning paths)
-    "streams/pricing.py": 1,
 }
 
 BUILDERS = {"build_embedder", "build_embedder_uncached", "make_pool", "ConnectionPool", "OpenAI", "QdrantClient",
@@ -118,7 +116,7 @@ def test_the_container_builds_every_roles_ports_from_the_settings_it_is_given(tm
                  embedding_model="all-minilm-l6-v2", memory_embedding_provider="sentence-transformers",
                  memory_embedding_model="all-minilm-l6-v2", embedding_service_url="http://127.0.0.1:9",
                  redis_url="", database_url="postgresql://nobody@127.0.0.1:9/none",
-                 erasure_key="k-erasure-test")
+                 erasure_key="k-erasure-test", model_prices='{"m-test": [1.5, 3.0]}')
     pool = ConnectionPool(s.database_url, open=False)   # never opened: building ports connects nothing
     store = QdrantStore(path=str(tmp_path / "qdrant"))
     c = Container(s, pool=pool, vector_store=store)
@@ -136,6 +134,8 @@ def test_the_container_builds_every_roles_ports_from_the_settings_it_is_given(tm
         assert responder.memory_embedder.name == ports.embedder.name == "all-minilm-l6-v2"
         # the erasure ledger's key reaches both paths that consult it (inbound and learning)
         assert c.erasure_key == ports.erasure_key == responder.store.erasure_key == "k-erasure-test"
+        # the cost table with the deployment's prices reaches the learning and the replies
+        assert ports.prices is responder.prices is c.prices and c.prices["m-test"] == (1.5, 3.0)
         for provider, build in (("nope", c.extractor), ("nope", c.checker), ("nope", c.generator)):
             try:
                 build(provider)

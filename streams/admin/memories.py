@@ -11,12 +11,12 @@ from streams.embedding import Embedder
 from streams.embedding import tokens as embedding_tokens
 from streams.learn.embed import embed_contents
 from streams.learn.store import memory_event
-from streams.pricing import count_metrics, model_call, write_ledger
+from streams.pricing import PriceTable, count_metrics, model_call, write_ledger
 from streams.store.uow import joined
 
 
 def edit_memory(conn: psycopg.Connection, *, account_id: int, memory_id: int, content: str, edited_by: str,
-                embedder: Embedder | None, now: datetime | None = None) -> None:
+                embedder: Embedder | None, now: datetime | None = None, prices: PriceTable | None = None) -> None:
     """Replace a live fact's content, re-embed it and record who and when in its metadata.
 
     Raises LookupError when the fact is not the account's, ValueError when it
@@ -27,7 +27,8 @@ def edit_memory(conn: psycopg.Connection, *, account_id: int, memory_id: int, co
     now = now or datetime.now(timezone.utc)
     paid = embedding_tokens.collect()
     [vec] = embed_contents(embedder, [content])
-    call = model_call(account_id, "embedding", embedder.name if embedder else "", embedding_tokens.usage(paid))
+    call = model_call(account_id, "embedding", embedder.name if embedder else "", embedding_tokens.usage(paid),
+                      table=prices)
     with joined(conn) as uow:  # one unit of work (committed at the end)
         row = conn.execute("SELECT contact_id, content, deleted_at, superseded_at, metadata FROM contact_memories "
                            "WHERE id = %s AND account_id = %s FOR UPDATE", (memory_id, account_id)).fetchone()

@@ -87,7 +87,7 @@ def restore(
         with c.pool.connection() as conn:
             try:
                 r = restore_memory(conn, account, memory, actor=actor, embedder=c.memory_embedder,
-                                   checker=c.checker(), llm_model=c.checker_llm_model)
+                                   checker=c.checker(), llm_model=c.checker_llm_model, prices=c.prices)
             except LookupError:
                 typer.echo(json.dumps({"memory_id": memory, "restored": False, "error": "not found"}))
                 raise typer.Exit(1)

@@ -106,14 +106,12 @@ ACT_TABLES = ("privacy_requests", "marketing_optouts", "offers", "tool_calls")
 
 class PostgresErasureRepository:
     def __init__(self, uow: "UnitOfWork"):
-        self.conn = uow.conn
+        self.uow, self.conn = uow, uow.conn
 
     def erase_contact(self, account_id, contact_id, *, key):
-        from streams.learn.store import lock_contact
-
         conn, counts = self.conn, {}
         # the lock every path that creates a contact's data takes (store_inbound, learning)
-        lock_contact(conn, account_id, contact_id)
+        self.uow.learning.lock_contact(account_id, contact_id)
         phone_row = conn.execute("SELECT phone FROM contacts WHERE account_id = %s AND id = %s",
                                  (account_id, contact_id)).fetchone()
         embedded = conn.execute("SELECT count(*) AS n FROM contact_memories WHERE account_id = %s "

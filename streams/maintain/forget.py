@@ -77,13 +77,14 @@ class Restored:
 
 
 def restore_memory(target: Target, account_id: int, memory_id: int, *, actor: str, embedder,
-                   checker, llm_model: str = "", now: datetime | None = None) -> Restored:
+                   checker, llm_model: str = "", now: datetime | None = None, prices=None) -> Restored:
     """Undo the soft delete of one fact of ``account_id`` (one function for the API, the CLI and the console).
 
     Raises LookupError when the account has no such fact (or it was hard-deleted) and ValueError when it
     is not deleted or was deleted more than ``RESTORE_WINDOW_DAYS`` ago. The restored fact is re-embedded
     (a failed embedding leaves it NULL, like any fact: the re-embed timer retries) and checked for
-    contradictions with the contact's live facts of its type, settled by when each was stated."""
+    contradictions with the contact's live facts of its type, settled by when each was stated. ``prices``:
+    the cost table (``Container.prices``; None: the built-in one)."""
     from streams.embedding import tokens as embedding_tokens
     from streams.learn.consolidate import CANDIDATE_DISTANCE, MAX_CANDIDATES
     from streams.learn.contradiction import MemoryView, select_candidates
@@ -99,7 +100,7 @@ def restore_memory(target: Target, account_id: int, memory_id: int, *, actor: st
     paid = embedding_tokens.collect()
     [vec] = embed_contents(embedder, [content])   # slow part, outside the transaction
     embedding_call = model_call(account_id, "embedding", embedder.name if embedder else "",
-                                embedding_tokens.usage(paid))
+                                embedding_tokens.usage(paid), table=prices)
     usage = TokenUsage()
     with joined(target) as uow:
         repo = uow.learning
@@ -148,7 +149,7 @@ def restore_memory(target: Target, account_id: int, memory_id: int, *, actor: st
             events.append(store.memory_event("memory.superseded", memory_id, account_id, contact_id))
         for event in events:
             uow.add_event(*event)
-        call = model_call(account_id, "contradiction", llm_model, usage)
+        call = model_call(account_id, "contradiction", llm_model, usage, table=prices)
         repo.record_calls([call, embedding_call])
     count_metrics(call)
     count_metrics(embedding_call)
