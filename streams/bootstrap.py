@@ -45,6 +45,16 @@ def open_vector_store(settings: Settings, *, prefer_proxy: bool = True) -> Vecto
         return VectorStoreClient(url)
 
 
+def producer_config(settings: Settings, client_id: str, **overrides) -> dict:
+    """Every Kafka producer's configuration (``AIOKafkaProducer(**config)``): the brokers, ``acks=all``
+    without idempotence (at-least-once on Tansu, docs/architecture.md §7), the largest request the
+    consumers accept plus framing, and a client id naming the process; ``overrides`` for batching."""
+    config = dict(bootstrap_servers=settings.kafka_bootstrap_servers, client_id=client_id, acks="all",
+                  enable_idempotence=False, max_request_size=settings.producer_max_request_size)
+    config.update(overrides)
+    return config
+
+
 def embedder_factories(config) -> dict:
     """The embedding service's model constructors (``ServiceConfig.models``: name → provider), loaded
     in this process: the service is where the in-process models run."""
@@ -140,6 +150,10 @@ class Container:
 
         config = ServiceConfig.from_settings(self.settings)
         return build_service(config, factories=embedder_factories(config))
+
+    def producer_config(self, client_id: str, **overrides) -> dict:
+        """The configuration of a Kafka producer of this process (see ``producer_config``)."""
+        return producer_config(self.settings, client_id, **overrides)
 
     @property
     def erasure_key(self) -> str:

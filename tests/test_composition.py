@@ -134,6 +134,10 @@ def test_the_container_builds_every_roles_ports_from_the_settings_it_is_given(tm
         assert responder.memory_embedder.name == ports.embedder.name == "all-minilm-l6-v2"
         # the erasure ledger's key reaches both paths that consult it (inbound and learning)
         assert c.erasure_key == ports.erasure_key == responder.store.erasure_key == "k-erasure-test"
+        # every producer of a process is configured alike: brokers, at-least-once, request size, client id
+        assert c.producer_config("memoria-test", linger_ms=2) == {
+            "bootstrap_servers": s.kafka_bootstrap_servers, "client_id": "memoria-test", "acks": "all",
+            "enable_idempotence": False, "max_request_size": s.producer_max_request_size, "linger_ms": 2}
         # the cost table with the deployment's prices reaches the learning and the replies
         assert ports.prices is responder.prices is c.prices and c.prices["m-test"] == (1.5, 3.0)
         for provider, build in (("nope", c.extractor), ("nope", c.checker), ("nope", c.generator)):
