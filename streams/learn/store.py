@@ -325,7 +325,7 @@ class LearningRepository(Protocol):
     # restoring a forgotten fact (streams/maintain/forget.py restore_memory)
     def memory_content(self, account_id: int, memory_id: int) -> str | None:
         """The content of a fact of the account (deleted or not), None when there is none."""
-    def memory_for_restore(self, account_id: int, memory_id: int) -> dict | None:
+    def locked_memory(self, account_id: int, memory_id: int) -> dict | None:
         """The fact's row, locked (id, contact_id, memory_type, memory_key, content, normalized_value,
         deleted_at, superseded_at, observed_at, metadata), None when the account has no such fact."""
     def restore(self, memory_id: int, *, vector, embedding_model: str | None, now: datetime,
@@ -334,6 +334,10 @@ class LearningRepository(Protocol):
         by ``superseded_by`` at ``now`` when given."""
     def supersede(self, ids: list[int], by_id: int, *, now: datetime) -> None:
         """The live facts among ``ids`` superseded by ``by_id`` at ``now``."""
+    def edit_content(self, memory_id: int, content: str, *, vector, embedding_model: str | None, now: datetime,
+                     edits: list[dict]) -> None:
+        """An operator's edit (streams/admin/memories.py): the new content and embedding, ``edits`` (the
+        audit trail, newest last) in its metadata."""
     # what starts a learning (streams/learn/triggers.py): (account_id, contact_id) of the changed conversation
     def resolve(self, conversation_id: int, *, now: datetime) -> tuple[int, int] | None:
         """An open conversation: ``resolved`` at ``now``, lead state cleared; None when it was not open."""
@@ -470,7 +474,7 @@ class PostgresLearningRepository:
                                 (memory_id, account_id)).fetchone()
         return None if row is None else row["content"]
 
-    def memory_for_restore(self, account_id, memory_id):
+    def locked_memory(self, account_id, memory_id):
         return self.conn.execute(
             "SELECT id, contact_id, memory_type, memory_key, content, normalized_value, deleted_at, "
             "superseded_at, observed_at, metadata FROM contact_memories "
@@ -482,6 +486,12 @@ class PostgresLearningRepository:
             "superseded_at = CASE WHEN %s::bigint IS NULL THEN superseded_at ELSE %s END, "
             "superseded_by_id = COALESCE(%s::bigint, superseded_by_id), metadata = metadata || %s WHERE id = %s",
             (vector, embedding_model, now, superseded_by, now, superseded_by, Jsonb(audit), memory_id))
+
+    def edit_content(self, memory_id, content, *, vector, embedding_model, now, edits):
+        self.conn.execute(
+            "UPDATE contact_memories SET content = %s, embedding = %s, embedding_model = %s, updated_at = %s, "
+            "metadata = metadata || %s WHERE id = %s",
+            (content, vector, embedding_model, now, Jsonb({"edits": edits}), memory_id))
 
     def supersede(self, ids, by_id, *, now):
         self.conn.execute("UPDATE contact_memories SET superseded_at = %s, superseded_by_id = %s, updated_at = %s "

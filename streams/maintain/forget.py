@@ -104,7 +104,7 @@ def restore_memory(target: Target, account_id: int, memory_id: int, *, actor: st
     usage = TokenUsage()
     with joined(target) as uow:
         repo = uow.learning
-        r = repo.memory_for_restore(account_id, memory_id)
+        r = repo.locked_memory(account_id, memory_id)
         if r is None:
             raise LookupError(memory_id)
         if r["deleted_at"] is None:

@@ -534,7 +534,7 @@ class FakeLearningRepository:
         m = self.s.memories.get(memory_id)
         return m["content"] if m is not None and m["account_id"] == account_id else None
 
-    def memory_for_restore(self, account_id, memory_id):
+    def locked_memory(self, account_id, memory_id):
         m = self.s.memories.get(memory_id)
         return dict(m) if m is not None and m["account_id"] == account_id else None
 
@@ -544,6 +544,11 @@ class FakeLearningRepository:
                  metadata={**m["metadata"], **audit})
         if superseded_by is not None:
             m.update(superseded_at=now, superseded_by_id=superseded_by)
+
+    def edit_content(self, memory_id, content, *, vector, embedding_model, now, edits):
+        m = self.s.memories[memory_id]
+        m.update(content=content, embedding=vector, embedding_model=embedding_model, updated_at=now,
+                 metadata={**m["metadata"], "edits": list(edits)})
 
     def supersede(self, ids, by_id, *, now):
         for i in ids:
