@@ -24,6 +24,7 @@ from streams.learn.fewshot import slot_of
 from streams.learn.fixtures import DEV_DIR, read_jsonl, transcript_of
 from streams.learn.llm import LlmConfig
 from streams.pricing import price_table
+from streams.settings import get_settings
 from tests.support.openai_server import FakeOpenAI, Reply
 
 
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.llm_cost")
     ap.add_argument("--model", default="gpt-4o-mini")
     args = ap.parse_args(argv)
-    prices = price_table()
+    prices = price_table(get_settings().model_prices)  # what Container.prices builds
     prompt_price, completion_price = next((v for k, v in prices.items() if args.model.startswith(k)), (0.0, 0.0))
     conversations = list(read_jsonl(DEV_DIR / "conversations.jsonl"))
     pairs = list(read_jsonl(DEV_DIR / "contradictions.jsonl"))

@@ -41,11 +41,6 @@ def consumer_group_for(settings: Settings, roles: Sequence[str]) -> str:
     return f"{base}-{'-'.join(r for r in ALL_ROLES if r in roles)}"
 
 
-def producer_max_request_size(settings: Settings) -> int:
-    """Our producers accept what consumers accept, plus room for headers and framing."""
-    return settings.producer_max_request_size
-
-
 async def start_edges(settings: Settings, c: Container, roles: Sequence[str], state: dict) -> None:
     """The worker's edges: topics, the shared producer and dead-letter writer, metrics and the web server
     (health, readiness and the vector-store proxy when this worker holds the local store)."""
@@ -56,9 +51,7 @@ async def start_edges(settings: Settings, c: Container, roles: Sequence[str], st
     from streams.web import build_web_app, start_web
 
     await ensure_topics(settings, pool=lambda: c.pool)  # before anything is consumed or produced
-    prod = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, acks="all",
-                            enable_idempotence=False,
-                            max_request_size=producer_max_request_size(settings))
+    prod = AIOKafkaProducer(**c.producer_config(f"memoria-worker-{'-'.join(roles)}"))
     await prod.start()
     state["producer"] = prod
     state["dlq"] = DeadLetterWriter(prod, max_record_bytes=settings.kafka_max_record_bytes,
@@ -168,7 +161,7 @@ def build_app(settings: Settings, roles: Sequence[str], container: Container | N
             from streams.ingest.handler import ChunkEventHandler
 
             return ChunkEventHandler(pool=c.pool, store=c.vector_store, domain=settings.vector_domain,
-                                     embedder=c.embedder, embedder_for=c.embedder_for)
+                                     embedder=c.embedder, embedder_for=c.embedder_for, prices=c.prices)
 
         batch_agent(outbox_topic("chunk"), make_ingest, name="ingest")
 

@@ -45,6 +45,16 @@ def open_vector_store(settings: Settings, *, prefer_proxy: bool = True) -> Vecto
         return VectorStoreClient(url)
 
 
+def producer_config(settings: Settings, client_id: str, **overrides) -> dict:
+    """Every Kafka producer's configuration (``AIOKafkaProducer(**config)``): the brokers, ``acks=all``
+    without idempotence (at-least-once on Tansu, docs/architecture.md §7), the largest request the
+    consumers accept plus framing, and a client id naming the process; ``overrides`` for batching."""
+    config = dict(bootstrap_servers=settings.kafka_bootstrap_servers, client_id=client_id, acks="all",
+                  enable_idempotence=False, max_request_size=settings.producer_max_request_size)
+    config.update(overrides)
+    return config
+
+
 def embedder_factories(config) -> dict:
     """The embedding service's model constructors (``ServiceConfig.models``: name → provider), loaded
     in this process: the service is where the in-process models run."""
@@ -141,6 +151,24 @@ class Container:
         config = ServiceConfig.from_settings(self.settings)
         return build_service(config, factories=embedder_factories(config))
 
+    def producer_config(self, client_id: str, **overrides) -> dict:
+        """The configuration of a Kafka producer of this process (see ``producer_config``)."""
+        return producer_config(self.settings, client_id, **overrides)
+
+    @property
+    def erasure_key(self) -> str:
+        """The erasure ledger's HMAC key (``MEMORIA_ERASURE_KEY``): every path that writes or
+        consults the ledger gets it from here (streams/maintain/erasure.py never reads settings)."""
+        return self.settings.erasure_key
+
+    @cached_property
+    def prices(self):
+        """The cost table (built-in prices with ``MEMORIA_MODEL_PRICES`` applied) every flow that
+        prices a model call gets from here (streams/pricing.py never reads settings)."""
+        from streams.pricing import price_table
+
+        return price_table(self.settings.model_prices)
+
     # --- learning (docs/architecture.md §4B) ---------------------------------
     @cached_property
     def fewshot(self) -> dict:
@@ -200,7 +228,8 @@ class Container:
         uses_model = "openai" in (s.extraction_provider, s.contradiction_provider)
         memory_embedder = self.memory_embedder
         kw = dict(pool=self.pool, extractor=self.extractor(embedder=memory_embedder), embedder=memory_embedder,
-                  checker=self.checker(), llm_model=s.llm_model if uses_model else "")
+                  checker=self.checker(), llm_model=s.llm_model if uses_model else "",
+                  erasure_key=self.erasure_key, prices=self.prices)
         kw.update(overrides)
         return LearnPorts(**kw)
 
@@ -248,14 +277,14 @@ class Container:
         store = self.vector_store  # the worker owns the local store: never its HTTP proxy
         knowledge_embedder = CollectionEmbedder(store, s.vector_domain, self.embedder_for, self.embedder)
         return Responder(
-            store=PostgresConversationStore(self.pool),
+            store=PostgresConversationStore(self.pool, erasure_key=self.erasure_key),
             memory=PostgresMemoryRecall(self.pool, memory_embedder.name, inject_delay_s=s.recall_inject_delay_s),
             knowledge=ChunkKnowledgeSearch(self.pool, store, s.vector_domain, self.embedder_for,
                                            query_model=lambda: knowledge_embedder.name),
             memory_embedder=memory_embedder, knowledge_embedder=knowledge_embedder,
             intent_examples=IntentExamples(memory_embedder),
             generator=self.generator(embedder=knowledge_embedder if s.reply_provider == "offline" else None),
-            acts=self.acts(memory_embedder))
+            acts=self.acts(memory_embedder), prices=self.prices)
 
     def close(self) -> None:
         if self._owns_pool and "pool" in self.__dict__:

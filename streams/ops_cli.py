@@ -105,9 +105,7 @@ def reconcile(
 
         producer = None
         if repair and "replies" in wanted:
-            producer = AIOKafkaProducer(bootstrap_servers=c.settings.kafka_bootstrap_servers, acks="all",
-                                        enable_idempotence=False,
-                                        max_request_size=c.settings.producer_max_request_size)
+            producer = AIOKafkaProducer(**c.producer_config("memoria-reconcile"))
             await producer.start()
         try:
             store = c.vector_store if "chunks" in wanted else None

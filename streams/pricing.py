@@ -2,7 +2,9 @@
 
 Prices are USD per million tokens (prompt, completion). The table is a
 default; ``MEMORIA_MODEL_PRICES`` (JSON ``{"model": [prompt, completion]}``,
-read by ``streams.settings``) overrides or extends it. A model name matches its
+read by ``streams.settings``) overrides or extends it: the composition root
+builds that table once (``Container.prices``) and hands it to every flow that
+prices a call (``table=``); without one, the built-in table applies. A model name matches its
 entry exactly or by prefix ("gpt-4o-mini-2024-07-18" is priced as
 "gpt-4o-mini"). Offline providers report zero tokens, so they cost 0.
 
@@ -20,7 +22,7 @@ import json
 import logging
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Protocol
+from typing import Mapping, Protocol
 
 import psycopg
 
@@ -45,14 +47,14 @@ class TokenCounts(Protocol):
     completion_tokens: int
 
 
-@lru_cache(maxsize=None)
-def price_table(overrides: str | None = None) -> dict[str, tuple[float, float]]:
-    table = dict(DEFAULT_PRICES)
-    if overrides is None:
-        from streams.settings import get_settings
+PriceTable = Mapping[str, tuple[float, float]]
 
-        overrides = get_settings().model_prices
-    raw = overrides
+
+@lru_cache(maxsize=None)
+def price_table(overrides: str = "") -> dict[str, tuple[float, float]]:
+    """The built-in table with ``overrides`` (``MEMORIA_MODEL_PRICES``'s JSON) applied."""
+    table = dict(DEFAULT_PRICES)
+    raw = overrides or ""
     if raw.strip():
         try:
             table.update({k: (float(v[0]), float(v[1])) for k, v in json.loads(raw).items()})
@@ -61,15 +63,15 @@ def price_table(overrides: str | None = None) -> dict[str, tuple[float, float]]:
     return table
 
 
-def price_of(model: str, table: dict[str, tuple[float, float]] | None = None) -> tuple[float, float]:
-    table = table if table is not None else price_table()
+def price_of(model: str, table: PriceTable | None = None) -> tuple[float, float]:
+    table = table if table is not None else DEFAULT_PRICES
     if model in table:
         return table[model]
     prefixes = [m for m in table if model.startswith(m)]
     return table[max(prefixes, key=len)] if prefixes else (0.0, 0.0)
 
 
-def cost_usd(model: str, usage: TokenCounts, table: dict[str, tuple[float, float]] | None = None) -> float:
+def cost_usd(model: str, usage: TokenCounts, table: PriceTable | None = None) -> float:
     prompt, completion = price_of(model, table)
     return (usage.prompt_tokens * prompt + usage.completion_tokens * completion) / 1_000_000
 
@@ -88,7 +90,7 @@ class ModelCall:
 
 
 def model_call(account_id: int, stage: str, model: str, usage: TokenCounts, *, ref: str | None = None,
-               table: dict[str, tuple[float, float]] | None = None) -> ModelCall | None:
+               table: PriceTable | None = None) -> ModelCall | None:
     """The ledger entry of a call, or None when it used no tokens (offline providers)."""
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; known: {STAGES}")
@@ -131,7 +133,7 @@ def count_metrics(call: ModelCall | None) -> float:
 
 
 def record_usage(account_id: int, stage: str, model: str, usage: TokenCounts,
-                 table: dict[str, tuple[float, float]] | None = None, *,
+                 table: PriceTable | None = None, *,
                  conn: psycopg.Connection | None = None, ref: str | None = None) -> float:
     """Count tokens and estimated cost per account and stage (metrics, and the
     ledger when ``conn`` is given); returns the cost."""

@@ -25,10 +25,6 @@ ENTRY_POINTS = ("cli.py", "_cli.py", "streams/demo.py", "streams/evaluation.py")
 # path → get_settings() calls allowed outside the entry points, and why
 SETTINGS_READS = {
     "streams/bootstrap.py": 1,   # Container() without settings: the process's settings
-    # the cost table's MEMORIA_MODEL_PRICES default for callers that pass no table (reply, learning paths)
-    "streams/pricing.py": 1,
-    # the erasure ledger's HMAC key for callers that pass none (learning, channel resolver)
-    "streams/maintain/erasure.py": 1,
 }
 
 BUILDERS = {"build_embedder", "build_embedder_uncached", "make_pool", "ConnectionPool", "OpenAI", "QdrantClient",
@@ -119,7 +115,8 @@ def test_the_container_builds_every_roles_ports_from_the_settings_it_is_given(tm
                  reply_provider="openai", embedding_provider="sentence-transformers",
                  embedding_model="all-minilm-l6-v2", memory_embedding_provider="sentence-transformers",
                  memory_embedding_model="all-minilm-l6-v2", embedding_service_url="http://127.0.0.1:9",
-                 redis_url="", database_url="postgresql://nobody@127.0.0.1:9/none")
+                 redis_url="", database_url="postgresql://nobody@127.0.0.1:9/none",
+                 erasure_key="k-erasure-test", model_prices='{"m-test": [1.5, 3.0]}')
     pool = ConnectionPool(s.database_url, open=False)   # never opened: building ports connects nothing
     store = QdrantStore(path=str(tmp_path / "qdrant"))
     c = Container(s, pool=pool, vector_store=store)
@@ -135,6 +132,14 @@ def test_the_container_builds_every_roles_ports_from_the_settings_it_is_given(tm
         assert isinstance(responder, Responder) and responder.acts is not None
         assert isinstance(responder.generator, OpenAIChatGenerator)
         assert responder.memory_embedder.name == ports.embedder.name == "all-minilm-l6-v2"
+        # the erasure ledger's key reaches both paths that consult it (inbound and learning)
+        assert c.erasure_key == ports.erasure_key == responder.store.erasure_key == "k-erasure-test"
+        # every producer of a process is configured alike: brokers, at-least-once, request size, client id
+        assert c.producer_config("memoria-test", linger_ms=2) == {
+            "bootstrap_servers": s.kafka_bootstrap_servers, "client_id": "memoria-test", "acks": "all",
+            "enable_idempotence": False, "max_request_size": s.producer_max_request_size, "linger_ms": 2}
+        # the cost table with the deployment's prices reaches the learning and the replies
+        assert ports.prices is responder.prices is c.prices and c.prices["m-test"] == (1.5, 3.0)
         for provider, build in (("nope", c.extractor), ("nope", c.checker), ("nope", c.generator)):
             try:
                 build(provider)

@@ -21,8 +21,9 @@ async def run_chatwoot_webhook(settings: Settings, host: str, port: int, stop: a
     from streams.kafka.topics import CONVERSATION_EVENTS, qualified
 
     config = ChatwootConfig(token=settings.chatwoot_webhook_token, secret=settings.chatwoot_webhook_secret)
-    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, acks="all",
-                                enable_idempotence=False, max_request_size=settings.producer_max_request_size)
+    from streams.bootstrap import producer_config
+
+    producer = AIOKafkaProducer(**producer_config(settings, "memoria-chatwoot-webhook"))
     await producer.start()
     topic = qualified(settings, CONVERSATION_EVENTS)
 

@@ -17,8 +17,9 @@ class PostgresResolver:
     a new one is opened (``wa-<inbox>-<uuid7>``), so messages after a conversation
     was resolved start a new one (and a new extraction)."""
 
-    def __init__(self, pool: ConnectionPool):
+    def __init__(self, pool: ConnectionPool, *, erasure_key: str):
         self.pool = pool
+        self.erasure_key = erasure_key  # the erasure ledger's HMAC key (settings.erasure_key)
 
     def _route(self, phone_number_id: str, wa_id: str) -> Route | None:
         with self.pool.connection() as conn, conn.transaction():
@@ -31,7 +32,7 @@ class PostgresResolver:
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"contact:{acc}:{wa_id}",))
             found = conn.execute("SELECT id FROM contacts WHERE account_id = %s AND phone = %s ORDER BY id LIMIT 1",
                                  (acc, wa_id)).fetchone()
-            if found is None and _erased_phone(conn, acc, wa_id):
+            if found is None and _erased_phone(conn, acc, wa_id, self.erasure_key):
                 return None  # an erased channel identity is never re-created (late webhooks, retries)
             contact = found["id"] if found else conn.execute(
                 "INSERT INTO contacts (id, account_id, phone) VALUES (nextval('channel_contact_ids'), %s, %s) "
@@ -70,10 +71,10 @@ class PostgresResolver:
         return await asyncio.to_thread(self._destination, account_id, contact_id, conversation_id)
 
 
-def _erased_phone(conn, account_id: int, wa_id: str) -> bool:
+def _erased_phone(conn, account_id: int, wa_id: str, key: str) -> bool:
     from streams.maintain.erasure import dropped, is_erased
 
-    if is_erased(conn, account_id, phone=wa_id):
+    if is_erased(conn, account_id, phone=wa_id, key=key):
         dropped("channel", account_id, "channel message of an erased phone")
         return True
     return False

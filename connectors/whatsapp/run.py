@@ -32,8 +32,7 @@ async def run_webhook(settings: Settings, host: str, port: int, stop: asyncio.Ev
         log.warning("WHATSAPP_APP_SECRET is not set: request signatures are NOT checked (development only)")
     container = Container(settings, pool_name="whatsapp-webhook")
     pool = await asyncio.to_thread(lambda: container.pool)
-    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, acks="all",
-                                enable_idempotence=False, max_request_size=settings.producer_max_request_size)
+    producer = AIOKafkaProducer(**container.producer_config("memoria-whatsapp-webhook"))
     await producer.start()
     topic = qualified(settings, INBOUND)
 
@@ -53,7 +52,7 @@ async def run_webhook(settings: Settings, host: str, port: int, stop: asyncio.Ev
 
     app = create_app(WebhookConfig(verify_token=settings.whatsapp_verify_token,
                                    app_secret=settings.whatsapp_app_secret or None),
-                     publish, PostgresResolver(pool), record_invalid=record_invalid)
+                     publish, PostgresResolver(pool, erasure_key=container.erasure_key), record_invalid=record_invalid)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
@@ -118,10 +117,10 @@ async def run_sender(settings: Settings, stop: asyncio.Event | None = None) -> N
                                 session_timeout_ms=int(settings.kafka_session_timeout * 1000),
                                 heartbeat_interval_ms=int(settings.kafka_heartbeat_interval * 1000),
                                 max_poll_interval_ms=24 * 3600 * 1000)  # a stall may last long
-    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, acks="all",
-                                enable_idempotence=False, max_request_size=settings.producer_max_request_size)
+    producer = AIOKafkaProducer(**container.producer_config("memoria-whatsapp-sender"))
     sender = WhatsAppSender(settings.whatsapp_api_base_url, settings.whatsapp_access_token or "",
-                            PostgresResolver(pool), backoff_max=min(8.0, settings.whatsapp_send_backoff_max))
+                            PostgresResolver(pool, erasure_key=container.erasure_key),
+                            backoff_max=min(8.0, settings.whatsapp_send_backoff_max))
     await consumer.start()
     await producer.start()
     dlq = DeadLetterWriter(producer, max_record_bytes=settings.kafka_max_record_bytes,

@@ -401,7 +401,7 @@ def _memory_routes(app: FastAPI, container, Op) -> None:
             try:
                 memory_service.edit_memory(conn, account_id=op.account_id, memory_id=memory_id,
                                            content=body.content, edited_by=op.label,
-                                           embedder=container.memory_embedder)
+                                           embedder=container.memory_embedder, prices=container.prices)
             except LookupError:
                 raise HTTPException(404, f"memory {memory_id} not found") from None
             except ValueError as e:
@@ -433,7 +433,7 @@ def _memory_routes(app: FastAPI, container, Op) -> None:
     def restore(conn, op: tokens.Operator, memory_id: int):
         return forget_service.restore_memory(
             conn, op.account_id, memory_id, actor=op.label, embedder=container.memory_embedder,
-            checker=container.checker(), llm_model=container.checker_llm_model)
+            checker=container.checker(), llm_model=container.checker_llm_model, prices=container.prices)
 
     app.state.restore = restore   # the console restores through the same function
 
@@ -453,7 +453,8 @@ def _forgetting_routes(app: FastAPI, container, Op) -> None:
         with container.pool.connection() as conn:
             if memory_service.get_contact(conn, op.account_id, contact_id) is None:
                 raise HTTPException(404, f"contact {contact_id} not found")
-            counts = forget_service.erase_contact(conn, op.account_id, contact_id)
+            counts = forget_service.erase_contact(conn, op.account_id, contact_id,
+                                                  key=container.erasure_key)
         return EraseResult(contact_id=contact_id, erased={k: int(v) for k, v in dict(counts).items()})
 
 

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
 
 import psycopg
 from psycopg.types.json import Jsonb
 
 from streams.admin.tokens import Operator
-from streams.store.uow import joined
+from streams.store.uow import joined, register_repository
+
+if TYPE_CHECKING:
+    from streams.store.uow import UnitOfWork
 
 FLAGS = {
     "memory_extraction_enabled": "Aprender com as conversas",
@@ -47,14 +51,40 @@ def flag_history(conn: psycopg.Connection, account_id: int, limit: int = 50) -> 
                         (account_id, limit)).fetchall()
 
 
+class AccountSettingsRepository(Protocol):
+    """``uow.accounts``: an account's settings changes (``streams.store.fake_uow`` implements it in memory)."""
+
+    def change_settings(self, account_id: int, values: dict, *, flag: str, enabled: bool,
+                        operator: Operator) -> None:
+        """Merge ``values`` into the account's settings and record who set ``flag`` to ``enabled``
+        (``account_flag_changes``), together."""
+
+
+class PostgresAccountSettingsRepository:
+    def __init__(self, uow: "UnitOfWork"):
+        self.conn = uow.conn
+
+    def change_settings(self, account_id, values, *, flag, enabled, operator):
+        self.conn.execute("UPDATE accounts SET settings = settings || %s WHERE id = %s", (Jsonb(values), account_id))
+        self.conn.execute("INSERT INTO account_flag_changes (account_id, flag, enabled, changed_by, token_id) "
+                          "VALUES (%s, %s, %s, %s, %s)", (account_id, flag, bool(enabled), operator.label,
+                                                          operator.token_id))
+
+
+register_repository("accounts", PostgresAccountSettingsRepository)
+
+
+def change_account_settings(target: "UnitOfWork | psycopg.Connection", account_id: int, values: dict, *,
+                            flag: str, enabled: bool, operator: Operator) -> None:
+    """An operator's settings change and its audit row, in one unit of work (the caller's, or one
+    committed here): the memory flags and the offers' settings both change through it."""
+    with joined(target) as uow:
+        uow.accounts.change_settings(account_id, values, flag=flag, enabled=enabled, operator=operator)
+
+
 def set_flag(conn: psycopg.Connection, account_id: int, flag: str, enabled: bool, operator: Operator) -> FlagState:
     """Set one flag and record who changed it (a no-op change is recorded too: it is what the operator did)."""
     if flag not in FLAGS:
         raise KeyError(flag)
-    with joined(conn):  # one unit of work (committed at the end)
-        conn.execute("UPDATE accounts SET settings = settings || %s WHERE id = %s",
-                     (Jsonb({flag: bool(enabled)}), account_id))
-        conn.execute("INSERT INTO account_flag_changes (account_id, flag, enabled, changed_by, token_id) "
-                     "VALUES (%s, %s, %s, %s, %s)", (account_id, flag, bool(enabled), operator.label,
-                                                     operator.token_id))
+    change_account_settings(conn, account_id, {flag: bool(enabled)}, flag=flag, enabled=enabled, operator=operator)
     return next(s for s in flag_states(conn, account_id) if s.flag == flag)

@@ -5,18 +5,18 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import psycopg
-from psycopg.types.json import Jsonb
 
 from streams.embedding import Embedder
 from streams.embedding import tokens as embedding_tokens
 from streams.learn.embed import embed_contents
 from streams.learn.store import memory_event
-from streams.pricing import count_metrics, model_call, write_ledger
-from streams.store.uow import joined
+from streams.pricing import PriceTable, count_metrics, model_call
+from streams.store.uow import UnitOfWork, joined
 
 
-def edit_memory(conn: psycopg.Connection, *, account_id: int, memory_id: int, content: str, edited_by: str,
-                embedder: Embedder | None, now: datetime | None = None) -> None:
+def edit_memory(conn: UnitOfWork | psycopg.Connection, *, account_id: int, memory_id: int, content: str,
+                edited_by: str, embedder: Embedder | None, now: datetime | None = None,
+                prices: PriceTable | None = None) -> None:
     """Replace a live fact's content, re-embed it and record who and when in its metadata.
 
     Raises LookupError when the fact is not the account's, ValueError when it
@@ -27,10 +27,11 @@ def edit_memory(conn: psycopg.Connection, *, account_id: int, memory_id: int, co
     now = now or datetime.now(timezone.utc)
     paid = embedding_tokens.collect()
     [vec] = embed_contents(embedder, [content])
-    call = model_call(account_id, "embedding", embedder.name if embedder else "", embedding_tokens.usage(paid))
-    with joined(conn) as uow:  # one unit of work (committed at the end)
-        row = conn.execute("SELECT contact_id, content, deleted_at, superseded_at, metadata FROM contact_memories "
-                           "WHERE id = %s AND account_id = %s FOR UPDATE", (memory_id, account_id)).fetchone()
+    call = model_call(account_id, "embedding", embedder.name if embedder else "", embedding_tokens.usage(paid),
+                      table=prices)
+    with joined(conn) as uow:  # one unit of work (the caller's, or committed at the end)
+        repo = uow.learning
+        row = repo.locked_memory(account_id, memory_id)
         if row is None:
             raise LookupError(memory_id)
         if row["deleted_at"] is not None:
@@ -39,13 +40,11 @@ def edit_memory(conn: psycopg.Connection, *, account_id: int, memory_id: int, co
             raise ValueError(f"memory {memory_id} is superseded; edit the current fact instead")
         edits = list((row["metadata"] or {}).get("edits", []))
         edits.append({"by": edited_by, "at": now.isoformat(), "previous_content": row["content"]})
-        conn.execute(
-            "UPDATE contact_memories SET content = %s, embedding = %s, embedding_model = %s, updated_at = %s, "
-            "metadata = metadata || %s WHERE id = %s",
-            (content, vec, embedder.name if (vec is not None and embedder) else None, now,
-             Jsonb({"edits": edits[-50:]}), memory_id))
+        repo.edit_content(memory_id, content, vector=vec,
+                          embedding_model=embedder.name if (vec is not None and embedder) else None, now=now,
+                          edits=edits[-50:])
         uow.add_event(*memory_event("memory.updated", memory_id, account_id, row["contact_id"]))
-        write_ledger(conn, [call])
+        repo.record_calls([call])
     count_metrics(call)
 
 

@@ -9,11 +9,10 @@ from __future__ import annotations
 from datetime import date
 
 import psycopg
-from psycopg.types.json import Jsonb
 
+from streams.admin.flags import change_account_settings
 from streams.admin.tokens import Operator
 from streams.maintain import offers as offer_service
-from streams.store.uow import joined
 
 FLAG = offer_service.FLAG
 LABEL = "Ofertas de datas comemorativas"
@@ -47,11 +46,7 @@ def set_offer_settings(conn: psycopg.Connection, account_id: int, defaults, *, e
         new["offers_template_name"] = template_name
     if template_language is not None:
         new["offers_template_language"] = template_language
-    with joined(conn):  # one unit of work (committed at the end)
-        conn.execute("UPDATE accounts SET settings = settings || %s WHERE id = %s", (Jsonb(new), account_id))
-        conn.execute("INSERT INTO account_flag_changes (account_id, flag, enabled, changed_by, token_id) "
-                     "VALUES (%s, %s, %s, %s, %s)", (account_id, FLAG, bool(enabled), operator.label,
-                                                     operator.token_id))
+    change_account_settings(conn, account_id, new, flag=FLAG, enabled=enabled, operator=operator)
     return offer_settings(conn, account_id, defaults)
 
 

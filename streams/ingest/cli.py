@@ -157,7 +157,7 @@ def reindex(
     try:
         with Progress(console=console) as progress:
             task = progress.add_task(f"re-embedding with {emb.name}", total=None)
-            res = run(pool=c.pool, store=c.vector_store, domain=c.settings.vector_domain, embedder=emb,
+            res = run(pool=c.pool, store=c.vector_store, domain=c.settings.vector_domain, embedder=emb, prices=c.prices,
                       progress=lambda done, total: progress.update(task, completed=done, total=total))
     finally:
         c.close()

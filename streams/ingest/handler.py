@@ -12,6 +12,7 @@ from streams.embedding import Embedder
 from streams.ingest.knowledge import EmbedderFor, IndexStats, ensure_chunk_collection, index_chunks, model_of
 from streams.kafka.consume import DeadLetter, Record
 from streams.kafka.envelope import DecodeError, decode_outbox
+from streams.pricing import PriceTable
 from streams.store.events import mark_processed, unprocessed
 from streams.vectors.port import VectorStore
 
@@ -22,8 +23,9 @@ class ChunkEventHandler:
     consumer = "ingest"
 
     def __init__(self, *, pool: ConnectionPool, store: VectorStore, domain: str,
-                 embedder: Embedder, embedder_for: EmbedderFor):
+                 embedder: Embedder, embedder_for: EmbedderFor, prices: PriceTable | None = None):
         self.pool, self.store, self.domain = pool, store, domain
+        self.prices = prices  # the cost table (Container.prices)
         self.embedder, self.embedder_for = embedder, embedder_for
         self.last_stats = IndexStats()
 
@@ -46,7 +48,8 @@ class ChunkEventHandler:
             embedder = self.embedder_for(model_of(collection))
             with metrics.EMBEDDING_LATENCY.labels("chunks").time():
                 stats = index_chunks([str(e.payload.chunk_id) for e in todo], pool=self.pool,
-                                     store=self.store, collection=collection, embedder=embedder)
+                                     store=self.store, collection=collection, embedder=embedder,
+                                     prices=self.prices)
             self.last_stats = stats
             metrics.CHUNKS_EMBEDDED.inc(stats.embedded)
             metrics.CHUNK_POINTS_DELETED.inc(stats.deleted)

@@ -20,7 +20,7 @@ from streams.embedding import Embedder
 from streams.embedding import tokens as embedding_tokens
 from streams.embedding.providers import model_slug
 from streams.learn.model import TokenUsage
-from streams.pricing import count_metrics, model_call, write_ledger
+from streams.pricing import PriceTable, count_metrics, model_call, write_ledger
 from streams.store.uow import PostgresUnitOfWork
 from streams.vectors.port import Hit, VectorStore
 
@@ -95,7 +95,8 @@ def _load_chunks(pool: ConnectionPool, ids: Sequence[str]) -> dict[str, dict]:
     return {r["id"]: r for r in rows}
 
 
-def ledger_embeddings(pool: ConnectionPool, rows: Sequence[dict], used: dict[str, int]) -> None:
+def ledger_embeddings(pool: ConnectionPool, rows: Sequence[dict], used: dict[str, int],
+                      prices: PriceTable | None = None) -> None:
     """Put the paid embedding tokens of an indexing batch in the cost ledger, per account: each
     account's share is its chunks' share of the batch's characters. The ref names the model and the
     account's chunks with their content hashes, so a redelivered batch counts once."""
@@ -113,7 +114,7 @@ def ledger_embeddings(pool: ConnectionPool, rows: Sequence[dict], used: dict[str
         for account, c in sorted(chars.items()):
             digest = hashlib.sha256("\n".join(sorted(keys[account])).encode()).hexdigest()[:32]
             calls.append(model_call(account, "embedding", model, TokenUsage(prompt_tokens=round(n * c / total)),
-                                    ref=f"chunks:{model}:{digest}"))
+                                    ref=f"chunks:{model}:{digest}", table=prices))
     with PostgresUnitOfWork(pool) as uow:
         write_ledger(uow.conn, calls)
         uow.commit()
@@ -127,7 +128,7 @@ def point_payload(row: dict) -> dict:
 
 
 def index_chunks(chunk_ids: Iterable[str], *, pool: ConnectionPool, store: VectorStore,
-                 collection: str, embedder: Embedder) -> IndexStats:
+                 collection: str, embedder: Embedder, prices: PriceTable | None = None) -> IndexStats:
     """Make the collection match Postgres for these chunks (idempotent).
 
     Live chunk → upsert its point (embedding only when the point's
@@ -156,7 +157,7 @@ def index_chunks(chunk_ids: Iterable[str], *, pool: ConnectionPool, store: Vecto
         used = embedding_tokens.collect()
         vecs = embedder.embed_passages([r["content"] for r in to_embed])
         store.upsert(collection, [r["id"] for r in to_embed], vecs, [point_payload(r) for r in to_embed])
-        ledger_embeddings(pool, to_embed, used)
+        ledger_embeddings(pool, to_embed, used, prices)
         stats.embedded = len(to_embed)
     if to_patch:
         store.set_payloads(collection, to_patch)
@@ -254,7 +255,8 @@ def _count_live(pool: ConnectionPool) -> int:
 
 
 def reindex(*, pool: ConnectionPool, store: VectorStore, domain: str, embedder: Embedder,
-            batch: int = 128, progress: Callable[[int, int], None] | None = None) -> ReindexResult:
+            batch: int = 128, progress: Callable[[int, int], None] | None = None,
+            prices: PriceTable | None = None) -> ReindexResult:
     """Blue-green re-embed: build a new collection from Postgres, verify, swap the alias, drop the old.
 
     Searches keep using the old collection until the atomic alias swap.
@@ -278,7 +280,7 @@ def reindex(*, pool: ConnectionPool, store: VectorStore, domain: str, embedder: 
         used = embedding_tokens.collect()
         vecs = embedder.embed_passages([r["content"] for r in rows])
         store.upsert(new, [r["id"] for r in rows], vecs, [point_payload(r) for r in rows])
-        ledger_embeddings(pool, rows, used)
+        ledger_embeddings(pool, rows, used, prices)
         done += len(rows)
         if progress:
             progress(done, total)
@@ -287,7 +289,7 @@ def reindex(*, pool: ConnectionPool, store: VectorStore, domain: str, embedder: 
         changed = [r["id"] for r in conn.execute(
             "SELECT id::text FROM chunks WHERE updated_at >= %s",
             (started - _CATCHUP_MARGIN,)).fetchall()]
-    caught = index_chunks(changed, pool=pool, store=store, collection=new, embedder=embedder)
+    caught = index_chunks(changed, pool=pool, store=store, collection=new, embedder=embedder, prices=prices)
     # drop points of chunks that are not live any more
     live_ids = set()
     for rows in _live_chunk_batches(pool, 5000):
@@ -309,7 +311,7 @@ def reindex(*, pool: ConnectionPool, store: VectorStore, domain: str, embedder: 
         late = [r["id"] for r in conn.execute(
             "SELECT id::text FROM chunks WHERE updated_at >= %s", (swap_started - _CATCHUP_MARGIN,)
         ).fetchall()]
-    late_stats = index_chunks(late, pool=pool, store=store, collection=new, embedder=embedder)
+    late_stats = index_chunks(late, pool=pool, store=store, collection=new, embedder=embedder, prices=prices)
     if old and old != new:
         store.drop_collection(old)
     return ReindexResult(old, new, done, caught.embedded + caught.deleted + late_stats.embedded

@@ -112,9 +112,9 @@ async def replay_topic(settings: Settings, topic: str, start=None, end=None, *, 
     res = ReplayResult(topic=topic, dry_run=dry_run)
     consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap_servers, enable_auto_commit=False,
                                 auto_offset_reset="earliest")
-    producer = None if dry_run else AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers,
-                                                     acks="all", enable_idempotence=False,
-                                                     max_request_size=settings.producer_max_request_size)
+    from streams.bootstrap import producer_config
+
+    producer = None if dry_run else AIOKafkaProducer(**producer_config(settings, "memoria-replay"))
     await consumer.start()
     if producer:
         await producer.start()

@@ -46,7 +46,7 @@ from streams.learn.embed import embed_contents
 from streams.learn.extract import FactExtractor, extract_facts
 from streams.learn.llm import ExtractionFailed, ModelTimedOut
 from streams.learn.model import TokenUsage
-from streams.pricing import count_metrics, model_call
+from streams.pricing import PriceTable, count_metrics, model_call
 from streams.store.uow import PostgresUnitOfWork, UnitOfWork, UnitOfWorkFactory
 
 log = logging.getLogger(__name__)
@@ -80,6 +80,8 @@ class LearnPorts:
     embed_attempts: int = 3
     embed_backoff: float = 0.2
     uow: UnitOfWorkFactory | None = None  # default: a Postgres unit of work over ``pool``
+    erasure_key: str | None = None  # the erasure ledger's HMAC key (Container.erasure_key); Postgres needs it
+    prices: PriceTable | None = None  # the cost table (Container.prices); None: the built-in one
 
     def unit(self) -> UnitOfWork:
         return self.uow() if self.uow is not None else PostgresUnitOfWork(self.pool)
@@ -156,11 +158,11 @@ def _failed(ports: LearnPorts, conv: store.Conversation, error: Exception, now: 
     return Outcome(conv.id, "failed", error=str(error))
 
 
-def _erased_meanwhile(uow: UnitOfWork, conv: store.Conversation) -> bool:
+def _erased_meanwhile(uow: UnitOfWork, conv: store.Conversation, erasure_key: str | None) -> bool:
     """The contact was erased (ledger) or its conversation deleted since it was loaded."""
     from streams.maintain.erasure import dropped
 
-    if uow.learning.erased_or_gone(conv):
+    if uow.learning.erased_or_gone(conv, erasure_key):
         dropped("learn", conv.account_id, "facts of a conversation")
         return True
     return False
@@ -212,7 +214,7 @@ def learn_conversation(ports: LearnPorts, conversation_id: int, *, force: bool =
     except ExtractionFailed as e:
         return _failed(ports, conv, e, now)
     metrics.EXTRACTION_LATENCY.observe(time.perf_counter() - t0)
-    extraction_call = model_call(conv.account_id, "extraction", ports.llm_model, result.usage)
+    extraction_call = model_call(conv.account_id, "extraction", ports.llm_model, result.usage, table=ports.prices)
     for d in result.discarded:
         metrics.FACTS_DISCARDED.labels(d.reason).inc()
     if result.status == "discarded":
@@ -229,7 +231,8 @@ def learn_conversation(ports: LearnPorts, conversation_id: int, *, force: bool =
     vectors = embed_contents(ports.embedder, [f.content for f in result.facts],
                              attempts=ports.embed_attempts, backoff=ports.embed_backoff)
     model = ports.embedder.name if ports.embedder is not None else None
-    embedding_call = model_call(conv.account_id, "embedding", model or "", embedding_tokens.usage(paid))
+    embedding_call = model_call(conv.account_id, "embedding", model or "", embedding_tokens.usage(paid),
+                                table=ports.prices)
     new_facts = [NewFact(f, v) for f, v in zip(result.facts, vectors)]
     observed = conv.last_message_at or now
     verdicts: dict = {}
@@ -250,7 +253,7 @@ def learn_conversation(ports: LearnPorts, conversation_id: int, *, force: bool =
                 with ports.unit() as uow:
                     repo = uow.learning
                     repo.lock_contact(conv.account_id, conv.contact_id)
-                    if _erased_meanwhile(uow, conv):  # the erasure takes the same lock
+                    if _erased_meanwhile(uow, conv, ports.erasure_key):  # the erasure takes the same lock
                         return Outcome(conv.id, "erased")
                     state = repo.extraction_state(conv.id, for_update=True)
                     if state and state["status"] in ("done", "discarded") and not force:
@@ -266,7 +269,8 @@ def learn_conversation(ports: LearnPorts, conversation_id: int, *, force: bool =
                     repo.record_extraction(conv, "done", now=now, facts=len(result.facts),
                                            extractor=result.extractor, through_message_id=through)
                     plan.usage = asking.usage
-                    contradiction_call = model_call(conv.account_id, "contradiction", ports.llm_model, plan.usage)
+                    contradiction_call = model_call(conv.account_id, "contradiction", ports.llm_model, plan.usage,
+                                                    table=ports.prices)
                     calls = [extraction_call, contradiction_call, embedding_call]
                     repo.record_calls(calls)
                     uow.commit()  # the facts, the memory events and the extraction row together

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Protocol
 
 import numpy as np
 import psycopg
+from psycopg.types.json import Jsonb
 
 from schemas.events import MemoryEvent
 from streams.learn.consolidate import MAX_LIVE_FACTS, Plan, StoredFact, over_cap
@@ -300,7 +301,7 @@ class LearningRepository(Protocol):
     def transcript(self, conv: Conversation, *, after_message_id: int | None = None,
                    through_message_id: int | None = None) -> Transcript: ...
     def lock_contact(self, account_id: int, contact_id: int) -> None: ...
-    def erased_or_gone(self, conv: Conversation) -> bool: ...
+    def erased_or_gone(self, conv: Conversation, erasure_key: str | None) -> bool: ...
     def live_facts(self, account_id: int, contact_id: int) -> list[StoredFact]: ...
     def facts_learnt_from(self, account_id: int, contact_id: int, conversation_id: int) -> list[StoredFact]: ...
     def apply_plan(self, plan: Plan, conv: Conversation, *, now: datetime, metadata: dict,
@@ -321,6 +322,31 @@ class LearningRepository(Protocol):
     def age(self, delete_ids: list[int], reduce_ids: list[int], *, now: datetime, weight: float) -> None: ...
     def crowded(self, cap: int) -> list[tuple[int, int]]: ...
     def hard_delete(self, before: datetime, *, dry_run: bool) -> dict[int, int]: ...
+    # restoring a forgotten fact (streams/maintain/forget.py restore_memory)
+    def memory_content(self, account_id: int, memory_id: int) -> str | None:
+        """The content of a fact of the account (deleted or not), None when there is none."""
+    def locked_memory(self, account_id: int, memory_id: int) -> dict | None:
+        """The fact's row, locked (id, contact_id, memory_type, memory_key, content, normalized_value,
+        deleted_at, superseded_at, observed_at, metadata), None when the account has no such fact."""
+    def restore(self, memory_id: int, *, vector, embedding_model: str | None, now: datetime,
+                superseded_by: int | None, audit: dict) -> None:
+        """Undelete the fact with its new embedding and ``audit`` merged into its metadata; superseded
+        by ``superseded_by`` at ``now`` when given."""
+    def supersede(self, ids: list[int], by_id: int, *, now: datetime) -> None:
+        """The live facts among ``ids`` superseded by ``by_id`` at ``now``."""
+    def edit_content(self, memory_id: int, content: str, *, vector, embedding_model: str | None, now: datetime,
+                     edits: list[dict]) -> None:
+        """An operator's edit (streams/admin/memories.py): the new content and embedding, ``edits`` (the
+        audit trail, newest last) in its metadata."""
+    # what starts a learning (streams/learn/triggers.py): (account_id, contact_id) of the changed conversation
+    def resolve(self, conversation_id: int, *, now: datetime) -> tuple[int, int] | None:
+        """An open conversation: ``resolved`` at ``now``, lead state cleared; None when it was not open."""
+    def reopen(self, conversation_id: int, *, now: datetime) -> tuple[int, int] | None:
+        """A resolved conversation: ``open``, ``reopened_at``, its finished extraction ``reopened`` (the next
+        trigger learns again from what follows), its silence forgotten; None when it was not resolved."""
+    def mark_silent(self, *, now: datetime, cut: datetime, limit: int) -> list[dict]:
+        """Track (once) the open conversations silent since ``cut`` that were neither extracted nor
+        announced; their ``conversation_id``, ``account_id``, ``contact_id``."""
 
 
 class PostgresLearningRepository:
@@ -354,10 +380,10 @@ class PostgresLearningRepository:
     def lock_contact(self, account_id, contact_id):
         lock_contact(self.conn, account_id, contact_id)
 
-    def erased_or_gone(self, conv):
+    def erased_or_gone(self, conv, erasure_key):
         from streams.maintain.erasure import is_erased
 
-        return is_erased(self.conn, conv.account_id, contact_id=conv.contact_id) or self.conn.execute(
+        return is_erased(self.conn, conv.account_id, contact_id=conv.contact_id, key=erasure_key) or self.conn.execute(
             "SELECT 1 FROM conversations WHERE id = %s", (conv.id,)).fetchone() is None
 
     def live_facts(self, account_id, contact_id):
@@ -441,6 +467,79 @@ class PostgresLearningRepository:
         rows = self.conn.execute("DELETE FROM contact_memories WHERE deleted_at < %s RETURNING account_id",
                                  (before,)).fetchall()
         return dict(Counter(r["account_id"] for r in rows))
+
+    # -- restore -------------------------------------------------------------
+    def memory_content(self, account_id, memory_id):
+        row = self.conn.execute("SELECT content FROM contact_memories WHERE id = %s AND account_id = %s",
+                                (memory_id, account_id)).fetchone()
+        return None if row is None else row["content"]
+
+    def locked_memory(self, account_id, memory_id):
+        return self.conn.execute(
+            "SELECT id, contact_id, memory_type, memory_key, content, normalized_value, deleted_at, "
+            "superseded_at, observed_at, metadata FROM contact_memories "
+            "WHERE id = %s AND account_id = %s FOR UPDATE", (memory_id, account_id)).fetchone()
+
+    def restore(self, memory_id, *, vector, embedding_model, now, superseded_by, audit):
+        self.conn.execute(
+            "UPDATE contact_memories SET deleted_at = NULL, embedding = %s, embedding_model = %s, updated_at = %s, "
+            "superseded_at = CASE WHEN %s::bigint IS NULL THEN superseded_at ELSE %s END, "
+            "superseded_by_id = COALESCE(%s::bigint, superseded_by_id), metadata = metadata || %s WHERE id = %s",
+            (vector, embedding_model, now, superseded_by, now, superseded_by, Jsonb(audit), memory_id))
+
+    def edit_content(self, memory_id, content, *, vector, embedding_model, now, edits):
+        self.conn.execute(
+            "UPDATE contact_memories SET content = %s, embedding = %s, embedding_model = %s, updated_at = %s, "
+            "metadata = metadata || %s WHERE id = %s",
+            (content, vector, embedding_model, now, Jsonb({"edits": edits}), memory_id))
+
+    def supersede(self, ids, by_id, *, now):
+        self.conn.execute("UPDATE contact_memories SET superseded_at = %s, superseded_by_id = %s, updated_at = %s "
+                          "WHERE id = ANY(%s) AND superseded_at IS NULL", (now, by_id, now, list(ids)))
+
+    # -- triggers ------------------------------------------------------------
+    def resolve(self, conversation_id, *, now):
+        return _pair(self.conn.execute(
+            "UPDATE conversations SET status = 'resolved', resolved_at = %s, lead_state = '{}'::jsonb "
+            "WHERE id = %s AND status = 'open' RETURNING account_id, contact_id",
+            (now, conversation_id)).fetchone())
+
+    def reopen(self, conversation_id, *, now):
+        who = _pair(self.conn.execute(
+            "UPDATE conversations SET status = 'open', resolved_at = NULL, reopened_at = %s "
+            "WHERE id = %s AND status = 'resolved' RETURNING account_id, contact_id",
+            (now, conversation_id)).fetchone())
+        if who is not None:
+            self.conn.execute("UPDATE conversation_extractions SET status = 'reopened', next_attempt_at = NULL, "
+                              "updated_at = %s WHERE conversation_id = %s "
+                              "AND status IN ('done', 'discarded', 'skipped')", (now, conversation_id))
+            self.conn.execute("DELETE FROM conversation_silences WHERE conversation_id = %s", (conversation_id,))
+        return who
+
+    def mark_silent(self, *, now, cut, limit):
+        rows = self.conn.execute(
+            """INSERT INTO conversation_silences (conversation_id, account_id, contact_id, last_message_at,
+                                                  announced_at)
+               SELECT c.id, c.account_id, c.contact_id, c.last_message_at, %(now)s
+               FROM conversations c
+               WHERE c.status = 'open' AND c.last_message_at < %(cut)s
+                 AND NOT EXISTS (SELECT 1 FROM conversation_extractions e
+                                 WHERE e.conversation_id = c.id AND e.status IN ('done', 'discarded'))
+                 AND NOT EXISTS (SELECT 1 FROM conversation_silences s WHERE s.conversation_id = c.id)
+               ORDER BY c.last_message_at
+               LIMIT %(limit)s
+               ON CONFLICT (conversation_id) DO NOTHING
+               RETURNING conversation_id, account_id, contact_id""",
+            dict(now=now, cut=cut, limit=limit)).fetchall()
+        return [r if isinstance(r, dict) else dict(zip(("conversation_id", "account_id", "contact_id"), r))
+                for r in rows]
+
+
+def _pair(row) -> tuple[int, int] | None:
+    """(account_id, contact_id) of a RETURNING row (a dict row or a tuple row), or None."""
+    if row is None:
+        return None
+    return (row["account_id"], row["contact_id"]) if isinstance(row, dict) else (row[0], row[1])
 
 
 register_repository("learning", PostgresLearningRepository)

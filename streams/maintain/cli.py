@@ -87,7 +87,7 @@ def restore(
         with c.pool.connection() as conn:
             try:
                 r = restore_memory(conn, account, memory, actor=actor, embedder=c.memory_embedder,
-                                   checker=c.checker(), llm_model=c.checker_llm_model)
+                                   checker=c.checker(), llm_model=c.checker_llm_model, prices=c.prices)
             except LookupError:
                 typer.echo(json.dumps({"memory_id": memory, "restored": False, "error": "not found"}))
                 raise typer.Exit(1)
@@ -110,7 +110,7 @@ def erase_contact(
     from streams.settings import get_settings
 
     with _conn() as conn:
-        counts = run(conn, account, contact)
+        counts = run(conn, account, contact, key=get_settings().erasure_key)
     vacuum_after_erasure(get_settings().database_url)
     typer.echo(json.dumps({"account_id": account, "contact_id": contact, "deleted": counts,
                            "ledger": "recorded (keyed hash): replays and late events cannot bring it back",
@@ -125,16 +125,17 @@ def verify_erasure(
     """Check the erasure ledger, Postgres, pgvector and Qdrant for a contact and print a
     proof of erasure (JSON) to file; exit 1 if anything remains or the ledger lacks it."""
     from streams.maintain.forget import proof_of_erasure
+    from streams.settings import get_settings
 
     store = None
     if qdrant:
         from streams.bootstrap import open_vector_store
-        from streams.settings import get_settings
 
         store = open_vector_store(get_settings())
     try:
         with _conn() as conn:
-            proof = proof_of_erasure(conn, account, contact, vector_store=store)
+            proof = proof_of_erasure(conn, account, contact, key=get_settings().erasure_key,
+                                     vector_store=store)
     finally:
         if store is not None and hasattr(store, "close"):
             store.close()

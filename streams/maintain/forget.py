@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 import psycopg
-from psycopg.types.json import Jsonb
 
 from schemas.events import ContactEvent
 from streams.learn import store
+from streams.maintain.erasure import ledger_entry  # and ``uow.erasure``, which that module registers
 from streams.store.uow import joined
 
 log = logging.getLogger(__name__)
@@ -77,36 +77,34 @@ class Restored:
 
 
 def restore_memory(target: Target, account_id: int, memory_id: int, *, actor: str, embedder,
-                   checker, llm_model: str = "", now: datetime | None = None) -> Restored:
+                   checker, llm_model: str = "", now: datetime | None = None, prices=None) -> Restored:
     """Undo the soft delete of one fact of ``account_id`` (one function for the API, the CLI and the console).
 
     Raises LookupError when the account has no such fact (or it was hard-deleted) and ValueError when it
     is not deleted or was deleted more than ``RESTORE_WINDOW_DAYS`` ago. The restored fact is re-embedded
     (a failed embedding leaves it NULL, like any fact: the re-embed timer retries) and checked for
-    contradictions with the contact's live facts of its type, settled by when each was stated."""
+    contradictions with the contact's live facts of its type, settled by when each was stated. ``prices``:
+    the cost table (``Container.prices``; None: the built-in one)."""
     from streams.embedding import tokens as embedding_tokens
     from streams.learn.consolidate import CANDIDATE_DISTANCE, MAX_CANDIDATES
     from streams.learn.contradiction import MemoryView, select_candidates
     from streams.learn.embed import embed_contents
     from streams.learn.model import TokenUsage
-    from streams.pricing import count_metrics, model_call, write_ledger
+    from streams.pricing import count_metrics, model_call
 
     now = _now(now)
     with joined(target) as uow:  # read only
-        row = uow.conn.execute("SELECT content FROM contact_memories WHERE id = %s AND account_id = %s",
-                           (memory_id, account_id)).fetchone()
-    if row is None:
+        content = uow.learning.memory_content(account_id, memory_id)
+    if content is None:
         raise LookupError(memory_id)
     paid = embedding_tokens.collect()
-    [vec] = embed_contents(embedder, [row["content"]])   # slow part, outside the transaction
+    [vec] = embed_contents(embedder, [content])   # slow part, outside the transaction
     embedding_call = model_call(account_id, "embedding", embedder.name if embedder else "",
-                                embedding_tokens.usage(paid))
+                                embedding_tokens.usage(paid), table=prices)
     usage = TokenUsage()
     with joined(target) as uow:
-        conn = uow.conn
-        r = conn.execute("SELECT id, contact_id, memory_type, memory_key, content, normalized_value, deleted_at, "
-                         "superseded_at, observed_at, metadata FROM contact_memories "
-                         "WHERE id = %s AND account_id = %s FOR UPDATE", (memory_id, account_id)).fetchone()
+        repo = uow.learning
+        r = repo.locked_memory(account_id, memory_id)
         if r is None:
             raise LookupError(memory_id)
         if r["deleted_at"] is None:
@@ -114,14 +112,14 @@ def restore_memory(target: Target, account_id: int, memory_id: int, *, actor: st
         if r["deleted_at"] < now - timedelta(days=RESTORE_WINDOW_DAYS):
             raise ValueError(f"memory {memory_id} was forgotten more than {RESTORE_WINDOW_DAYS} days ago")
         contact_id = r["contact_id"]
-        store.lock_contact(conn, account_id, contact_id)
+        repo.lock_contact(account_id, contact_id)
         out = Restored(memory_id, contact_id, "superseded" if r["superseded_at"] else "active",
                        embedded=vec is not None)
         restored_view = MemoryView(memory_type=r["memory_type"], content=r["content"], memory_key=r["memory_key"],
                                    normalized_value=r["normalized_value"] or None)
         stated = r["observed_at"]
         if r["superseded_at"] is None:
-            live = store.live_facts(conn, account_id, contact_id)
+            live = repo.live_facts(account_id, contact_id)
             if vec is not None:
                 candidates = select_candidates(vec, live, r["memory_type"], max_distance=CANDIDATE_DISTANCE,
                                                limit=MAX_CANDIDATES)
@@ -139,24 +137,20 @@ def restore_memory(target: Target, account_id: int, memory_id: int, *, actor: st
                     out.status, out.superseded_by = "superseded", old.id   # the newer statement stays current
                     break
                 out.superseded.append(old.id)
-        audit = {"restored": {"by": actor, "at": now.isoformat()}}
-        conn.execute(
-            "UPDATE contact_memories SET deleted_at = NULL, embedding = %s, embedding_model = %s, updated_at = %s, "
-            "superseded_at = CASE WHEN %s::bigint IS NULL THEN superseded_at ELSE %s END, "
-            "superseded_by_id = COALESCE(%s::bigint, superseded_by_id), metadata = metadata || %s WHERE id = %s",
-            (vec, embedder.name if (vec is not None and embedder is not None) else None, now, out.superseded_by,
-             now, out.superseded_by, Jsonb(audit), memory_id))
+        repo.restore(memory_id, vector=vec,
+                     embedding_model=embedder.name if (vec is not None and embedder is not None) else None,
+                     now=now, superseded_by=out.superseded_by,
+                     audit={"restored": {"by": actor, "at": now.isoformat()}})
         events = [store.memory_event("memory.updated", memory_id, account_id, contact_id)]
         if out.superseded:
-            conn.execute("UPDATE contact_memories SET superseded_at = %s, superseded_by_id = %s, updated_at = %s "
-                         "WHERE id = ANY(%s) AND superseded_at IS NULL", (now, memory_id, now, out.superseded))
+            repo.supersede(out.superseded, memory_id, now=now)
             events += [store.memory_event("memory.superseded", i, account_id, contact_id) for i in out.superseded]
         if out.superseded_by:
             events.append(store.memory_event("memory.superseded", memory_id, account_id, contact_id))
         for event in events:
             uow.add_event(*event)
-        call = model_call(account_id, "contradiction", llm_model, usage)
-        write_ledger(conn, [call, embedding_call])
+        call = model_call(account_id, "contradiction", llm_model, usage, table=prices)
+        repo.record_calls([call, embedding_call])
     count_metrics(call)
     count_metrics(embedding_call)
     log.info('memory restored account_id=%d memory_id=%d status=%s superseded=%s actor="%s"', account_id,
@@ -178,46 +172,12 @@ def forget_contact(target: Target, account_id: int, contact_id: int, *, actor: s
     return len(done)
 
 
-def erase_contact(target: Target, account_id: int, contact_id: int, *,
-                  key: str | None = None) -> dict[str, int]:
+def erase_contact(target: Target, account_id: int, contact_id: int, *, key: str) -> dict[str, int]:
     """Remove everything of a contact now and add it to the erasure ledger (so
     that no replayed or late record brings it back); returns the rows deleted
     per table."""
-    from streams.maintain.erasure import record_erasure
-
-    counts: dict[str, int] = {}
     with joined(target) as uow:
-        conn = uow.conn  # Postgres only: the erasure deletes rows of every table
-        # the lock every path that creates a contact's data takes (store_inbound, learning)
-        store.lock_contact(conn, account_id, contact_id)
-        phone_row = conn.execute("SELECT phone FROM contacts WHERE account_id = %s AND id = %s",
-                                 (account_id, contact_id)).fetchone()
-        embedded = conn.execute("SELECT count(*) AS n FROM contact_memories WHERE account_id = %s "
-                                "AND contact_id = %s AND embedding IS NOT NULL",
-                                (account_id, contact_id)).fetchone()["n"]
-        conv_ids = [r["id"] for r in conn.execute(
-            "SELECT id FROM conversations WHERE account_id = %s AND contact_id = %s FOR UPDATE",
-            (account_id, contact_id)).fetchall()]
-
-        def delete(name: str, sql: str, args: tuple) -> None:
-            counts[name] = counts.get(name, 0) + conn.execute(sql, args).rowcount
-
-        delete("messages", "DELETE FROM messages WHERE conversation_id = ANY(%s)", (conv_ids,))
-        delete("conversation_extractions", "DELETE FROM conversation_extractions WHERE conversation_id = ANY(%s) "
-               "OR (account_id = %s AND contact_id = %s)", (conv_ids, account_id, contact_id))
-        delete("conversation_silences", "DELETE FROM conversation_silences WHERE conversation_id = ANY(%s) "
-               "OR (account_id = %s AND contact_id = %s)", (conv_ids, account_id, contact_id))
-        delete("conversations", "DELETE FROM conversations WHERE id = ANY(%s)", (conv_ids,))
-        delete("contact_memories", "DELETE FROM contact_memories WHERE account_id = %s AND contact_id = %s",
-               (account_id, contact_id))
-        delete("outbox", "DELETE FROM outbox WHERE aggregatetype IN ('conversation', 'memory', 'contact') "
-               "AND payload->>'account_id' = %s AND payload->>'contact_id' = %s",
-               (str(account_id), str(contact_id)))
-        for table in ("privacy_requests", "marketing_optouts", "offers", "tool_calls"):  # issue 11's records
-            delete(table, f"DELETE FROM {table} WHERE account_id = %s AND contact_id = %s", (account_id, contact_id))
-        delete("contacts", "DELETE FROM contacts WHERE account_id = %s AND id = %s", (account_id, contact_id))
-        counts["pgvector_embeddings"] = int(embedded)
-        record_erasure(conn, account_id, contact_id, phone_row["phone"] if phone_row else None, counts, key=key)
+        counts = uow.erasure.erase_contact(account_id, contact_id, key=key)
         uow.add_event(*_contact_event("contact.erased", account_id, contact_id))
     log.info("contact erased account_id=%d contact_id=%d %s", account_id, contact_id,
              " ".join(f"{k}={v}" for k, v in counts.items()))
@@ -244,16 +204,12 @@ def _contact_tables(conn: psycopg.Connection) -> list[tuple[str, bool]]:
     return [(r["table_name"], r["has_account"]) for r in rows]
 
 
-def proof_of_erasure(conn: psycopg.Connection, account_id: int, contact_id: int, *, vector_store=None,
-                     key: str | None = None) -> dict:
+def proof_of_erasure(conn: psycopg.Connection, account_id: int, contact_id: int, *, key: str,
+                     vector_store=None) -> dict:
     """What an operator files: the ledger entry (when, counts removed), what is left
     in Postgres (every table with a contact_id, messages, outbox), in pgvector and
     in Qdrant (every collection scanned for points of the contact), and a timestamp.
     ``erased`` is true only when the ledger holds the contact and nothing is left."""
-    from datetime import datetime, timezone
-
-    from streams.maintain.erasure import ledger_entry
-
     left = verify_erasure(conn, account_id, contact_id)
     pgvector_left = int(conn.execute(
         "SELECT count(*) AS n FROM contact_memories WHERE account_id = %s AND contact_id = %s "

@@ -29,14 +29,17 @@ import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 import psycopg
 from psycopg.types.json import Jsonb
 
 from schemas.events import OutboundReply, WhatsAppTemplate
 from streams.respond.text import content_tokens, fold, stem
-from streams.store.uow import joined
+from streams.store.uow import joined, register_repository
+
+if TYPE_CHECKING:
+    from streams.store.uow import UnitOfWork
 
 log = logging.getLogger(__name__)
 
@@ -235,12 +238,23 @@ def plan_offers(conn: psycopg.Connection, account_id: int, today: date, *, days:
     return out
 
 
-def record_offers(conn: psycopg.Connection, proposals: Sequence[Proposal]) -> int:
-    """Insert the offers; one per contact × occasion × year whatever runs twice."""
-    n = 0
-    with joined(conn):  # one unit of work (committed at the end)
+class OfferRepository(Protocol):
+    """``uow.offers``: the offers' writes (``streams.store.fake_uow`` implements it in memory)."""
+
+    def record(self, proposals: Sequence[Proposal]) -> int:
+        """Insert the offers not recorded yet (one per account × contact × occasion × year); how many were new."""
+    def mark_published(self, reply_ids: Sequence[str]) -> None:
+        """The offers Kafka acknowledged (the first acknowledgement's time is kept)."""
+
+
+class PostgresOfferRepository:
+    def __init__(self, uow: "UnitOfWork"):
+        self.conn = uow.conn
+
+    def record(self, proposals):
+        n = 0
         for p in proposals:
-            n += conn.execute(
+            n += self.conn.execute(
                 """INSERT INTO offers (account_id, contact_id, occasion, year, occasion_date, memory_id,
                                        conversation_id, reply_id, text, template_name, template_params, chunk_ids)
                    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
@@ -249,7 +263,20 @@ def record_offers(conn: psycopg.Connection, proposals: Sequence[Proposal]) -> in
                  p.reply_id, p.text, p.template.name,
                  Jsonb({"language": p.template.language, "parameters": p.template.parameters}),
                  list(p.chunk_ids))).rowcount
-    return n
+        return n
+
+    def mark_published(self, reply_ids):
+        self.conn.execute("UPDATE offers SET published_at = now() WHERE reply_id = ANY(%s) AND published_at IS NULL",
+                          (list(reply_ids),))
+
+
+register_repository("offers", PostgresOfferRepository)
+
+
+def record_offers(target: "UnitOfWork | psycopg.Connection", proposals: Sequence[Proposal]) -> int:
+    """Insert the offers; one per contact × occasion × year whatever runs twice."""
+    with joined(target) as uow:  # one unit of work (the caller's, or committed at the end)
+        return uow.offers.record(proposals)
 
 
 def account_offer_settings(settings_json: dict[str, Any] | None, defaults) -> tuple[bool, str, str]:
@@ -295,9 +322,9 @@ def pending_offers(conn: psycopg.Connection, limit: int = 500) -> list[OutboundR
     return out
 
 
-def mark_published(conn: psycopg.Connection, reply_ids: Sequence[str]) -> None:
-    conn.execute("UPDATE offers SET published_at = now() WHERE reply_id = ANY(%s) AND published_at IS NULL",
-                 (list(reply_ids),))
+def mark_published(target: "UnitOfWork | psycopg.Connection", reply_ids: Sequence[str]) -> None:
+    with joined(target) as uow:
+        uow.offers.mark_published(reply_ids)
 
 
 async def publish_offers(pool, producer, topic: str) -> int:

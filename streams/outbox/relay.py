@@ -38,10 +38,10 @@ class RelayStats:
 
 def make_producer(settings: Settings) -> AIOKafkaProducer:
     # Tansu and at-least-once: no idempotent producer, no transactions (docs/architecture.md §7).
-    return AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, acks="all",
-                            linger_ms=2, enable_idempotence=False, request_timeout_ms=15000,
-                            max_batch_size=1 << 20,
-                            max_request_size=settings.producer_max_request_size)
+    from streams.bootstrap import producer_config
+
+    return AIOKafkaProducer(**producer_config(settings, "memoria-relay", linger_ms=2, request_timeout_ms=15000,
+                                              max_batch_size=1 << 20))
 
 
 class OutboxRelay:

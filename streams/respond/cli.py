@@ -27,8 +27,9 @@ async def ask_once(settings, msg, timeout: float = 30.0, *, extra_groups: str = 
     out_topic = qualified(settings, OUTBOUND)
     consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap_servers, enable_auto_commit=False,
                                 auto_offset_reset="earliest")
-    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, enable_idempotence=False,
-                                acks="all", max_request_size=settings.producer_max_request_size)
+    from streams.bootstrap import producer_config
+
+    producer = AIOKafkaProducer(**producer_config(settings, "memoria-respond-cli"))
     await consumer.start()
     await producer.start()
     try:

@@ -41,7 +41,7 @@ import numpy as np
 from schemas.events import InboundMessage, OutboundReply
 from streams.embedding import tokens as embedding_tokens
 from streams.ingest.knowledge import default_max_distance
-from streams.pricing import ModelCall, model_call
+from streams.pricing import ModelCall, PriceTable, model_call
 from streams.respond.generate import (
     CONTACTS_REPLY,
     FALLBACK_AUDIO,
@@ -94,6 +94,7 @@ class Responder:
     intent_examples: IntentExamples | None = None
     # rights, opt-out and tools: one step before generation (streams/respond/acts.py)
     acts: Any = None
+    prices: PriceTable | None = None  # the cost table (Container.prices); None: the built-in one
 
 
 @dataclass(frozen=True)
@@ -146,10 +147,12 @@ def channel_reply(msg: InboundMessage) -> tuple[str, str] | None:
     return None
 
 
-def embedding_calls(account_id: int, reply_id: str, used: dict[str, int]) -> tuple[ModelCall, ...]:
+def embedding_calls(account_id: int, reply_id: str, used: dict[str, int],
+                    table: PriceTable | None = None) -> tuple[ModelCall, ...]:
     """The cost-ledger entries of a reply's paid embeddings, one per model (ref = reply and model, so a
     redelivered message counts once)."""
-    calls = (model_call(account_id, "embedding", model, Usage(prompt_tokens=n), ref=f"{reply_id}:{model}")
+    calls = (model_call(account_id, "embedding", model, Usage(prompt_tokens=n), ref=f"{reply_id}:{model}",
+                        table=table)
              for model, n in sorted(used.items()))
     return tuple(c for c in calls if c is not None)
 
@@ -418,8 +421,9 @@ async def record(msg: InboundMessage, ctx: ConversationContext, p: Plan, g: Gath
     lead_state = next_lead_state(ctx.lead_state, intent=p.intent.intent, retrieval_count=g.retrieval_count,
                                  now=now)
     generation = c.generation
-    call = model_call(msg.account_id, "reply", generation.model, generation.usage, ref=reply.reply_id)
-    embeds = embedding_calls(msg.account_id, reply.reply_id, embed_tokens or {})
+    call = model_call(msg.account_id, "reply", generation.model, generation.usage, ref=reply.reply_id,
+                      table=deps.prices)
+    embeds = embedding_calls(msg.account_id, reply.reply_id, embed_tokens or {}, deps.prices)
     await _call(deps.store.save_reply, reply, lead_state, model_call=call, recall_ms=g.recall_ms,
                 embedding_calls=embeds)
     total_ms = (time.perf_counter() - t0) * 1000 if t0 is not None else 0.0
@@ -461,7 +465,7 @@ async def _act_reply(msg: InboundMessage, ctx: ConversationContext, act: Any, de
         conversation_id=msg.conversation_id, contact_id=msg.contact_id, text=act.text, intent=intent,
         strategy="none", degraded=list(act.degraded), created_at=now, kind=act.kind, tools=list(act.tools))
     lead_state = next_lead_state(ctx.lead_state, intent=intent, retrieval_count=ctx.retrieval_count, now=now)
-    embeds = embedding_calls(msg.account_id, reply.reply_id, embed_tokens)
+    embeds = embedding_calls(msg.account_id, reply.reply_id, embed_tokens, deps.prices)
     await _call(deps.store.save_reply, reply, lead_state, embedding_calls=embeds)
     total_ms = (time.perf_counter() - t0) * 1000
     log.info("reply conversation_id=%s intent=%s kind=%s ms=%.1f", msg.conversation_id, intent, act.kind, total_ms)

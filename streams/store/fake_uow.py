@@ -18,6 +18,7 @@ Usage::
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -38,11 +39,16 @@ class FakeState:
     extractions: dict[int, dict] = field(default_factory=dict)       # conversation id -> row
     memories: dict[int, dict] = field(default_factory=dict)          # id -> contact_memories row
     erased: set[tuple[int, int]] = field(default_factory=set)        # (account, contact)
+    erasure_ledger: dict[tuple[int, int], dict] = field(default_factory=dict)  # (account, contact) -> removed
     ledger: list = field(default_factory=list)                       # model calls
     processed: set[tuple[str, str]] = field(default_factory=set)     # (consumer, event id)
     owners: dict[tuple[str, int], int] = field(default_factory=dict)  # (contacts|inboxes, id) -> account
     channel_conversations: dict[str, int] = field(default_factory=dict)  # external id -> conversation id
     lead_states: dict[int, dict] = field(default_factory=dict)      # conversation id -> lead state
+    transitions: dict[int, dict] = field(default_factory=dict)      # conversation id -> resolved_at, reopened_at
+    silences: dict[int, dict] = field(default_factory=dict)         # conversation id -> silence tracked
+    offers: dict[tuple[int, int, str, int], dict] = field(default_factory=dict)  # (account, contact, occasion, year)
+    flag_changes: list[dict] = field(default_factory=list)          # account_id, flag, enabled, changed_by, token_id
     documents: dict[str, dict] = field(default_factory=dict)         # id -> account_id, source, title, deleted
     chunks: dict[str, dict] = field(default_factory=dict)            # id -> account_id, document_id, seq, ...
     outbox: list[tuple[str, OutboxEvent]] = field(default_factory=list)
@@ -115,6 +121,111 @@ class FakeUnitOfWork(UnitOfWork):
     @property
     def conversations(self) -> "FakeConversationRepository":
         return FakeConversationRepository(self)
+
+    @property
+    def erasure(self) -> "FakeErasureRepository":
+        return FakeErasureRepository(self)
+
+    @property
+    def offers(self) -> "FakeOfferRepository":
+        return FakeOfferRepository(self)
+
+    @property
+    def accounts(self) -> "FakeAccountSettingsRepository":
+        return FakeAccountSettingsRepository(self)
+
+
+class FakeAccountSettingsRepository:
+    """``streams.admin.flags.AccountSettingsRepository`` in memory."""
+
+    def __init__(self, uow: FakeUnitOfWork):
+        self.uow = uow
+
+    def change_settings(self, account_id, values, *, flag, enabled, operator):
+        s = self.uow.work
+        if account_id in s.accounts:  # an UPDATE of an unknown account changes nothing
+            s.accounts[account_id].update(values)
+        s.flag_changes.append({"account_id": account_id, "flag": flag, "enabled": bool(enabled),
+                               "changed_by": operator.label, "token_id": operator.token_id})
+
+
+class FakeOfferRepository:
+    """``streams.maintain.offers.OfferRepository`` in memory (unique per account × contact × occasion × year)."""
+
+    def __init__(self, uow: FakeUnitOfWork):
+        self.uow = uow
+
+    def record(self, proposals):
+        offers, n = self.uow.work.offers, 0
+        for p in proposals:
+            key = (p.account_id, p.contact_id, p.occasion, p.year)
+            if key not in offers:
+                offers[key] = {"reply_id": p.reply_id, "occasion_date": p.occasion_date, "memory_id": p.memory_id,
+                               "conversation_id": p.conversation_id, "text": p.text, "template": p.template,
+                               "chunk_ids": list(p.chunk_ids), "published": False}
+                n += 1
+        return n
+
+    def mark_published(self, reply_ids):
+        for row in self.uow.work.offers.values():
+            if row["reply_id"] in reply_ids:
+                row["published"] = True
+
+
+class FakeErasureRepository:
+    """``streams.maintain.erasure.ErasureRepository`` in memory (the ledger keyed by the ids, not a hash)."""
+
+    def __init__(self, uow: FakeUnitOfWork):
+        self.uow = uow
+
+    @property
+    def s(self) -> FakeState:
+        return self.uow.work
+
+    def erase_contact(self, account_id, contact_id, *, key):
+        from streams.maintain.erasure import ACT_TABLES
+
+        s, who = self.s, (account_id, contact_id)
+        conv_ids = {cid for cid, c in s.conversations.items() if (c.account_id, c.contact_id) == who}
+        mine = [m for m in s.memories.values() if (m["account_id"], m["contact_id"]) == who]
+        counts = {"messages": sum(m["conversation_id"] in conv_ids for m in s.messages),
+                  "conversation_extractions": sum(cid in conv_ids or (r.get("account_id"), r.get("contact_id")) == who
+                                                  for cid, r in s.extractions.items()),
+                  "conversation_silences": sum(cid in conv_ids or (r["account_id"], r["contact_id"]) == who
+                                               for cid, r in s.silences.items()),
+                  "conversations": len(conv_ids), "contact_memories": len(mine),
+                  "outbox": sum(_of(e, who) for _, e in s.outbox), **{t: 0 for t in ACT_TABLES},
+                  "offers": sum(k[:2] == who for k in s.offers),
+                  "contacts": int(("contacts", contact_id) in s.owners),
+                  "pgvector_embeddings": sum(m["embedding"] is not None for m in mine)}
+        s.messages = [m for m in s.messages if m["conversation_id"] not in conv_ids]
+        s.extractions = {cid: r for cid, r in s.extractions.items()
+                         if cid not in conv_ids and (r.get("account_id"), r.get("contact_id")) != who}
+        s.silences = {cid: r for cid, r in s.silences.items()
+                      if cid not in conv_ids and (r["account_id"], r["contact_id"]) != who}
+        for cid in conv_ids:
+            del s.conversations[cid]
+            s.lead_states.pop(cid, None)
+            s.transitions.pop(cid, None)
+        s.channel_conversations = {k: v for k, v in s.channel_conversations.items() if v not in conv_ids}
+        for m in mine:
+            del s.memories[m["id"]]
+        s.outbox = [(t, e) for t, e in s.outbox if not _of(e, who)]
+        s.offers = {k: v for k, v in s.offers.items() if k[:2] != who}
+        s.owners.pop(("contacts", contact_id), None)
+        s.erased.add(who)
+        s.erasure_ledger.setdefault(who, counts)  # a second erasure keeps the first one's record
+        return counts
+
+    def ledger_entry(self, account_id, contact_id, *, key):
+        removed = self.s.erasure_ledger.get((account_id, contact_id))
+        return None if removed is None else {"identity_hash": f"contact:{account_id}:{contact_id}",
+                                             "removed": dict(removed)}
+
+
+def _of(event: OutboxEvent, who: tuple[int, int]) -> bool:
+    """An outbox event of the contact (conversation, memory and contact events carry its ids)."""
+    return (getattr(event, "account_id", None), getattr(event, "contact_id", None)) == who
 
 
 class FakeConversationRepository:
@@ -293,7 +404,7 @@ class FakeLearningRepository:
     def lock_contact(self, account_id, contact_id):
         pass  # one process, one unit at a time: nothing to serialise
 
-    def erased_or_gone(self, conv):
+    def erased_or_gone(self, conv, erasure_key=None):
         return (conv.account_id, conv.contact_id) in self.s.erased or conv.id not in self.s.conversations
 
     def live_facts(self, account_id, contact_id):
@@ -417,6 +528,67 @@ class FakeLearningRepository:
                 key = (m["account_id"], m["contact_id"])
                 count[key] = count.get(key, 0) + 1
         return [k for k, n in count.items() if n > cap]
+
+    # -- restore ---------------------------------------------------------------
+    def memory_content(self, account_id, memory_id):
+        m = self.s.memories.get(memory_id)
+        return m["content"] if m is not None and m["account_id"] == account_id else None
+
+    def locked_memory(self, account_id, memory_id):
+        m = self.s.memories.get(memory_id)
+        return dict(m) if m is not None and m["account_id"] == account_id else None
+
+    def restore(self, memory_id, *, vector, embedding_model, now, superseded_by, audit):
+        m = self.s.memories[memory_id]
+        m.update(deleted_at=None, embedding=vector, embedding_model=embedding_model, updated_at=now,
+                 metadata={**m["metadata"], **audit})
+        if superseded_by is not None:
+            m.update(superseded_at=now, superseded_by_id=superseded_by)
+
+    def edit_content(self, memory_id, content, *, vector, embedding_model, now, edits):
+        m = self.s.memories[memory_id]
+        m.update(content=content, embedding=vector, embedding_model=embedding_model, updated_at=now,
+                 metadata={**m["metadata"], "edits": list(edits)})
+
+    def supersede(self, ids, by_id, *, now):
+        for i in ids:
+            m = self.s.memories.get(i)
+            if m is not None and m["superseded_at"] is None:
+                m.update(superseded_at=now, superseded_by_id=by_id, updated_at=now)
+
+    # -- triggers (the same transitions as the SQL) ---------------------------
+    def _move(self, conversation_id, from_status, to_status, **times):
+        conv = self.s.conversations.get(conversation_id)
+        if conv is None or conv.status != from_status:
+            return None
+        self.s.conversations[conversation_id] = dataclasses.replace(conv, status=to_status)
+        self.s.transitions.setdefault(conversation_id, {}).update(times)
+        return conv.account_id, conv.contact_id
+
+    def resolve(self, conversation_id, *, now):
+        who = self._move(conversation_id, "open", "resolved", resolved_at=now)
+        if who is not None:
+            self.s.lead_states[conversation_id] = {}
+        return who
+
+    def reopen(self, conversation_id, *, now):
+        who = self._move(conversation_id, "resolved", "open", resolved_at=None, reopened_at=now)
+        if who is not None:
+            row = self.s.extractions.get(conversation_id)
+            if row is not None and row["status"] in ("done", "discarded", "skipped"):
+                row.update(status="reopened", next_attempt_at=None, updated_at=now)
+            self.s.silences.pop(conversation_id, None)
+        return who
+
+    def mark_silent(self, *, now, cut, limit):
+        due = sorted((c for c in self.s.conversations.values() if c.status == "open"
+                      and c.last_message_at is not None and c.last_message_at < cut
+                      and self.s.extractions.get(c.id, {}).get("status") not in ("done", "discarded")
+                      and c.id not in self.s.silences), key=lambda c: c.last_message_at)[:limit]
+        for c in due:
+            self.s.silences[c.id] = {"account_id": c.account_id, "contact_id": c.contact_id,
+                                     "last_message_at": c.last_message_at, "announced_at": now}
+        return [{"conversation_id": c.id, "account_id": c.account_id, "contact_id": c.contact_id} for c in due]
 
     def hard_delete(self, before, *, dry_run):
         gone = [m for m in self.s.memories.values() if m["deleted_at"] is not None and m["deleted_at"] < before]

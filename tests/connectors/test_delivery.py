@@ -17,7 +17,10 @@ from schemas.events import OutboundReply
 from streams import metrics
 from streams.kafka.consume import Record
 from streams.kafka.topics import OUTBOUND, qualified
+from streams.settings import get_settings
 from tests.harness import consume_all, free_port, produce
+
+KEY = get_settings().erasure_key  # what the container hands to the erasure ledger's users
 
 
 def _seed(env):
@@ -92,7 +95,7 @@ def test_redelivered_reply_reaches_the_api_once_and_restart_keeps_it_once(env):
         try:
             reply = _reply(text="O pernoite custa R$ 240.")
             for _ in range(2):  # a fresh process each time: nothing in memory survives
-                sender = WhatsAppSender(base, "tok", PostgresResolver(pool), backoff_max=0.05)
+                sender = WhatsAppSender(base, "tok", PostgresResolver(pool, erasure_key=KEY), backoff_max=0.05)
                 d = ReplyDelivery(sender, PostgresSentLedger(pool), backoff_base=0.01)
                 assert await d.handle(_record(reply)) is None
                 assert await d.handle(_record(reply, offset=1)) is None  # redelivered
@@ -118,7 +121,7 @@ def test_unavailable_api_retries_the_same_reply_honouring_retry_after_then_sends
         # 429 asking for 1 s (longer than the sender's own backoff: the delivery loop waits it), then 503s
         api = GraphAPI([(429, {"Retry-After": "1"}), (503, {}), (503, {}), (503, {})])
         base = await api.start()
-        sender = WhatsAppSender(base, "tok", PostgresResolver(pool), max_attempts=2, backoff_max=0.05)
+        sender = WhatsAppSender(base, "tok", PostgresResolver(pool, erasure_key=KEY), max_attempts=2, backoff_max=0.05)
         d = ReplyDelivery(sender, PostgresSentLedger(pool), backoff_base=0.05, backoff_max=2.0)
         stalled = []
 
@@ -155,7 +158,7 @@ def test_refusal_is_dead_lettered_with_the_api_error_and_unknown_outcome_never_r
     async def go():
         api = GraphAPI()
         base = await api.start()
-        sender = WhatsAppSender(base, "tok", PostgresResolver(pool), backoff_max=0.05)
+        sender = WhatsAppSender(base, "tok", PostgresResolver(pool, erasure_key=KEY), backoff_max=0.05)
         d = ReplyDelivery(sender, PostgresSentLedger(pool), backoff_base=0.01)
         try:
             refused = await d.handle(_record(_reply("wa-10-b", 8)))
@@ -304,7 +307,7 @@ def test_offer_goes_through_the_ledger_as_its_template_once(env):
         api = GraphAPI([(503, {})])
         base = await api.start()
         try:
-            sender = WhatsAppSender(base, "tok", PostgresResolver(pool), max_attempts=1, backoff_max=0.05)
+            sender = WhatsAppSender(base, "tok", PostgresResolver(pool, erasure_key=KEY), max_attempts=1, backoff_max=0.05)
             d = ReplyDelivery(sender, PostgresSentLedger(pool), backoff_base=0.01, backoff_max=0.05)
             assert await d.handle(_record(offer)) is None
             assert await d.handle(_record(offer, offset=1)) is None  # redelivered

@@ -11,8 +11,11 @@ import pytest
 
 from schemas.events import InboundMessage
 from streams.kafka.topics import INBOUND, OUTBOUND, base_topics, qualified
+from streams.settings import get_settings
 from tests.faults.conftest import record_counts
 from tests.harness import consume_all, produce, wait_until
+
+KEY = get_settings().erasure_key  # what the container hands to every erasure path
 
 pytestmark = [pytest.mark.slow, pytest.mark.faults]
 
@@ -115,11 +118,11 @@ def test_an_erased_phone_is_not_recreated_by_a_late_webhook(db):
 
     db.q("INSERT INTO accounts (id) VALUES (77)")
     db.q("INSERT INTO inboxes (id, account_id, channel_address) VALUES (770, 77, 'pn-77')")
-    r = PostgresResolver(db.pool)
+    r = PostgresResolver(db.pool, erasure_key=KEY)
     route = asyncio.run(r.route("pn-77", "5511988887777"))
     assert route is not None and route.account_id == 77
     with db.conn() as c:
-        erase_contact(c, 77, route.contact_id)
+        erase_contact(c, 77, route.contact_id, key=KEY)
     assert asyncio.run(r.route("pn-77", "5511988887777")) is None
     assert db.q("SELECT count(*) AS n FROM contacts WHERE account_id = 77")[0]["n"] == 0
     assert asyncio.run(r.route("pn-77", "5511900001111")) is not None  # another customer is fine

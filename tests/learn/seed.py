@@ -48,6 +48,9 @@ def conversation(env, account_id: int, contact_id: int, messages: list[tuple[str
 
 
 def ports(pool, embedder, *, extractor=None, checker=None, clock=None, **kw) -> LearnPorts:
+    from streams.settings import get_settings
+
+    kw.setdefault("erasure_key", get_settings().erasure_key)
     return LearnPorts(pool=pool, extractor=extractor or RulesExtractor(), embedder=embedder,
                       checker=checker or RulesContradictionChecker(), clock=clock or (lambda: T0),
                       embed_backoff=0.01, **kw)

@@ -8,6 +8,7 @@ from datetime import timedelta
 from streams.learn.learn import learn_conversation
 from streams.maintain.aging import age_memories, hard_delete
 from streams.maintain.forget import erase_contact, forget_contact, forget_memory, verify_erasure
+from streams.settings import get_settings
 from tests.learn import seed as S
 
 
@@ -124,7 +125,7 @@ def test_erase_contact_then_verify(db, memory_embedder):
         left = verify_erasure(conn, a, c)
         assert left["contact_memories"] == 2 and left["messages"] == 6 and left["contacts"] == 1
         assert left["conversation_silences"] == 1 and left["conversation_extractions"] == 1
-        counts = erase_contact(conn, a, c)
+        counts = erase_contact(conn, a, c, key=get_settings().erasure_key)
         assert counts["messages"] == 6 and counts["conversations"] == 2 and counts["contact_memories"] == 2
         assert not any(verify_erasure(conn, a, c).values())
         assert verify_erasure(conn, a, other)["contact_memories"] == 2  # others untouched

@@ -17,10 +17,13 @@ from streams.respond.adapters import PostgresConversationStore, PostgresMemoryRe
 from streams.respond.generate import FALLBACK_LOOP, OfflineComposer
 from streams.respond.handler import Responder, respond
 from streams.respond.recall import score_memories
+from streams.settings import get_settings
 from tests.respond.fakes import BagOfWordsEmbedder, FakeKnowledge
 from tests.respond.test_respond_e2e import add_fact, enable_recall
 
 pytestmark = pytest.mark.slow
+
+KEY = get_settings().erasure_key  # what the container hands to the erasure ledger's users
 
 
 @pytest.fixture
@@ -43,7 +46,7 @@ def responder(pool, *, delay=0.0, knowledge_docs=(), budget=0.5):
 
     mem = Container().memory_embedder
     kemb = BagOfWordsEmbedder()
-    return Responder(store=PostgresConversationStore(pool),
+    return Responder(store=PostgresConversationStore(pool, erasure_key=KEY),
                      memory=PostgresMemoryRecall(pool, mem.name, inject_delay_s=delay),
                      knowledge=FakeKnowledge(kemb, list(knowledge_docs)), memory_embedder=mem,
                      knowledge_embedder=kemb, generator=OfflineComposer(), recall_budget_s=budget)
@@ -139,7 +142,7 @@ def test_duplicate_message_stored_once_and_answered_once(env, pool):
 
 
 def test_crash_between_inbound_and_reply_is_answered_on_redelivery(env, pool):
-    store = PostgresConversationStore(pool)
+    store = PostgresConversationStore(pool, erasure_key=KEY)
     m = msg("Oi", "wamid.crash")
     assert store.store_inbound(m) is True      # the worker dies here
     out = asyncio.run(respond(m, responder(pool)))  # redelivery: still answered
@@ -169,7 +172,7 @@ def test_loop_protection_after_five_retrievals_and_lead_state_size(env, pool):
 def test_tenant_mismatch_is_refused(env, pool):
     from streams.respond.adapters import TenantMismatch
 
-    store = PostgresConversationStore(pool)
+    store = PostgresConversationStore(pool, erasure_key=KEY)
     store.store_inbound(msg("Oi", "a-1", account=1, contact=100, conversation="shared"))
     with pytest.raises(TenantMismatch):
         store.store_inbound(msg("Oi", "b-1", account=2, contact=100, conversation="other"))
@@ -235,7 +238,7 @@ def test_paid_embeddings_of_a_reply_are_in_the_cost_ledger_once(env, pool):
 
 
 def test_receive_stores_once_and_reads_the_conversation_on_the_same_connection(env, pool):
-    store = PostgresConversationStore(pool)
+    store = PostgresConversationStore(pool, erasure_key=KEY)
     env.q("INSERT INTO accounts (id, settings) VALUES (1, '{\"memory_recall_enabled\": true}')")
     env.q("INSERT INTO inboxes (id, account_id, rag_max_results, temperature) VALUES (10, 1, 4, 0.2)")
     first = store.receive(msg("Oi", "r-1"), 10)

@@ -352,7 +352,8 @@ def _memory_routes(app: FastAPI, c: _Console) -> None:
                 return c.back_to_contact(data, m["contact_id"], error="empty")
             try:
                 memory_service.edit_memory(conn, account_id=op.account_id, memory_id=memory_id, content=content,
-                                           edited_by=op.label, embedder=c.container.memory_embedder)
+                                           edited_by=op.label, embedder=c.container.memory_embedder,
+                                           prices=c.container.prices)
             except ValueError:
                 return c.back_to_contact(data, m["contact_id"], error="not_editable")
         return c.back_to_contact(data, m["contact_id"], ok="edited")
