@@ -15,7 +15,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from streams.admin.tokens import Operator
-from streams.store.uow import joined, register_repository
+from streams.store.uow import joined
 
 if TYPE_CHECKING:
     from streams.store.uow import UnitOfWork
@@ -71,7 +71,6 @@ class PostgresAccountSettingsRepository:
                                                           operator.token_id))
 
 
-register_repository("accounts", PostgresAccountSettingsRepository)
 
 
 def change_account_settings(target: "UnitOfWork | psycopg.Connection", account_id: int, values: dict, *,

@@ -18,7 +18,6 @@ from pathlib import Path
 import psycopg
 from uuid6 import uuid7
 
-import streams.ingest.store  # noqa: F401  (registers uow.knowledge)
 from schemas.events import ChunkEvent
 from streams.ingest.chunking import Chunk, chunk_text
 from streams.store.uow import PostgresUnitOfWork, UnitOfWork, joined

@@ -12,8 +12,6 @@ from typing import TYPE_CHECKING, Protocol
 
 from uuid6 import uuid7
 
-from streams.store.uow import register_repository
-
 if TYPE_CHECKING:
     from streams.store.uow import UnitOfWork
 
@@ -100,4 +98,3 @@ class PostgresKnowledgeRepository:
                             "VALUES (%s, %s, %s, %s, %s, %s)", rows)
 
 
-register_repository("knowledge", PostgresKnowledgeRepository)

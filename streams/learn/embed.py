@@ -17,7 +17,6 @@ import numpy as np
 from psycopg_pool import ConnectionPool
 from tenacity import Retrying, stop_after_attempt, wait_exponential
 
-import streams.learn.store  # noqa: F401  (registers uow.learning)
 from streams import metrics
 from streams.embedding import Embedder
 from streams.store.uow import PostgresUnitOfWork

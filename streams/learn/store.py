@@ -21,7 +21,6 @@ from schemas.events import MemoryEvent
 from streams.learn.consolidate import MAX_LIVE_FACTS, Plan, StoredFact, over_cap
 from streams.learn.model import Message, Transcript
 from streams.outbox.write import OutboxEvent
-from streams.store.uow import register_repository
 
 if TYPE_CHECKING:
     from streams.store.uow import UnitOfWork
@@ -542,4 +541,3 @@ def _pair(row) -> tuple[int, int] | None:
     return (row["account_id"], row["contact_id"]) if isinstance(row, dict) else (row[0], row[1])
 
 
-register_repository("learning", PostgresLearningRepository)

@@ -19,7 +19,6 @@ from datetime import datetime, timedelta
 
 import psycopg
 
-import streams.learn.store  # noqa: F401  (registers uow.learning)
 from schemas.events import MemoryEvent
 from streams.learn.consolidate import MAX_LIVE_FACTS
 from streams.learn.taxonomy import REDUCED_WEIGHT_FACTOR, ttl_policy

@@ -30,7 +30,6 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from streams import metrics
-from streams.store.uow import register_repository
 
 if TYPE_CHECKING:
     from streams.store.uow import UnitOfWork
@@ -146,7 +145,6 @@ class PostgresErasureRepository:
         return ledger_entry(self.conn, account_id, contact_id, key=key)
 
 
-register_repository("erasure", PostgresErasureRepository)
 
 
 def dropped(path: str, account_id: int, what: str) -> None:

@@ -36,7 +36,7 @@ from psycopg.types.json import Jsonb
 
 from schemas.events import OutboundReply, WhatsAppTemplate
 from streams.respond.text import content_tokens, fold, stem
-from streams.store.uow import joined, register_repository
+from streams.store.uow import joined
 
 if TYPE_CHECKING:
     from streams.store.uow import UnitOfWork
@@ -270,7 +270,6 @@ class PostgresOfferRepository:
                           (list(reply_ids),))
 
 
-register_repository("offers", PostgresOfferRepository)
 
 
 def record_offers(target: "UnitOfWork | psycopg.Connection", proposals: Sequence[Proposal]) -> int:

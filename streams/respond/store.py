@@ -14,7 +14,6 @@ from psycopg.types.json import Jsonb
 from schemas.events import InboundMessage, OutboundReply
 from streams.kafka.errors import PoisonRecord
 from streams.pricing import LEDGER_INSERT, ModelCall, ledger_args
-from streams.store.uow import register_repository
 
 if TYPE_CHECKING:
     from streams.store.uow import UnitOfWork
@@ -94,4 +93,3 @@ class PostgresConversationRepository:
         return bool(new)
 
 
-register_repository("conversations", PostgresConversationRepository)

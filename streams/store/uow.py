@@ -20,8 +20,10 @@ memory, so the domain logic is unit-tested without any service.
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import psycopg
@@ -163,20 +165,32 @@ class PostgresUnitOfWork(UnitOfWork):
 
     def __getattr__(self, name: str) -> Any:
         """A repository on this unit's connection (``uow.learning``, ``uow.knowledge``, ...)."""
-        factory = _REPOSITORIES.get(name)
-        if factory is None or name.startswith("_"):
-            raise AttributeError(f"no repository {name!r} registered (registered: {sorted(_REPOSITORIES)}; "
-                                 "a flow's store module registers its own with register_repository)")
-        return factory(self)
+        path = REPOSITORIES.get(name)
+        if path is None:
+            raise AttributeError(f"no repository {name!r} (known: {sorted(REPOSITORIES)}; add it to "
+                                 "streams.store.uow.REPOSITORIES)")
+        return repository_class(name)(self)
 
 
-#: Postgres repositories by attribute name; each flow's store module registers its
-#: own (``streams/learn/store.py``: ``learning``, ...), so this module depends on none.
-_REPOSITORIES: dict[str, Callable[[PostgresUnitOfWork], Any]] = {}
+#: The Postgres repository behind each attribute of a unit (``uow.learning``, ...), as
+#: "module:Class". Each lives with its flow's SQL (``streams/learn/store.py``, ...) and
+#: imports this module, so the table names them instead of importing them; a name is
+#: resolved on first use, whatever the calling flow happened to import before.
+REPOSITORIES: dict[str, str] = {
+    "learning": "streams.learn.store:PostgresLearningRepository",
+    "knowledge": "streams.ingest.store:PostgresKnowledgeRepository",
+    "conversations": "streams.respond.store:PostgresConversationRepository",
+    "erasure": "streams.maintain.erasure:PostgresErasureRepository",
+    "offers": "streams.maintain.offers:PostgresOfferRepository",
+    "accounts": "streams.admin.flags:PostgresAccountSettingsRepository",
+}
 
 
-def register_repository(name: str, factory: Callable[[PostgresUnitOfWork], Any]) -> None:
-    _REPOSITORIES[name] = factory
+@lru_cache(maxsize=None)
+def repository_class(name: str) -> Callable[[PostgresUnitOfWork], Any]:
+    """The class of repository ``name`` (imported once)."""
+    module, _, cls = REPOSITORIES[name].partition(":")
+    return getattr(importlib.import_module(module), cls)
 
 
 UnitOfWorkFactory = Callable[[], UnitOfWork]
