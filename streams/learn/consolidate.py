@@ -197,14 +197,17 @@ def plan_consolidation(
         new_view = MemoryView(memory_type=f.memory_type, content=f.content, memory_key=f.memory_key,
                               normalized_value=f.normalized_value)
         for old in candidates:
-            verdict = checker.check(
-                MemoryView(memory_type=old.memory_type, content=old.content, memory_key=old.memory_key,
-                           normalized_value=old.normalized_value or None),
-                new_view)
+            old_view = MemoryView(memory_type=old.memory_type, content=old.content, memory_key=old.memory_key,
+                                  normalized_value=old.normalized_value or None)
+            # The question is always "does the later statement make the earlier one stale?"
+            # (change of state reads one way: "parei de fumar" ends "fumo bastante", not the
+            # reverse), so a fact stated before the live one is asked as the earlier of the two.
+            stated_before = old.observed_at is not None and observed_at < old.observed_at
+            verdict = checker.check(new_view, old_view) if stated_before else checker.check(old_view, new_view)
             plan.usage = plan.usage + verdict.usage
             if not verdict.contradicts:
                 continue
-            if old.observed_at is not None and observed_at < old.observed_at:
+            if stated_before:
                 plan.inserts[index].superseded_by = old.id  # the newer statement stays current
                 break
             superseded.add(old.id)
