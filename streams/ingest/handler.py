@@ -54,7 +54,7 @@ class ChunkEventHandler:
             metrics.CHUNKS_EMBEDDED.inc(stats.embedded)
             metrics.CHUNK_POINTS_DELETED.inc(stats.deleted)
             log.info("indexed chunks events=%d embedded=%d payload_updates=%d unchanged=%d deleted=%d "
-                     "seconds=%.3f", len(todo), stats.embedded, stats.payload_updates, stats.unchanged,
-                     stats.deleted, stats.seconds)
+                     "seconds=%.3f embed=%.3f upsert=%.3f", len(todo), stats.embedded, stats.payload_updates,
+                     stats.unchanged, stats.deleted, stats.seconds, stats.embed_seconds, stats.upsert_seconds)
             mark_processed(self.pool, self.consumer, [e.event_id for e in todo])
         return dead

@@ -85,6 +85,8 @@ class IndexStats:
     unchanged: int = 0
     deleted: int = 0
     seconds: float = 0.0
+    embed_seconds: float = 0.0   # of which the embedding model
+    upsert_seconds: float = 0.0  # of which writing the points
 
 
 def _load_chunks(pool: ConnectionPool, ids: Sequence[str]) -> dict[str, dict]:
@@ -155,8 +157,11 @@ def index_chunks(chunk_ids: Iterable[str], *, pool: ConnectionPool, store: Vecto
             stats.unchanged += 1
     if to_embed:
         used = embedding_tokens.collect()
+        t = time.perf_counter()
         vecs = embedder.embed_passages([r["content"] for r in to_embed])
+        stats.embed_seconds = time.perf_counter() - t
         store.upsert(collection, [r["id"] for r in to_embed], vecs, [point_payload(r) for r in to_embed])
+        stats.upsert_seconds = time.perf_counter() - t - stats.embed_seconds
         ledger_embeddings(pool, to_embed, used, prices)
         stats.embedded = len(to_embed)
     if to_patch:
