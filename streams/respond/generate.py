@@ -182,8 +182,9 @@ class OfflineComposer:
     @staticmethod
     def _narrow(message: str, ranked: list[compose.Scored], intent: str) -> list[compose.Scored]:
         """Keep the units that carry what was asked: a price, the attribute, a deal."""
-        if (intent == i.PRICE or compose.asks_price(message)) and not compose.asks_deadline(message):
-            ranked = [s for s in ranked if "R$" in s.unit.text]  # no price stated: hand over
+        if compose.wants_price(message, intent == i.PRICE):
+            free = compose.is_yes_no(message)  # "é cobrado?": "sem custo" answers it
+            ranked = [s for s in ranked if compose.carries_price(s.unit.text, free)]  # no price stated: hand over
         if compose.asks_name(message):  # "qual o nome da veterinária": no name stated, hand over
             ranked = [s for s in ranked if compose.names_someone(s.unit.text)]
         deadline = [s for s in ranked if compose.asks_deadline(message) and compose.carries_deadline(s.unit.text)]

@@ -484,12 +484,12 @@ RESCUE_MARGIN = 0.1
 def lexically_sure(message: str, text: str) -> bool:
     """Every focus word of the question is in ``text`` (at least one), and an
     amount is there if a price is asked."""
-    from streams.respond.compose import asks_price, chunk_words, question_words
+    from streams.respond.compose import asks_price, carries_price, chunk_words, question_words
 
     _, focus = question_words(message)
     if not focus or not focus <= chunk_words(text):
         return False
-    return "R$" in text or not asks_price(message)
+    return carries_price(text) or not asks_price(message)
 
 
 def rerank(message: str, chunks: Sequence[KnowledgeChunk]) -> list[KnowledgeChunk]:

@@ -207,3 +207,31 @@ def test_until_what_time_to_order_wants_the_deadline_not_the_opening_hours():
 def test_how_long_in_advance_is_a_deadline_not_a_price():
     text = ask("com quanto tempo de antecedencia posso cancelar sem pagar?", "price_question", STAFF, SUITES)
     assert "3 horas antes" in text and "R$" not in text
+
+
+# ---- durations, "free" answers, plurals, hours spelled two ways (knowledge written here)
+SERVICE = """# Serviços
+
+- Lavagem simples: R$ 45,00
+- Lavagem completa: R$ 90,00
+- Revisão em até 30 dias após a lavagem: sem custo
+
+A lavagem completa leva em média de 1h30 a 2h. O carro fica pronto em cerca de 40 minutos na lavagem simples.
+
+Não temos opções de lavagem a seco. Não temos atendimento 24 horas."""
+
+
+def test_how_long_is_a_duration_not_a_price():
+    text = ask("qnto tempo demora a lavagem completa?", "price_question", SERVICE)
+    assert "1h30 a 2h" in text and "R$" not in text
+
+
+def test_a_yes_no_price_question_is_answered_by_free_but_what_price_wants_an_amount():
+    assert "sem custo" in ask("a revisão é cobrada?", "price_question", SERVICE)
+    text = ask("qual o valor da lavagem completa?", "price_question", SERVICE)
+    assert "R$ 90,00" in text and "sem custo" not in text
+
+
+def test_plurals_in_ao_and_hours_spelled_either_way_match():
+    assert ask("tem opção de lavagem a seco?", "info_request", SERVICE).startswith("Não")
+    assert "24 horas" in ask("vcs atendem 24h?", "info_request", SERVICE)
