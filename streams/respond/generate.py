@@ -189,7 +189,9 @@ class OfflineComposer:
             ranked = [s for s in ranked if compose.names_someone(s.unit.text)]
         deadline = [s for s in ranked if compose.asks_deadline(message) and compose.carries_deadline(s.unit.text)]
         carrying = deadline or [s for s in ranked if compose.carries_asked_attribute(message, s.unit.text)]
-        if carrying:  # "onde fica" → the address line, "que horas" → a line with hours
+        # "onde fica" → the address line, "que horas" → a line with hours; unless a unit names
+        # more of what was asked than any of those ("abrem segunda feira?" → "Segunda-feira: fechado.")
+        if carrying and max(s.focus_hits for s in carrying) >= max(s.focus_hits for s in ranked):
             ranked = carrying
         if intent == i.OBJECTION:  # answer an objection with a deal, or not at all
             ranked = [s for s in ranked if compose.offers_deal(s.unit.text)]

@@ -235,3 +235,35 @@ def test_a_yes_no_price_question_is_answered_by_free_but_what_price_wants_an_amo
 def test_plurals_in_ao_and_hours_spelled_either_way_match():
     assert ask("tem opção de lavagem a seco?", "info_request", SERVICE).startswith("Não")
     assert "24 horas" in ask("vcs atendem 24h?", "info_request", SERVICE)
+
+
+HOURS = """# Horários
+
+- Segunda-feira: fechado. Não abrimos às segundas.
+- Terça a sábado: das 18h às 23h.
+- Domingo: das 17h às 22h.
+
+# Castração
+
+- Castração de cão macho até 15 kg: R$ 680,00
+- Cães acima de 15 kg: orçamento após avaliação
+
+As cirurgias acontecem às quartas-feiras."""
+
+
+def test_numbers_written_out_are_quantities():
+    text = ask("qnto sai quatro horas na safira", "price_question", SUITES)
+    assert "Suíte Safira" in text and "R$ 240,00" in text and "Jade" not in text
+    assert "R$ 110,00" in ask("quanto fica duas horas na jade?", "price_question", SUITES)
+
+
+def test_a_unit_naming_what_was_asked_beats_one_that_only_carries_the_attribute():
+    # "abrem" asks hours, but the line about Monday says it is closed
+    assert "fechado" in ask("vcs abrem segunda feira?", "info_request", HOURS)
+    assert "17h às 22h" in ask("q horas abre domingo?", "info_request", HOURS)
+
+
+def test_a_quote_on_request_answers_a_price_and_a_range_that_excludes_the_quantity_loses():
+    text = ask("qnto custa castrar um cão de 30 kg?", "price_question", HOURS)
+    assert "orçamento após avaliação" in text and "R$ 680,00" not in text
+    assert "R$ 680,00" in ask("qnto custa castrar um cão de 10 kg?", "price_question", HOURS)
