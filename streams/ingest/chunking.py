@@ -2,7 +2,10 @@
 
 Text is split into blocks (Markdown headings start a section; blank lines end
 a paragraph), blocks are packed greedily up to ``size`` characters, and a
-block longer than ``size`` is cut at sentence, then word boundaries. Each
+block longer than ``size`` is cut between list items and sentences, then at
+word boundaries; a table is cut between rows only, and each piece of it repeats
+the header row (a row read without its header means nothing: "Grande (acima de
+25 kg) | R$ 105,00 | R$ 165,00"). Each
 chunk after the first of a section starts with the previous chunk's last
 whole sentences that fit in ``overlap`` characters, so context that spans a
 boundary stays retrievable without a chunk starting mid-sentence. The same input always gives the same chunks, so
@@ -17,6 +20,10 @@ from dataclasses import dataclass
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+\S")
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
+# where a long paragraph may be cut: after a sentence, or before a list item ("- Broto: R$ 32,00")
+_PIECE_END = re.compile(r"(?<=[.!?…])\s+|\s+(?=[-•*]\s+\S)")
+_TABLE_RULE = re.compile(r"\|\s*:?-{3,}:?\s*\|")
+_ROW_END = re.compile(r"(?<=\|)\s+(?=\|)")
 
 
 @dataclass(frozen=True)
@@ -55,12 +62,38 @@ def _sections(text: str) -> list[list[str]]:
     return [[p for p in s if p] for s in sections if any(p for p in s)]
 
 
+def _split_table(block: str, size: int) -> list[str] | None:
+    """A Markdown table (its lines joined by spaces) cut between rows, every piece
+    starting with the header row and the rule; None if ``block`` is not one."""
+    start = block.find("|")
+    rule = _TABLE_RULE.search(block)
+    if start < 0 or rule is None or block[:start].strip():
+        return None
+    rows = [r.strip() for r in _ROW_END.split(block[start:]) if r.strip()]
+    head = [r for r in rows if not re.fullmatch(r"\|(\s*:?-{3,}:?\s*\|)+", r)]
+    rules = [r for r in rows if r not in head]
+    if len(head) < 2 or not rules:
+        return None
+    header = f"{head[0]} {rules[0]}"
+    out, cur = [], header
+    for r in head[1:]:
+        if cur != header and len(cur) + 1 + len(r) > size:
+            out.append(cur)
+            cur = header
+        cur = f"{cur} {r}"
+    out.append(cur)
+    return out
+
+
 def _split_long(block: str, size: int) -> list[str]:
     if len(block) <= size:
         return [block]
+    table = _split_table(block, size)
+    if table is not None:
+        return table
     out: list[str] = []
     cur = ""
-    for piece in _SENTENCE_END.split(block):
+    for piece in _PIECE_END.split(block):
         while len(piece) > size:  # a single sentence longer than size: cut at words
             cut = piece.rfind(" ", 0, size)
             cut = cut if cut > size // 2 else size

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from typing import Any, Callable, Mapping, Sequence
 from uuid import UUID
@@ -236,3 +237,26 @@ class ChunkKnowledgeSearch:
                              query_model=self.query_model())
         return [KnowledgeChunk(UUID(h.chunk_id), UUID(h.document_id), float(h.distance), h.content)
                 for h in hits]
+
+    def lexical_search(self, account_id: int, stems: Sequence[str], limit: int) -> list[KnowledgeChunk]:
+        """Live chunks of the account with a word starting with each stem (accent- and
+        case-insensitive regular expressions; a knowledge base is small: no index needed)."""
+        if not stems:
+            return []
+        where = " AND ".join(["content ~* %s"] * len(stems))
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                f"SELECT id, document_id, content FROM chunks WHERE account_id = %s AND deleted_at IS NULL "
+                f"AND {where} ORDER BY document_id, seq LIMIT %s",
+                (account_id, *[word_prefix_pattern(s) for s in stems], limit)).fetchall()
+        return [KnowledgeChunk(UUID(str(r["id"])), UUID(str(r["document_id"])), 1.0, r["content"]) for r in rows]
+
+
+_ACCENTED = {"a": "aáàâãä", "e": "eéèêë", "i": "iíìîï", "o": "oóòôõö", "u": "uúùûü", "c": "cç", "n": "nñ"}
+
+
+def word_prefix_pattern(stem: str) -> str:
+    """A PostgreSQL regular expression for a word starting with ``stem`` (folded: no
+    accents), whatever the accents of the text: "parce" → ``\\m[p][aáàâãä][r]...``."""
+    return r"\m" + "".join(f"[{_ACCENTED.get(ch, re.escape(ch))}]" for ch in stem)
+

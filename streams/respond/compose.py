@@ -39,11 +39,19 @@ from typing import Sequence
 
 from streams.respond.text import STOPWORDS, fold, normalize_chat
 
+_PLURALS = (("oes", "ao"), ("aes", "ao"), ("ais", "al"), ("eis", "el"), ("ns", "m"), ("res", "r"), ("zes", "z"))
+
 
 def stem(token: str, size: int = 5) -> str:
-    """A crude stem: singular, then a prefix ("gatos" and "gato" agree)."""
+    """A crude stem: singular, then a prefix ("gatos" and "gato", "opções" and
+    "opção", "animais" and "animal" agree)."""
     if len(token) > 3 and token.endswith("s"):
-        token = token[:-1]
+        for plural, singular in _PLURALS:
+            if token.endswith(plural):
+                token = token[: -len(plural)] + singular
+                break
+        else:
+            token = token[:-1]
     return token[:size]
 
 # ------------------------------------------------------------------ units
@@ -249,11 +257,19 @@ _ADDRESS_Q = re.compile(r"\b(onde fica|onde ficam|endereco|localizacao|como cheg
 _DEADLINE_Q = re.compile(r"\b(ate que horas|ate quando|ate que dia|prazo|antecedencia|com quanto tempo)\b")
 # "qual o nome da veterinária", "quem atende": a person's name
 _NAME_Q = re.compile(r"\b(qual (e )?o nome|quais (sao )?os nomes|como se chama|como chama|quem (e|sao|atende|faz|cuida))\b")
+# "quanto tempo demora", "quantos dias": a duration ("30 minutos", "1h30 a 2h"), not a price
+_DURATION_Q = re.compile(r"\b(quanto tempo|quantos minutos|quantas horas|quantos dias|quantas semanas|quantos meses|"
+                         r"demora|demoram|demorar|dura|duram|duracao|leva quanto)\b")
 _WH = re.compile(r"\b(quanto|quanta|quantos|quantas|qual|quais|que horas|onde|quando|como|quem|porque|por que|o que)\b")
 
 _HOURS_A = re.compile(r"\b\d{1,2}h(\d{2})?\b|\b\d{1,2}:\d{2}\b")
 _DAY_A = re.compile(r"\b(segunda|terca|quarta|quinta|sexta|sabado|domingo)s?(-feiras?)?\b")
 _ADDRESS_A = re.compile(r"\b(rua|r|av|avenida|rodovia|estrada|travessa|alameda|praca|km)\b.{0,40}\d")
+_DURATION_A = re.compile(r"\b\d+\s*(h\d{0,2}|min|minutos?|horas?|dias?|semanas?|meses)\b")
+# what answers a price question without an amount: "sem custo", "grátis", "não cobramos"
+# what answers any price question without an amount: a quote on request
+_QUOTE_A = re.compile(r"\b(orcamento|sob consulta|a combinar)\b")
+_FREE_A = re.compile(r"\b(sem custo|gratis|gratuit[oa]s?|sem taxa|de graca|sem cobranca|nao (paga|pagam|cobra|cobram|cobramos))\b")
 _DEADLINE_A = re.compile(r"\b\d+\s*(minutos?|min|horas?|h|dias?)\s+(antes|de antecedencia)\b|\bate as \d|\bantecedencia\b")
 _PERSON_A = re.compile(r"\b(Dra?\.|Doutora?|veterin[áa]ri[oa]|m[ée]dic[oa]|tosador[a]?|atendente|gerente|"
                        r"respons[áa]vel|pizzaiolo|chef)\s+(?:[a-zà-ÿ-]+\s+){0,2}?[A-ZÀ-Ý][a-zà-ÿ]{2,}\b")
@@ -261,9 +277,22 @@ _NEGATIVE = re.compile(r"\b(nao|nem|nunca|proibid[oa]s?|somente|apenas|so)\b")
 _NEGATIVE_START = re.compile(r"^(nao|nem|nunca|proibid|e proibido)\b")
 
 
+_NUMBER_WORDS = {"uma": "1", "um": "1", "duas": "2", "dois": "2", "tres": "3", "quatro": "4", "cinco": "5",
+                 "seis": "6", "oito": "8", "dez": "10", "doze": "12", "quinze": "15", "trinta": "30"}
+_COUNTED = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")(?= (?:horas?|hrs?|hs|dias?|minutos|km|kg|pessoas|meses)\b)")
+_HOURS_WORD = re.compile(r"\b(\d+) (?:horas?|hrs?|hs)\b")
+
+
+def _measures(folded: str) -> str:
+    """One spelling per quantity: "24 horas", "24 hrs" and "24h" are one word ("24h"), and a
+    number written out before a unit is a digit ("quatro horas" → "4h", "duas pessoas" → "2 pessoas")."""
+    folded = _COUNTED.sub(lambda m: _NUMBER_WORDS[m.group(1)], folded)
+    return _HOURS_WORD.sub(r"\1h", folded)
+
+
 def question_words(message: str) -> tuple[set[str], set[str]]:
     """(all content stems, focus stems) of a customer's message."""
-    tokens = [t for t in normalize_chat(message).split() if t not in STOPWORDS and len(t) > 1]
+    tokens = [t for t in _measures(normalize_chat(message)).split() if t not in STOPWORDS and len(t) > 1]
     all_stems = {stem(t) for t in tokens}
     focus = {stem(t) for t in tokens if t not in GENERIC and not t.isdigit()}
     return all_stems, focus
@@ -279,9 +308,30 @@ def offers_deal(text: str) -> bool:
 
 
 def asks_price(message: str) -> bool:
-    """"quanto custa", "qual o valor"; not "com quanto tempo de antecedência" (a deadline)."""
+    """"quanto custa", "qual o valor"; not "com quanto tempo de antecedência" (a deadline)
+    nor "quanto tempo demora" (a duration)."""
     norm = normalize_chat(message)
-    return bool(_PRICE_Q.search(norm)) and not _DEADLINE_Q.search(norm)
+    return bool(_PRICE_Q.search(norm)) and not _DEADLINE_Q.search(norm) and not _DURATION_Q.search(norm)
+
+
+def wants_price(message: str, price_intent: bool = False) -> bool:
+    """The answer must state a price: the question asks one, or the intent says so,
+    unless the question asks a deadline or a duration ("qnto tempo demora")."""
+    norm = normalize_chat(message)
+    if _DEADLINE_Q.search(norm) or _DURATION_Q.search(norm):
+        return False
+    return price_intent or bool(_PRICE_Q.search(norm))
+
+
+def asks_duration(message: str) -> bool:
+    norm = normalize_chat(message)
+    return bool(_DURATION_Q.search(norm)) and not _DEADLINE_Q.search(norm)
+
+
+def carries_price(text: str, free_answers: bool = False) -> bool:
+    """An amount ("R$ 40,00"), or, when ``free_answers`` (a yes/no question: "o retorno
+    é cobrado?"), an explicit "free" ("sem custo", "grátis") too; "qual o valor" wants an amount."""
+    return "R$" in text or bool(_QUOTE_A.search(fold(text))) or (free_answers and bool(_FREE_A.search(fold(text))))
 
 
 def asks_deadline(message: str) -> bool:
@@ -308,9 +358,11 @@ def carries_asked_attribute(message: str, text: str) -> bool | None:
     """Does ``text`` carry what the question asks for (an address for "onde
     fica", hours for "que horas", a weekday for "qual dia", a deadline for "até
     que horas")? None: the question asks for none of these."""
-    norm, folded = normalize_chat(message), fold(text)
+    norm, folded = _measures(normalize_chat(message)), fold(text)
     if _DEADLINE_Q.search(norm) and _DEADLINE_A.search(folded):
         return True
+    if _DURATION_Q.search(norm) and not _DEADLINE_Q.search(norm):
+        return bool(_DURATION_A.search(folded))
     checks = [(_ADDRESS_Q, _ADDRESS_A), (_HOURS_Q, _HOURS_A), (_DAY_Q, _DAY_A)]
     asked = [a for q, a in checks if q.search(norm)]
     if not asked:
@@ -335,7 +387,7 @@ def is_yes_no(message: str) -> bool:
 
 
 def _stems(text: str) -> set[str]:
-    return {stem(t) for t in fold(text).split() if t not in STOPWORDS and len(t) > 1}
+    return {stem(t) for t in _measures(fold(text)).split() if t not in STOPWORDS and len(t) > 1}
 
 
 def chunk_words(text: str) -> set[str]:
@@ -364,9 +416,16 @@ def _unit_of(m: str) -> str:
 def range_match(question_norm: str, unit_folded: str) -> bool:
     """Does a quantity of the question ("5 km", "7kg", "32 kg") fall in a range
     the unit states ("de 3 km a 6 km", "até 10 kg", "acima de 25 kg")?"""
+    return range_fit(question_norm, unit_folded) is True
+
+
+def range_fit(question_norm: str, unit_folded: str) -> bool | None:
+    """True: a quantity of the question falls in a range the unit states; False: the unit
+    states ranges of that measure and none holds it ("até 15 kg" for "30kg"); None: no
+    quantity asked or no range of its measure stated."""
     asked = [(_num(a), _unit_of(m)) for a, m in _Q_AMOUNT.findall(question_norm)]
     if not asked:
-        return False
+        return None
     spans: list[tuple[float, float, str]] = []
     for rx, make in _RANGES:
         for a, m in rx.findall(unit_folded):
@@ -374,7 +433,10 @@ def range_match(question_norm: str, unit_folded: str) -> bool:
             spans.append((lo, hi, _unit_of(m)))
     for a, m1, b, m2 in _BETWEEN.findall(unit_folded):
         spans.append((_num(a), _num(b), _unit_of(m2)))
-    return any(lo <= v <= hi and mu == su for v, mu in asked for lo, hi, su in spans)
+    same = [(v, lo, hi) for v, mu in asked for lo, hi, su in spans if mu == su]
+    if not same:
+        return None
+    return any(lo <= v <= hi for v, lo, hi in same)
 
 
 def attribute_bonus(question_norm: str, text: str, wants_price: bool = False) -> float:
@@ -383,8 +445,12 @@ def attribute_bonus(question_norm: str, text: str, wants_price: bool = False) ->
     address for "onde fica", a range holding the quantity asked ("5 km")."""
     folded = fold(text)
     bonus = 0.0
-    if (wants_price or _PRICE_Q.search(question_norm)) and "R$" in text and not _DEADLINE_Q.search(question_norm):
-        bonus += 2.0
+    timed = _DEADLINE_Q.search(question_norm) or _DURATION_Q.search(question_norm)
+    if (wants_price or _PRICE_Q.search(question_norm)) and not timed \
+            and carries_price(text, free_answers=not _WH.search(question_norm)):
+        bonus += 2.0 if "R$" in text else 1.0  # an amount answers more surely than "sob orçamento"
+    if _DURATION_Q.search(question_norm) and not _DEADLINE_Q.search(question_norm) and _DURATION_A.search(folded):
+        bonus += 1.5
     if _HOURS_Q.search(question_norm) and _HOURS_A.search(folded):
         bonus += 1.5
     if _DEADLINE_Q.search(question_norm) and _DEADLINE_A.search(folded):
@@ -393,8 +459,9 @@ def attribute_bonus(question_norm: str, text: str, wants_price: bool = False) ->
         bonus += 1.5
     if _ADDRESS_Q.search(question_norm) and _ADDRESS_A.search(folded):
         bonus += 2.0
-    if range_match(question_norm, folded):
-        bonus += 3.0
+    fit = range_fit(question_norm, folded)
+    if fit is not None:  # the range holding the quantity asked, never one that excludes it
+        bonus += 3.0 if fit else -3.0
     return bonus
 
 
@@ -448,8 +515,12 @@ def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
     _, focus = question_words(message)
     words: set[str] = set()
     for u in units:
-        words |= set(fold(f"{u.text} {u.context}").split())
-    return {f for f in focus if not any(f in w for w in words)}
+        words |= set(_measures(fold(f"{u.text} {u.context}")).split())
+    stems = {stem(w) for w in words}
+    norm = _measures(normalize_chat(message))
+    in_range = {stem(f"{a}{m}") for a, m in _Q_AMOUNT.findall(norm)} \
+        if any(range_match(norm, fold(u.text)) for u in units) else set()  # "30kg" → "acima de 15 kg"
+    return {f for f in focus if f not in stems and f not in in_range and not any(f in w for w in words)}
 
 
 _OFFER_VERB = re.compile(r"\b(tem|tem ai|vende|vendem|aceita|aceitam|faz|fazem|serve|servem|trabalha com|trabalham com|"

@@ -44,6 +44,7 @@ from streams.respond.generate import (
 from streams.respond.handler import Responder, respond
 from streams.respond.intent import IntentExamples
 from streams.respond.model import ConversationContext, InboxConfig, KnowledgeChunk
+from streams.respond.text import fold
 
 FIXTURES = FIXTURES_DIR
 PROVIDERS = {"st": ("sentence-transformers", "all-minilm-l6-v2"), "use": ("use", "use-multilingual-v3"),
@@ -107,6 +108,16 @@ class Index:
         out = [KnowledgeChunk(uuid.uuid5(NS, f"{doc}:{text}"), uuid.uuid5(NS, doc), float(d[k]), text)
                for k, (acc, doc, text) in enumerate(self.rows) if acc == account_id and d[k] <= max_distance]
         return sorted(out, key=lambda c: c.distance)[:limit]
+
+    def lexical_search(self, account_id: int, stems, limit: int) -> list[KnowledgeChunk]:
+        """What ``ChunkKnowledgeSearch.lexical_search`` answers: chunks with a word
+        starting with every stem (folded), distance 1.0."""
+        out = []
+        for acc, doc, text in self.rows:
+            words = fold(text).split()
+            if acc == account_id and all(any(w.startswith(s) for w in words) for s in stems):
+                out.append(KnowledgeChunk(uuid.uuid5(NS, f"{doc}:{text}"), uuid.uuid5(NS, doc), 1.0, text))
+        return out[:limit]
 
 
 def load(path: Path) -> list[dict]:

@@ -182,13 +182,16 @@ class OfflineComposer:
     @staticmethod
     def _narrow(message: str, ranked: list[compose.Scored], intent: str) -> list[compose.Scored]:
         """Keep the units that carry what was asked: a price, the attribute, a deal."""
-        if (intent == i.PRICE or compose.asks_price(message)) and not compose.asks_deadline(message):
-            ranked = [s for s in ranked if "R$" in s.unit.text]  # no price stated: hand over
+        if compose.wants_price(message, intent == i.PRICE):
+            free = compose.is_yes_no(message)  # "é cobrado?": "sem custo" answers it
+            ranked = [s for s in ranked if compose.carries_price(s.unit.text, free)]  # no price stated: hand over
         if compose.asks_name(message):  # "qual o nome da veterinária": no name stated, hand over
             ranked = [s for s in ranked if compose.names_someone(s.unit.text)]
         deadline = [s for s in ranked if compose.asks_deadline(message) and compose.carries_deadline(s.unit.text)]
         carrying = deadline or [s for s in ranked if compose.carries_asked_attribute(message, s.unit.text)]
-        if carrying:  # "onde fica" → the address line, "que horas" → a line with hours
+        # "onde fica" → the address line, "que horas" → a line with hours; unless a unit names
+        # more of what was asked than any of those ("abrem segunda feira?" → "Segunda-feira: fechado.")
+        if carrying and max(s.focus_hits for s in carrying) >= max(s.focus_hits for s in ranked):
             ranked = carrying
         if intent == i.OBJECTION:  # answer an objection with a deal, or not at all
             ranked = [s for s in ranked if compose.offers_deal(s.unit.text)]

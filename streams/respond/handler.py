@@ -350,10 +350,18 @@ async def knowledge(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps
     threshold = inbox.rag_distance_threshold
     if threshold is None:
         threshold = default_max_distance(deps.knowledge_embedder.name)
-    hits = await _call(deps.knowledge.search, vec, msg.account_id,
-                       inbox.rag_max_results * RERANK_POOL, threshold + RESCUE_MARGIN)
-    chunks = [c for c in map(_as_chunk, hits)
+    pool = inbox.rag_max_results * RERANK_POOL
+    searches = [_call(deps.knowledge.search, vec, msg.account_id, pool, threshold + RESCUE_MARGIN)]
+    lexical = getattr(deps.knowledge, "lexical_search", None)
+    stems = lexical_stems(msg.text) if lexical is not None else []
+    if stems:
+        searches.append(_call(lexical, msg.account_id, stems, pool))
+    found = await asyncio.gather(*searches)
+    chunks = [c for c in map(_as_chunk, found[0])
               if c.distance <= threshold or lexically_sure(msg.text, c.text)]
+    seen = {c.chunk_id for c in chunks}
+    if len(found) > 1:  # found by the question's words alone: kept on the same lexical evidence
+        chunks += [c for c in map(_as_chunk, found[1]) if c.chunk_id not in seen and lexically_sure(msg.text, c.text)]
     return rerank(msg.text, chunks)[: inbox.rag_max_results]
 
 
@@ -481,15 +489,27 @@ LEXICAL_WEIGHT = 0.04    # distance units per idf-weighted word shared with the 
 RESCUE_MARGIN = 0.1
 
 
+MAX_LEXICAL_STEMS = 4   # a longer message is a paraphrase job for the vector search
+
+
+def lexical_stems(message: str) -> list[str]:
+    """The focus stems a lexical search looks for (all of them must be in a chunk);
+    none when the message has no focus word or too many to be a short question."""
+    from streams.respond.compose import question_words
+
+    _, focus = question_words(message)
+    return sorted(focus) if 0 < len(focus) <= MAX_LEXICAL_STEMS else []
+
+
 def lexically_sure(message: str, text: str) -> bool:
     """Every focus word of the question is in ``text`` (at least one), and an
     amount is there if a price is asked."""
-    from streams.respond.compose import asks_price, chunk_words, question_words
+    from streams.respond.compose import asks_price, carries_price, chunk_words, question_words
 
     _, focus = question_words(message)
     if not focus or not focus <= chunk_words(text):
         return False
-    return "R$" in text or not asks_price(message)
+    return carries_price(text) or not asks_price(message)
 
 
 def rerank(message: str, chunks: Sequence[KnowledgeChunk]) -> list[KnowledgeChunk]:

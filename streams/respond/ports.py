@@ -61,6 +61,13 @@ class KnowledgeSearch(Protocol):
         (chunk_id, document_id, distance, text). The text is re-read from Postgres
         (the vector store holds no text)."""
 
+    # Optional: ``lexical_search(account_id, stems, limit)`` — the account's live chunks
+    # holding, for every one of ``stems`` (folded word prefixes: "chopp", "parce"), a word
+    # that starts with it (case and accents ignored), at most ``limit``, as KnowledgeChunk
+    # with ``distance`` 1.0 (not found by meaning). Short chat questions ("qnto é o chopp?")
+    # embed far from the list that answers them; their words do not. The handler uses it
+    # when the adapter has it (``ChunkKnowledgeSearch``: one SQL query, beside the vector search).
+
 
 class Generator(Protocol):
     def generate(self, request: ReplyRequest) -> Generation: ...

@@ -111,10 +111,24 @@ ROLES: dict[str, tuple[str, ...]] = {
     "child": ("filho", "filha", "filhos", "filhas", "meninos", "meninas", "menino", "menina", "pequeno",
               "pequena", "crianca", "criancas", "gemeos", "gemeas", "neto", "neta", "netos", "moleque"),
     "pet": ("cachorro", "cachorra", "cao", "dog", "gato", "gata", "gatas", "gatos", "pet", "pets",
-            "patas", "husky", "shih", "labrador", "vira", "srd", "bichinho", "lobao", "peludo"),
+            "patas", "husky", "shih", "labrador", "vira", "srd", "bichinho", "lobao", "peludo",
+            "cadela", "cadelinha", "cachorrinho", "cachorrinha", "gatinho", "gatinha", "filhote", "caes",
+            "poodle", "golden", "bulldog", "buldogue", "pug", "pinscher", "spitz", "yorkshire", "beagle",
+            "dachshund", "salsicha", "persa", "siames", "felino", "felina", "doguinho", "au"),
     "parent": ("mae", "pai", "sogra", "sogro", "coroa"),
 }
 _ROLE_OF = {w: r for r, ws in ROLES.items() for w in ws}
+# A pet's species: a question about "minha cachorrinha" is not about the customer's cat.
+SPECIES: dict[str, tuple[str, ...]] = {
+    "dog": ("cachorro", "cachorra", "cao", "caes", "dog", "cadela", "cadelinha", "cachorrinho", "cachorrinha",
+            "doguinho", "husky", "shih", "labrador", "vira", "srd", "lobao", "poodle", "golden", "bulldog",
+            "buldogue", "pug", "pinscher", "spitz", "yorkshire", "beagle", "dachshund", "salsicha", "au"),
+    "cat": ("gato", "gata", "gatos", "gatas", "gatinho", "gatinha", "persa", "siames", "felino", "felina",
+            "bichano", "bichana"),
+}
+_SPECIES_OF = {w: k for k, ws in SPECIES.items() for w in ws}
+for _w in _SPECIES_OF:
+    _ROLE_OF.setdefault(_w, "pet")
 NAME_BONUS = 0.15      # a name the customer typed, found in the fact
 ROLE_BONUS = 0.08      # the fact holds the role the customer referred to
 LINK_BONUS = 0.08      # the fact names a person of that role
@@ -131,6 +145,21 @@ def _names(text: str) -> set[str]:
     return {fold(w) for k, w in enumerate(words) if k > 0 and w[0].isupper() and len(w) > 2}
 
 
+_COUPLE_WORDS = frozenset({"juntos", "juntas", "casal", "nosso", "nossos", "nossas"})
+
+
+def speaks_as_couple(query_text: str) -> bool:
+    """The customer speaks for two ("nosso aniversário", "a gente", "meio século juntos"):
+    the partner is in the question although no relation word names them. "nossa" counts
+    only before a noun, not as the exclamation that opens a message ("nossa, tá caro")."""
+    from streams.respond.text import normalize_chat
+
+    words = normalize_chat(query_text).split()
+    return any(w in _COUPLE_WORDS or (w == "nossa" and 0 < k < len(words) - 1)
+               or (w == "gente" and k and words[k - 1] in ("a", "pra", "para"))
+               for k, w in enumerate(words))
+
+
 def word_evidence(query_text: str, contents: Sequence[str]) -> list[float]:
     """Per fact, the bonus the customer's words give it (see ``ROLES``)."""
     from streams.respond.compose import stem
@@ -139,6 +168,17 @@ def word_evidence(query_text: str, contents: Sequence[str]) -> list[float]:
     q_words = set(normalize_chat(query_text).split())
     q_stems = {stem(w) for w in q_words if w not in STOPWORDS and len(w) > 2}
     q_roles = {_ROLE_OF[w] for w in q_words if w in _ROLE_OF}
+    if speaks_as_couple(query_text):
+        q_roles.add("partner")
+    q_species = {_SPECIES_OF[w] for w in q_words if w in _SPECIES_OF}
+
+    def holds_role(ws: set[str]) -> bool:
+        """The fact holds a role the customer referred to (a pet of another species does not)."""
+        if not any(_ROLE_OF.get(w) in q_roles for w in ws):
+            return False
+        species = {_SPECIES_OF[w] for w in ws if w in _SPECIES_OF}
+        others = {_ROLE_OF.get(w) for w in ws} - {"pet"}
+        return not (q_species and species and not species & q_species) or bool(others & q_roles)
     fact_words = [set(fold(c).split()) for c in contents]
     # a name is a capitalised word that is not the first of its fact; once known,
     # it is found in any position ("Casado com a Renata" / "Renata não come glúten")
@@ -151,7 +191,7 @@ def word_evidence(query_text: str, contents: Sequence[str]) -> list[float]:
     # people of the roles the customer mentioned, and the people they named
     linked = set()
     for ws, names in zip(fact_words, fact_names):
-        if any(_ROLE_OF.get(w) in q_roles for w in ws):
+        if holds_role(ws):
             linked |= names
     linked |= {w for w in q_words if any(w in n for n in fact_names)}
     out = []
@@ -160,7 +200,7 @@ def word_evidence(query_text: str, contents: Sequence[str]) -> list[float]:
         bonus = 0.0
         if names & q_words:
             bonus += NAME_BONUS
-        if any(_ROLE_OF.get(w) in q_roles for w in ws):
+        if holds_role(ws):
             bonus += ROLE_BONUS
         if names & linked:
             bonus += LINK_BONUS

@@ -65,8 +65,21 @@ def stem(token: str, size: int = 5) -> str:
     return token[:size]
 
 
-# WhatsApp spellings → the standard folded word (whole tokens only, after ``fold``).
-CHAT_SPELLINGS = {
+def _shared_spellings() -> dict[str, str]:
+    """The learning flow's WhatsApp spellings (``streams.learn.lexicon.ABBREVIATIONS``: one
+    table for the product), without the ones the responder reads as typed: short words
+    that are already standard or ambiguous here ("to", "ta", "pra", "num" = "em um"), and
+    relation slang ("boy", "mozão"), which recall reads as relation words."""
+    from streams.learn.lexicon import ABBREVIATIONS
+
+    as_typed = {"to", "ta", "tá", "pro", "pra", "pros", "é", "eh", "nao", "num", "ñ", "pq?", "ce",
+                "boy", "mozao", "mozão", "mô", "bb", "cel", "fone"}
+    return {k: v for k, v in ABBREVIATIONS.items() if k not in as_typed}
+
+
+# WhatsApp spellings → the standard folded word (whole tokens only, after ``fold``):
+# the shared table plus the responder's own (question words, courtesy).
+CHAT_SPELLINGS = {**_shared_spellings(), 
     "qnto": "quanto", "qnt": "quanto", "qto": "quanto", "qnta": "quanta", "qntos": "quantos",
     "qntas": "quantas", "vc": "voce", "vcs": "voces", "q": "que", "oq": "o que",
     "pq": "porque", "tb": "tambem", "tbm": "tambem", "tmb": "tambem", "mto": "muito", "mt": "muito",

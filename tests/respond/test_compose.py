@@ -207,3 +207,63 @@ def test_until_what_time_to_order_wants_the_deadline_not_the_opening_hours():
 def test_how_long_in_advance_is_a_deadline_not_a_price():
     text = ask("com quanto tempo de antecedencia posso cancelar sem pagar?", "price_question", STAFF, SUITES)
     assert "3 horas antes" in text and "R$" not in text
+
+
+# ---- durations, "free" answers, plurals, hours spelled two ways (knowledge written here)
+SERVICE = """# Serviços
+
+- Lavagem simples: R$ 45,00
+- Lavagem completa: R$ 90,00
+- Revisão em até 30 dias após a lavagem: sem custo
+
+A lavagem completa leva em média de 1h30 a 2h. O carro fica pronto em cerca de 40 minutos na lavagem simples.
+
+Não temos opções de lavagem a seco. Não temos atendimento 24 horas."""
+
+
+def test_how_long_is_a_duration_not_a_price():
+    text = ask("qnto tempo demora a lavagem completa?", "price_question", SERVICE)
+    assert "1h30 a 2h" in text and "R$" not in text
+
+
+def test_a_yes_no_price_question_is_answered_by_free_but_what_price_wants_an_amount():
+    assert "sem custo" in ask("a revisão é cobrada?", "price_question", SERVICE)
+    text = ask("qual o valor da lavagem completa?", "price_question", SERVICE)
+    assert "R$ 90,00" in text and "sem custo" not in text
+
+
+def test_plurals_in_ao_and_hours_spelled_either_way_match():
+    assert ask("tem opção de lavagem a seco?", "info_request", SERVICE).startswith("Não")
+    assert "24 horas" in ask("vcs atendem 24h?", "info_request", SERVICE)
+
+
+HOURS = """# Horários
+
+- Segunda-feira: fechado. Não abrimos às segundas.
+- Terça a sábado: das 18h às 23h.
+- Domingo: das 17h às 22h.
+
+# Castração
+
+- Castração de cão macho até 15 kg: R$ 680,00
+- Cães acima de 15 kg: orçamento após avaliação
+
+As cirurgias acontecem às quartas-feiras."""
+
+
+def test_numbers_written_out_are_quantities():
+    text = ask("qnto sai quatro horas na safira", "price_question", SUITES)
+    assert "Suíte Safira" in text and "R$ 240,00" in text and "Jade" not in text
+    assert "R$ 110,00" in ask("quanto fica duas horas na jade?", "price_question", SUITES)
+
+
+def test_a_unit_naming_what_was_asked_beats_one_that_only_carries_the_attribute():
+    # "abrem" asks hours, but the line about Monday says it is closed
+    assert "fechado" in ask("vcs abrem segunda feira?", "info_request", HOURS)
+    assert "17h às 22h" in ask("q horas abre domingo?", "info_request", HOURS)
+
+
+def test_a_quote_on_request_answers_a_price_and_a_range_that_excludes_the_quantity_loses():
+    text = ask("qnto custa castrar um cão de 30 kg?", "price_question", HOURS)
+    assert "orçamento após avaliação" in text and "R$ 680,00" not in text
+    assert "R$ 680,00" in ask("qnto custa castrar um cão de 10 kg?", "price_question", HOURS)

@@ -34,6 +34,10 @@ def test_normalize_chat_spelling():
     assert normalize_chat("Qnt vcs cobram?? Blz") == "quanto voces cobram beleza"
     assert normalize_chat("q horas abre hj") == "que horas abre hoje"
     assert normalize_chat("oiiii tb quero, mto bom") == "oi tambem quero muito bom"
+    # the learning flow's spellings are the responder's too (one table), minus what it reads as typed
+    assert normalize_chat("qndo vcs abrem? tava pensando em ir c/ o boy amn") == \
+        "quando voces abrem estava pensando em ir c o boy amanha"
+    assert normalize_chat("num quarto pra dois") == "num quarto pra dois"
 
 
 @pytest.mark.parametrize("text,expected", [

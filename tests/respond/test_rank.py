@@ -67,3 +67,18 @@ def test_recall_ranking_on_dev_cases():
     m = recall_metrics(FIXTURES_DIR, build_embedder("use", "use-multilingual-v3"))
     print(f"dev recall: {m}")
     assert m["recall@5"] >= 0.95 and m["recall@3"] >= 0.85
+
+
+def test_speaking_as_a_couple_points_to_the_partner_and_a_species_to_its_pets():
+    from streams.respond.recall import speaks_as_couple, word_evidence
+
+    facts = ["Casada com o Diego", "Diego não bebe álcool", "Tem um gato persa chamado Sushi",
+             "Tem uma cadela chamada Pipoca", "A Pipoca tem medo de secador", "Paga no Pix"]
+    ev = word_evidence("quero comemorar nossa data em março", facts)
+    assert ev[0] > 0 and ev[1] > 0 and ev[5] == 0
+    assert speaks_as_couple("25 anos juntos, a gente quer uma suíte") and speaks_as_couple("pra gente")
+    assert not speaks_as_couple("nossa, tá caro") and not speaks_as_couple("tem gente aí?")
+    ev = word_evidence("hora do banho da minha cachorrinha", facts)
+    assert ev[3] > 0 and ev[4] > 0 and ev[2] == 0  # the dog and what names her, not the cat
+    ev = word_evidence("a bichana tá doente", facts)
+    assert ev[2] > 0 and ev[3] == ev[4] == 0

@@ -258,3 +258,30 @@ def test_receive_stores_once_and_reads_the_conversation_on_the_same_connection(e
     assert store.receive(msg("Oi", "r-3", conversation="c-9"), 3).history == ()
     with pytest.raises(LookupError):  # another account's conversation id is never read
         store.load_context(msg("Oi", "r-4", account=2, conversation="c-9"), 3)
+
+
+def test_lexical_search_finds_live_chunks_by_word_prefixes_whatever_the_accents(env, pool):
+    """``ChunkKnowledgeSearch.lexical_search``: every stem must start a word of the chunk
+    (case and accents ignored), only the account's live chunks, distance 1.0."""
+    import uuid
+
+    from streams.respond.adapters import ChunkKnowledgeSearch
+
+    docs = {a: uuid.uuid4() for a in (1, 2)}
+    for a, d in docs.items():
+        env.q("INSERT INTO accounts (id) VALUES (%s) ON CONFLICT DO NOTHING", a)
+        env.q("INSERT INTO documents (id, account_id, source) VALUES (%s, %s, 'bebidas.md')", d, a)
+    rows = [(1, 0, "Chopp 300 ml: R$ 11,00. Parcelamento em até 3x sem juros.", None),
+            (1, 1, "Castração de gata: R$ 520,00.", None),
+            (1, 2, "Chopp de vinho: R$ 19,00.", "now()"),     # deleted
+            (2, 0, "Chopp 500 ml: R$ 15,00.", None)]          # another account
+    for a, seq, text, deleted in rows:
+        env.q(f"INSERT INTO chunks (id, account_id, document_id, seq, content, content_hash, deleted_at) "
+              f"VALUES (%s, %s, %s, %s, %s, %s, {deleted or 'NULL'})", uuid.uuid4(), a, docs[a], seq, text, "0" * 64)
+    search = ChunkKnowledgeSearch(pool, store=None, domain="test", embedder_for=None, query_model=lambda: "x")
+    texts = lambda stems: sorted(c.text for c in search.lexical_search(1, stems, 10))  # noqa: E731
+    assert texts(["chopp"]) == ["Chopp 300 ml: R$ 11,00. Parcelamento em até 3x sem juros."]
+    assert texts(["parce", "chopp"]) == texts(["chopp"])
+    assert texts(["castr"]) == ["Castração de gata: R$ 520,00."]  # "castr" meets "Castração"
+    assert texts(["gata", "chopp"]) == [] and texts(["opp"]) == []  # a word's start, every stem
+    assert all(c.distance == 1.0 for c in search.lexical_search(1, ["chopp"], 10))

@@ -1,3 +1,5 @@
+import re
+
 from streams.ingest.chunking import chunk_text
 
 DOC = """# Preços
@@ -47,3 +49,30 @@ def test_invalid_parameters():
         chunk_text("x", size=10)
     with pytest.raises(ValueError):
         chunk_text("x", size=100, overlap=60)
+
+
+TABLE = """# Banho
+
+Valores por porte:
+
+| Porte | Banho | Banho + tosa |
+|---|---|---|
+| Pequeno (até 10 kg) | R$ 60,00 | R$ 98,00 |
+| Médio (de 10,1 a 25 kg) | R$ 78,00 | R$ 120,00 |
+| Grande (acima de 25 kg) | R$ 105,00 | R$ 165,00 |
+
+- Hidratação de pelos: R$ 30,00 - Tosa higiênica avulsa: R$ 40,00 - Corte de unhas avulso: R$ 20,00"""
+
+
+def test_a_long_table_is_cut_between_rows_and_every_piece_keeps_its_header():
+    from streams.respond.compose import answer_units
+
+    chunks = chunk_text(TABLE, size=150, overlap=40)
+    rows = [c.content for c in chunks if "| R$" in c.content]
+    assert len(rows) >= 2  # the table did not fit one chunk
+    for r in rows:
+        assert r.lstrip().startswith("| Porte | Banho | Banho + tosa |") or "Valores por porte" in r
+    units = [u.text for c in chunks for u in answer_units(c.content)]
+    assert "Grande (acima de 25 kg) — Banho: R$ 105,00; Banho + tosa: R$ 165,00." in units
+    # list items are never cut in half
+    assert all(not re.search(r"R\$\s*$", c.content) for c in chunks)
