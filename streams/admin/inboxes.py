@@ -105,6 +105,8 @@ class InboxRepository(Protocol):
         """Set ``changes``; the inbox's ``id`` and ``COLUMNS`` after the change."""
     def record_change(self, account_id: int, inbox_id: int, operator: Operator, diff: dict) -> None:
         """Who changed which fields (``{field: {"before": .., "after": ..}}``), in ``inbox_changes``."""
+    def set_tools(self, account_id: int, inbox_id: int, tools: dict) -> dict | None:
+        """Replace the inbox's tool map; the map stored, or None when the account has no such inbox."""
 
 
 JSON_COLUMNS = ("intent_keywords",)
@@ -128,6 +130,11 @@ class PostgresInboxRepository:
         self.conn.execute("INSERT INTO inbox_changes (account_id, inbox_id, changed_by, token_id, changes) "
                           "VALUES (%s, %s, %s, %s, %s)",
                           (account_id, inbox_id, operator.label, operator.token_id, Jsonb(diff)))
+
+    def set_tools(self, account_id, inbox_id, tools):
+        row = self.conn.execute("UPDATE inboxes SET tools = %s WHERE id = %s AND account_id = %s RETURNING tools",
+                                (Jsonb(tools), inbox_id, account_id)).fetchone()
+        return None if row is None else row["tools"]
 
 
 def update_inbox(target: "UnitOfWork | psycopg.Connection", account_id: int, inbox_id: int,

@@ -181,6 +181,13 @@ class FakeInboxRepository:
                                             "changes": copy.deepcopy(diff)})
 
 
+    def set_tools(self, account_id, inbox_id, tools):
+        if (account_id, inbox_id) not in self.uow.work.inboxes:
+            return None
+        self.uow.work.inbox_tools[(account_id, inbox_id)] = copy.deepcopy(tools)  # what uow.acts reads
+        return copy.deepcopy(tools)
+
+
 class FakeConsoleSessionRepository:
     """``streams.admin.console.sessions.ConsoleSessionRepository`` in memory."""
 
@@ -439,6 +446,11 @@ class FakeConversationRepository:
                 self.s.ledger.append(call)
         self.s.lead_states[cid] = dict(lead_state or {})
         return new
+
+    def mark_published(self, reply_ids):
+        for m in self.s.messages:
+            if m.get("channel_message_id") in reply_ids and m.get("published_at") is None:
+                m["published_at"] = datetime.now(timezone.utc)
 
 
 class FakeKnowledgeRepository:

@@ -187,6 +187,7 @@ REPOSITORIES: dict[str, str] = {
     "acts": "streams.respond.acts_store:PostgresActsRepository",
     "inboxes": "streams.admin.inboxes:PostgresInboxRepository",
     "console_sessions": "streams.admin.console.sessions:PostgresConsoleSessionRepository",
+    "reconcile": "streams.maintain.reconcile:PostgresReconcileRepository",
 }
 
 

@@ -79,3 +79,19 @@ def test_a_session_is_created_with_expired_ones_purged_and_ended():
         end_session(uow, None)   # no cookie: nothing
         uow.commit()
     assert db.state.console_sessions == {}
+
+
+def test_an_inboxs_tools_are_validated_stored_and_read_by_the_acts_step():
+    from streams.admin.tools import InvalidTools, set_tools
+    from streams.respond.acts_store import PostgresActsStore
+
+    db = _db()
+    tools = {"availability_check": {"url": "http://tool/a", "keywords": ["tem vaga"]}}
+    with db.unit_of_work() as uow:
+        assert set_tools(uow, 1, 10, tools) == tools
+        assert set_tools(uow, 2, 10, tools) is None       # another account's inbox
+        with pytest.raises(InvalidTools):
+            set_tools(uow, 1, 10, {"x": {"url": "ftp://nope"}})
+        uow.commit()
+    acts = PostgresActsStore(None, uow=db.unit_of_work, tools_ttl_s=0)
+    assert set(acts.inbox_tools(1, 10)) == {"availability_check"} and acts.inbox_tools(2, 10) == {}
