@@ -28,6 +28,11 @@ log = logging.getLogger(__name__)
 ALL_ROLES = ("relay", "ingest", "learn", "respond", "maintain")
 
 
+def worker_client_id(roles: Sequence[str]) -> str:
+    """The Kafka client id of a worker running ``roles`` (its consumer and producers)."""
+    return f"memoria-worker-{'-'.join(roles)}"
+
+
 def consumer_group_for(settings: Settings, roles: Sequence[str]) -> str:
     """The Faust app id (= consumer group) of a worker running ``roles``.
 
@@ -51,7 +56,7 @@ async def start_edges(settings: Settings, c: Container, roles: Sequence[str], st
     from streams.web import build_web_app, start_web
 
     await ensure_topics(settings, pool=lambda: c.pool)  # before anything is consumed or produced
-    prod = AIOKafkaProducer(**c.producer_config(f"memoria-worker-{'-'.join(roles)}"))
+    prod = AIOKafkaProducer(**c.producer_config(worker_client_id(roles)))
     await prod.start()
     state["producer"] = prod
     state["dlq"] = DeadLetterWriter(prod, max_record_bytes=settings.kafka_max_record_bytes,
@@ -82,21 +87,15 @@ def build_app(settings: Settings, roles: Sequence[str], container: Container | N
     if unknown:
         raise ValueError(f"unknown roles {sorted(unknown)}; known: {', '.join(ALL_ROLES)}")
     c = container or Container(settings)
+    group = consumer_group_for(settings, roles)
     app = FetchTunedApp(
-        consumer_group_for(settings, roles),
-        broker=f"kafka://{settings.kafka_bootstrap_servers}",
+        group,
+        **c.faust_config(group, worker_client_id(roles)),
         key_serializer="raw",
         value_serializer="raw",
-        topic_partitions=settings.topic_partitions,
-        topic_replication_factor=settings.topic_replication_factor,
-        broker_session_timeout=settings.kafka_session_timeout,
-        broker_heartbeat_interval=settings.kafka_heartbeat_interval,
-        broker_rebalance_timeout=settings.kafka_rebalance_timeout,
-        consumer_auto_offset_reset="earliest",
         processing_guarantee="at_least_once",
         store="memory://",
         web_enabled=False,
-        producer_acks=-1,
         broker_commit_interval=1.0,
     )
     app.conf.memoria_roles = list(roles)

@@ -17,8 +17,8 @@ from functools import cached_property
 
 from psycopg_pool import ConnectionPool
 
-from streams.embedding import Embedder, build_embedder
-from streams.embedding.providers import MODEL_PROVIDERS
+from streams.embedding import Embedder
+from streams.embedding.providers import MODEL_PROVIDERS, build_embedder
 from streams.settings import Settings, get_settings
 from streams.vectors.port import LocalStoreBusy, VectorStore
 from streams.vectors.proxy import VectorStoreClient
@@ -55,20 +55,89 @@ def producer_config(settings: Settings, client_id: str, **overrides) -> dict:
     return config
 
 
+def consumer_config(settings: Settings, group_id: str | None, client_id: str, **overrides) -> dict:
+    """Every Kafka consumer's configuration (``AIOKafkaConsumer(*topics, **config)``): the brokers, a
+    client id naming the process, ``group_id`` (None: a consumer that assigns partitions itself and
+    commits nothing), offsets committed by our code only after a record is settled (never
+    auto-commit), reading from the earliest offset a group has not committed, the group timeouts
+    Tansu needs (docs/architecture.md §7), the long-poll bound, and a per-partition fetch as large
+    as the largest request our producers send (``producer_max_request_size``), so the largest
+    record a producer accepts is one a consumer can fetch; ``overrides`` for the exceptions."""
+    config = dict(bootstrap_servers=settings.kafka_bootstrap_servers, client_id=client_id, group_id=group_id,
+                  enable_auto_commit=False, auto_offset_reset="earliest",
+                  max_partition_fetch_bytes=settings.producer_max_request_size,
+                  fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
+                  session_timeout_ms=int(settings.kafka_session_timeout * 1000),
+                  heartbeat_interval_ms=int(settings.kafka_heartbeat_interval * 1000),
+                  rebalance_timeout_ms=int(settings.kafka_rebalance_timeout * 1000))
+    config.update(overrides)
+    return config
+
+
+def faust_config(settings: Settings, group_id: str, client_id: str) -> dict:
+    """The worker's Faust app settings (``faust.App(group_id, **config)``), from the same consumer and
+    producer configuration as every other client: Faust names the options differently, and always
+    commits offsets itself."""
+    consumer = consumer_config(settings, group_id, client_id)
+    producer = producer_config(settings, client_id)
+    return dict(broker=f"kafka://{settings.kafka_bootstrap_servers}", broker_client_id=client_id,
+                broker_session_timeout=settings.kafka_session_timeout,
+                broker_heartbeat_interval=settings.kafka_heartbeat_interval,
+                broker_rebalance_timeout=settings.kafka_rebalance_timeout,
+                consumer_auto_offset_reset=consumer["auto_offset_reset"],
+                consumer_max_fetch_size=consumer["max_partition_fetch_bytes"],
+                producer_acks=-1 if producer["acks"] == "all" else producer["acks"],
+                producer_max_request_size=producer["max_request_size"],
+                topic_partitions=settings.topic_partitions,
+                topic_replication_factor=settings.topic_replication_factor)
+
+
 def embedder_factories(config) -> dict:
     """The embedding service's model constructors (``ServiceConfig.models``: name → provider), loaded
-    in this process: the service is where the in-process models run."""
-    from streams.embedding.providers import build_embedder_uncached
-
-    return {name: (lambda p=provider, m=name: build_embedder_uncached(p, m, threads=config.threads))
+    in this process: the service is where the in-process models run (one instance per model worker,
+    so these build a new one on every call)."""
+    return {name: (lambda p=provider, m=name: build_embedder(p, m, threads=config.threads))
             for name, provider in config.models.items()}
+
+
+class EmbedderCache:
+    """The embedders a process has built, by provider, model, base URL and service URL.
+
+    A model loaded in the process costs seconds and hundreds of MB, so a ``Container`` builds each
+    one once, here. Every ``Container`` owns a new cache unless it is given one: containers of one
+    process share loaded models only when their builder passes the same cache explicitly (the
+    test suite's session fixture does); there is no process-wide cache behind anyone's back.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()   # one load per key even when threads ask together
+        self._embedders: dict[tuple, Embedder] = {}
+
+    def get(self, provider: str, model: str, *, base_url: str | None = None, api_key: str | None = None,
+            batch_size: int = 64, service_url: str | None = None, service_options: dict | None = None,
+            threads: int = 1) -> Embedder:
+        """The embedder for this configuration, built on first use (``build_embedder``'s arguments)."""
+        key = (provider, model, base_url, service_url)
+        with self._lock:
+            emb = self._embedders.get(key)
+            if emb is None:
+                emb = self._embedders[key] = build_embedder(
+                    provider, model, base_url=base_url, api_key=api_key, batch_size=batch_size,
+                    service_url=service_url, service_options=service_options, threads=threads)
+            return emb
+
+    def __len__(self) -> int:
+        return len(self._embedders)
 
 
 class Container:
     def __init__(self, settings: Settings | None = None, *, vector_store: VectorStore | None = None,
-                 pool: ConnectionPool | None = None, pool_name: str = "memoria"):
+                 pool: ConnectionPool | None = None, pool_name: str = "memoria",
+                 embedders: EmbedderCache | None = None):
         self.settings = settings or get_settings()
         self.pool_name = pool_name   # names the pool's connections (pg_stat_activity, logs)
+        # the embedders this container built (a caller's cache when given: shared on purpose)
+        self.embedders = EmbedderCache() if embedders is None else embedders
         self._store = vector_store
         self._owns_store = vector_store is None
         self._lock = threading.Lock()
@@ -93,20 +162,22 @@ class Container:
     def embedder(self) -> Embedder:
         """The configured embedder (new collections and fact embeddings use it)."""
         s = self.settings
-        return build_embedder(s.embedding_provider, s.embedding_model, base_url=s.embedding_base_url,
-                              api_key=s.embedding_api_key, batch_size=s.embedding_batch_size,
-                              service_url=self._service_url(s.embedding_provider),
-                              service_options=self._service_options(), threads=s.embedding_threads)
+        return self._embedder(s.embedding_provider, s.embedding_model)
 
     @property
     def memory_embedder(self) -> Embedder:
         """The embedder of customer facts (pgvector column) and of recall queries."""
         s = self.settings
-        return build_embedder(s.memory_embedding_provider, s.memory_embedding_model,
-                              base_url=s.embedding_base_url, api_key=s.embedding_api_key,
-                              batch_size=s.embedding_batch_size,
-                              service_url=self._service_url(s.memory_embedding_provider),
-                              service_options=self._service_options(), threads=s.embedding_threads)
+        return self._embedder(s.memory_embedding_provider, s.memory_embedding_model)
+
+    def _embedder(self, provider: str, model: str, *, in_process: bool = False) -> Embedder:
+        """The embedder of ``provider``/``model`` with this deployment's options: through the
+        embedding service when one is configured (unless ``in_process``), from this container's cache."""
+        s = self.settings
+        return self.embedders.get(provider, model, base_url=s.embedding_base_url, api_key=s.embedding_api_key,
+                                  batch_size=s.embedding_batch_size,
+                                  service_url=None if in_process else self._service_url(provider),
+                                  service_options=self._service_options(), threads=s.embedding_threads)
 
     def _service_url(self, provider: str) -> str | None:
         """The embedding service runs the in-process models; a remote API is called directly."""
@@ -125,11 +196,9 @@ class Container:
         provider = MODEL_PROVIDERS.get(model)
         if provider is None:
             if self.settings.embedding_provider == "openai":
-                return build_embedder("openai", model, base_url=self.settings.embedding_base_url,
-                                      api_key=self.settings.embedding_api_key)
+                return self._embedder("openai", model)
             raise ValueError(f"no embedding provider known for model {model!r}")
-        return build_embedder(provider, model, service_url=self._service_url(provider),
-                              service_options=self._service_options(), threads=self.settings.embedding_threads)
+        return self._embedder(provider, model)
 
     def in_process_embedder(self, provider: str | None = None, model: str | None = None) -> Embedder:
         """An embedder loaded in this process (offline evaluation and training commands): the
@@ -141,8 +210,7 @@ class Container:
         if model is None:
             model = s.embedding_model if provider == s.embedding_provider else DEFAULT_MODELS.get(provider,
                                                                                                    s.embedding_model)
-        return build_embedder(provider, model, base_url=s.embedding_base_url, api_key=s.embedding_api_key,
-                              batch_size=s.embedding_batch_size)
+        return self._embedder(provider, model, in_process=True)
 
     def embedding_service(self):
         """The embedding service's app (``memoria embedding-service``), serving the configured models."""
@@ -154,6 +222,14 @@ class Container:
     def producer_config(self, client_id: str, **overrides) -> dict:
         """The configuration of a Kafka producer of this process (see ``producer_config``)."""
         return producer_config(self.settings, client_id, **overrides)
+
+    def consumer_config(self, group_id: str | None, client_id: str, **overrides) -> dict:
+        """The configuration of a Kafka consumer of this process (see ``consumer_config``)."""
+        return consumer_config(self.settings, group_id, client_id, **overrides)
+
+    def faust_config(self, group_id: str, client_id: str) -> dict:
+        """The worker's Faust app settings (see ``faust_config``)."""
+        return faust_config(self.settings, group_id, client_id)
 
     @property
     def erasure_key(self) -> str:
@@ -190,11 +266,13 @@ class Container:
         built by ``make train``); ``patterns``: the hand-written rules alone; ``openai``: the chat model."""
         provider = provider or self.settings.extraction_provider
         if provider in ("rules", "offline"):
-            from streams.learn.extract_learned import LearnedExtractor
+            from streams.learn.extract_learned import ARTEFACT, LearnedExtractor, LinearModel
 
-            if embedder is not None and getattr(embedder, "name", None) != "use-multilingual-v3":
-                embedder = None  # the artefact names its own embedder
-            return LearnedExtractor(embedder=embedder)
+            model = LinearModel.load(ARTEFACT)
+            trained = model.meta.get("embedder", {"provider": "use", "model": "use-multilingual-v3"})
+            if getattr(embedder, "name", None) != trained["model"]:  # the artefact names its embedder
+                embedder = self.in_process_embedder(trained["provider"], trained["model"])
+            return LearnedExtractor(embedder, model=model)
         if provider == "patterns":
             from streams.learn.extract_rules import RulesExtractor
 

@@ -96,15 +96,12 @@ def replay_embed_memories(
                 last_id = rows[-1]["id"]
                 vecs = embed_contents(emb, [r["content"] for r in rows])
                 with joined(c.pool) as uow:  # one unit of work (committed at the end)
-                    conn = uow.conn
                     for r, v in zip(rows, vecs):
                         if v is None:
                             failed += 1
                             continue
-                        done += conn.execute(
-                            "UPDATE contact_memories SET embedding = %s, embedding_model = %s, updated_at = now() "
-                            "WHERE id = %s AND content = %s AND deleted_at IS NULL",
-                            (v, emb.name, r["id"], r["content"])).rowcount
+                        # a fact edited or forgotten since it was read keeps its state
+                        done += uow.learning.set_embedding(r["id"], r["content"], v, emb.name)
                 progress.update(task, advance=len(rows))
     finally:
         c.close()

@@ -47,12 +47,27 @@ def db(stack, tmp_path_factory, request):
 
 
 @pytest.fixture(scope="session")
-def memory_embedder():
-    from streams.embedding import build_embedder
-    from streams.settings import Settings
+def embedders():
+    """The suite's embedder cache (tests/support/embedders.py): pass it to the containers tests build."""
+    from tests.support.embedders import EMBEDDERS
 
-    s = Settings()
-    return build_embedder(s.memory_embedding_provider, s.memory_embedding_model)
+    return EMBEDDERS
+
+
+@pytest.fixture(scope="session")
+def memory_embedder(embedders):
+    """The configured memory embedder, loaded in this process."""
+    from tests.support.embedders import shared_container
+
+    c = shared_container()
+    return c.in_process_embedder(c.settings.memory_embedding_provider, c.settings.memory_embedding_model)
+
+
+@pytest.fixture(scope="session")
+def use_embedder(embedders):
+    from tests.support.embedders import use_embedder
+
+    return use_embedder()
 
 
 SERVICE_FIXTURES = {"stack", "env", "db"}

@@ -27,21 +27,19 @@ SETTINGS_READS = {
     "streams/bootstrap.py": 1,   # Container() without settings: the process's settings
 }
 
-BUILDERS = {"build_embedder", "build_embedder_uncached", "make_pool", "ConnectionPool", "OpenAI", "QdrantClient",
+BUILDERS = {"build_embedder", "EmbedderCache", "make_pool", "ConnectionPool", "OpenAI", "QdrantClient",
             "QdrantStore", "open_vector_store", "LlmConfig", "OpenAIChatGenerator", "OpenAIExtractor",
             "OpenAIContradictionChecker", "LearnPorts", "Responder"}
 
 # path → references to a dependency constructor allowed there, and why
 BUILDS = {
-    "streams/bootstrap.py": 16,          # the composition root
+    "streams/bootstrap.py": 13,          # the composition root (with its embedder cache)
     "streams/store/db.py": 1,            # make_pool itself
     "streams/vectors/store.py": 3,       # the Qdrant adapter opens its client
-    "streams/embedding/providers.py": 2,  # the embedder adapters and the per-process model cache
+    "streams/embedding/providers.py": 1,  # the OpenAI embeddings adapter opens its client
     "streams/learn/llm.py": 1,           # the OpenAI adapter opens its client
     "streams/respond/generate.py": 1,    # the OpenAI generator adapter opens its client
-    "streams/learn/extract_learned.py": 1,  # the trained artefact names the embedder it was trained with
-    "streams/learn/train_extractor.py": 1,  # offline training command
-    "streams/respond/evaluate_answers.py": 2,  # offline evaluation: an in-memory index and composer
+    "streams/respond/evaluate_answers.py": 1,  # offline evaluation: a responder over an in-memory index
     "streams/maintain/cli.py": 1,        # `memoria maintain` reads the store without the proxy
 }
 
@@ -100,6 +98,72 @@ def test_the_scan_sees_a_constructor_passed_as_a_value(tmp_path):
     assert [n for _, n in _names(p) if n in BUILDERS] == ["make_pool"]
 
 
+# Kafka client constructor → the function whose configuration it must be given (``**config``)
+KAFKA_CLIENTS = {"AIOKafkaConsumer": "consumer_config", "AIOKafkaProducer": "producer_config",
+                 "FetchTunedApp": "faust_config"}
+# Faust options that are not about the connection (serialisation, guarantee, the app's own store)
+FAUST_OWN = {"key_serializer", "value_serializer", "processing_guarantee", "store", "web_enabled",
+             "broker_commit_interval"}
+
+
+def _hand_built_kafka_clients(path: Path) -> list[str]:
+    """Kafka clients whose configuration is not (only) the one function's: every keyword but the
+    Faust app's own options is refused, and the ``**`` mapping must be ``consumer_config(...)``
+    (or ``producer_config(...)``, ``faust_config(...)``), called there or handed in under that name."""
+    def name(node):
+        return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+
+    bad = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not (isinstance(node, ast.Call) and name(node.func) in KAFKA_CLIENTS):
+            continue
+        wanted = KAFKA_CLIENTS[name(node.func)]
+        spread = [k.value for k in node.keywords if k.arg is None]
+        explicit = {k.arg for k in node.keywords if k.arg is not None} - (FAUST_OWN if wanted == "faust_config" else set())
+        from_config = len(spread) == 1 and (name(spread[0].func) == wanted if isinstance(spread[0], ast.Call)
+                                            else name(spread[0]) == wanted)
+        if explicit or not from_config:
+            bad.append(f"{path.name}:{node.lineno} {name(node.func)}")
+    return bad
+
+
+def test_every_kafka_client_is_configured_by_the_composition_root():
+    bad = [b for _, path in _python_files() for b in _hand_built_kafka_clients(path)]
+    assert not bad, "configure it with streams.bootstrap's consumer_config/producer_config:\n" + "\n".join(bad)
+
+
+def test_the_kafka_scan_catches_a_hand_built_client(tmp_path):
+    p = tmp_path / "m.py"
+    p.write_text("from aiokafka import AIOKafkaConsumer, AIOKafkaProducer\n"
+                 "from streams.bootstrap import consumer_config, producer_config\n"
+                 "a = AIOKafkaConsumer('t', bootstrap_servers='b', enable_auto_commit=False)\n"
+                 "b = AIOKafkaConsumer('t', **consumer_config(s, 'g', 'c'), max_poll_records=5)\n"
+                 "c = AIOKafkaProducer(**consumer_config(s, 'g', 'c'))\n"
+                 "d = AIOKafkaProducer(**{'bootstrap_servers': 'b'})\n"
+                 "e = AIOKafkaConsumer('t', **consumer_config(s, 'g', 'c', max_poll_records=5))\n"
+                 "f = AIOKafkaProducer(**c.producer_config('x'))\n")
+    assert _hand_built_kafka_clients(p) == ["m.py:3 AIOKafkaConsumer", "m.py:4 AIOKafkaConsumer",
+                                            "m.py:5 AIOKafkaProducer", "m.py:6 AIOKafkaProducer"]
+
+
+def test_consumers_fetch_what_producers_may_send():
+    from streams.bootstrap import consumer_config, faust_config, producer_config
+
+    s = Settings(kafka_bootstrap_servers="k:1", kafka_max_record_bytes=2_000_000, kafka_session_timeout=5,
+                 kafka_heartbeat_interval=1, kafka_rebalance_timeout=6, kafka_fetch_max_wait_ms=50)
+    c = consumer_config(s, "g", "memoria-test", max_poll_interval_ms=9)
+    assert c == {"bootstrap_servers": "k:1", "client_id": "memoria-test", "group_id": "g",
+                 "enable_auto_commit": False, "auto_offset_reset": "earliest",
+                 "max_partition_fetch_bytes": s.producer_max_request_size, "fetch_max_wait_ms": 50,
+                 "session_timeout_ms": 5000, "heartbeat_interval_ms": 1000, "rebalance_timeout_ms": 6000,
+                 "max_poll_interval_ms": 9}
+    assert c["max_partition_fetch_bytes"] >= producer_config(s, "p")["max_request_size"] > s.kafka_max_record_bytes
+    f = faust_config(s, "g", "memoria-worker")
+    assert f["consumer_max_fetch_size"] == f["producer_max_request_size"] == s.producer_max_request_size
+    assert (f["broker"], f["broker_client_id"], f["producer_acks"], f["consumer_auto_offset_reset"]) == \
+        ("kafka://k:1", "memoria-worker", -1, "earliest")
+
+
 def test_the_container_builds_every_roles_ports_from_the_settings_it_is_given(tmp_path):
     from streams.bootstrap import Container
     from streams.learn.contradiction import OpenAIContradictionChecker, RulesContradictionChecker
@@ -149,3 +213,23 @@ def test_the_container_builds_every_roles_ports_from_the_settings_it_is_given(tm
     finally:
         c.close()
         store.close()
+
+
+def test_embedders_are_cached_by_the_container_not_by_the_module():
+    """No process-wide cache: ``build_embedder`` builds anew; a Container keeps what it built in its
+    ``EmbedderCache``, which other containers share only when it is passed to them."""
+    from streams.bootstrap import Container, EmbedderCache
+    from streams.embedding import build_embedder
+
+    url = "http://127.0.0.1:9"   # the service client connects on first use only
+    assert build_embedder("use", "use-multilingual-v3", service_url=url) is not \
+        build_embedder("use", "use-multilingual-v3", service_url=url)
+    s = Settings(embedding_service_url=url, embedding_provider="use", embedding_model="use-multilingual-v3",
+                 memory_embedding_provider="use", memory_embedding_model="use-multilingual-v3")
+    a, b = Container(s), Container(s)
+    assert a.memory_embedder is a.memory_embedder is a.embedder   # one model, built once per container
+    assert a.memory_embedder is not b.memory_embedder and len(a.embedders) == 1
+    shared = EmbedderCache()
+    c, d = Container(s, embedders=shared), Container(s, embedders=shared)
+    assert c.memory_embedder is d.embedder_for("use-multilingual-v3") and len(shared) == 1
+    assert Container(Settings(embedding_service_url=url), embedders=shared).embedders is shared

@@ -70,3 +70,29 @@ def test_a_legacy_absolute_source_is_adopted_not_duplicated():
         r = write_document(uow, account_id=1, source="kb/precos.md", text=TEXT, chunk_size=300, chunk_overlap=0)
         uow.commit()
     assert r.document_id == old.document_id and r.inserted == 0 and len(db.state.documents) == 1
+
+
+def test_paid_embedding_tokens_are_shared_by_characters_and_a_redelivered_batch_counts_once():
+    from streams.ingest.knowledge import ledger_embeddings
+
+    db = FakeDatabase()
+    rows = [{"id": "a1", "account_id": 1, "content": "x" * 300, "content_hash": "h1"},
+            {"id": "b1", "account_id": 2, "content": "y" * 100, "content_hash": "h2"}]
+    prices = {"emb-paid": (0.5, 0.0)}
+    for _ in range(2):  # the same batch redelivered
+        with db.unit_of_work() as uow:
+            ledger_embeddings(uow, rows, {"emb-paid": 1000}, prices)
+            uow.commit()
+    ledger = sorted(db.state.ledger, key=lambda c: c.account_id)
+    assert [(c.account_id, c.stage, c.model, c.prompt_tokens) for c in ledger] == \
+        [(1, "embedding", "emb-paid", 750), (2, "embedding", "emb-paid", 250)]
+    assert ledger[0].cost_usd > ledger[1].cost_usd > 0 and ledger[0].ref.startswith("chunks:emb-paid:")
+    rows[1]["content_hash"] = "h2-changed"   # account 2's chunk changed: its share counts again
+    with db.unit_of_work() as uow:
+        ledger_embeddings(uow, rows, {"emb-paid": 1000}, prices)
+        uow.commit()
+    assert [c.account_id for c in db.state.ledger[2:]] == [2]
+    with db.unit_of_work() as uow:  # free models put nothing in the ledger
+        ledger_embeddings(uow, rows, {"use-multilingual-v3": 0}, prices)
+        uow.commit()
+    assert len(db.state.ledger) == 3

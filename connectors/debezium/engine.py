@@ -174,7 +174,8 @@ def record_from_change_event(event: Any) -> Record:
 class KafkaForwarder:
     """Produce records and wait for the broker's acks (aiokafka on a private loop thread)."""
 
-    def __init__(self, bootstrap_servers: str):
+    def __init__(self, producer_config: dict):
+        """``producer_config``: ``streams.bootstrap.producer_config``'s, like every producer of ours."""
         from aiokafka import AIOKafkaProducer
 
         self._loop = asyncio.new_event_loop()
@@ -182,9 +183,7 @@ class KafkaForwarder:
         self._thread.start()
 
         async def start() -> AIOKafkaProducer:
-            # Tansu and at-least-once: no idempotent producer (docs/architecture.md §7).
-            p = AIOKafkaProducer(bootstrap_servers=bootstrap_servers, acks="all", linger_ms=2,
-                                 enable_idempotence=False, request_timeout_ms=15000)
+            p = AIOKafkaProducer(**producer_config)
             await p.start()
             return p
 
@@ -260,8 +259,8 @@ def make_engine(props: dict[str, str], handler):
 
 
 # ------------------------------------------------------------------ entry point
-def run(props: dict[str, str], bootstrap_servers: str, stop: threading.Event) -> int:
-    forwarder = KafkaForwarder(bootstrap_servers)
+def run(props: dict[str, str], producer_config: dict, stop: threading.Event) -> int:
+    forwarder = KafkaForwarder(producer_config)
     engine = make_engine(props, make_handler(forwarder))
     failure: list[BaseException] = []
     done = threading.Event()
@@ -313,7 +312,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    return run(props, s.kafka_bootstrap_servers, stop)
+    from streams.bootstrap import producer_config
+
+    return run(props, producer_config(s, "memoria-debezium", linger_ms=2, request_timeout_ms=15000), stop)
 
 
 if __name__ == "__main__":

@@ -111,12 +111,9 @@ async def run_sender(settings: Settings, stop: asyncio.Event | None = None) -> N
     container = Container(settings, pool_name="whatsapp-sender")
     pool = await asyncio.to_thread(lambda: container.pool)
     topic = qualified(settings, OUTBOUND)
-    consumer = AIOKafkaConsumer(topic, bootstrap_servers=settings.kafka_bootstrap_servers,
-                                group_id=f"{settings.topic_prefix}{settings.consumer_group}-whatsapp-sender",
-                                enable_auto_commit=False, auto_offset_reset="earliest",
-                                session_timeout_ms=int(settings.kafka_session_timeout * 1000),
-                                heartbeat_interval_ms=int(settings.kafka_heartbeat_interval * 1000),
-                                max_poll_interval_ms=24 * 3600 * 1000)  # a stall may last long
+    consumer = AIOKafkaConsumer(topic, **container.consumer_config(
+        f"{settings.topic_prefix}{settings.consumer_group}-whatsapp-sender", "memoria-whatsapp-sender",
+        max_poll_interval_ms=24 * 3600 * 1000))  # a stall may last long
     producer = AIOKafkaProducer(**container.producer_config("memoria-whatsapp-sender"))
     sender = WhatsAppSender(settings.whatsapp_api_base_url, settings.whatsapp_access_token or "",
                             PostgresResolver(pool, erasure_key=container.erasure_key),

@@ -10,7 +10,7 @@ rules are added by the prompt builder whatever the inbox prompt says.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -18,6 +18,9 @@ from psycopg.types.json import Jsonb
 from streams.admin.tokens import Operator
 from streams.respond.intent import INTENTS
 from streams.store.uow import joined
+
+if TYPE_CHECKING:
+    from streams.store.uow import UnitOfWork
 
 COLUMNS = ("name", "system_prompt", "playbook_prompt", "rag_distance_threshold", "rag_max_results", "model",
            "temperature", "intent_keywords")
@@ -92,10 +95,53 @@ def last_change(conn: psycopg.Connection, account_id: int, inbox_id: int) -> dic
                         "AND inbox_id = %s ORDER BY changed_at DESC, id DESC LIMIT 1", (account_id, inbox_id)).fetchone()
 
 
-def update_inbox(conn: psycopg.Connection, account_id: int, inbox_id: int, changes: dict[str, Any],
-                 *, operator: Operator, max_prompt_tokens: int | None = None) -> dict | None:
-    """Apply the given fields only, and record who changed which (before → after) in ``inbox_changes``.
-    None when the account has no such inbox. Raises InvalidConfig."""
+class InboxRepository(Protocol):
+    """``uow.inboxes``: an inbox's settings and their audit trail (``streams.store.fake_uow`` implements
+    it in memory)."""
+
+    def locked(self, account_id: int, inbox_id: int, fields: Sequence[str]) -> dict | None:
+        """``fields`` of the account's inbox, locked until the unit ends; None when it has no such inbox."""
+    def update(self, account_id: int, inbox_id: int, changes: dict[str, Any]) -> dict:
+        """Set ``changes``; the inbox's ``id`` and ``COLUMNS`` after the change."""
+    def record_change(self, account_id: int, inbox_id: int, operator: Operator, diff: dict) -> None:
+        """Who changed which fields (``{field: {"before": .., "after": ..}}``), in ``inbox_changes``."""
+    def set_tools(self, account_id: int, inbox_id: int, tools: dict) -> dict | None:
+        """Replace the inbox's tool map; the map stored, or None when the account has no such inbox."""
+
+
+JSON_COLUMNS = ("intent_keywords",)
+
+
+class PostgresInboxRepository:
+    def __init__(self, uow: "UnitOfWork"):
+        self.conn = uow.conn
+
+    def locked(self, account_id, inbox_id, fields):
+        return self.conn.execute(f"SELECT {', '.join(fields)} FROM inboxes WHERE id = %s AND account_id = %s "
+                                 "FOR UPDATE", (inbox_id, account_id)).fetchone()
+
+    def update(self, account_id, inbox_id, changes):
+        sets = ", ".join(f"{k} = %s" for k in changes)
+        values = [Jsonb(v) if k in JSON_COLUMNS else v for k, v in changes.items()]
+        return self.conn.execute(f"UPDATE inboxes SET {sets} WHERE id = %s AND account_id = %s "
+                                 f"RETURNING id, {', '.join(COLUMNS)}", (*values, inbox_id, account_id)).fetchone()
+
+    def record_change(self, account_id, inbox_id, operator, diff):
+        self.conn.execute("INSERT INTO inbox_changes (account_id, inbox_id, changed_by, token_id, changes) "
+                          "VALUES (%s, %s, %s, %s, %s)",
+                          (account_id, inbox_id, operator.label, operator.token_id, Jsonb(diff)))
+
+    def set_tools(self, account_id, inbox_id, tools):
+        row = self.conn.execute("UPDATE inboxes SET tools = %s WHERE id = %s AND account_id = %s RETURNING tools",
+                                (Jsonb(tools), inbox_id, account_id)).fetchone()
+        return None if row is None else row["tools"]
+
+
+def update_inbox(target: "UnitOfWork | psycopg.Connection", account_id: int, inbox_id: int,
+                 changes: dict[str, Any], *, operator: Operator, max_prompt_tokens: int | None = None) -> dict | None:
+    """Apply the given fields only, and record who changed which (before → after, only the fields whose
+    value changed) in ``inbox_changes``, in one unit of work (the caller's, or one committed here).
+    None when the account has no such inbox. Raises InvalidConfig (and changes nothing)."""
     from streams.respond.prompt import SYSTEM_PROMPT_MAX_TOKENS
 
     limit = max_prompt_tokens or SYSTEM_PROMPT_MAX_TOKENS
@@ -107,20 +153,15 @@ def update_inbox(conn: psycopg.Connection, account_id: int, inbox_id: int, chang
         if n > limit:
             raise InvalidConfig(f"system_prompt has {n} tokens; the limit is {limit}")
     if "intent_keywords" in changes:
-        changes = dict(changes, intent_keywords=Jsonb(validate_keywords(changes["intent_keywords"])))
-    if not changes:
-        return get_inbox(conn, account_id, inbox_id)
-    sets = ", ".join(f"{k} = %s" for k in changes)
-    with joined(conn):  # one unit of work (committed at the end)
-        before = conn.execute(f"SELECT {', '.join(changes)} FROM inboxes WHERE id = %s AND account_id = %s "
-                              "FOR UPDATE", (inbox_id, account_id)).fetchone()
+        changes = dict(changes, intent_keywords=validate_keywords(changes["intent_keywords"]))
+    with joined(target) as uow:
+        if not changes:
+            return uow.inboxes.locked(account_id, inbox_id, ["id", *COLUMNS])
+        before = uow.inboxes.locked(account_id, inbox_id, list(changes))
         if before is None:
             return None
-        row = conn.execute(f"UPDATE inboxes SET {sets} WHERE id = %s AND account_id = %s "
-                           f"RETURNING id, {', '.join(COLUMNS)}", (*changes.values(), inbox_id, account_id)).fetchone()
+        row = uow.inboxes.update(account_id, inbox_id, changes)
         diff = {k: {"before": before[k], "after": row[k]} for k in changes if before[k] != row[k]}
         if diff:
-            conn.execute("INSERT INTO inbox_changes (account_id, inbox_id, changed_by, token_id, changes) "
-                         "VALUES (%s, %s, %s, %s, %s)", (account_id, inbox_id, operator.label, operator.token_id,
-                                                         Jsonb(diff)))
+            uow.inboxes.record_change(account_id, inbox_id, operator, diff)
     return row

@@ -271,14 +271,19 @@ def served_name(provider: str, model: str) -> str:
     raise ValueError(f"the embedding service runs in-process models only, not provider {provider!r}")
 
 
-_CACHE: dict[tuple, Embedder] = {}
-_CACHE_LOCK = threading.Lock()
+def build_embedder(provider: str = "sentence-transformers", model: str = "all-minilm-l6-v2", *,
+                   base_url: str | None = None, api_key: str | None = None,
+                   batch_size: int = 64, service_url: str | None = None,
+                   service_options: dict | None = None, threads: int = 1) -> Embedder:
+    """A new embedder for the model a configuration names (every call builds one: a process that
+    wants to share a loaded model keeps it in the composition root's ``EmbedderCache``).
 
-
-def build_embedder_uncached(provider: str = "sentence-transformers", model: str = "all-minilm-l6-v2", *,
-                            base_url: str | None = None, api_key: str | None = None,
-                            batch_size: int = 64, threads: int = 1) -> Embedder:
-    """A new embedder instance (the embedding service loads one per model worker)."""
+    With ``service_url`` (``MEMORIA_EMBEDDING_SERVICE_URL``) the model runs in the
+    embedding service and this returns its client; the provider/model still say
+    which model is expected (the client refuses a service serving another).
+    """
+    if service_url:
+        return ServiceEmbedder(service_url, served_name(provider, model), **(service_options or {}))
     t = time.perf_counter()
     if provider in ("sentence-transformers", "st"):
         emb: Embedder = SentenceTransformerEmbedder(model, batch_size=batch_size)
@@ -294,26 +299,3 @@ def build_embedder_uncached(provider: str = "sentence-transformers", model: str 
     log.info("embedder loaded provider=%s model=%s dim=%d seconds=%.1f",
              provider, emb.name, emb.dim, time.perf_counter() - t)
     return emb
-
-
-def build_embedder(provider: str = "sentence-transformers", model: str = "all-minilm-l6-v2", *,
-                   base_url: str | None = None, api_key: str | None = None,
-                   batch_size: int = 64, service_url: str | None = None,
-                   service_options: dict | None = None, threads: int = 1) -> Embedder:
-    """Build (once per process) the embedder a configuration names.
-
-    With ``service_url`` (``MEMORIA_EMBEDDING_SERVICE_URL``) the model runs in the
-    embedding service and this returns its client; the provider/model still say
-    which model is expected (the client refuses a service serving another).
-    """
-    key = (provider, model, base_url, service_url)
-    with _CACHE_LOCK:
-        if key in _CACHE:
-            return _CACHE[key]
-        if service_url:
-            emb: Embedder = ServiceEmbedder(service_url, served_name(provider, model), **(service_options or {}))
-        else:
-            emb = build_embedder_uncached(provider, model, base_url=base_url, api_key=api_key,
-                                          batch_size=batch_size, threads=threads)
-        _CACHE[key] = emb
-        return emb

@@ -20,8 +20,8 @@ from streams.embedding import Embedder
 from streams.embedding import tokens as embedding_tokens
 from streams.embedding.providers import model_slug
 from streams.learn.model import TokenUsage
-from streams.pricing import PriceTable, count_metrics, model_call, write_ledger
-from streams.store.uow import PostgresUnitOfWork
+from streams.pricing import PriceTable, count_metrics, model_call
+from streams.store.uow import PostgresUnitOfWork, UnitOfWork, joined
 from streams.vectors.port import Hit, VectorStore
 
 log = logging.getLogger(__name__)
@@ -97,11 +97,12 @@ def _load_chunks(pool: ConnectionPool, ids: Sequence[str]) -> dict[str, dict]:
     return {r["id"]: r for r in rows}
 
 
-def ledger_embeddings(pool: ConnectionPool, rows: Sequence[dict], used: dict[str, int],
+def ledger_embeddings(target: "UnitOfWork | ConnectionPool", rows: Sequence[dict], used: dict[str, int],
                       prices: PriceTable | None = None) -> None:
-    """Put the paid embedding tokens of an indexing batch in the cost ledger, per account: each
-    account's share is its chunks' share of the batch's characters. The ref names the model and the
-    account's chunks with their content hashes, so a redelivered batch counts once."""
+    """Put the paid embedding tokens of an indexing batch in the cost ledger (``uow.knowledge``), per
+    account: each account's share is its chunks' share of the batch's characters. The ref names the
+    model and the account's chunks with their content hashes, so a redelivered batch counts once.
+    ``target``: a unit of work (the caller commits) or a pool (a unit committed here)."""
     if not any(used.values()):
         return
     chars: dict[int, int] = {}
@@ -117,9 +118,8 @@ def ledger_embeddings(pool: ConnectionPool, rows: Sequence[dict], used: dict[str
             digest = hashlib.sha256("\n".join(sorted(keys[account])).encode()).hexdigest()[:32]
             calls.append(model_call(account, "embedding", model, TokenUsage(prompt_tokens=round(n * c / total)),
                                     ref=f"chunks:{model}:{digest}", table=prices))
-    with PostgresUnitOfWork(pool) as uow:
-        write_ledger(uow.conn, calls)
-        uow.commit()
+    with joined(target) as uow:
+        uow.knowledge.record_calls(calls)
     for call in calls:
         count_metrics(call)
 

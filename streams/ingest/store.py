@@ -32,6 +32,9 @@ class KnowledgeRepository(Protocol):
     def move_chunks(self, moves: list[tuple[str, int]]) -> None: ...
     def insert_chunks(self, rows: list[tuple]) -> None:
         """rows: (id, account_id, document_id, seq, content, content_hash)."""
+    def record_calls(self, calls: list) -> int:
+        """The embedding calls' cost ledger rows (``streams.pricing.ModelCall``; None skipped): a call
+        with a ref already in the ledger counts once. Returns how many were given."""
 
 
 class PostgresKnowledgeRepository:
@@ -96,5 +99,10 @@ class PostgresKnowledgeRepository:
         with self.conn.cursor() as cur:
             cur.executemany("INSERT INTO chunks (id, account_id, document_id, seq, content, content_hash) "
                             "VALUES (%s, %s, %s, %s, %s, %s)", rows)
+
+    def record_calls(self, calls):
+        from streams.pricing import write_ledger
+
+        return write_ledger(self.conn, calls)
 
 

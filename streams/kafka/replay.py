@@ -110,10 +110,9 @@ async def replay_topic(settings: Settings, topic: str, start=None, end=None, *, 
     partition has been idle for ``idle_timeout`` seconds (the embedded broker's end offsets
     are not reliable, docs/architecture.md §7)."""
     res = ReplayResult(topic=topic, dry_run=dry_run)
-    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap_servers, enable_auto_commit=False,
-                                auto_offset_reset="earliest")
-    from streams.bootstrap import producer_config
+    from streams.bootstrap import consumer_config, producer_config
 
+    consumer = AIOKafkaConsumer(**consumer_config(settings, None, "memoria-replay"))   # assigned, commits nothing
     producer = None if dry_run else AIOKafkaProducer(**producer_config(settings, "memoria-replay"))
     await consumer.start()
     if producer:

@@ -419,16 +419,17 @@ class LearnedExtractor:
     name = NAME
 
     def __init__(self, embedder=None, artefact: Path = ARTEFACT, model: LinearModel | None = None):
+        """``embedder``: the one the artefact was trained with (its ``meta["embedder"]``), built and
+        handed in by the composition root (``Container.extractor``); this class builds none."""
         self.model = model or LinearModel.load(artefact)
         self.version = str(self.model.meta.get("version", "learned-v1"))
+        expected = self.model.meta.get("embedder", {}).get("model", "use-multilingual-v3")
         if embedder is None:
-            from streams.embedding import build_embedder
-
-            cfg = self.model.meta.get("embedder", {"provider": "use", "model": "use-multilingual-v3"})
-            embedder = build_embedder(cfg["provider"], cfg["model"])
-        expected = self.model.meta.get("embedder", {}).get("model")
-        if expected and getattr(embedder, "name", expected) != expected:
-            raise ValueError(f"the extractor was trained with the {expected} embedder, got {embedder.name}")
+            raise TypeError(f"LearnedExtractor needs the {expected} embedder it was trained with: "
+                            "build it in the composition root (Container.extractor) and pass it in")
+        if getattr(embedder, "name", None) != expected:
+            raise ValueError(f"the extractor was trained with the {expected} embedder, got "
+                             f"{getattr(embedder, 'name', type(embedder).__name__)}")
         self.embedder = embedder
 
     def instruction_score(self, text: str) -> float:

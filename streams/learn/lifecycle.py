@@ -20,7 +20,7 @@ import json
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Literal, Sequence
+from typing import Literal, Protocol, Sequence
 
 import psycopg
 from psycopg_pool import ConnectionPool
@@ -53,6 +53,35 @@ class StatusChange:
     changed: bool        # False: it already had that status
 
 
+class LifecycleRepository(Protocol):
+    """``uow.lifecycle``: the conversation a status change applies to (``streams.store.fake_uow``
+    implements it in memory; the transitions themselves are ``uow.learning``'s ``resolve``/``reopen``)."""
+
+    def locked_conversation(self, account_id: int, *, conversation_id: int | None = None,
+                            external_id: str | None = None) -> dict | None:
+        """``id``, ``external_id``, ``contact_id``, ``status`` and ``last_change`` (the later of
+        ``resolved_at`` and ``reopened_at``, None if neither) of the account's conversation with our id
+        or the channel's, locked until the unit ends; None when the account has no such conversation."""
+
+    def status(self, conversation_id: int) -> str:
+        """The conversation's status now."""
+
+
+class PostgresLifecycleRepository:
+    def __init__(self, uow: "UnitOfWork"):
+        self.conn = uow.conn
+
+    def locked_conversation(self, account_id, *, conversation_id=None, external_id=None):
+        by, ref = ("id", conversation_id) if conversation_id is not None else ("external_id", external_id)
+        return self.conn.execute(
+            "SELECT id, external_id, contact_id, status, GREATEST(resolved_at, reopened_at) AS last_change "
+            f"FROM conversations WHERE {by} = %s AND account_id = %s FOR UPDATE", (ref, account_id)).fetchone()
+
+    def status(self, conversation_id):
+        return self.conn.execute("SELECT status FROM conversations WHERE id = %s",
+                                 (conversation_id,)).fetchone()["status"]
+
+
 def change_status(target: "UnitOfWork | psycopg.Connection", *, account_id: int, action: Action,
                   conversation_id: int | None = None, external_id: str | None = None,
                   source: str = "", now: datetime | None = None) -> StatusChange:
@@ -60,17 +89,10 @@ def change_status(target: "UnitOfWork | psycopg.Connection", *, account_id: int,
     by the channel's (``external_id``). Raises :class:`ConversationNotFound`."""
     if (conversation_id is None) == (external_id is None):
         raise ValueError("give exactly one of conversation_id and external_id")
+    if action not in ("resolve", "reopen"):
+        raise ValueError(f"unknown action {action!r}")
     with joined(target) as uow:
-        conn = uow.conn
-        cols = ("id, external_id, contact_id, status, "
-                "GREATEST(resolved_at, reopened_at) AS last_change")
-        if conversation_id is not None:
-            row = conn.execute(f"SELECT {cols} FROM conversations "
-                               "WHERE id = %s AND account_id = %s FOR UPDATE", (conversation_id, account_id)).fetchone()
-        else:
-            row = conn.execute(f"SELECT {cols} FROM conversations "
-                               "WHERE external_id = %s AND account_id = %s FOR UPDATE",
-                               (external_id, account_id)).fetchone()
+        row = uow.lifecycle.locked_conversation(account_id, conversation_id=conversation_id, external_id=external_id)
         if row is None:
             ref = conversation_id if conversation_id is not None else repr(external_id)
             raise ConversationNotFound(f"conversation {ref} not found in account {account_id}")
@@ -79,13 +101,9 @@ def change_status(target: "UnitOfWork | psycopg.Connection", *, account_id: int,
             log.info("conversation %s ignored as stale conversation_id=%d occurred_at=%s last_change=%s",
                      action, row["id"], now.isoformat(), row["last_change"].isoformat())
             return StatusChange(row["id"], row["external_id"], account_id, row["contact_id"], row["status"], False)
-        if action == "resolve":
-            changed = resolve_conversation(uow, row["id"], now=now)
-        elif action == "reopen":
-            changed = reopen_conversation(uow, row["id"], now=now)
-        else:
-            raise ValueError(f"unknown action {action!r}")
-        status = conn.execute("SELECT status FROM conversations WHERE id = %s", (row["id"],)).fetchone()["status"]
+        transition = resolve_conversation if action == "resolve" else reopen_conversation
+        changed = transition(uow, row["id"], now=now)
+        status = uow.lifecycle.status(row["id"])
     log.info("conversation %s conversation_id=%d account_id=%d changed=%s source=%s", action, row["id"],
              account_id, changed, source or "-")
     return StatusChange(row["id"], row["external_id"], account_id, row["contact_id"], status, changed)

@@ -260,12 +260,10 @@ def _written_paths(written) -> list[Path]:
     return [Path(p) for p in paths if Path(p).exists()]
 
 
-def train(corpus: Path, n_folds: int = 5, embedder=None, log=print, c_grid=C_GRID,
+def train(corpus: Path, n_folds: int = 5, *, embedder, log=print, c_grid=C_GRID,
           written=WRITTEN_FILES) -> LinearModel:
-    from streams.embedding import build_embedder
-
+    """``embedder``: the one the artefact is trained with (``main`` gets USE from the composition root)."""
     t0 = time.perf_counter()
-    embedder = embedder or build_embedder("use", "use-multilingual-v3")
     path = Path(corpus) / "conversations.jsonl"
     rows = list(read_jsonl(path))
     examples = build_examples(rows, embedder)
@@ -339,7 +337,9 @@ def main(argv: list[str] | None = None) -> int:
     if "heldout" in Path(a.corpus).resolve().parts:
         print("error: the held-out half is for reporting only; train on examples/dev", file=sys.stderr)
         return 2
-    model = train(a.corpus, a.folds)
+    from streams.bootstrap import Container
+
+    model = train(a.corpus, a.folds, embedder=Container().in_process_embedder("use", "use-multilingual-v3"))
     if a.check:
         shipped = LinearModel.load(a.out)
         same = (shipped.meta.get("cross_validated") == model.meta["cross_validated"]

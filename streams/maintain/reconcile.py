@@ -27,13 +27,16 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from psycopg_pool import ConnectionPool
 
 from schemas.events import ConversationEvent, OutboundReply
 from streams import metrics
 from streams.store.uow import joined
+
+if TYPE_CHECKING:
+    from streams.store.uow import UnitOfWork
 
 log = logging.getLogger(__name__)
 
@@ -66,13 +69,22 @@ def _now(now: datetime | None) -> datetime:
     return now or datetime.now(timezone.utc)
 
 
-def missing_extractions(pool: ConnectionPool, *, account_id: int | None = None, min_age: float = 0.0,
-                        now: datetime | None = None, repair: bool = False, limit: int = 5000) -> list[int]:
-    """Finished conversations never learnt (no extraction row, no pending event)."""
-    cut = _now(now) - timedelta(seconds=min_age)
-    with joined(pool) as uow:  # one unit of work (committed at the end)
-        conn = uow.conn
-        rows = conn.execute(
+class ReconcileRepository(Protocol):
+    """``uow.reconcile``: the drift between Postgres and its projections, and settling it."""
+
+    def unlearnt(self, cut: datetime, account_id: int | None, limit: int) -> list[dict]:
+        """``id``, ``account_id``, ``contact_id`` and ``why`` (resolved | silent) of the conversations
+        finished before ``cut`` with no extraction (but one a reopening set aside) and no pending event."""
+    def settle_losses(self, loss_ids: list[int]) -> None:
+        """These ``broker_losses`` are reconciled (their replies published again)."""
+
+
+class PostgresReconcileRepository:
+    def __init__(self, uow: "UnitOfWork"):
+        self.conn = uow.conn
+
+    def unlearnt(self, cut, account_id, limit):
+        return self.conn.execute(
             """SELECT c.id, c.account_id, c.contact_id,
                       CASE WHEN c.status = 'resolved' THEN 'resolved' ELSE 'silent' END AS why
                FROM conversations c
@@ -86,6 +98,17 @@ def missing_extractions(pool: ConnectionPool, *, account_id: int | None = None, 
                  AND (%(acc)s::bigint IS NULL OR c.account_id = %(acc)s::bigint)
                ORDER BY c.id LIMIT %(limit)s""",
             dict(cut=cut, acc=account_id, limit=limit)).fetchall()
+
+    def settle_losses(self, loss_ids):
+        self.conn.execute("UPDATE broker_losses SET reconciled_at = now() WHERE id = ANY(%s)", (loss_ids,))
+
+
+def missing_extractions(pool: ConnectionPool, *, account_id: int | None = None, min_age: float = 0.0,
+                        now: datetime | None = None, repair: bool = False, limit: int = 5000) -> list[int]:
+    """Finished conversations never learnt (no extraction row, no pending event)."""
+    cut = _now(now) - timedelta(seconds=min_age)
+    with joined(pool) as uow:  # one unit of work (committed at the end)
+        rows = uow.reconcile.unlearnt(cut, account_id, limit)
         if repair and rows:
             for r in rows:
                 uow.add_event(f"conversation.{r['why']}", ConversationEvent(
@@ -131,12 +154,10 @@ async def publish_replies(producer, topic: str, pool: ConnectionPool, replies: l
 
     def mark() -> None:
         with joined(pool) as uow:  # one unit of work (committed at the end)
-            conn = uow.conn
             if replies:
-                conn.execute("UPDATE messages SET published_at = now() WHERE channel_message_id = ANY(%s) "
-                             "AND published_at IS NULL", ([r.reply_id for r in replies],))
+                uow.conversations.mark_published([r.reply_id for r in replies])
             if losses:
-                conn.execute("UPDATE broker_losses SET reconciled_at = now() WHERE id = ANY(%s)", (losses,))
+                uow.reconcile.settle_losses(losses)
 
     await asyncio.to_thread(mark)
     if replies:

@@ -82,9 +82,9 @@ class PostgresConversationStore:
     def mark_published(self, replies: Sequence[OutboundReply]) -> None:
         if not replies:
             return
-        with self.pool.connection() as conn:
-            conn.execute("UPDATE messages SET published_at = now() WHERE channel_message_id = ANY(%s) "
-                         "AND published_at IS NULL", ([r.reply_id for r in replies],))
+        with self.unit() as uow:
+            uow.conversations.mark_published([r.reply_id for r in replies])
+            uow.commit()
 
     def load_context(self, msg: InboundMessage, history: int) -> ConversationContext:
         with self.pool.connection() as conn:

@@ -25,10 +25,9 @@ async def ask_once(settings, msg, timeout: float = 30.0, *, extra_groups: str = 
     from streams.kafka.topics import INBOUND, OUTBOUND, assign_from_beginning, qualified
 
     out_topic = qualified(settings, OUTBOUND)
-    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap_servers, enable_auto_commit=False,
-                                auto_offset_reset="earliest")
-    from streams.bootstrap import producer_config
+    from streams.bootstrap import consumer_config, producer_config
 
+    consumer = AIOKafkaConsumer(**consumer_config(settings, None, "memoria-respond-cli"))  # assigned, commits nothing
     producer = AIOKafkaProducer(**producer_config(settings, "memoria-respond-cli"))
     await consumer.start()
     await producer.start()

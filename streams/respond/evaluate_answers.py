@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from streams.embedding import build_embedder
+    from streams.bootstrap import Container
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--providers", default="st,use,e5")
@@ -230,10 +230,11 @@ def main(argv: list[str] | None = None) -> None:
     questions, docs = load(a.questions), load(a.knowledge)
     thresholds = [float(x) for x in a.thresholds.split(",")]
     report = []
+    container = Container()   # the composition root loads each model, in this process
     for p in a.providers.split(","):
         provider, model = PROVIDERS[p]
         t0 = time.perf_counter()
-        emb = CachedEmbedder(build_embedder(provider, model))
+        emb = CachedEmbedder(container.in_process_embedder(provider, model))
         grid = asyncio.run(run_grid(emb, questions, docs, thresholds, a.max_results,
                                     (a.chunk_size, a.chunk_overlap)))
         dist = distances(emb, questions, docs, (a.chunk_size, a.chunk_overlap))

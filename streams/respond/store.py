@@ -34,6 +34,8 @@ class ConversationRepository(Protocol):
     def save_reply(self, reply: OutboundReply, stored: dict, lead_state: Mapping[str, Any] | None,
                    calls: Sequence[ModelCall]) -> bool:
         """Record the reply once (by its id), its model calls and the lead state; True when it was new."""
+    def mark_published(self, reply_ids: Sequence[str]) -> None:
+        """Kafka acknowledged these replies (the first acknowledgement's time is kept)."""
 
 
 class PostgresConversationRepository:
@@ -91,5 +93,9 @@ class PostgresConversationRepository:
         conn.execute("UPDATE conversations SET lead_state = %s WHERE id = %s",
                      (Jsonb(dict(lead_state or {})), conv["id"]))
         return bool(new)
+
+    def mark_published(self, reply_ids):
+        self.conn.execute("UPDATE messages SET published_at = now() WHERE channel_message_id = ANY(%s) "
+                          "AND published_at IS NULL", (list(reply_ids),))
 
 

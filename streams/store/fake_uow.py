@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 
 from uuid6 import uuid7
 
@@ -51,6 +51,13 @@ class FakeState:
     flag_changes: list[dict] = field(default_factory=list)          # account_id, flag, enabled, changed_by, token_id
     documents: dict[str, dict] = field(default_factory=dict)         # id -> account_id, source, title, deleted
     chunks: dict[str, dict] = field(default_factory=dict)            # id -> account_id, document_id, seq, ...
+    privacy_requests: dict[tuple[int, str], dict] = field(default_factory=dict)  # (account, message id) -> row
+    optouts: dict[tuple[int, int], dict] = field(default_factory=dict)   # (account, contact) -> message_id, text
+    inbox_tools: dict[tuple[int, int], object] = field(default_factory=dict)  # (account, inbox) -> tools JSON
+    tool_calls: dict[tuple[int, str], dict] = field(default_factory=dict)  # (account, message id) -> row
+    inboxes: dict[tuple[int, int], dict] = field(default_factory=dict)   # (account, inbox id) -> row
+    inbox_changes: list[dict] = field(default_factory=list)          # account_id, inbox_id, changed_by, changes
+    console_sessions: dict[str, dict] = field(default_factory=dict)  # session hash -> account_id, token_id, ...
     outbox: list[tuple[str, OutboxEvent]] = field(default_factory=list)
     next_id: int = 1
 
@@ -133,6 +140,165 @@ class FakeUnitOfWork(UnitOfWork):
     @property
     def accounts(self) -> "FakeAccountSettingsRepository":
         return FakeAccountSettingsRepository(self)
+
+    @property
+    def lifecycle(self) -> "FakeLifecycleRepository":
+        return FakeLifecycleRepository(self)
+
+    @property
+    def acts(self) -> "FakeActsRepository":
+        return FakeActsRepository(self)
+
+    @property
+    def inboxes(self) -> "FakeInboxRepository":
+        return FakeInboxRepository(self)
+
+    @property
+    def console_sessions(self) -> "FakeConsoleSessionRepository":
+        return FakeConsoleSessionRepository(self)
+
+
+class FakeInboxRepository:
+    """``streams.admin.inboxes.InboxRepository`` in memory (rows of ``state.inboxes``)."""
+
+    def __init__(self, uow: FakeUnitOfWork):
+        self.uow = uow
+
+    def locked(self, account_id, inbox_id, fields):
+        row = self.uow.work.inboxes.get((account_id, inbox_id))
+        return None if row is None else {k: copy.deepcopy(row.get(k)) for k in fields}
+
+    def update(self, account_id, inbox_id, changes):
+        from streams.admin.inboxes import COLUMNS
+
+        row = self.uow.work.inboxes[(account_id, inbox_id)]
+        row.update(copy.deepcopy(changes))
+        return {k: copy.deepcopy(row.get(k)) for k in ("id", *COLUMNS)}
+
+    def record_change(self, account_id, inbox_id, operator, diff):
+        self.uow.work.inbox_changes.append({"account_id": account_id, "inbox_id": inbox_id,
+                                            "changed_by": operator.label, "token_id": operator.token_id,
+                                            "changes": copy.deepcopy(diff)})
+
+
+    def set_tools(self, account_id, inbox_id, tools):
+        if (account_id, inbox_id) not in self.uow.work.inboxes:
+            return None
+        self.uow.work.inbox_tools[(account_id, inbox_id)] = copy.deepcopy(tools)  # what uow.acts reads
+        return copy.deepcopy(tools)
+
+
+class FakeConsoleSessionRepository:
+    """``streams.admin.console.sessions.ConsoleSessionRepository`` in memory."""
+
+    def __init__(self, uow: FakeUnitOfWork):
+        self.uow = uow
+
+    def create(self, session_hash, op, csrf, expires_at):
+        now = datetime.now(timezone.utc)
+        sessions = self.uow.work.console_sessions
+        for h in [h for h, row in sessions.items() if row["expires_at"] < now]:
+            del sessions[h]
+        sessions[session_hash] = {"account_id": op.account_id, "token_id": op.token_id, "csrf_token": csrf,
+                                  "expires_at": expires_at}
+
+    def delete(self, session_hash):
+        self.uow.work.console_sessions.pop(session_hash, None)
+
+
+class FakeActsRepository:
+    """``streams.respond.acts_store.ActsRepository`` in memory."""
+
+    def __init__(self, uow: FakeUnitOfWork):
+        self.uow = uow
+
+    @property
+    def s(self) -> FakeState:
+        return self.uow.work
+
+    def live_fact_contents(self, account_id, contact_id):
+        from streams.respond.adapters import REDUCE_WEIGHT_TYPES
+
+        now = datetime.now(timezone.utc)
+        latest: dict[str, datetime] = {}
+        for m in self.s.memories.values():
+            if (m["account_id"], m["contact_id"]) == (account_id, contact_id) and m["deleted_at"] is None \
+                    and m["superseded_at"] is None and (m["expires_at"] is None or m["expires_at"] >= now
+                                                        or m["memory_type"] in REDUCE_WEIGHT_TYPES):
+                latest[m["content"]] = max(latest.get(m["content"], m["last_verified_at"]), m["last_verified_at"])
+        return sorted(latest, key=latest.__getitem__, reverse=True)
+
+    def request_facts(self, account_id, message_id):
+        row = self.s.privacy_requests.get((account_id, message_id))
+        return None if row is None else row["facts"]
+
+    def record_request(self, msg, kind, facts):
+        self.s.privacy_requests.setdefault((msg.account_id, msg.message_id), {
+            "contact_id": msg.contact_id, "conversation_id": msg.conversation_id, "kind": kind, "text": msg.text,
+            "facts": facts})
+
+    def discard_unlearnt(self, account_id, contact_id, reason):
+        for conv in self.s.conversations.values():
+            if (conv.account_id, conv.contact_id) != (account_id, contact_id):
+                continue
+            row = self.s.extractions.setdefault(conv.id, {"status": None, "attempts": 0, "through_message_id": None,
+                                                          "extractor": None, "next_attempt_at": None,
+                                                          "account_id": account_id, "contact_id": contact_id})
+            if row["status"] not in ("done", "discarded"):
+                row.update(status="discarded", last_error=reason, updated_at=datetime.now(timezone.utc))
+
+    def record_opt_out(self, msg):
+        self.s.optouts.setdefault((msg.account_id, msg.contact_id), {"message_id": msg.message_id, "text": msg.text})
+
+    def inbox_tools(self, account_id, inbox_id):
+        return self.s.inbox_tools.get((account_id, inbox_id))
+
+    def tool_call(self, account_id, message_id):
+        row = self.s.tool_calls.get((account_id, message_id))
+        return None if row is None else {"outcome": row["outcome"], "result": row["result"]}
+
+    def record_tool_call(self, msg, tool, key, arguments, outcome, result):
+        row = self.s.tool_calls.setdefault((msg.account_id, msg.message_id), {
+            "contact_id": msg.contact_id, "conversation_id": msg.conversation_id, "tool": tool, "flight_key": key,
+            "arguments": dict(arguments)})
+        row.update(outcome=outcome, result=None if result is None else dict(result),
+                   finished=outcome != "running")
+
+    def save_agent_message(self, reply):
+        cid = self.s.channel_conversations.get(reply.conversation_id)
+        conv = self.s.conversations.get(cid)
+        if conv is None or conv.account_id != reply.account_id \
+                or any(m.get("channel_message_id") == reply.reply_id for m in self.s.messages):
+            return
+        self.s.messages.append({"id": self.s.new_id(), "conversation_id": cid, "role": "agent", "text": reply.text,
+                                "sent_at": reply.created_at, "message_type": "text",
+                                "channel_message_id": reply.reply_id, "reply": reply.model_dump(mode="json")})
+
+    def is_published(self, reply_id):
+        return any(m.get("channel_message_id") == reply_id and m.get("published_at") is not None
+                   for m in self.s.messages)
+
+
+class FakeLifecycleRepository:
+    """``streams.learn.lifecycle.LifecycleRepository`` in memory (a conversation's channel id is the
+    key of ``channel_conversations``; its last change is in ``transitions``)."""
+
+    def __init__(self, uow: FakeUnitOfWork):
+        self.uow = uow
+
+    def locked_conversation(self, account_id, *, conversation_id=None, external_id=None):
+        s = self.uow.work
+        channel = {cid: ext for ext, cid in s.channel_conversations.items()}
+        cid = conversation_id if conversation_id is not None else s.channel_conversations.get(external_id)
+        conv = s.conversations.get(cid)
+        if conv is None or conv.account_id != account_id:
+            return None
+        times = [t for t in (s.transitions.get(cid, {}).get(k) for k in ("resolved_at", "reopened_at")) if t]
+        return {"id": cid, "external_id": channel.get(cid), "contact_id": conv.contact_id, "status": conv.status,
+                "last_change": max(times, default=None)}
+
+    def status(self, conversation_id):
+        return self.uow.work.conversations[conversation_id].status
 
 
 class FakeAccountSettingsRepository:
@@ -281,6 +447,11 @@ class FakeConversationRepository:
         self.s.lead_states[cid] = dict(lead_state or {})
         return new
 
+    def mark_published(self, reply_ids):
+        for m in self.s.messages:
+            if m.get("channel_message_id") in reply_ids and m.get("published_at") is None:
+                m["published_at"] = datetime.now(timezone.utc)
+
 
 class FakeKnowledgeRepository:
     """``streams.ingest.store.KnowledgeRepository`` in memory."""
@@ -336,6 +507,14 @@ class FakeKnowledgeRepository:
     def move_chunks(self, moves):
         for cid, seq in moves:
             self.s.chunks[cid]["seq"] = seq
+
+    def record_calls(self, calls):
+        calls = [c for c in calls if c is not None]
+        for call in calls:  # a ref is unique per account and stage, as in Postgres
+            if call.ref is None or not any((c.account_id, c.stage, c.ref) == (call.account_id, call.stage, call.ref)
+                                           for c in self.s.ledger):
+                self.s.ledger.append(call)
+        return len(calls)
 
     def insert_chunks(self, rows):
         for cid, account_id, doc_id, seq, content, content_hash in rows:

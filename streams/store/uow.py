@@ -183,6 +183,11 @@ REPOSITORIES: dict[str, str] = {
     "erasure": "streams.maintain.erasure:PostgresErasureRepository",
     "offers": "streams.maintain.offers:PostgresOfferRepository",
     "accounts": "streams.admin.flags:PostgresAccountSettingsRepository",
+    "lifecycle": "streams.learn.lifecycle:PostgresLifecycleRepository",
+    "acts": "streams.respond.acts_store:PostgresActsRepository",
+    "inboxes": "streams.admin.inboxes:PostgresInboxRepository",
+    "console_sessions": "streams.admin.console.sessions:PostgresConsoleSessionRepository",
+    "reconcile": "streams.maintain.reconcile:PostgresReconcileRepository",
 }
 
 

@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 from streams.admin.api import create_app
 from streams.admin.cli import OPENAPI_FILE, render_openapi
 from streams.admin.tokens import create_token
-from streams.bootstrap import Container
+from tests.support.embedders import shared_container
 
 
 def _seed(env):
@@ -41,7 +41,7 @@ def _seed(env):
 
 @pytest.fixture
 def api(env):
-    c = Container(env.settings)
+    c = shared_container(env.settings)
     ids, t1, t2 = _seed(env)
     client = TestClient(create_app(c), raise_server_exceptions=False)
     yield env, client, ids, {"Authorization": f"Bearer {t1}"}, {"Authorization": f"Bearer {t2}"}

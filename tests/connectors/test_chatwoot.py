@@ -133,11 +133,11 @@ def test_webhook_to_worker_resolves_and_learns(env):
     assert env.q("SELECT status, lead_state FROM conversations WHERE id = %s", conv)[0] == \
         {"status": "resolved", "lead_state": {}}
     # the facts the worker's own extractor finds in this transcript (learnt in-process for another contact)
-    from streams.bootstrap import Container
     from streams.learn.learn import learn_conversation
+    from tests.support.embedders import shared_container
 
     ref = S.contact(env, a)
-    container = Container(env.settings)
+    container = shared_container(env.settings)
     try:
         assert learn_conversation(container.learn_ports(), S.conversation(env, a, ref, S.HIDRO)).status == "done"
     finally:

@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 
 from streams.bootstrap import embedder_factories
-from streams.embedding import build_embedder
 from streams.embedding.client import EmbeddingUnavailable, ServiceEmbedder
 from streams.embedding.port import EmbeddingError
 from streams.embedding.service import ServiceConfig, build_service
 from streams.kafka.errors import DependencyUnavailable
 from streams.settings import Settings
 from tests.harness import free_port, wait_until
+from tests.support.embedders import use_embedder
 
 USE = "use-multilingual-v3"
 pytestmark = pytest.mark.slow  # loads the models and serves them over HTTP
@@ -72,7 +72,7 @@ def test_openai_compatible_route_with_the_openai_client(service):
     texts = ["quanto custa o pernoite?", "Vocês aceitam cachorro?"]
     resp = client.embeddings.create(model=USE, input=texts)
     got = np.array([d.embedding for d in sorted(resp.data, key=lambda d: d.index)], dtype=np.float32)
-    local = build_embedder("use", USE).embed_passages(texts)
+    local = use_embedder().embed_passages(texts)
     assert got.shape == (2, 512)
     assert np.allclose(got, local, atol=1e-5)
     # a single string is accepted too; an unknown model is a 404
@@ -117,7 +117,7 @@ def test_concurrent_requests_are_micro_batched(service):
     rs = asyncio.run(burst())
     assert all(r.status_code == 200 for r in rs)
     # each caller gets its own text's vector back
-    local = build_embedder("use", USE).embed_passages(["mensagem 7"])[0]
+    local = use_embedder().embed_passages(["mensagem 7"])[0]
     assert np.allclose(np.array(rs[7].json()["data"][0]["embedding"]), local, atol=1e-5)
     calls = service.metric('memoria_embedding_service_batch_size_count{model="use-multilingual-v3"}') - before_calls
     texts = service.metric('memoria_embedding_service_batch_size_sum{model="use-multilingual-v3"}') - before_texts
@@ -161,7 +161,7 @@ def test_client_errors_by_kind(service):
     emb = ServiceEmbedder(service.url, USE)
     assert emb.dim == 512 and emb.name == USE
     v = emb.embed_queries(["quanto custa o pernoite?"])
-    assert np.allclose(v, build_embedder("use", USE).embed_queries(["quanto custa o pernoite?"]), atol=1e-5)
+    assert np.allclose(v, use_embedder().embed_queries(["quanto custa o pernoite?"]), atol=1e-5)
     # a service that does not serve the expected model: refused at once, not "unavailable"
     with pytest.raises(EmbeddingError) as refused:
         _ = ServiceEmbedder(service.url, "multilingual-e5-small").dim

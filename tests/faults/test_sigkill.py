@@ -73,13 +73,13 @@ def test_sigkill_mid_learning(env):
             resolve_conversation(conn, cv)
     # the reference: the same transcript learnt in-process for one more contact, with the
     # ports the worker builds (the configured extractor and checker, not the tests' defaults)
-    from streams.bootstrap import Container
     from streams.learn.learn import learn_conversation
+    from tests.support.embedders import shared_container
 
     ref_contact = 99_999
     env.q("INSERT INTO contacts (id, account_id) VALUES (%s, 1)", ref_contact)
     ref_conv = S.conversation(env, 1, ref_contact, transcript)
-    container = Container(env.settings)
+    container = shared_container(env.settings)
     try:
         assert learn_conversation(container.learn_ports(), ref_conv).status == "done"
     finally:

@@ -14,8 +14,8 @@ DATA = Path(__file__).parent / "data"
 
 
 @pytest.fixture(scope="module")
-def extractor():
-    return LearnedExtractor()
+def extractor(use_embedder):
+    return LearnedExtractor(use_embedder)
 
 
 # Floors under the measured figures (README, quality section): dev is the training half

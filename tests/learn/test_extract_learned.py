@@ -34,8 +34,8 @@ def conv(*contact: str, agent: str = "Certo! Posso ajudar em mais alguma coisa?"
 
 
 @pytest.fixture(scope="module")
-def extractor():
-    return LearnedExtractor()
+def extractor(use_embedder):
+    return LearnedExtractor(use_embedder)
 
 
 # ----------------------------------------------------------- candidates
@@ -168,9 +168,20 @@ def test_shipped_artefact_is_small_and_described():
     assert model.types == tuple(MEMORY_TYPES)
 
 
-def test_missing_artefact_names_the_command(tmp_path):
+def test_missing_artefact_names_the_command(tmp_path, use_embedder):
     with pytest.raises(FileNotFoundError, match="make train"):
-        LearnedExtractor(artefact=tmp_path / "nothing")
+        LearnedExtractor(use_embedder, artefact=tmp_path / "nothing")
+
+
+def test_the_embedder_is_handed_in_and_must_be_the_trained_one(use_embedder):
+    class Other:  # an embedder of another model
+        name = "all-minilm-l6-v2"
+
+    with pytest.raises(TypeError, match="composition root"):
+        LearnedExtractor()
+    with pytest.raises(ValueError, match="trained with the use-multilingual-v3 embedder, got all-minilm-l6-v2"):
+        LearnedExtractor(Other())
+    assert LearnedExtractor(use_embedder).embedder is use_embedder
 
 
 def test_extracts_known_facts_from_a_new_conversation(extractor):
@@ -227,7 +238,7 @@ def test_a_date_as_people_write_it(extractor):
 
 # ----------------------------------------------------------- training
 @pytest.mark.slow  # retrains the artefact (~20 s): in `make test`, not the unit tier
-def test_training_is_reproducible(tmp_path):
+def test_training_is_reproducible(tmp_path, use_embedder):
     from streams.learn import train_extractor as T
 
     rows = list(read_jsonl(DEV_DIR / "conversations.jsonl"))[:24]
@@ -240,8 +251,8 @@ def test_training_is_reproducible(tmp_path):
     # The conversations written for the project train every fold but are never scored.
     written = tmp_path / "written.jsonl"
     written.write_text("".join(T.WRITTEN.read_text(encoding="utf-8").splitlines(keepends=True)[:10]), encoding="utf-8")
-    a = T.train(corpus, n_folds=2, log=quiet, c_grid=(1.0,), written=written)
-    b = T.train(corpus, n_folds=2, log=quiet, c_grid=(1.0,), written=written)
+    a = T.train(corpus, n_folds=2, embedder=use_embedder, log=quiet, c_grid=(1.0,), written=written)
+    b = T.train(corpus, n_folds=2, embedder=use_embedder, log=quiet, c_grid=(1.0,), written=written)
     assert a.meta["cross_validated"] == b.meta["cross_validated"]
     assert np.array_equal(a.thresholds, b.thresholds)
     assert np.allclose(a.weights, b.weights)

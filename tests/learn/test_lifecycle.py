@@ -13,11 +13,11 @@ from typer.testing import CliRunner
 
 from streams.admin.api import create_app
 from streams.admin.tokens import create_token
-from streams.bootstrap import Container
 from streams.kafka.consume import Record
 from streams.learn.learn import ConversationEventHandler
 from streams.learn.lifecycle import ConversationNotFound, LifecycleEventHandler, change_status
 from tests.learn import seed as S
+from tests.support.embedders import shared_container
 
 
 def _lifecycle(event_type: str, account: int, external_id: str, *, event_id: str | None = None,
@@ -120,7 +120,7 @@ def test_admin_api_resolve_and_reopen(db):
     with db.conn() as cx:
         ta = create_token(cx, a, "ops")[1]
         tb = create_token(cx, b, "ops")[1]
-    container = Container(db.settings)
+    container = shared_container(db.settings)
     try:
         client = TestClient(create_app(container), raise_server_exceptions=False)
         ha, hb = {"Authorization": f"Bearer {ta}"}, {"Authorization": f"Bearer {tb}"}

@@ -158,7 +158,7 @@ def test_admin_preview_settings_and_requests(env):
 
     from streams.admin.api import create_app
     from streams.admin.tokens import create_token
-    from streams.bootstrap import Container
+    from tests.support.embedders import shared_container
 
     _seed(env)
     # occasions relative to today, so the preview (which uses the real date) finds them
@@ -171,7 +171,7 @@ def test_admin_preview_settings_and_requests(env):
           "(2, 200, 'c-200', 'w2', 'erasure', 'apaga tudo', 1)")
     with env.conn() as c:
         token = create_token(c, 1, "ops")[1]
-    container = Container(env.settings)
+    container = shared_container(env.settings)
     try:
         client = TestClient(create_app(container), raise_server_exceptions=False)
         h = {"Authorization": f"Bearer {token}"}

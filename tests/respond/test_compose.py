@@ -137,12 +137,11 @@ def test_greeting_and_confirmation_need_no_knowledge(intent, expect):
     assert ask("oi blz", intent, retrieval="none").startswith(expect)
 
 
-def test_answer_accuracy_on_dev_questions():
-    from streams.embedding import build_embedder
+def test_answer_accuracy_on_dev_questions(use_embedder):
     from streams.learn.fixtures import FIXTURES_DIR
     from streams.respond.evaluate_answers import CachedEmbedder, answer_accuracy
 
-    r = answer_accuracy(FIXTURES_DIR, CachedEmbedder(build_embedder("use", "use-multilingual-v3")))
+    r = answer_accuracy(FIXTURES_DIR, CachedEmbedder(use_embedder))
     print(f"dev answers: {r}")
     assert r["accuracy"] >= 0.9
 

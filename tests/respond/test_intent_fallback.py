@@ -24,10 +24,8 @@ from tests.respond.fakes import BagOfWordsEmbedder, FakeKnowledge, FakeMemory, F
 
 
 @pytest.fixture(scope="module")
-def use():
-    from streams.embedding import build_embedder
-
-    return build_embedder("use", "use-multilingual-v3")
+def use(use_embedder):
+    return use_embedder
 
 
 def test_normalize_chat_spelling():

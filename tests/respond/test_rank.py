@@ -59,12 +59,11 @@ def test_word_evidence_names_roles_and_linked_people():
     assert ev[2] > 0
 
 
-def test_recall_ranking_on_dev_cases():
-    from streams.embedding import build_embedder
+def test_recall_ranking_on_dev_cases(use_embedder):
     from streams.learn.fixtures import FIXTURES_DIR
     from streams.respond.evaluate_recall import recall_metrics
 
-    m = recall_metrics(FIXTURES_DIR, build_embedder("use", "use-multilingual-v3"))
+    m = recall_metrics(FIXTURES_DIR, use_embedder)
     print(f"dev recall: {m}")
     assert m["recall@5"] >= 0.95 and m["recall@3"] >= 0.85
 

@@ -65,3 +65,20 @@ def test_a_contact_of_another_account_is_refused_and_nothing_is_kept():
     with pytest.raises(TenantMismatch):
         store.store_inbound(inbound("oi", message_id="wamid.2", account_id=999, conversation_id="c-2"))
     assert len(db.state.messages) == 1 and "c-2" not in db.state.channel_conversations
+
+
+def test_a_published_reply_keeps_its_first_acknowledgement():
+    from streams.respond.acts_store import PostgresActsStore
+
+    db = FakeDatabase()
+    store, msg = _store(db), inbound("quanto custa o pernoite?")
+    store.store_inbound(msg)
+    store.save_reply(_reply(msg), {})
+    acts = PostgresActsStore(None, uow=db.unit_of_work)   # what the tool's second reply waits for
+    assert not acts.is_published(reply_id_for(msg))
+    store.mark_published([_reply(msg)])
+    [agent] = _agent_messages(db)
+    first = agent["published_at"]
+    assert first is not None and acts.is_published(reply_id_for(msg))
+    store.mark_published([_reply(msg)])
+    assert _agent_messages(db)[0]["published_at"] == first

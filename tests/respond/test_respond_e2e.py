@@ -21,9 +21,9 @@ PRICES = ("# Preços\n\nSuíte Luxo: período de 2 horas R$ 129; pernoite R$ 240
 
 
 def _memory_embedder():
-    from streams.bootstrap import Container
+    from tests.support.embedders import shared_container
 
-    return Container().memory_embedder
+    return shared_container().memory_embedder
 
 
 def add_fact(env, account, contact, content, *, memory_type="preferencia", scope="global", unit=None,

@@ -42,9 +42,9 @@ def msg(text, mid, *, account=1, contact=100, conversation="c-1", unit=None, inb
 
 
 def responder(pool, *, delay=0.0, knowledge_docs=(), budget=0.5):
-    from streams.bootstrap import Container
+    from tests.support.embedders import shared_container
 
-    mem = Container().memory_embedder
+    mem = shared_container().memory_embedder
     kemb = BagOfWordsEmbedder()
     return Responder(store=PostgresConversationStore(pool, erasure_key=KEY),
                      memory=PostgresMemoryRecall(pool, mem.name, inject_delay_s=delay),
@@ -53,9 +53,9 @@ def responder(pool, *, delay=0.0, knowledge_docs=(), budget=0.5):
 
 
 def test_randomized_recall_never_leaks_across_accounts_or_contacts(env, pool):
-    from streams.bootstrap import Container
+    from tests.support.embedders import shared_container
 
-    emb = Container().memory_embedder
+    emb = shared_container().memory_embedder
     texts = ["Prefere suíte com hidromassagem", "Alérgico a camarão", "Aniversário de casamento em 12 de maio",
              "Costuma chegar depois das 22h", "Gosta de vinho tinto seco", "Viaja a trabalho pela empresa Alfa",
              "Reclamou do barulho do ar-condicionado", "Tem um cachorro chamado Thor"]
@@ -89,9 +89,9 @@ def test_randomized_recall_never_leaks_across_accounts_or_contacts(env, pool):
 
 
 def test_other_embedding_model_deleted_superseded_invisible(env, pool):
-    from streams.bootstrap import Container
+    from tests.support.embedders import shared_container
 
-    emb = Container().memory_embedder
+    emb = shared_container().memory_embedder
     live = add_fact(env, 1, 100, "Prefere suíte com piscina")
     other = add_fact(env, 1, 100, "Prefere suíte com piscina", model="another-model")
     gone = add_fact(env, 1, 100, "Prefere suíte com piscina")

@@ -43,10 +43,8 @@ NOT_REQUESTS = [
 
 
 @pytest.fixture(scope="module")
-def use():
-    from streams.embedding import build_embedder
-
-    return build_embedder("use", "use-multilingual-v3")
+def use(use_embedder):
+    return use_embedder
 
 
 @pytest.mark.parametrize("text", ACCESS)

@@ -5,12 +5,12 @@ import uuid
 
 import pytest
 
-from streams.bootstrap import Container
 from streams.ingest.documents import write_document
 from streams.ingest.handler import ChunkEventHandler
 from streams.ingest.knowledge import chunk_alias, reconcile, search_chunks
 from streams.kafka.consume import Record
 from streams.vectors.store import QdrantStore
+from tests.support.embedders import shared_container
 
 TEXT = "\n\n".join(f"Seção {i}. " + f"A suíte número {i} tem hidromassagem e custa R$ {100 + i}. " * 4
                    for i in range(8))
@@ -19,7 +19,7 @@ TEXT = "\n\n".join(f"Seção {i}. " + f"A suíte número {i} tem hidromassagem e
 @pytest.fixture
 def ctx(env):
     store = QdrantStore(path=":memory:")
-    c = Container(env.settings, vector_store=store)
+    c = shared_container(env.settings, vector_store=store)
     h = ChunkEventHandler(pool=c.pool, store=store, domain="t", embedder=c.embedder, embedder_for=c.embedder_for)
     yield env, c, store, h
     c.close()
@@ -149,7 +149,7 @@ def test_paid_embeddings_of_an_indexing_batch_are_in_the_cost_ledger_per_account
     with FakeOpenAI() as server:
         paid = OpenAIEmbedder("text-embedding-3-small", server.base_url, "test")
         store = QdrantStore(path=":memory:")
-        c = Container(env.settings, vector_store=store)
+        c = shared_container(env.settings, vector_store=store)
         try:
             h = ChunkEventHandler(pool=c.pool, store=store, domain="t", embedder=paid,
                                   embedder_for=lambda model: paid)

@@ -117,10 +117,10 @@ def test_reindex_swaps_alias_while_searches_continue_and_reconcile_repairs(env, 
     wait_until(lambda: _in_sync(env, store) and store.alias_target(alias), 60, what="indexed")
     old = store.alias_target(alias)
 
-    from streams.bootstrap import Container
     from streams.ingest.knowledge import search_chunks
+    from tests.support.embedders import shared_container
 
-    c = Container(env.settings, vector_store=store)
+    c = shared_container(env.settings, vector_store=store)
     ok, errors, stop = [0], [], threading.Event()
 
     def loop():

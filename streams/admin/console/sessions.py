@@ -10,26 +10,49 @@ import hashlib
 import hmac
 import secrets
 from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Protocol
 
 import psycopg
 
 from streams.admin.tokens import Operator
 from streams.store.uow import joined
 
+if TYPE_CHECKING:
+    from streams.store.uow import UnitOfWork
+
 
 def _hash(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def create_session(conn: psycopg.Connection, op: Operator, *, hours: float) -> tuple[str, str]:
-    """Returns (session secret for the cookie, CSRF token for the forms)."""
+class ConsoleSessionRepository(Protocol):
+    """``uow.console_sessions``: the console's sessions (``streams.store.fake_uow`` implements it in memory)."""
+
+    def create(self, session_hash: str, op: Operator, csrf: str, expires_at: datetime) -> None:
+        """A new session (the expired ones are purged with it)."""
+    def delete(self, session_hash: str) -> None:
+        """The session ends (nothing happens for an unknown one)."""
+
+
+class PostgresConsoleSessionRepository:
+    def __init__(self, uow: "UnitOfWork"):
+        self.conn = uow.conn
+
+    def create(self, session_hash, op, csrf, expires_at):
+        self.conn.execute("DELETE FROM console_sessions WHERE expires_at < now()")
+        self.conn.execute("INSERT INTO console_sessions (session_hash, account_id, token_id, csrf_token, expires_at) "
+                          "VALUES (%s, %s, %s, %s, %s)", (session_hash, op.account_id, op.token_id, csrf, expires_at))
+
+    def delete(self, session_hash):
+        self.conn.execute("DELETE FROM console_sessions WHERE session_hash = %s", (session_hash,))
+
+
+def create_session(target: "UnitOfWork | psycopg.Connection", op: Operator, *, hours: float) -> tuple[str, str]:
+    """Returns (session secret for the cookie, CSRF token for the forms); one unit of work (the
+    caller's, or one committed here)."""
     secret, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(24)
-    with joined(conn):  # one unit of work (committed at the end)
-        conn.execute("DELETE FROM console_sessions WHERE expires_at < now()")
-        conn.execute("INSERT INTO console_sessions (session_hash, account_id, token_id, csrf_token, expires_at) "
-                     "VALUES (%s, %s, %s, %s, %s)",
-                     (_hash(secret), op.account_id, op.token_id, csrf,
-                      datetime.now(timezone.utc) + timedelta(hours=hours)))
+    with joined(target) as uow:
+        uow.console_sessions.create(_hash(secret), op, csrf, datetime.now(timezone.utc) + timedelta(hours=hours))
     return secret, csrf
 
 
@@ -47,10 +70,10 @@ def session_for(conn: psycopg.Connection, secret: str | None) -> tuple[Operator,
     return Operator(int(row["account_id"]), int(row["token_id"]), row["name"]), row["csrf_token"]
 
 
-def end_session(conn: psycopg.Connection, secret: str | None) -> None:
+def end_session(target: "UnitOfWork | psycopg.Connection", secret: str | None) -> None:
     if secret:
-        with joined(conn):  # one unit of work (committed at the end)
-            conn.execute("DELETE FROM console_sessions WHERE session_hash = %s", (_hash(secret),))
+        with joined(target) as uow:
+            uow.console_sessions.delete(_hash(secret))
 
 
 def same(a: str | None, b: str | None) -> bool:
