@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from contextlib import contextmanager
 from typing import Any
 
 from streams.vectors.port import Hit, LocalStoreBusy
@@ -29,6 +30,24 @@ def _float_lists(vectors) -> list[list[float]]:
     if hasattr(vectors, "tolist"):
         return vectors.tolist()
     return [v.tolist() if hasattr(v, "tolist") else [float(x) for x in v] for v in vectors]
+
+
+class _BatchCommit:
+    """qdrant-client's local persistence wraps each point's write in ``with connection:`` (one
+    SQLite commit per point). While ``batch`` is set those blocks do nothing, and the store
+    commits the whole call once (``QdrantStore._one_commit``); everything else is the connection."""
+
+    def __init__(self, con):
+        self.con, self.batch = con, False
+
+    def __getattr__(self, name):
+        return getattr(self.con, name)
+
+    def __enter__(self):
+        return self if self.batch else self.con.__enter__()
+
+    def __exit__(self, *exc):
+        return False if self.batch else self.con.__exit__(*exc)
 
 
 class QdrantStore:
@@ -58,6 +77,7 @@ class QdrantStore:
         # local mode only: per (collection, account) matrices for search (see _local_search)
         self._accounts: dict[str, dict[int, tuple]] = {}
         self._local_disk = not url and bool(path) and path != ":memory:"
+        self._commits: dict[str, _BatchCommit] = {}  # local disk: one SQLite commit per call
         if self._local_disk:
             for c in self._c.get_collections().collections:
                 self._tune_local(c.name)
@@ -67,15 +87,41 @@ class QdrantStore:
         ~70–1,200 points/s here). WAL with synchronous=NORMAL keeps every commit
         atomic and safe across a process crash (SIGKILL), makes upserts ~8× faster,
         and can only lose the last commits on an OS crash — which
-        ``memoria reconcile --repair`` restores from Postgres, like any drift.
+        ``memoria reconcile --repair`` restores from Postgres, like any drift. On top of
+        that, each upsert/delete/payload call is one commit instead of one per point
+        (256 points: ~40 → ~25 ms here) and is all-or-nothing on disk.
         qdrant-client has no option for this, so we reach its SQLite connection;
         if its internals change, we keep the (slower) defaults."""
         try:
-            con = self._c._client.collections[name].storage.storage  # noqa: SLF001
+            persistence = self._c._client.collections[name].storage  # noqa: SLF001
+            con = persistence.storage
             con.execute("PRAGMA journal_mode=WAL")
             con.execute("PRAGMA synchronous=NORMAL")
+            if not isinstance(con, _BatchCommit):
+                persistence.storage = _BatchCommit(con)
+            self._commits[name] = persistence.storage
         except Exception as e:  # pragma: no cover - depends on qdrant-client internals
             log.warning("could not tune the local Qdrant store of %s (%r); keeping the defaults", name, e)
+
+    @contextmanager
+    def _one_commit(self, collection: str):
+        """One SQLite commit for a whole call on a local collection (see ``_tune_local``). If
+        the call fails half-way, nothing of it reaches the disk; this process's copy may hold
+        part of it, so the error goes up (the ingest agent exits before committing its offsets
+        and, restarted, reads the disk and retries the batch)."""
+        commit = self._commits.get(collection)
+        if commit is None or commit.batch:
+            yield
+            return
+        commit.batch = True
+        try:
+            yield
+        except BaseException:
+            commit.batch = False
+            commit.con.rollback()
+            raise
+        commit.batch = False
+        commit.con.commit()
 
     def close(self) -> None:
         with self._lock:
@@ -109,6 +155,7 @@ class QdrantStore:
     def drop_collection(self, name: str) -> None:
         with self._lock:
             self._accounts.pop(name, None)
+            self._commits.pop(name, None)
             if self._c.collection_exists(name):
                 self._c.delete_collection(name)
 
@@ -130,14 +177,14 @@ class QdrantStore:
 
         if not ids:
             return
-        with self._lock:
+        with self._lock, self._one_commit(collection):
             self._forget(collection, ids, payloads)
             self._c.upsert(collection, points=models.Batch(
                 ids=[str(i) for i in ids], vectors=_float_lists(vectors),
                 payloads=list(payloads)), wait=True)
 
     def set_payloads(self, collection, items) -> None:
-        with self._lock:
+        with self._lock, self._one_commit(collection):
             self._forget(collection, [pid for pid, _ in items], [payload for _, payload in items])
             for pid, payload in items:
                 self._c.set_payload(collection, payload=payload, points=[str(pid)], wait=True)
@@ -147,7 +194,7 @@ class QdrantStore:
 
         if not ids:
             return
-        with self._lock:
+        with self._lock, self._one_commit(collection):
             self._forget(collection, ids)
             self._c.delete(collection, points_selector=models.PointIdsList(points=[str(i) for i in ids]),
                            wait=True)
