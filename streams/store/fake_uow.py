@@ -58,6 +58,9 @@ class FakeState:
     inboxes: dict[tuple[int, int], dict] = field(default_factory=dict)   # (account, inbox id) -> row
     inbox_changes: list[dict] = field(default_factory=list)          # account_id, inbox_id, changed_by, changes
     console_sessions: dict[str, dict] = field(default_factory=dict)  # session hash -> account_id, token_id, ...
+    contact_phones: dict[int, str] = field(default_factory=dict)     # contact id -> phone (the channel's wa_id)
+    erased_phones: set[tuple[int, str]] = field(default_factory=set)  # (account, phone) in the erasure ledger
+    sent_replies: dict[str, dict] = field(default_factory=dict)      # reply id -> account_id, channel, status, ...
     outbox: list[tuple[str, OutboxEvent]] = field(default_factory=list)
     next_id: int = 1
 
@@ -156,6 +159,100 @@ class FakeUnitOfWork(UnitOfWork):
     @property
     def console_sessions(self) -> "FakeConsoleSessionRepository":
         return FakeConsoleSessionRepository(self)
+
+    @property
+    def routes(self) -> "FakeRouteRepository":
+        return FakeRouteRepository(self)
+
+    @property
+    def sent_replies(self) -> "FakeSentReplyRepository":
+        return FakeSentReplyRepository(self)
+
+
+class FakeRouteRepository:
+    """``connectors.whatsapp.postgres_resolver.RouteRepository`` in memory (an inbox's business number is
+    its row's ``channel_address``; a contact's phone is in ``contact_phones``)."""
+
+    def __init__(self, uow: FakeUnitOfWork):
+        self.uow = uow
+
+    @property
+    def s(self) -> FakeState:
+        return self.uow.work
+
+    def inbox(self, phone_number_id):
+        for (account_id, inbox_id), row in sorted(self.s.inboxes.items()):
+            if row.get("channel_address") == phone_number_id:
+                return {"id": inbox_id, "account_id": account_id, "unit_id": row.get("unit_id")}
+        return None
+
+    def lock_customer(self, account_id, wa_id):
+        pass  # one process, one unit at a time: nothing to serialise
+
+    def contact_by_phone(self, account_id, wa_id):
+        return min((cid for cid, phone in self.s.contact_phones.items()
+                    if phone == wa_id and self.s.owners.get(("contacts", cid)) == account_id), default=None)
+
+    def phone_erased(self, account_id, wa_id, *, key):
+        return (account_id, wa_id) in self.s.erased_phones
+
+    def create_contact(self, account_id, wa_id):
+        cid = self.s.new_id()
+        self.s.owners[("contacts", cid)] = account_id
+        self.s.contact_phones[cid] = wa_id
+        return cid
+
+    def lock_contact(self, contact_id):
+        pass
+
+    def open_conversation(self, account_id, inbox_id, contact_id):
+        channel = {cid: ext for ext, cid in self.s.channel_conversations.items()}
+        open_ = [c.id for c in self.s.conversations.values() if c.status == "open" and c.id in channel
+                 and (c.account_id, c.inbox_id, c.contact_id) == (account_id, inbox_id, contact_id)]
+        return channel[max(open_)] if open_ else None
+
+    def create_conversation(self, external_id, account_id, inbox_id, contact_id, unit_id):
+        cid = self.s.new_id()
+        self.s.channel_conversations[external_id] = cid
+        self.s.conversations[cid] = Conversation(id=cid, account_id=account_id, contact_id=contact_id,
+                                                 inbox_id=inbox_id, unit_id=unit_id, status="open",
+                                                 last_message_at=None)
+
+    def destination(self, account_id, contact_id, conversation_id):
+        conv = self.s.conversations.get(self.s.channel_conversations.get(conversation_id))
+        if conv is None or (conv.account_id, conv.contact_id) != (account_id, contact_id):
+            return None
+        inbox = self.s.inboxes.get((account_id, conv.inbox_id), {})
+        return {"phone": self.s.contact_phones.get(contact_id), "channel_address": inbox.get("channel_address")}
+
+
+class FakeSentReplyRepository:
+    """``connectors.whatsapp.delivery.SentReplyRepository`` in memory (rows of ``state.sent_replies``)."""
+
+    def __init__(self, uow: FakeUnitOfWork):
+        self.uow = uow
+
+    def insert_claim(self, reply_id, account_id, channel):
+        rows = self.uow.work.sent_replies
+        if reply_id in rows:
+            return False
+        rows[reply_id] = {"account_id": account_id, "channel": channel, "status": "sending", "attempts": 1,
+                          "channel_message_id": None, "last_error": None, "sent": False}
+        return True
+
+    def locked_status(self, reply_id):
+        return self.uow.work.sent_replies[reply_id]["status"]
+
+    def reclaim(self, reply_id):
+        row = self.uow.work.sent_replies[reply_id]
+        row.update(status="sending", attempts=row["attempts"] + 1)
+
+    def finish(self, reply_id, status, *, channel_message_id, error):
+        row = self.uow.work.sent_replies.get(reply_id)
+        if row is None:  # an UPDATE of no row changes nothing
+            return
+        row.update(status=status, channel_message_id=channel_message_id or row["channel_message_id"],
+                   last_error=(error or None) and error[:2000], sent=row["sent"] or status == "sent")
 
 
 class FakeInboxRepository:
@@ -379,6 +476,9 @@ class FakeErasureRepository:
         s.outbox = [(t, e) for t, e in s.outbox if not _of(e, who)]
         s.offers = {k: v for k, v in s.offers.items() if k[:2] != who}
         s.owners.pop(("contacts", contact_id), None)
+        phone = s.contact_phones.pop(contact_id, None)
+        if phone:  # the channel identity is in the ledger too (a late webhook never re-creates it)
+            s.erased_phones.add((account_id, phone))
         s.erased.add(who)
         s.erasure_ledger.setdefault(who, counts)  # a second erasure keeps the first one's record
         return counts

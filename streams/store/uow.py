@@ -188,6 +188,8 @@ REPOSITORIES: dict[str, str] = {
     "inboxes": "streams.admin.inboxes:PostgresInboxRepository",
     "console_sessions": "streams.admin.console.sessions:PostgresConsoleSessionRepository",
     "reconcile": "streams.maintain.reconcile:PostgresReconcileRepository",
+    "routes": "connectors.whatsapp.postgres_resolver:PostgresRouteRepository",
+    "sent_replies": "connectors.whatsapp.delivery:PostgresSentReplyRepository",
 }
 
 
