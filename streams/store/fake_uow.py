@@ -61,6 +61,7 @@ class FakeState:
     contact_phones: dict[int, str] = field(default_factory=dict)     # contact id -> phone (the channel's wa_id)
     erased_phones: set[tuple[int, str]] = field(default_factory=set)  # (account, phone) in the erasure ledger
     sent_replies: dict[str, dict] = field(default_factory=dict)      # reply id -> account_id, channel, status, ...
+    api_tokens: dict[int, dict] = field(default_factory=dict)        # token id -> account_id, name, hash, ...
     outbox: list[tuple[str, OutboxEvent]] = field(default_factory=list)
     next_id: int = 1
 
@@ -167,6 +168,40 @@ class FakeUnitOfWork(UnitOfWork):
     @property
     def sent_replies(self) -> "FakeSentReplyRepository":
         return FakeSentReplyRepository(self)
+
+    @property
+    def tokens(self) -> "FakeTokenRepository":
+        return FakeTokenRepository(self)
+
+
+class FakeTokenRepository:
+    """``streams.admin.tokens.TokenRepository`` in memory (rows of ``state.api_tokens``)."""
+
+    def __init__(self, uow: FakeUnitOfWork):
+        self.uow = uow
+
+    def account_exists(self, account_id):
+        return account_id in self.uow.work.accounts
+
+    def insert(self, account_id, name, token_hash):
+        tid = self.uow.work.new_id()
+        self.uow.work.api_tokens[tid] = {"account_id": account_id, "name": name, "token_hash": token_hash,
+                                         "revoked": False, "last_used_at": None}
+        return tid
+
+    def revoke(self, token_id):
+        row = self.uow.work.api_tokens.get(token_id)
+        if row is None or row["revoked"]:
+            return False
+        row["revoked"] = True
+        return True
+
+    def use(self, token_hash):
+        for tid, row in self.uow.work.api_tokens.items():
+            if row["token_hash"] == token_hash and not row["revoked"]:
+                row["last_used_at"] = datetime.now(timezone.utc)
+                return {"id": tid, "account_id": row["account_id"], "name": row["name"]}
+        return None
 
 
 class FakeRouteRepository:

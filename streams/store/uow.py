@@ -190,6 +190,7 @@ REPOSITORIES: dict[str, str] = {
     "reconcile": "streams.maintain.reconcile:PostgresReconcileRepository",
     "routes": "connectors.whatsapp.postgres_resolver:PostgresRouteRepository",
     "sent_replies": "connectors.whatsapp.delivery:PostgresSentReplyRepository",
+    "tokens": "streams.admin.tokens:PostgresTokenRepository",
 }
 
 
