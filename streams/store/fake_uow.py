@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from uuid6 import uuid7
 
@@ -62,6 +62,7 @@ class FakeState:
     erased_phones: set[tuple[int, str]] = field(default_factory=set)  # (account, phone) in the erasure ledger
     sent_replies: dict[str, dict] = field(default_factory=dict)      # reply id -> account_id, channel, status, ...
     api_tokens: dict[int, dict] = field(default_factory=dict)        # token id -> account_id, name, hash, ...
+    single_flight: dict[str, tuple[str, datetime]] = field(default_factory=dict)  # key -> (owner, expires_at)
     outbox: list[tuple[str, OutboxEvent]] = field(default_factory=list)
     next_id: int = 1
 
@@ -172,6 +173,30 @@ class FakeUnitOfWork(UnitOfWork):
     @property
     def tokens(self) -> "FakeTokenRepository":
         return FakeTokenRepository(self)
+
+    @property
+    def flights(self) -> "FakeFlightRepository":
+        return FakeFlightRepository(self)
+
+
+class FakeFlightRepository:
+    """``streams.respond.tools.FlightRepository`` in memory (the wall clock, as Postgres's ``clock_timestamp``)."""
+
+    def __init__(self, uow: FakeUnitOfWork):
+        self.uow = uow
+
+    def acquire(self, key, owner, ttl_ms):
+        now, keys = datetime.now(timezone.utc), self.uow.work.single_flight
+        held = keys.get(key)
+        if held is not None and held[1] >= now:
+            return False
+        keys[key] = (owner, now + timedelta(milliseconds=ttl_ms))
+        return True
+
+    def release(self, key, owner):
+        keys = self.uow.work.single_flight
+        if key in keys and keys[key][0] == owner:
+            del keys[key]
 
 
 class FakeTokenRepository:

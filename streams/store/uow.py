@@ -191,6 +191,7 @@ REPOSITORIES: dict[str, str] = {
     "routes": "connectors.whatsapp.postgres_resolver:PostgresRouteRepository",
     "sent_replies": "connectors.whatsapp.delivery:PostgresSentReplyRepository",
     "tokens": "streams.admin.tokens:PostgresTokenRepository",
+    "flights": "streams.respond.tools:PostgresFlightRepository",
 }
 
 
