@@ -178,6 +178,27 @@ class FakeUnitOfWork(UnitOfWork):
     def flights(self) -> "FakeFlightRepository":
         return FakeFlightRepository(self)
 
+    @property
+    def processed(self) -> "FakeProcessedEventsRepository":
+        return FakeProcessedEventsRepository(self)
+
+
+class FakeProcessedEventsRepository:
+    """``streams.store.events.ProcessedEventsRepository`` in memory (``state.processed``; no clock: nothing
+    is ever old enough to purge)."""
+
+    def __init__(self, uow: FakeUnitOfWork):
+        self.uow = uow
+
+    def unprocessed(self, consumer, event_ids):
+        return {e for e in event_ids if (consumer, e) not in self.uow.work.processed}
+
+    def mark(self, consumer, event_ids):
+        self.uow.work.processed.update((consumer, e) for e in event_ids)
+
+    def purge(self, older_than_days):
+        return 0
+
 
 class FakeFlightRepository:
     """``streams.respond.tools.FlightRepository`` in memory (the wall clock, as Postgres's ``clock_timestamp``)."""
@@ -820,12 +841,6 @@ class FakeLearningRepository:
         calls = [c for c in calls if c is not None]
         self.s.ledger.extend(calls)
         return len(calls)
-
-    def unprocessed(self, consumer, event_ids):
-        return {e for e in event_ids if (consumer, e) not in self.s.processed}
-
-    def mark_processed(self, consumer, event_ids):
-        self.s.processed.update((consumer, e) for e in event_ids)
 
     def unembedded(self, model, limit):
         rows = [m for m in sorted(self.s.memories.values(), key=lambda m: m["id"]) if m["deleted_at"] is None

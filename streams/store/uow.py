@@ -192,6 +192,7 @@ REPOSITORIES: dict[str, str] = {
     "sent_replies": "connectors.whatsapp.delivery:PostgresSentReplyRepository",
     "tokens": "streams.admin.tokens:PostgresTokenRepository",
     "flights": "streams.respond.tools:PostgresFlightRepository",
+    "processed": "streams.store.events:PostgresProcessedEventsRepository",
 }
 
 
