@@ -30,7 +30,7 @@ import asyncio
 import json
 import logging
 import random
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -41,6 +41,10 @@ from schemas.events import OutboundReply
 from streams import metrics
 from streams.kafka import errors
 from streams.kafka.consume import DeadLetter, Record
+from streams.store.uow import PostgresUnitOfWork, UnitOfWorkFactory
+
+if TYPE_CHECKING:
+    from streams.store.uow import UnitOfWork
 
 log = logging.getLogger(__name__)
 
@@ -59,32 +63,76 @@ class SentLedger(Protocol):
                error: str | None = None) -> None: ...
 
 
+class SentReplyRepository(Protocol):
+    """``uow.sent_replies``: the sent ledger's rows (``streams.store.fake_uow`` implements it in memory)."""
+
+    def insert_claim(self, reply_id: str, account_id: int, channel: str) -> bool:
+        """A new row ``sending`` (attempt 1); False when the reply already has one."""
+    def locked_status(self, reply_id: str) -> str:
+        """The reply's status, its row locked until the unit ends."""
+    def reclaim(self, reply_id: str) -> None:
+        """The row becomes ``sending`` again, one attempt more."""
+    def finish(self, reply_id: str, status: str, *, channel_message_id: str | None, error: str | None) -> None:
+        """Set the outcome (``sent_at`` when ``sent``; the channel's message id kept when not given)."""
+
+
+class PostgresSentReplyRepository:
+    def __init__(self, uow: "UnitOfWork"):
+        self.conn = uow.conn
+
+    def insert_claim(self, reply_id, account_id, channel):
+        return self.conn.execute(
+            """INSERT INTO sent_replies (reply_id, account_id, channel, status, attempts)
+               VALUES (%s, %s, %s, 'sending', 1) ON CONFLICT (reply_id) DO NOTHING RETURNING reply_id""",
+            (reply_id, account_id, channel)).fetchone() is not None
+
+    def locked_status(self, reply_id):
+        return self.conn.execute("SELECT status FROM sent_replies WHERE reply_id = %s FOR UPDATE",
+                                 (reply_id,)).fetchone()["status"]
+
+    def reclaim(self, reply_id):
+        self.conn.execute("UPDATE sent_replies SET status = 'sending', attempts = attempts + 1, claimed_at = now() "
+                          "WHERE reply_id = %s", (reply_id,))
+
+    def finish(self, reply_id, status, *, channel_message_id, error):
+        self.conn.execute(
+            "UPDATE sent_replies SET status = %s, channel_message_id = COALESCE(%s, channel_message_id), "
+            "last_error = %s, sent_at = CASE WHEN %s = 'sent' THEN now() ELSE sent_at END "
+            "WHERE reply_id = %s", (status, channel_message_id, (error or None) and error[:2000], status, reply_id))
+
+
+def claim_reply(uow: "UnitOfWork", reply: OutboundReply, channel: str) -> str:
+    """The once-only rule, in ``uow`` (the caller commits): a reply never seen, or released for a
+    retry (``retrying``), is claimed (``sending``); any other status is returned and prevents
+    sending (``sent``: a redelivery; ``sending``: a process died during the API call)."""
+    ledger = uow.sent_replies
+    if ledger.insert_claim(reply.reply_id, reply.account_id, channel):
+        return "claimed"
+    status = ledger.locked_status(reply.reply_id)
+    if status == "retrying":
+        ledger.reclaim(reply.reply_id)
+        return "claimed"
+    return status
+
+
 class PostgresSentLedger:
-    def __init__(self, pool: ConnectionPool):
-        self.pool = pool
+    """The ``SentLedger`` over Postgres: each step is one unit of work over ``uow.sent_replies``
+    (``PostgresSentLedger(None, uow=db.unit_of_work)`` runs it on the in-memory fake)."""
+
+    def __init__(self, pool: ConnectionPool | None, *, uow: UnitOfWorkFactory | None = None):
+        self.unit: UnitOfWorkFactory = uow or (lambda: PostgresUnitOfWork(pool))
 
     def claim(self, reply: OutboundReply, channel: str) -> str:
-        with self.pool.connection() as conn, conn.transaction():
-            row = conn.execute(
-                """INSERT INTO sent_replies (reply_id, account_id, channel, status, attempts)
-                   VALUES (%s, %s, %s, 'sending', 1)
-                   ON CONFLICT (reply_id) DO UPDATE SET status = 'sending', attempts = sent_replies.attempts + 1,
-                       claimed_at = now()
-                   WHERE sent_replies.status = 'retrying'
-                   RETURNING status""", (reply.reply_id, reply.account_id, channel)).fetchone()
-            if row is not None:
-                return "claimed"
-            return conn.execute("SELECT status FROM sent_replies WHERE reply_id = %s",
-                                (reply.reply_id,)).fetchone()["status"]
+        with self.unit() as uow:
+            status = claim_reply(uow, reply, channel)
+            uow.commit()
+        return status
 
     def finish(self, reply_id: str, status: str, *, channel_message_id: str | None = None,
                error: str | None = None) -> None:
-        with self.pool.connection() as conn:
-            conn.execute(
-                "UPDATE sent_replies SET status = %s, channel_message_id = COALESCE(%s, channel_message_id), "
-                "last_error = %s, sent_at = CASE WHEN %s = 'sent' THEN now() ELSE sent_at END "
-                "WHERE reply_id = %s", (status, channel_message_id, (error or None) and error[:2000], status,
-                                        reply_id))
+        with self.unit() as uow:
+            uow.sent_replies.finish(reply_id, status, channel_message_id=channel_message_id, error=error)
+            uow.commit()
 
 
 #: Errors that mean "Postgres is unavailable right now", not "this record is bad".

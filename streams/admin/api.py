@@ -357,8 +357,7 @@ def create_app(container, *, console: bool = True) -> FastAPI:
     def operator(cred: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> tokens.Operator:
         if cred is None or cred.scheme.lower() != "bearer":
             raise HTTPException(401, "missing bearer token", headers={"WWW-Authenticate": "Bearer"})
-        with container.pool.connection() as conn:
-            op = tokens.operator_for(conn, cred.credentials)
+        op = tokens.operator_for(container.pool, cred.credentials)
         if op is None:
             raise HTTPException(401, "invalid or revoked token", headers={"WWW-Authenticate": "Bearer"})
         return op

@@ -13,7 +13,7 @@ from streams.ingest.knowledge import EmbedderFor, IndexStats, ensure_chunk_colle
 from streams.kafka.consume import DeadLetter, Record
 from streams.kafka.envelope import DecodeError, decode_outbox
 from streams.pricing import PriceTable
-from streams.store.events import mark_processed, unprocessed
+from streams.store.uow import joined
 from streams.vectors.port import VectorStore
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,8 @@ class ChunkEventHandler:
                 dead.append(DeadLetter(r, e.error_class, str(e)))
         if not events:
             return dead
-        fresh = unprocessed(self.pool, self.consumer, [e.event_id for e in events])
+        with joined(self.pool) as uow:
+            fresh = uow.processed.unprocessed(self.consumer, [e.event_id for e in events])
         if len(fresh) < len(events):
             metrics.EVENTS_DUPLICATE.labels(records[0].topic).inc(len(events) - len(fresh))
         todo = [e for e in events if e.event_id in fresh]
@@ -56,5 +57,6 @@ class ChunkEventHandler:
             log.info("indexed chunks events=%d embedded=%d payload_updates=%d unchanged=%d deleted=%d "
                      "seconds=%.3f embed=%.3f upsert=%.3f", len(todo), stats.embedded, stats.payload_updates,
                      stats.unchanged, stats.deleted, stats.seconds, stats.embed_seconds, stats.upsert_seconds)
-            mark_processed(self.pool, self.consumer, [e.event_id for e in todo])
+            with joined(self.pool) as uow:  # after the index: a crash in between indexes again (idempotent)
+                uow.processed.mark(self.consumer, [e.event_id for e in todo])
         return dead

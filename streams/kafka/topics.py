@@ -73,8 +73,10 @@ async def ensure_topics(settings: Settings, pool=None) -> list[str]:
         log.warning("topics were missing and have been created: %s", ", ".join(created))
         if pool is not None:
             def note() -> None:
-                with pool().connection() as conn:
-                    conn.execute("INSERT INTO broker_losses (topics) VALUES (%s)", (created,))
+                from streams.store.uow import joined
+
+                with joined(pool()) as uow:
+                    uow.reconcile.record_loss(created)
 
             try:
                 await asyncio.to_thread(note)

@@ -312,7 +312,7 @@ class ConversationEventHandler:
             except DecodeError as e:
                 dead.append(DeadLetter(r, e.error_class, str(e)))
         with self.ports.unit() as uow:
-            fresh = uow.learning.unprocessed(self.consumer, [env.event_id for _, env in decoded])
+            fresh = uow.processed.unprocessed(self.consumer, [env.event_id for _, env in decoded])
         for r, env in decoded:
             if env.event_id not in fresh:
                 metrics.EVENTS_DUPLICATE.labels(r.topic).inc()
@@ -332,5 +332,5 @@ class ConversationEventHandler:
 
     def _mark(self, event_id: str) -> None:
         with self.ports.unit() as uow:
-            uow.learning.mark_processed(self.consumer, [event_id])
+            uow.processed.mark(self.consumer, [event_id])
             uow.commit()

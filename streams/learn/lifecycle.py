@@ -30,8 +30,7 @@ from schemas.events import ConversationLifecycleEvent
 from streams import metrics
 from streams.kafka.consume import DeadLetter, Record
 from streams.learn.triggers import reopen_conversation, resolve_conversation
-from streams.store.events import mark_processed, unprocessed
-from streams.store.uow import UnitOfWork, joined
+from streams.store.uow import PostgresUnitOfWork, UnitOfWork, UnitOfWorkFactory, joined
 
 log = logging.getLogger(__name__)
 
@@ -145,8 +144,9 @@ class LifecycleEventHandler:
     for a conversation we do not have (or of another account) can never be
     applied: it is dead-lettered with the reason."""
 
-    def __init__(self, pool: ConnectionPool, consumer: str = CONSUMER):
-        self.pool = pool
+    def __init__(self, pool: ConnectionPool | None, consumer: str = CONSUMER, *,
+                 uow: UnitOfWorkFactory | None = None):
+        self.unit: UnitOfWorkFactory = uow or (lambda: PostgresUnitOfWork(pool))
         self.consumer = consumer
 
     def __call__(self, records: Sequence[Record]) -> list[DeadLetter]:
@@ -159,19 +159,21 @@ class LifecycleEventHandler:
             else:
                 decoded.append((r, e))
         ids = [f"{e.account_id}:{e.event_id}" for _, e in decoded]
-        fresh = unprocessed(self.pool, self.consumer, ids)
+        with self.unit() as uow:
+            fresh = uow.processed.unprocessed(self.consumer, ids)
         for (r, e), event_key in zip(decoded, ids):
             if event_key not in fresh:
                 metrics.EVENTS_DUPLICATE.labels(r.topic).inc()
                 continue
             fresh.discard(event_key)
-            with self.pool.connection() as conn:
+            with self.unit() as uow:  # the change, its events and the event marked handled: one unit
                 try:
-                    change_status(conn, account_id=e.account_id, external_id=e.conversation_id,
+                    change_status(uow, account_id=e.account_id, external_id=e.conversation_id,
                                   action="resolve" if e.type == "resolved" else "reopen", source=e.source,
                                   now=e.occurred_at if e.occurred_at.tzinfo else
                                   e.occurred_at.replace(tzinfo=timezone.utc))
-                except ConversationNotFound as exc:
+                except ConversationNotFound as exc:  # nothing was changed: the unit only marks the event
                     dead.append(DeadLetter(r, "UnknownConversation", str(exc)))
-            mark_processed(self.pool, self.consumer, [event_key])
+                uow.processed.mark(self.consumer, [event_key])
+                uow.commit()
         return dead

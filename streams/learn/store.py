@@ -310,8 +310,6 @@ class LearningRepository(Protocol):
     def soft_delete(self, ids: Iterable[int], account_id: int, contact_id: int, *, now: datetime, reason: str,
                     actor: str = "system", drop_embedding: bool = False) -> list[int]: ...
     def record_calls(self, calls: list) -> int: ...
-    def unprocessed(self, consumer: str, event_ids: list[str]) -> set[str]: ...
-    def mark_processed(self, consumer: str, event_ids: list[str]) -> None: ...
     def unembedded(self, model: str, limit: int) -> list[dict]: ...
     def set_embedding(self, memory_id: int, content: str, vector: np.ndarray, model: str) -> bool: ...
     # forgetting and aging
@@ -407,20 +405,6 @@ class PostgresLearningRepository:
         from streams.pricing import write_ledger
 
         return write_ledger(self.conn, calls)
-
-    def unprocessed(self, consumer, event_ids):
-        ids = list(dict.fromkeys(event_ids))
-        if not ids:
-            return set()
-        seen = {r["event_id"] for r in self.conn.execute(
-            "SELECT event_id FROM processed_events WHERE consumer = %s AND event_id = ANY(%s)",
-            (consumer, ids)).fetchall()}
-        return set(ids) - seen
-
-    def mark_processed(self, consumer, event_ids):
-        for e in dict.fromkeys(event_ids):
-            self.conn.execute("INSERT INTO processed_events (consumer, event_id) VALUES (%s, %s) "
-                              "ON CONFLICT DO NOTHING", (consumer, e))
 
     def unembedded(self, model: str, limit: int) -> list[dict]:
         return unembedded(self.conn, model, limit)

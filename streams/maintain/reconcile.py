@@ -77,6 +77,8 @@ class ReconcileRepository(Protocol):
         finished before ``cut`` with no extraction (but one a reopening set aside) and no pending event."""
     def settle_losses(self, loss_ids: list[int]) -> None:
         """These ``broker_losses`` are reconciled (their replies published again)."""
+    def record_loss(self, topics: list[str]) -> None:
+        """The broker lost these topics (found missing and created again): a ``broker_losses`` row."""
 
 
 class PostgresReconcileRepository:
@@ -101,6 +103,9 @@ class PostgresReconcileRepository:
 
     def settle_losses(self, loss_ids):
         self.conn.execute("UPDATE broker_losses SET reconciled_at = now() WHERE id = ANY(%s)", (loss_ids,))
+
+    def record_loss(self, topics):
+        self.conn.execute("INSERT INTO broker_losses (topics) VALUES (%s)", (list(topics),))
 
 
 def missing_extractions(pool: ConnectionPool, *, account_id: int | None = None, min_age: float = 0.0,

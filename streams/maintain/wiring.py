@@ -55,7 +55,7 @@ def register(app, settings, container, roles, *, batch_agent, state) -> None:
         ("aging", timedelta(seconds=AGING_EVERY), lambda conn: age_memories(conn, now=now())),
         ("hard_delete", timedelta(seconds=HARD_DELETE_EVERY), lambda conn: hard_delete(conn, now=now())),
         ("purge_processed_events", timedelta(seconds=HARD_DELETE_EVERY),
-         lambda conn: purge_processed(container.pool)),
+         lambda conn: purge_processed(conn)),
         ("anniversary_offers", timedelta(seconds=settings.offers_every_s),
          lambda conn: run_offers(conn, settings, now())),
         ("outbox_retention", timedelta(hours=1), lambda conn: purge_outbox(

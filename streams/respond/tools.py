@@ -41,6 +41,7 @@ from typing import Any, Mapping, Protocol
 import httpx
 
 from streams.respond.text import fold
+from streams.store.uow import PostgresUnitOfWork, UnitOfWork, UnitOfWorkFactory
 
 log = logging.getLogger(__name__)
 
@@ -245,25 +246,51 @@ class RedisFlights:
         self.client.close()
 
 
-class PostgresFlights:
-    name = "postgres"
-
-    def __init__(self, pool):
-        self.pool = pool
+class FlightRepository(Protocol):
+    """``uow.flights``: the ``single_flight`` keys (``streams.store.fake_uow`` implements it in memory)."""
 
     def acquire(self, key: str, owner: str, ttl_ms: int) -> bool:
-        with self.pool.connection() as conn:
-            row = conn.execute(
-                """INSERT INTO single_flight (key, owner, expires_at)
-                   VALUES (%s, %s, clock_timestamp() + make_interval(secs => %s))
-                   ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
-                       WHERE single_flight.expires_at < clock_timestamp()
-                   RETURNING key""", (key, owner, ttl_ms / 1000)).fetchone()
-        return row is not None
+        """Take ``key`` for ``ttl_ms`` when nobody holds it or its holder's time is over."""
+    def release(self, key: str, owner: str) -> None:
+        """Drop ``key`` if ``owner`` holds it."""
+
+
+class PostgresFlightRepository:
+    def __init__(self, uow: UnitOfWork):
+        self.conn = uow.conn
+
+    def acquire(self, key, owner, ttl_ms):
+        return self.conn.execute(
+            """INSERT INTO single_flight (key, owner, expires_at)
+               VALUES (%s, %s, clock_timestamp() + make_interval(secs => %s))
+               ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+                   WHERE single_flight.expires_at < clock_timestamp()
+               RETURNING key""", (key, owner, ttl_ms / 1000)).fetchone() is not None
+
+    def release(self, key, owner):
+        self.conn.execute("DELETE FROM single_flight WHERE key = %s AND owner = %s", (key, owner))
+
+
+class PostgresFlights:
+    """The single-flight keys in Postgres (when Redis is not configured): each acquire and release
+    is one unit of work over ``uow.flights`` (``PostgresFlights(None, uow=db.unit_of_work)`` runs on
+    the in-memory fake)."""
+
+    name = "postgres"
+
+    def __init__(self, pool, *, uow: UnitOfWorkFactory | None = None):
+        self.unit: UnitOfWorkFactory = uow or (lambda: PostgresUnitOfWork(pool))
+
+    def acquire(self, key: str, owner: str, ttl_ms: int) -> bool:
+        with self.unit() as uow:
+            taken = uow.flights.acquire(key, owner, ttl_ms)
+            uow.commit()
+        return taken
 
     def release(self, key: str, owner: str) -> None:
-        with self.pool.connection() as conn:
-            conn.execute("DELETE FROM single_flight WHERE key = %s AND owner = %s", (key, owner))
+        with self.unit() as uow:
+            uow.flights.release(key, owner)
+            uow.commit()
 
 
 def build_flights(settings, pool) -> FlightStore:

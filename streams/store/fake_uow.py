@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from uuid6 import uuid7
 
@@ -58,6 +58,11 @@ class FakeState:
     inboxes: dict[tuple[int, int], dict] = field(default_factory=dict)   # (account, inbox id) -> row
     inbox_changes: list[dict] = field(default_factory=list)          # account_id, inbox_id, changed_by, changes
     console_sessions: dict[str, dict] = field(default_factory=dict)  # session hash -> account_id, token_id, ...
+    contact_phones: dict[int, str] = field(default_factory=dict)     # contact id -> phone (the channel's wa_id)
+    erased_phones: set[tuple[int, str]] = field(default_factory=set)  # (account, phone) in the erasure ledger
+    sent_replies: dict[str, dict] = field(default_factory=dict)      # reply id -> account_id, channel, status, ...
+    api_tokens: dict[int, dict] = field(default_factory=dict)        # token id -> account_id, name, hash, ...
+    single_flight: dict[str, tuple[str, datetime]] = field(default_factory=dict)  # key -> (owner, expires_at)
     outbox: list[tuple[str, OutboxEvent]] = field(default_factory=list)
     next_id: int = 1
 
@@ -156,6 +161,179 @@ class FakeUnitOfWork(UnitOfWork):
     @property
     def console_sessions(self) -> "FakeConsoleSessionRepository":
         return FakeConsoleSessionRepository(self)
+
+    @property
+    def routes(self) -> "FakeRouteRepository":
+        return FakeRouteRepository(self)
+
+    @property
+    def sent_replies(self) -> "FakeSentReplyRepository":
+        return FakeSentReplyRepository(self)
+
+    @property
+    def tokens(self) -> "FakeTokenRepository":
+        return FakeTokenRepository(self)
+
+    @property
+    def flights(self) -> "FakeFlightRepository":
+        return FakeFlightRepository(self)
+
+    @property
+    def processed(self) -> "FakeProcessedEventsRepository":
+        return FakeProcessedEventsRepository(self)
+
+
+class FakeProcessedEventsRepository:
+    """``streams.store.events.ProcessedEventsRepository`` in memory (``state.processed``; no clock: nothing
+    is ever old enough to purge)."""
+
+    def __init__(self, uow: FakeUnitOfWork):
+        self.uow = uow
+
+    def unprocessed(self, consumer, event_ids):
+        return {e for e in event_ids if (consumer, e) not in self.uow.work.processed}
+
+    def mark(self, consumer, event_ids):
+        self.uow.work.processed.update((consumer, e) for e in event_ids)
+
+    def purge(self, older_than_days):
+        return 0
+
+
+class FakeFlightRepository:
+    """``streams.respond.tools.FlightRepository`` in memory (the wall clock, as Postgres's ``clock_timestamp``)."""
+
+    def __init__(self, uow: FakeUnitOfWork):
+        self.uow = uow
+
+    def acquire(self, key, owner, ttl_ms):
+        now, keys = datetime.now(timezone.utc), self.uow.work.single_flight
+        held = keys.get(key)
+        if held is not None and held[1] >= now:
+            return False
+        keys[key] = (owner, now + timedelta(milliseconds=ttl_ms))
+        return True
+
+    def release(self, key, owner):
+        keys = self.uow.work.single_flight
+        if key in keys and keys[key][0] == owner:
+            del keys[key]
+
+
+class FakeTokenRepository:
+    """``streams.admin.tokens.TokenRepository`` in memory (rows of ``state.api_tokens``)."""
+
+    def __init__(self, uow: FakeUnitOfWork):
+        self.uow = uow
+
+    def account_exists(self, account_id):
+        return account_id in self.uow.work.accounts
+
+    def insert(self, account_id, name, token_hash):
+        tid = self.uow.work.new_id()
+        self.uow.work.api_tokens[tid] = {"account_id": account_id, "name": name, "token_hash": token_hash,
+                                         "revoked": False, "last_used_at": None}
+        return tid
+
+    def revoke(self, token_id):
+        row = self.uow.work.api_tokens.get(token_id)
+        if row is None or row["revoked"]:
+            return False
+        row["revoked"] = True
+        return True
+
+    def use(self, token_hash):
+        for tid, row in self.uow.work.api_tokens.items():
+            if row["token_hash"] == token_hash and not row["revoked"]:
+                row["last_used_at"] = datetime.now(timezone.utc)
+                return {"id": tid, "account_id": row["account_id"], "name": row["name"]}
+        return None
+
+
+class FakeRouteRepository:
+    """``connectors.whatsapp.postgres_resolver.RouteRepository`` in memory (an inbox's business number is
+    its row's ``channel_address``; a contact's phone is in ``contact_phones``)."""
+
+    def __init__(self, uow: FakeUnitOfWork):
+        self.uow = uow
+
+    @property
+    def s(self) -> FakeState:
+        return self.uow.work
+
+    def inbox(self, phone_number_id):
+        for (account_id, inbox_id), row in sorted(self.s.inboxes.items()):
+            if row.get("channel_address") == phone_number_id:
+                return {"id": inbox_id, "account_id": account_id, "unit_id": row.get("unit_id")}
+        return None
+
+    def lock_customer(self, account_id, wa_id):
+        pass  # one process, one unit at a time: nothing to serialise
+
+    def contact_by_phone(self, account_id, wa_id):
+        return min((cid for cid, phone in self.s.contact_phones.items()
+                    if phone == wa_id and self.s.owners.get(("contacts", cid)) == account_id), default=None)
+
+    def phone_erased(self, account_id, wa_id, *, key):
+        return (account_id, wa_id) in self.s.erased_phones
+
+    def create_contact(self, account_id, wa_id):
+        cid = self.s.new_id()
+        self.s.owners[("contacts", cid)] = account_id
+        self.s.contact_phones[cid] = wa_id
+        return cid
+
+    def lock_contact(self, contact_id):
+        pass
+
+    def open_conversation(self, account_id, inbox_id, contact_id):
+        channel = {cid: ext for ext, cid in self.s.channel_conversations.items()}
+        open_ = [c.id for c in self.s.conversations.values() if c.status == "open" and c.id in channel
+                 and (c.account_id, c.inbox_id, c.contact_id) == (account_id, inbox_id, contact_id)]
+        return channel[max(open_)] if open_ else None
+
+    def create_conversation(self, external_id, account_id, inbox_id, contact_id, unit_id):
+        cid = self.s.new_id()
+        self.s.channel_conversations[external_id] = cid
+        self.s.conversations[cid] = Conversation(id=cid, account_id=account_id, contact_id=contact_id,
+                                                 inbox_id=inbox_id, unit_id=unit_id, status="open",
+                                                 last_message_at=None)
+
+    def destination(self, account_id, contact_id, conversation_id):
+        conv = self.s.conversations.get(self.s.channel_conversations.get(conversation_id))
+        if conv is None or (conv.account_id, conv.contact_id) != (account_id, contact_id):
+            return None
+        inbox = self.s.inboxes.get((account_id, conv.inbox_id), {})
+        return {"phone": self.s.contact_phones.get(contact_id), "channel_address": inbox.get("channel_address")}
+
+
+class FakeSentReplyRepository:
+    """``connectors.whatsapp.delivery.SentReplyRepository`` in memory (rows of ``state.sent_replies``)."""
+
+    def __init__(self, uow: FakeUnitOfWork):
+        self.uow = uow
+
+    def insert_claim(self, reply_id, account_id, channel):
+        rows = self.uow.work.sent_replies
+        if reply_id in rows:
+            return False
+        rows[reply_id] = {"account_id": account_id, "channel": channel, "status": "sending", "attempts": 1,
+                          "channel_message_id": None, "last_error": None, "sent": False}
+        return True
+
+    def locked_status(self, reply_id):
+        return self.uow.work.sent_replies[reply_id]["status"]
+
+    def reclaim(self, reply_id):
+        row = self.uow.work.sent_replies[reply_id]
+        row.update(status="sending", attempts=row["attempts"] + 1)
+
+    def finish(self, reply_id, status, *, channel_message_id, error):
+        row = self.uow.work.sent_replies.get(reply_id)
+        if row is None:  # an UPDATE of no row changes nothing
+            return
+        row.update(status=status, channel_message_id=channel_message_id or row["channel_message_id"],
+                   last_error=(error or None) and error[:2000], sent=row["sent"] or status == "sent")
 
 
 class FakeInboxRepository:
@@ -379,6 +557,9 @@ class FakeErasureRepository:
         s.outbox = [(t, e) for t, e in s.outbox if not _of(e, who)]
         s.offers = {k: v for k, v in s.offers.items() if k[:2] != who}
         s.owners.pop(("contacts", contact_id), None)
+        phone = s.contact_phones.pop(contact_id, None)
+        if phone:  # the channel identity is in the ledger too (a late webhook never re-creates it)
+            s.erased_phones.add((account_id, phone))
         s.erased.add(who)
         s.erasure_ledger.setdefault(who, counts)  # a second erasure keeps the first one's record
         return counts
@@ -660,12 +841,6 @@ class FakeLearningRepository:
         calls = [c for c in calls if c is not None]
         self.s.ledger.extend(calls)
         return len(calls)
-
-    def unprocessed(self, consumer, event_ids):
-        return {e for e in event_ids if (consumer, e) not in self.s.processed}
-
-    def mark_processed(self, consumer, event_ids):
-        self.s.processed.update((consumer, e) for e in event_ids)
 
     def unembedded(self, model, limit):
         rows = [m for m in sorted(self.s.memories.values(), key=lambda m: m["id"]) if m["deleted_at"] is None

@@ -188,6 +188,11 @@ REPOSITORIES: dict[str, str] = {
     "inboxes": "streams.admin.inboxes:PostgresInboxRepository",
     "console_sessions": "streams.admin.console.sessions:PostgresConsoleSessionRepository",
     "reconcile": "streams.maintain.reconcile:PostgresReconcileRepository",
+    "routes": "connectors.whatsapp.postgres_resolver:PostgresRouteRepository",
+    "sent_replies": "connectors.whatsapp.delivery:PostgresSentReplyRepository",
+    "tokens": "streams.admin.tokens:PostgresTokenRepository",
+    "flights": "streams.respond.tools:PostgresFlightRepository",
+    "processed": "streams.store.events:PostgresProcessedEventsRepository",
 }
 
 

@@ -8,8 +8,9 @@ from datetime import timedelta
 
 import pytest
 
-from schemas.events import ConversationEvent
-from streams.learn.lifecycle import ConversationNotFound, change_status
+from schemas.events import ConversationEvent, ConversationLifecycleEvent
+from streams.kafka.consume import Record
+from streams.learn.lifecycle import ConversationNotFound, LifecycleEventHandler, change_status
 from streams.learn.store import Conversation
 from streams.store.fake_uow import FakeDatabase
 from tests.learn.seed import T0
@@ -82,3 +83,23 @@ def test_arguments_are_checked():
         _change(db, account_id=A, conversation_id=1, external_id="wa-1", action="resolve")
     with pytest.raises(ValueError, match="unknown action"):
         _change(db, account_id=A, conversation_id=1, action="close")
+
+
+def _event(type_: str, event_id: str, conversation_id: str = "wa-1", account_id: int = A) -> Record:
+    e = ConversationLifecycleEvent(event_id=event_id, type=type_, account_id=account_id,
+                                   conversation_id=conversation_id, source="chatwoot", occurred_at=T0)
+    return Record("channel.conversation.events", 0, 0, conversation_id.encode(), e.model_dump_json().encode())
+
+
+def test_the_channels_event_is_marked_handled_in_the_unit_of_its_change():
+    db = _db()
+    handler = LifecycleEventHandler(None, uow=db.unit_of_work)
+    commits = db.commits
+    assert handler([_event("resolved", "cw-1"), _event("resolved", "cw-1")]) == []  # the same event twice
+    assert db.commits == commits + 1  # one unit: the change, its event and its mark
+    assert _types(db) == ["conversation.resolved"] and ("lifecycle", f"{A}:cw-1") in db.state.processed
+    # an unknown conversation can never be applied: dead-lettered, and marked so a redelivery is not retried
+    dead = handler([_event("reopened", "cw-2", conversation_id="wa-404")])
+    assert [d.error_class for d in dead] == ["UnknownConversation"]
+    assert ("lifecycle", f"{A}:cw-2") in db.state.processed and _types(db) == ["conversation.resolved"]
+    assert handler([_event("reopened", "cw-2", conversation_id="wa-404")]) == []  # redelivered: skipped

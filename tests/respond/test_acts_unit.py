@@ -14,7 +14,7 @@ from streams.learn.learn import LearnPorts, learn_conversation
 from streams.learn.store import Conversation
 from streams.respond.acts import Acts
 from streams.respond.acts_store import FORGOTTEN_ON_REQUEST, PostgresActsStore
-from streams.respond.tools import ToolError, ToolResult
+from streams.respond.tools import PostgresFlights, ToolError, ToolResult
 from streams.store.fake_uow import FakeDatabase
 from tests.respond.fakes import inbound
 
@@ -32,20 +32,6 @@ def _fact(fake: FakeDatabase, content: str, *, contact=C, verified=NOW, expires=
         metadata={}, created_at=verified, updated_at=verified, observed_at=verified, superseded_at=None,
         superseded_by_id=None, deleted_at=None, weight=1.0) | kw
     return mid
-
-
-class Flights:
-    name = "memory"
-
-    def __init__(self):
-        self.held: dict[str, str] = {}
-
-    def acquire(self, key, owner, ttl_ms):
-        return self.held.setdefault(key, owner) == owner
-
-    def release(self, key, owner):
-        if self.held.get(key) == owner:
-            del self.held[key]
 
 
 class Tools:
@@ -73,7 +59,8 @@ def fake():
 
 def _acts(fake, embedder, tools=None) -> Acts:
     return Acts(store=PostgresActsStore(None, uow=fake.unit_of_work, tools_ttl_s=0), embedder=embedder,
-                flights=Flights(), tools=tools or Tools(ToolResult("Sim, temos vaga.", True)))
+                flights=PostgresFlights(None, uow=fake.unit_of_work),
+                tools=tools or Tools(ToolResult("Sim, temos vaga.", True)))
 
 
 def test_access_lists_live_facts_newest_first_and_records_the_request(fake, use_embedder):
@@ -144,7 +131,7 @@ def test_a_tool_answer_is_recorded_and_a_redelivery_calls_nothing(fake):
     fake.state.inbox_tools[(A, INBOX)] = {"availability_check": {"url": "http://tool/a", "keywords": ["tem vaga"]}}
     tools = Tools(ToolResult("Sim, temos vaga.", True))
     store = PostgresActsStore(None, uow=fake.unit_of_work, tools_ttl_s=0)
-    acts = Acts(store=store, embedder=None, flights=Flights(), tools=tools)
+    acts = Acts(store=store, embedder=None, flights=PostgresFlights(None, uow=fake.unit_of_work), tools=tools)
     msg = inbound("tem vaga amanhã?")
     act = asyncio.run(acts._tool(msg, store.inbox_tools(A, INBOX)["availability_check"]))
     assert act.tool.answer == "Sim, temos vaga." and len(tools.calls) == 1
@@ -153,12 +140,25 @@ def test_a_tool_answer_is_recorded_and_a_redelivery_calls_nothing(fake):
         ("availability_check", "inline", True, "Sim, temos vaga.")
     again = asyncio.run(acts._tool(msg, store.inbox_tools(A, INBOX)["availability_check"]))
     assert again.tool.answer == "Sim, temos vaga." and len(tools.calls) == 1
+    assert fake.state.single_flight == {}  # the call's key was released
+
+
+def test_a_single_flight_key_has_one_holder_until_released_or_expired(fake):
+    flights = PostgresFlights(None, uow=fake.unit_of_work)
+    assert flights.acquire("k", "a", 60_000) and not flights.acquire("k", "b", 60_000)  # in flight: nobody else
+    flights.release("k", "b")                   # not the holder: no effect
+    assert not flights.acquire("k", "b", 60_000)
+    flights.release("k", "a")
+    assert flights.acquire("k", "b", 1)
+    fake.state.single_flight["k"] = ("b", NOW - timedelta(seconds=1))  # its time is over: a stuck call
+    assert flights.acquire("k", "c", 60_000) and fake.state.single_flight["k"][0] == "c"
 
 
 def test_a_failing_tool_is_recorded_as_failed(fake):
     fake.state.inbox_tools[(A, INBOX)] = {"availability_check": {"url": "http://tool/a"}}
     store = PostgresActsStore(None, uow=fake.unit_of_work, tools_ttl_s=0)
-    acts = Acts(store=store, embedder=None, flights=Flights(), tools=Tools(ToolError("availability_check: HTTP 500")))
+    acts = Acts(store=store, embedder=None, flights=PostgresFlights(None, uow=fake.unit_of_work),
+                tools=Tools(ToolError("availability_check: HTTP 500")))
     act = asyncio.run(acts._tool(inbound("tem vaga?"), store.inbox_tools(A, INBOX)["availability_check"]))
     assert act.degraded == ("tool_error",)
     assert fake.state.tool_calls[(A, "wamid.1")]["outcome"] == "failed"

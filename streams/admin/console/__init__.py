@@ -35,6 +35,7 @@ from streams.admin import reports as report_service
 from streams.admin.console import sessions
 from streams.admin.tokens import operator_for
 from streams.maintain import forget as forget_service
+from streams.store.uow import joined
 
 log = logging.getLogger(__name__)
 
@@ -281,14 +282,14 @@ def _sign_in_routes(app: FastAPI, c: _Console) -> None:
         if c.too_many(client, now):
             log.warning('console sign-in throttled client="%s"', client)
             return c.go("/console/login", error="throttled")
-        with c.container.pool.connection() as conn:
-            op = operator_for(conn, data.get("token", "").strip())
-            conn.commit()
-            if op is None:
-                c.failures.setdefault(client, []).append(now)
-                log.info('console sign-in refused client="%s"', client)
-                return c.go("/console/login", error="login")
-            secret, _ = sessions.create_session(conn, op, hours=c.settings.console_session_hours)
+        with joined(c.container.pool) as uow:  # the token marked used and the session, together
+            op = operator_for(uow, data.get("token", "").strip())
+            if op is not None:
+                secret, _ = sessions.create_session(uow, op, hours=c.settings.console_session_hours)
+        if op is None:
+            c.failures.setdefault(client, []).append(now)
+            log.info('console sign-in refused client="%s"', client)
+            return c.go("/console/login", error="login")
         log.info('console sign-in account_id=%d operator="%s"', op.account_id, op.label)
         resp = c.go("/console/contacts")
         resp.set_cookie(COOKIE, secret, httponly=True, samesite="strict", path="/console",
