@@ -37,7 +37,9 @@ def _call(method: str, url: str, body: dict | None = None, timeout: float = 10.0
             return e.code, {"message": raw.decode(errors="replace")}
 
 
-def register(url: str, connector: dict, timeout: float = 300.0, log=print) -> bool:
+def register(url: str, connector: dict, timeout: float = 300.0, log=print, poll_s: float = 2.0) -> bool:
+    """PUT the connector's config (idempotent) once Connect answers, then wait until it and its tasks run;
+    ``poll_s`` is the wait between two checks."""
     url = url.rstrip("/")
     name = connector["name"]
     deadline = time.time() + timeout
@@ -51,7 +53,7 @@ def register(url: str, connector: dict, timeout: float = 300.0, log=print) -> bo
         if time.time() > deadline:
             log(f"register: Kafka Connect at {url} not ready after {timeout:.0f}s (last: {status})")
             return False
-        time.sleep(2)
+        time.sleep(poll_s)
     config = {k: v for k, v in connector["config"].items() if not k.startswith("_")}  # drop comments
     status, body = _call("PUT", f"{url}/connectors/{name}/config", config, timeout=60)
     if status not in (200, 201):
@@ -69,7 +71,7 @@ def register(url: str, connector: dict, timeout: float = 300.0, log=print) -> bo
             if len(states) > 1 and all(s == "RUNNING" for s in states):
                 log(f"register: connector {name} RUNNING")
                 return True
-        time.sleep(2)
+        time.sleep(poll_s)
     log(f"register: connector {name} not RUNNING after {timeout:.0f}s")
     return False
 

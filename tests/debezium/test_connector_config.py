@@ -130,12 +130,12 @@ def test_register_puts_the_config_and_waits_until_running(connector):
             return self._json(201 if len(seen["puts"]) == 1 else 200, {"name": connector["name"]})
 
     srv = ThreadingHTTPServer(("127.0.0.1", 0), FakeConnect)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{srv.server_address[1]}"
         logs: list[str] = []
-        assert register(url, connector, timeout=30, log=logs.append)
-        assert register(url, connector, timeout=30, log=logs.append)  # idempotent: an update
+        assert register(url, connector, timeout=30, log=logs.append, poll_s=0.05)
+        assert register(url, connector, timeout=30, log=logs.append, poll_s=0.05)  # idempotent: an update
         path, body = seen["puts"][0]
         assert path == f"/connectors/{connector['name']}/config"
         assert body == {k: v for k, v in connector["config"].items() if k != "_comment"}

@@ -60,6 +60,11 @@ def test_match_by_content_when_evidence_differs():
     assert match_facts(pred, gold) == [(0, 0)]
 
 
-def test_main_exit_code_zero_on_dev(capsys):
-    assert main([]) == 0
-    assert "non-verbatim evidence: 0" in capsys.readouterr().out
+def test_main_exit_code_zero_on_dev(capsys, tmp_path):
+    # the command's contract (report, exit code), on a slice of dev: the figures are test_extraction_targets' job
+    sample = tmp_path / "conversations.jsonl"
+    sample.write_text("".join((FIXTURES_DIR / "conversations.jsonl").read_text(encoding="utf-8").splitlines(True)[:12]),
+                      encoding="utf-8")
+    assert main(["--conversations", str(sample)]) == 0
+    out = capsys.readouterr().out
+    assert "non-verbatim evidence: 0" in out and "== contradiction (rules)" in out

@@ -125,7 +125,7 @@ class _Scripted(BaseHTTPRequestHandler):
 def llm_server():
     _Scripted.script, _Scripted.seen = [], []
     srv = ThreadingHTTPServer(("127.0.0.1", 0), _Scripted)
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     t.start()
     yield f"http://127.0.0.1:{srv.server_address[1]}/v1", _Scripted
     srv.shutdown()

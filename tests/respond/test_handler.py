@@ -82,8 +82,8 @@ def test_loop_protection_after_five_retrievals():
     assert run(respond(inbound("Oi", message_id="m-greet"), deps)).reply.text.startswith(GREETING_REPLY)
 
 
-def test_recall_sleeping_2s_is_abandoned_within_budget():
-    deps, store, _ = make(memory=FakeMemory(sleep_s=2.0), budget=0.3,
+def test_recall_sleeping_past_the_budget_is_abandoned_within_budget():
+    deps, store, _ = make(memory=FakeMemory(sleep_s=1.2), budget=0.3,
                           inbox=InboxConfig(1101, rag_distance_threshold=0.9))
     out = run(respond(inbound("Quanto custa o pernoite na Luxo?"), deps))
     # asyncio.run waits for the default executor at shutdown, so time the reply itself

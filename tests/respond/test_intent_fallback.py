@@ -148,6 +148,7 @@ def test_learnt_classifier_below_its_floor_keeps_the_dictionary(use):
     assert refine_intent(weak, np.ones(512), model).intent == "policy"
 
 
+@pytest.mark.slow  # retrains the classifier with its cross-validation (~10 s): in `make test`, not the unit tier
 def test_intent_training_reproduces_the_shipped_artefact(use):
     from streams.respond.intent import LearntIntent
     from streams.respond.train_intent import train
