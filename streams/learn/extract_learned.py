@@ -73,7 +73,8 @@ NGRAMS = (2, 3, 4)
 _BOUNDARY = re.compile(
     r"[.!?…;:,()\[\]\n\"“”]+|[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F]+"
     r"|\s(?:k{3,}|(?:ha){2,}h?|(?:rs)+)\b"
-    r"|\s(?:mas|pq|porque|entao|so que|ai|e ai|alias|inclusive|tipo)\s"
+    r"|\s(?:mas|pq|porque|entao|so que|ai|e ai|alias|inclusive|tipo|q|que)\s"
+    r"|\se(?=\s+(?:ele|ela|eles|elas|eu|a gente)\b)"
 )
 _WORD = re.compile(r"\w+")
 

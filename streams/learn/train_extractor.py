@@ -1,7 +1,7 @@
 """Train the learnt fact extractor on the development half (``make train``).
 
     python -m streams.learn.train_extractor [--corpus examples/dev] [--out streams/learn/models/extractor-v1]
-        [--folds 5] [--check]
+        [--folds 5] [--check] [--errors]
 
 Reproducible: the same corpus gives the same artefact (deterministic solver, folds
 by customer in a fixed order, no random state anywhere). Steps:
@@ -24,7 +24,9 @@ by customer in a fixed order, no random state anywhere). Steps:
 4. the final classifiers are fit on all of dev (plus ``WRITTEN``) with the chosen ``C``; the artefact
    records the thresholds, the SHA-256 of the training file, and the cross-validated
    metrics, which are printed. ``--check`` trains in memory and compares the metrics
-   with the shipped artefact's (exit 1 when they differ).
+   with the shipped artefact's (exit 1 when they differ). ``--errors`` prints the chosen
+   setting's cross-validated misses (FN, with the best candidate's probability) and false
+   facts (FP), per conversation, to read why it misses.
 
 Never point ``--corpus`` at ``examples/heldout``: that half is only reported.
 """
@@ -181,6 +183,36 @@ def score(examples: list[Example], probs: list[np.ndarray], thresholds: np.ndarr
             "per_type": {t: {k: per[(t, k)] for k in ("tp", "fp", "fn")} for t in MEMORY_TYPES}}
 
 
+def print_errors(examples: list[Example], probs: list[np.ndarray], thresholds: np.ndarray, penalty: float,
+                 log=print) -> None:
+    """The out-of-fold misses and false facts: ``FN type 'gold evidence' best=(p of its type, argmax type, p)``
+    (``best=None``: no candidate reaches the evidence) and ``FP type 'span' p=… gold_here=[types]``."""
+    for e, P in zip(examples, probs):
+        chosen = select(e.spans, P, MEMORY_TYPES, thresholds, length_penalty=penalty)
+        gold = e.row.get("gold_facts", [])
+        used_c, used_g = set(), set()
+        for s, i, j in sorted(((evidence_overlap(c.span.text, g["evidence"]), i, j)
+                               for i, c in enumerate(chosen) for j, g in enumerate(gold)
+                               if c.memory_type == g["memory_type"]), reverse=True):
+            if s >= MATCH and i not in used_c and j not in used_g:
+                used_c.add(i)
+                used_g.add(j)
+        for j, g in enumerate(gold):
+            if j in used_g:
+                continue
+            t = MEMORY_TYPES.index(g["memory_type"])
+            reach = [k for k, s in enumerate(e.spans) if evidence_overlap(s.text, g["evidence"]) >= MATCH]
+            k = max(reach, key=lambda k: P[k, t], default=None)
+            best = None if k is None else (round(float(P[k, t]), 2), MEMORY_TYPES[int(P[k].argmax())],
+                                           round(float(P[k].max()), 2))
+            log(f"{e.row['conversation_id']} FN {g['memory_type']:22s} {g['evidence'][:80]!r} best={best}")
+        for i, c in enumerate(chosen):
+            if i not in used_c:
+                here = [g["memory_type"] for g in gold if evidence_overlap(c.span.text, g["evidence"]) >= MATCH]
+                log(f"{e.row['conversation_id']} FP {c.memory_type:22s} {c.span.text[:80]!r} "
+                    f"p={c.probability:.2f} gold_here={here}")
+
+
 def tune_thresholds(examples: list[Example], probs: list[np.ndarray], penalty: float = 0.0) -> np.ndarray:
     """Coordinate ascent on F1: one global threshold, then each type's, twice over."""
     best = max(THRESHOLD_GRID,
@@ -261,7 +293,7 @@ def _written_paths(written) -> list[Path]:
 
 
 def train(corpus: Path, n_folds: int = 5, *, embedder, log=print, c_grid=C_GRID,
-          written=WRITTEN_FILES) -> LinearModel:
+          written=WRITTEN_FILES, errors: bool = False) -> LinearModel:
     """``embedder``: the one the artefact is trained with (``main`` gets USE from the composition root)."""
     t0 = time.perf_counter()
     path = Path(corpus) / "conversations.jsonl"
@@ -282,9 +314,9 @@ def train(corpus: Path, n_folds: int = 5, *, embedder, log=print, c_grid=C_GRID,
         log(f"plus {len(written_rows)} conversations written for the project "
             f"({sum(len(r.get('gold_facts', [])) for r in written_rows)} gold facts), training side only")
     folds = folds_by_group(examples, n_folds)
-    results = {}
+    results, oof = {}, {}
     for C in c_grid:
-        probs = out_of_fold(examples, folds, C, extra)
+        probs = oof[C] = out_of_fold(examples, folds, C, extra)
         for pen in PENALTY_GRID:
             thr = tune_thresholds(examples, probs, pen)
             results[(C, pen)] = (score(examples, probs, thr, pen), thr)
@@ -293,6 +325,8 @@ def train(corpus: Path, n_folds: int = 5, *, embedder, log=print, c_grid=C_GRID,
                 f"F1={r['f1']:.3f}")
     C, penalty = max(results, key=lambda k: (results[k][0]["f1"], -k[0], -k[1]))
     cv, thresholds = results[(C, penalty)]
+    if errors:
+        print_errors(examples, oof[C], thresholds, penalty, log)
     m = fit(examples + extra, C)
     iw, ib, ith, istats = train_instruction_head(rows + written_rows, embedder, n_folds, log)
     meta = {
@@ -333,13 +367,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ARTEFACT)
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--check", action="store_true", help="train in memory; compare with the shipped artefact")
+    ap.add_argument("--errors", action="store_true", help="print the cross-validated misses and false facts")
     a = ap.parse_args(argv)
     if "heldout" in Path(a.corpus).resolve().parts:
         print("error: the held-out half is for reporting only; train on examples/dev", file=sys.stderr)
         return 2
     from streams.bootstrap import Container
 
-    model = train(a.corpus, a.folds, embedder=Container().in_process_embedder("use", "use-multilingual-v3"))
+    model = train(a.corpus, a.folds, embedder=Container().in_process_embedder("use", "use-multilingual-v3"),
+                  errors=a.errors)
     if a.check:
         shipped = LinearModel.load(a.out)
         same = (shipped.meta.get("cross_validated") == model.meta["cross_validated"]

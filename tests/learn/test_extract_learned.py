@@ -213,6 +213,27 @@ def test_an_instruction_the_explicit_guard_misses_yields_no_fact(extractor):
     assert all(f.evidence not in text for f in extract_facts(t, extractor).facts)
 
 
+def test_no_fact_from_any_instruction_message_of_the_corpora(extractor):
+    """Every message flagged ``"instruction": true`` in dev, the written training files and the
+    unseen set (the instruction classifier never saw the last): no fact's evidence comes from it,
+    whatever the rest of the conversation states."""
+    from streams.learn import train_extractor as T
+    from streams.learn.fixtures import transcript_of
+
+    paths = (DEV_DIR / "conversations.jsonl",) + T.WRITTEN_FILES + (T.WRITTEN.parent / "conversations_unseen.jsonl",)
+    seen = 0
+    for path in paths:
+        for row in read_jsonl(path):
+            instructions = [m["text"] for m in row["messages"] if m["role"] == "contact" and m.get("instruction")]
+            if not instructions:
+                continue
+            seen += len(instructions)
+            facts = extract_facts(transcript_of(row), extractor).facts
+            assert len(facts) <= 5
+            assert not [f.evidence for f in facts if any(f.evidence in text for text in instructions)], row["conversation_id"]
+    assert seen >= 60
+
+
 def test_a_third_partys_taste_keeps_the_third_party(extractor):
     t = conv("boa tarde!", "minha sogra adora pudim de leite condensado, tem de sobremesa?")
     prefs = [f for f in extract_facts(t, extractor).facts if f.memory_type == "preferencia"]
