@@ -290,6 +290,30 @@ def _measures(folded: str) -> str:
     return _HOURS_WORD.sub(r"\1h", folded)
 
 
+def concept_forms(message: str) -> dict[str, set[str]]:
+    """Per customer's word that the knowledge may name otherwise (``lexicon.CONCEPTS``:
+    "cachorro" → "cão", "pet"; "remédio" → "medicamento"; "natal" → "25/12"), the stem of
+    that word (its last content word for a phrase: "casa" of "em casa") → the stems of all its names."""
+    from streams.learn.lexicon import concepts_in
+
+    out: dict[str, set[str]] = {}
+    for word, others in concepts_in(_measures(normalize_chat(message))):
+        own = [t for t in word.split() if t not in STOPWORDS]
+        key = stem(own[-1]) if own else stem(word.split()[-1])
+        forms = out.setdefault(key, {key})
+        for o in others:
+            forms |= {stem(t) for t in _measures(fold(o)).split() if t not in STOPWORDS}
+    return out
+
+
+def expanded_focus(message: str) -> set[str]:
+    """The focus stems of a message and the other names of its words (``concept_forms``)."""
+    _, focus = question_words(message)
+    for forms in concept_forms(message).values():
+        focus |= forms
+    return focus
+
+
 def question_words(message: str) -> tuple[set[str], set[str]]:
     """(all content stems, focus stems) of a customer's message."""
     tokens = [t for t in _measures(normalize_chat(message)).split() if t not in STOPWORDS and len(t) > 1]
@@ -481,6 +505,9 @@ def score_units(message: str, units: Sequence[Unit], *, wants_price: bool = Fals
     if not units:
         return []
     q_all, focus = question_words(message)
+    groups = concept_forms(message)
+    other_names = set().union(*groups.values()) - q_all if groups else set()
+    q_all, focus = q_all | other_names, focus | other_names
     norm = normalize_chat(message)
     texts = [_stems(u.text) for u in units]
     ctxs = [_stems(u.context) - t for u, t in zip(units, texts)]
@@ -520,7 +547,11 @@ def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
     norm = _measures(normalize_chat(message))
     in_range = {stem(f"{a}{m}") for a, m in _Q_AMOUNT.findall(norm)} \
         if any(range_match(norm, fold(u.text)) for u in units) else set()  # "30kg" → "acima de 15 kg"
-    return {f for f in focus if f not in stems and f not in in_range and not any(f in w for w in words)}
+    forms = concept_forms(message)
+
+    def covered(f: str) -> bool:
+        return f in stems or f in in_range or any(f in w for w in words)
+    return {f for f in focus if not any(covered(x) for x in forms.get(f, {f}))}
 
 
 _OFFER_VERB = re.compile(r"\b(tem|tem ai|vende|vendem|aceita|aceitam|faz|fazem|serve|servem|trabalha com|trabalham com|"
@@ -549,6 +580,25 @@ def unknown_object(message: str, units: Sequence[Unit]) -> set[str]:
     return focus & uncovered_focus(message, units)
 
 
+_KIND_OF = re.compile(r"\b(?:custa|custam|custaria|valor|preco|sai|fica|cobra|cobram)\s+(?:a |o |um |uma |da |do |de |na |no )?"
+                      r"([a-z]{3,}) (?:de|do|da|contra|pra|para) ([a-z]{4,})\b")
+
+
+def unknown_kind(message: str, units: Sequence[Unit]) -> set[str]:
+    """In a price question, the kind of a thing the knowledge prices, when it never names that
+    kind ("quanto custa uma cirurgia de catarata": cirurgia yes, catarata never): quoting the
+    price of another kind would state a wrong price, so the composer hands over."""
+    _, focus = question_words(message)
+    missing = uncovered_focus(message, units)
+    if not missing:
+        return set()
+    out = set()
+    for head, kind in _KIND_OF.findall(_measures(normalize_chat(message))):
+        if stem(head) in focus and stem(head) not in missing and stem(kind) in missing:
+            out.add(stem(kind))
+    return out
+
+
 def answer_text(message: str, picked: Sequence[Unit]) -> str:
     """The picked units in reading order, with a clear "Não" when a yes/no
     question's best unit says no, and a heading label when the unit needs it
@@ -563,7 +613,7 @@ def answer_text(message: str, picked: Sequence[Unit]) -> str:
         if u.context and ctx_only and len(u.context.split()) <= 4:
             text = f"{u.context}: {text}"
         parts.append(text)
-    if is_yes_no(message) and says_no(picked[0].text, focus):
+    if is_yes_no(message) and says_no(picked[0].text, focus | expanded_focus(message)):
         lead = parts[[u for u in sorted(picked, key=lambda x: x.order)].index(picked[0])]
         parts.remove(lead)
         parts.insert(0, "Não, " + lead[0].lower() + lead[1:] if fold(lead).startswith("nao") else "Não. " + lead)

@@ -173,7 +173,8 @@ class OfflineComposer:
                           intent: str) -> bool:
         """The question is mostly about things the knowledge never mentions, or it
         asks whether they offer an item the knowledge never names ("royal canin")."""
-        if intent not in (i.GENERAL, i.OBJECTION) and compose.unknown_object(message, units):
+        if intent not in (i.GENERAL, i.OBJECTION) and (compose.unknown_object(message, units)
+                                                       or compose.unknown_kind(message, units)):
             return True
         uncovered = compose.uncovered_focus(message, units)
         return (len(uncovered) >= 2 and 3 * len(uncovered) >= 2 * len(focus) and top.focus_hits < 2

@@ -266,3 +266,29 @@ def test_a_quote_on_request_answers_a_price_and_a_range_that_excludes_the_quanti
     text = ask("qnto custa castrar um cão de 30 kg?", "price_question", HOURS)
     assert "orçamento após avaliação" in text and "R$ 680,00" not in text
     assert "R$ 680,00" in ask("qnto custa castrar um cão de 10 kg?", "price_question", HOURS)
+
+
+CLINIC = """# Clínica
+
+Não fazemos atendimento domiciliar: todas as consultas são presenciais.
+Buscamos o seu pet em casa para banho e vacinas.
+Não vendemos medicamentos controlados.
+Cães acima de 15 kg: orçamento após avaliação.
+Castração de gata: R$ 520,00.
+Feriados: abrimos normalmente, com exceção de 25/12 e 01/01."""
+
+
+def test_the_customers_word_meets_the_knowledges_word_for_it():
+    # "remédio" is "medicamento", "em casa" is "domiciliar", "cachorro" is "cão", "natal" is 25/12
+    assert ask("vcs vendem remedio controlado?", "info_request", CLINIC).startswith("Não, não vendemos medicamentos")
+    assert ask("fazem consulta em casa?", "info_request", CLINIC).startswith("Não, não fazemos atendimento domiciliar")
+    assert "orçamento após avaliação" in ask("qnto custa pra castrar um cachorro de 30kg?", "price_question", CLINIC)
+    assert "25/12" in ask("vcs abrem no natal?", "info_request", CLINIC)
+
+
+def test_the_price_of_a_kind_the_knowledge_never_names_is_handed_over():
+    # the knowledge prices castration, never cataract surgery: another kind's price would be wrong
+    assert ask("qnto custa uma cirurgia de catarata em cachorro?", "price_question",
+               "# Cirurgias\n\n- Cirurgia de castração de cachorro: R$ 680,00.") == FALLBACK_NO_KNOWLEDGE
+    assert "R$ 680,00" in ask("qnto custa uma cirurgia de castração?", "price_question",
+                              "# Cirurgias\n\n- Cirurgia de castração de cachorro: R$ 680,00.")
