@@ -581,13 +581,14 @@ def unknown_object(message: str, units: Sequence[Unit]) -> set[str]:
 
 
 _KIND_OF = re.compile(r"\b(?:custa|custam|custaria|valor|preco|sai|fica|cobra|cobram)\s+(?:a |o |um |uma |da |do |de |na |no )?"
-                      r"([a-z]{3,}) (?:de|do|da|contra|pra|para) ([a-z]{4,})\b")
+                      r"([a-z]{3,}) (?:(?:de|do|da|contra|pra|para) )?([a-z]{4,})\b")
 
 
 def unknown_kind(message: str, units: Sequence[Unit]) -> set[str]:
     """In a price question, the kind of a thing the knowledge prices, when it never names that
     kind ("quanto custa uma cirurgia de catarata": cirurgia yes, catarata never): quoting the
-    price of another kind would state a wrong price, so the composer hands over."""
+    price of another kind would state a wrong price, so the composer hands over. The same for
+    a named variant ("quanto custa a suíte presidencial")."""
     _, focus = question_words(message)
     missing = uncovered_focus(message, units)
     if not missing:

@@ -362,7 +362,39 @@ async def knowledge(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps
     seen = {c.chunk_id for c in chunks}
     if len(found) > 1:  # found by the question's words alone: kept on the same lexical evidence
         chunks += [c for c in map(_as_chunk, found[1]) if c.chunk_id not in seen and lexically_sure(msg.text, c.text)]
-    return rerank(msg.text, chunks)[: inbox.rag_max_results]
+    chunks = rerank(msg.text, chunks)[: inbox.rag_max_results]
+    if lexical is not None and chunks:
+        chunks = await _cover_missing_word(msg, chunks, lexical, inbox.rag_max_results)
+    return chunks
+
+
+MAX_MISSING_WORD_CHUNKS = 3   # a word found in more chunks than this is not specific enough to rescue one
+
+
+async def _cover_missing_word(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical,
+                              limit: int) -> list[KnowledgeChunk]:
+    """When a specific word of the question ("gripe" of "a vacina de gripe qnto é?"), or the
+    knowledge's word for it ("drinks" for "caipirinha"), is in none of the retrieved chunks but in
+    a few chunks of the account, the best of those takes the last place: a short question names
+    one item of a long list, and the list's vector does not find it."""
+    from streams.respond.compose import answer_units, concept_forms, uncovered_focus, units_of_chunks
+
+    units = units_of_chunks([c.text for c in chunks])
+    missing = sorted(uncovered_focus(msg.text, units))
+    if not missing or len(missing) > 2:
+        return chunks
+    forms = concept_forms(msg.text)
+    have = {c.chunk_id for c in chunks}
+    for word in missing:
+        for form in sorted(forms.get(word, {word}), key=lambda f: (f != word, f)):
+            if len(form) < 4 or form.isdigit():
+                continue
+            found = [c for c in map(_as_chunk, await _call(lexical, msg.account_id, [form], MAX_MISSING_WORD_CHUNKS + 1))
+                     if c.chunk_id not in have and answer_units(c.text)]
+            if 0 < len(found) <= MAX_MISSING_WORD_CHUNKS:
+                best = rerank(msg.text, found)[0]
+                return chunks[: max(0, limit - 1)] + [best]
+    return chunks
 
 
 @dataclass

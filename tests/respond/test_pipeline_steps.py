@@ -282,3 +282,28 @@ def test_message_vector_is_embedded_once_and_cancelled_when_unused():
 
     same, cancelled = run(go())
     assert same and cancelled and emb.calls == 1
+
+
+def test_a_specific_word_no_retrieved_chunk_names_brings_the_chunk_that_does():
+    from streams.respond.handler import _cover_missing_word
+
+    def kc(text):
+        return KnowledgeChunk(uuid.uuid4(), uuid.uuid4(), 0.5, text)
+
+    got = [kc("Vacinas aplicadas de segunda a sábado, sem consulta."), kc("Filhotes podem vacinar a partir de 45 dias.")]
+    gripe = kc("**Cães**\n- V10: R$ 110,00\n- Gripe canina (tosse dos canis): R$ 125,00")
+    drinks = kc("Nossa carta de vinhos tem somente o tinto da casa. Não servimos drinks nem destilados.")
+    common = [kc(f"Banho e tosa {k}.") for k in range(6)]
+    index = {"gripe": [gripe], "drink": [drinks], "banho": common}
+    asked = []
+
+    def lexical(account_id, stems, limit):
+        asked.append(stems)
+        return [c for s in stems for c in index.get(s, [])][:limit]
+
+    msg = inbound("a vacina de gripe qnto é?")
+    out = asyncio.run(_cover_missing_word(msg, got, lexical, 3))
+    assert out == got + [gripe]
+    out = asyncio.run(_cover_missing_word(inbound("vcs servem caipirinha?"), got, lexical, 2))
+    assert out == got[:1] + [drinks]  # "drinks", the knowledge's word for a caipirinha, takes the last place
+    assert asyncio.run(_cover_missing_word(inbound("tem banho?"), got, lexical, 3)) == got  # in too many chunks
