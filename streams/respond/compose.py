@@ -537,6 +537,9 @@ def score_units(message: str, units: Sequence[Unit], *, wants_price: bool = Fals
     return out
 
 
+_VERB_END = re.compile(r"(am|em|ar|er|ir)$")
+
+
 def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
     """Focus words of the question that no retrieved unit mentions, not even by prefix."""
     _, focus = question_words(message)
@@ -548,10 +551,14 @@ def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
     in_range = {stem(f"{a}{m}") for a, m in _Q_AMOUNT.findall(norm)} \
         if any(range_match(norm, fold(u.text)) for u in units) else set()  # "30kg" → "acima de 15 kg"
     forms = concept_forms(message)
+    roots = {stem(t): t[:-2] for t in norm.split() if _VERB_END.search(t) and len(t) >= 6}
 
     def covered(f: str) -> bool:
         return f in stems or f in in_range or any(f in w for w in words)
-    return {f for f in focus if not any(covered(x) for x in forms.get(f, {f}))}
+
+    def same_root(f: str) -> bool:  # a verb and its noun: "cortam" / "corte", "hospedam" / "hospedagem"
+        return f in roots and any(w.startswith(roots[f]) for w in words)
+    return {f for f in focus if not any(covered(x) for x in forms.get(f, {f})) and not same_root(f)}
 
 
 _OFFER_VERB = re.compile(r"\b(tem|tem ai|vende|vendem|aceita|aceitam|faz|fazem|serve|servem|trabalha com|trabalham com|"
@@ -598,6 +605,22 @@ def unknown_kind(message: str, units: Sequence[Unit]) -> set[str]:
         if stem(head) in focus and stem(head) not in missing and stem(kind) in missing:
             out.add(stem(kind))
     return out
+
+
+_TO_THE_AGENT = re.compile(r"\b(voce|vc) (e|eh|ta|esta|tem|sabe|entende|gosta)\b")
+
+
+def asks_the_business(message: str) -> bool:
+    """A question about what the business offers or how something of it is ("vcs colocam
+    microchip?", "o x-aurora vem com o quê?"): never small talk, whatever the intent says; not a
+    question to the agent ("vc é robô?")."""
+    norm = normalize_chat(message)
+    if "?" not in message and not _WH.search(norm):
+        return False
+    if _TO_THE_AGENT.search(norm):
+        return False
+    _, focus = question_words(message)
+    return bool(focus) and bool(re.search(r"\bvoces\b", norm) or _OFFER_VERB.search(norm) or _WH.search(norm))
 
 
 def answer_text(message: str, picked: Sequence[Unit]) -> str:

@@ -292,3 +292,22 @@ def test_the_price_of_a_kind_the_knowledge_never_names_is_handed_over():
                "# Cirurgias\n\n- Cirurgia de castração de cachorro: R$ 680,00.") == FALLBACK_NO_KNOWLEDGE
     assert "R$ 680,00" in ask("qnto custa uma cirurgia de castração?", "price_question",
                               "# Cirurgias\n\n- Cirurgia de castração de cachorro: R$ 680,00.")
+
+
+def test_a_question_about_what_the_business_offers_is_not_small_talk():
+    from streams.respond.compose import asks_the_business
+
+    assert asks_the_business("vcs colocam microchip?") and asks_the_business("o x aurora vem com oq?")
+    assert not asks_the_business("vc é robô ou gente?") and not asks_the_business("kkkk ele é mto dramático mesmo")
+    # the intent says "general", but the knowledge does not say: hand over, not "Entendi!"
+    assert ask("vcs colocam microchip?", "general", CLINIC, retrieval="optional") == FALLBACK_NO_KNOWLEDGE
+    assert ask("vc é robô ou gente?", "general", CLINIC, retrieval="optional") != FALLBACK_NO_KNOWLEDGE
+
+
+def test_a_verb_is_covered_by_its_noun():
+    from streams.respond.compose import answer_units, uncovered_focus
+
+    units = answer_units("- Não fazemos corte de orelha ou de cauda.\n- Não hospedamos gatos.")
+    assert uncovered_focus("vcs cortam orelha de pitbull?", units) == {"pitbu"}
+    assert ask("vcs cortam orelha de pitbull?", "info_request",
+               "# O que não fazemos\n\n- Não fazemos corte de orelha ou de cauda.").startswith("Não")
