@@ -327,8 +327,14 @@ _DEAL = re.compile(r"\b(desconto|promoc\w*|metade do preco|gratis|de graca|em do
 
 
 def offers_deal(text: str) -> bool:
-    """A promotion, discount or cheaper option (what answers "tá caro")."""
-    return bool(_DEAL.search(fold(text)))
+    """A promotion, discount or cheaper option (what answers "tá caro"); not one denied ("não
+    oferecemos outros descontos", "as promoções não são cumulativas")."""
+    folded = fold(text)
+    for m in _DEAL.finditer(folded):
+        before, after = folded[:m.start()].split()[-4:], folded[m.end():].split()[:2]
+        if not ({"nao", "nem", "nenhum", "nenhuma"} & set(before + after)):
+            return True
+    return False
 
 
 def asks_price(message: str) -> bool:

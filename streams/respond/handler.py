@@ -52,7 +52,7 @@ from streams.respond.generate import (
     LOCATION_REPLY,
     unsupported_prices,
 )
-from streams.respond.intent import GENERAL, IntentExamples, IntentResult, detect_intent, refine_intent
+from streams.respond.intent import GENERAL, OBJECTION, IntentExamples, IntentResult, detect_intent, refine_intent
 from streams.respond.lead import next_lead_state
 from streams.respond.model import ConversationContext, Generation, KnowledgeChunk, ReplyRequest, Usage
 from streams.respond.ports import Clock, ConversationStore, Embedder, Generator, KnowledgeSearch, MemoryRecall
@@ -365,7 +365,28 @@ async def knowledge(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps
     chunks = rerank(msg.text, chunks)[: inbox.rag_max_results]
     if lexical is not None and chunks:
         chunks = await _cover_missing_word(msg, chunks, lexical, inbox.rag_max_results)
+    if lexical is not None and p.intent.intent == OBJECTION:
+        chunks += await _deals(msg, chunks, lexical)
     return chunks
+
+
+DEAL_STEMS = ("promo", "desco")   # "promoção", "desconto": where a business writes its deals
+MAX_DEAL_CHUNKS = 2
+
+
+async def _deals(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical) -> list[KnowledgeChunk]:
+    """An objection ("tá caro") is answered with a deal, and a deal is found by its words, not by
+    the meaning of a complaint: the account's chunks that offer one (``compose.offers_deal``), best
+    for the message first, besides what the vector search found."""
+    from streams.respond.compose import answer_units, offers_deal
+
+    have = {c.chunk_id for c in chunks}
+    found: dict = {}
+    for s in DEAL_STEMS:
+        for c in map(_as_chunk, await _call(lexical, msg.account_id, [s], 2 * MAX_DEAL_CHUNKS)):
+            if c.chunk_id not in have and any(offers_deal(u.text) for u in answer_units(c.text)):
+                found.setdefault(c.chunk_id, c)
+    return rerank(msg.text, list(found.values()))[:MAX_DEAL_CHUNKS]
 
 
 MAX_MISSING_WORD_CHUNKS = 3   # a word found in more chunks than this is not specific enough to rescue one

@@ -307,3 +307,22 @@ def test_a_specific_word_no_retrieved_chunk_names_brings_the_chunk_that_does():
     out = asyncio.run(_cover_missing_word(inbound("vcs servem caipirinha?"), got, lexical, 2))
     assert out == got[:1] + [drinks]  # "drinks", the knowledge's word for a caipirinha, takes the last place
     assert asyncio.run(_cover_missing_word(inbound("tem banho?"), got, lexical, 3)) == got  # in too many chunks
+
+
+def test_an_objection_brings_the_accounts_deals_found_by_their_words():
+    from streams.respond.compose import offers_deal
+    from streams.respond.handler import _deals
+
+    def kc(text):
+        return KnowledgeChunk(uuid.uuid4(), uuid.uuid4(), 1.0, text)
+
+    promo = kc("# Promoções\n\n- **Terça em Dobro**: a segunda pizza grande sai pela metade do preço.")
+    rules = kc("Regras: as promoções não são cumulativas entre si.")
+    got = [kc("Pizza meio a meio só nos tamanhos média e grande.")]
+
+    def lexical(account_id, stems, limit):
+        return {"promo": [promo, rules], "desco": []}[stems[0]][:limit]
+
+    assert asyncio.run(_deals(inbound("86 reais numa pizza? ta caro demais"), got, lexical)) == [promo]
+    assert offers_deal("Tarde Aurora: 20% de desconto nos períodos de 2h e 4h.")
+    assert not offers_deal("Fora isso, não oferecemos outros descontos.") and not offers_deal(rules.text)
