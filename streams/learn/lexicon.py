@@ -800,6 +800,10 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "birita": ("bebida", "alcool", "alcoolica"), "cerveja": ("bebida", "alcoolica"), "breja": ("cerveja",),
     "refri": ("refrigerante",), "camarao": ("frutos do mar",),
     "lagosta": ("frutos do mar",), "marisco": ("frutos do mar",), "peixe frito": ("frutos do mar",),
+    # spelling variants, free of charge, an address
+    "wifi": ("wi-fi", "internet"), "wi fi": ("wi-fi", "wifi", "internet"), "internet": ("wi-fi", "wifi"),
+    "de graca": ("gratuito", "gratis", "sem custo"), "gratis": ("gratuito", "sem custo"),
+    "endereco": ("rua", "avenida", "rodovia", "av"), "localizacao": ("rua", "avenida", "rodovia", "endereco"),
     # home, paying later, getting there
     "em casa": ("domiciliar", "domicilio"), "na minha casa": ("domiciliar", "domicilio"),
     "a domicilio": ("domiciliar",), "pagar depois": ("fiado", "posterior"), "pago depois": ("fiado", "posterior"),

@@ -344,11 +344,17 @@ def asks_price(message: str) -> bool:
     return bool(_PRICE_Q.search(norm)) and not _DEADLINE_Q.search(norm) and not _DURATION_Q.search(norm)
 
 
+# "quantas pessoas", "quantos kg": a count or a measure, not a price
+_COUNT_Q = re.compile(r"\bquant[oa]s (?!reais\b|real\b|pila\b|conto\b)[a-z]{3,}")
+
+
 def wants_price(message: str, price_intent: bool = False) -> bool:
     """The answer must state a price: the question asks one, or the intent says so,
-    unless the question asks a deadline or a duration ("qnto tempo demora")."""
+    unless the question asks a deadline, a duration ("qnto tempo demora") or a count
+    ("quantas pessoas podem ficar")."""
     norm = normalize_chat(message)
-    if _DEADLINE_Q.search(norm) or _DURATION_Q.search(norm):
+    if _DEADLINE_Q.search(norm) or _DURATION_Q.search(norm) or (_COUNT_Q.search(norm) and not _PRICE_Q.search(
+            _COUNT_Q.sub(" ", norm))):
         return False
     return price_intent or bool(_PRICE_Q.search(norm))
 
@@ -562,9 +568,12 @@ def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
     def covered(f: str) -> bool:
         return f in stems or f in in_range or any(f in w for w in words)
 
+    def named_otherwise(f: str) -> bool:  # another name, as a word of its own ("mar" is not in "margherita")
+        return any(x in stems or (len(x) >= 4 and any(w.startswith(x) for w in words)) for x in forms.get(f, ()))
+
     def same_root(f: str) -> bool:  # a verb and its noun: "cortam" / "corte", "hospedam" / "hospedagem"
         return f in roots and any(w.startswith(roots[f]) for w in words)
-    return {f for f in focus if not any(covered(x) for x in forms.get(f, {f})) and not same_root(f)}
+    return {f for f in focus if not covered(f) and not named_otherwise(f) and not same_root(f)}
 
 
 _OFFER_VERB = re.compile(r"\b(tem|tem ai|vende|vendem|aceita|aceitam|faz|fazem|serve|servem|trabalha com|trabalham com|"
@@ -607,9 +616,24 @@ def unknown_kind(message: str, units: Sequence[Unit]) -> set[str]:
     if not missing:
         return set()
     out = set()
-    for head, kind in _KIND_OF.findall(_measures(normalize_chat(message))):
-        if stem(head) in focus and stem(head) not in missing and stem(kind) in missing:
+    named = _named_heads(units)
+    for m in _KIND_OF.finditer(_measures(normalize_chat(message))):
+        head, kind = m.group(1), m.group(2)
+        if stem(head) not in focus or stem(head) in missing or stem(kind) not in missing:
+            continue
+        # "cirurgia de catarata": a kind; "suíte presidencial": a name, where the knowledge names
+        # its items ("Suíte Brisa", "Suíte Coral"); "consulta normal" is neither
+        if " de " in m.group(0) or " do " in m.group(0) or " da " in m.group(0) or stem(head) in named:
             out.add(stem(kind))
+    return out
+
+
+def _named_heads(units: Sequence[Unit]) -> set[str]:
+    """Stems of the words the knowledge follows with a proper name ("Suíte Brisa", "Pacote Pétalas")."""
+    out = set()
+    for u in units:
+        for m in re.finditer(r"\b([A-Za-zÀ-ÿ]{3,}) [A-ZÀ-Ý][a-zà-ÿ]{2,}", u.text):
+            out.add(stem(fold(m.group(1))))
     return out
 
 

@@ -311,3 +311,20 @@ def test_a_verb_is_covered_by_its_noun():
     assert uncovered_focus("vcs cortam orelha de pitbull?", units) == {"pitbu"}
     assert ask("vcs cortam orelha de pitbull?", "info_request",
                "# O que não fazemos\n\n- Não fazemos corte de orelha ou de cauda.").startswith("Não")
+
+
+def test_a_count_is_not_a_price_and_a_short_other_name_is_a_word_of_its_own():
+    from streams.respond.compose import answer_units, uncovered_focus, wants_price
+
+    assert not wants_price("quantas pessoas podem ficar na suite?", price_intent=True)
+    assert wants_price("qnto custa pra 2 pessoas?") and wants_price("quantos reais é a diaria?", price_intent=True)
+    # "camarão" is "frutos do mar", whose "mar" is not the "mar" of "margherita"
+    units = answer_units("- Pizzas Margherita, Calabresa e Portuguesa.")
+    assert uncovered_focus("tem pizza de camarao?", units) == {"camar"}
+
+
+def test_an_unnamed_item_of_named_ones_is_handed_over_but_a_plain_adjective_is_not():
+    suites = "# Suítes\n\n- **Suíte Brisa**: cama queen. 2h: R$ 89,00.\n- **Suíte Coral**: ofurô. 2h: R$ 139,00."
+    assert ask("qnto custa a suite presidencial?", "price_question", suites) == FALLBACK_NO_KNOWLEDGE
+    clinic = "# Consultas\n\n- Consulta clínica geral: R$ 160,00\n- Consulta de filhote: R$ 130,00"
+    assert "R$ 160,00" in ask("qnto custa a consulta normal?", "price_question", clinic)
