@@ -32,6 +32,7 @@ see that module's output for the trade-off per embedder.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Sequence
@@ -134,6 +135,7 @@ def talks_place(query_text: str) -> bool:
     return bool(_PLACE_Q.search(normalize_chat(query_text)))
 
 
+@functools.lru_cache(maxsize=16384)
 def is_place_fact(content: str) -> bool:
     """Where the customer lives or which unit they go to ("Mora no Jardim Europa", "Prefere a unidade Rodovia")."""
     from streams.respond.text import fold
@@ -264,12 +266,11 @@ def anchor_lift(facts: Sequence["MemoryFact"], scores: Sequence[float]) -> list[
     4 anos chamado Miguel") closes ``ANCHOR_LIFT`` of its gap to the best other fact about the
     same person, by name or, when that fact names no one, by relation ("O filho de 4 anos é
     alérgico a perfume"): the agent should know who "a Carol" or "o Thor" is."""
-    from streams.respond.text import fold
-
     if len(facts) < 2:
         return list(scores)
-    words = [fold(f.content).split() for f in facts]
-    all_names = set().union(*(_names(f.content) for f in facts))
+    profiles = [_profile(f.content) for f in facts]
+    words = [p.words for p in profiles]
+    all_names = set().union(*(p.names for p in profiles))
     intro = [introduced(ws, all_names) if f.memory_type in _INTRO_TYPES else set()
              for f, ws in zip(facts, words)]
     keys = []
@@ -289,66 +290,87 @@ def anchor_lift(facts: Sequence["MemoryFact"], scores: Sequence[float]) -> list[
     return out
 
 
+@dataclass(frozen=True)
+class _Profile:
+    """What the word evidence reads in a fact's text (cached: a contact's facts come back message after message)."""
+
+    words: tuple[str, ...]
+    wordset: frozenset[str]
+    names: frozenset[str]      # capitalised words, not the first (``_names``)
+    stems: frozenset[str]      # content stems
+    roles: frozenset[str]      # the roles its relation words name
+    species: frozenset[str]
+    gender: str | None         # of its first pet word (``pet_gender``)
+
+
+@functools.lru_cache(maxsize=16384)
+def _profile(content: str) -> _Profile:
+    from streams.respond.compose import stem
+    from streams.respond.text import STOPWORDS, fold
+
+    words = tuple(fold(content).split())
+    return _Profile(words, frozenset(words), frozenset(_names(content)),
+                    frozenset(stem(w) for w in words if w not in STOPWORDS and len(w) > 2),
+                    frozenset(_ROLE_OF[w] for w in words if w in _ROLE_OF),
+                    frozenset(_SPECIES_OF[w] for w in words if w in _SPECIES_OF), pet_gender(words))
+
+
 def word_evidence(query_text: str, contents: Sequence[str]) -> list[float]:
     """Per fact, the bonus the customer's words give it (see ``ROLES``)."""
     from streams.respond.compose import stem
-    from streams.respond.text import STOPWORDS, fold, normalize_chat
+    from streams.respond.text import STOPWORDS, normalize_chat
 
-    q_words = set(normalize_chat(query_text).split())
+    q_list = normalize_chat(query_text).split()
+    q_words = set(q_list)
     q_stems = {stem(w) for w in q_words if w not in STOPWORDS and len(w) > 2}
     q_roles = {_ROLE_OF[w] for w in q_words if w in _ROLE_OF}
     if speaks_as_couple(query_text):
         q_roles.add("partner")
     q_species = {_SPECIES_OF[w] for w in q_words if w in _SPECIES_OF}
-    q_gender = pet_gender(normalize_chat(query_text).split())
-    fact_gender = [pet_gender(fold(c).split()) for c in contents]
+    q_gender = pet_gender(q_list)
+    profiles = [_profile(c) for c in contents]
 
-    def holds_role(ws: set[str], gender: str | None = None) -> bool:
+    def holds_role(f: _Profile) -> bool:
         """The fact holds a role the customer referred to (a pet of another species, or
         of the other sex — "minha peluda" is not "um gato" — does not)."""
-        if not any(_ROLE_OF.get(w) in q_roles for w in ws):
+        if not f.roles & q_roles:
             return False
-        species = {_SPECIES_OF[w] for w in ws if w in _SPECIES_OF}
-        others = {_ROLE_OF.get(w) for w in ws} - {"pet"}
-        other_pet = ((q_species and species and not species & q_species)  # the sex only where no species is said
-                     or (not q_species and q_gender and gender and q_gender != gender))
-        return not other_pet or bool(others & q_roles)
-    fact_words = [set(fold(c).split()) for c in contents]
+        other_pet = ((q_species and f.species and not f.species & q_species)  # the sex only where no species is said
+                     or (not q_species and q_gender and f.gender and q_gender != f.gender))
+        return not other_pet or bool((f.roles - {"pet"}) & q_roles)
+    held = [holds_role(f) for f in profiles]
     # a name is a capitalised word that is not the first of its fact; once known,
     # it is found in any position ("Casado com a Renata" / "Renata não come glúten")
-    all_names = set().union(*(_names(c) for c in contents)) if contents else set()
-    fact_names = [ws & all_names for ws in fact_words]
+    all_names = frozenset().union(*(f.names for f in profiles)) if contents else frozenset()
+    fact_names = [f.wordset & all_names for f in profiles]
     df: dict[str, int] = {}
-    for ws in fact_words:
-        for st in {stem(w) for w in ws if w not in STOPWORDS and len(w) > 2}:
+    for f in profiles:
+        for st in f.stems:
             df[st] = df.get(st, 0) + 1
     # people of the roles the customer mentioned, and the people they named
-    linked = set()
-    for ws, names, g in zip(fact_words, fact_names, fact_gender):
-        if holds_role(ws, g):
+    linked: set[str] = set()
+    for h, names in zip(held, fact_names):
+        if h:
             linked |= names
     linked |= {w for w in q_words if any(w in n for n in fact_names)}
     # relations named beside them ("O filho de 4 anos é alérgico a perfume; não usar perfume no Pingo")
-    near = {_ROLE_OF[w] for ws, names in zip(fact_words, fact_names) if names & linked
-            for w in ws if w in _ROLE_OF} - {"pet"}
+    near = set().union(*(f.roles for f, names in zip(profiles, fact_names) if names & linked)) - {"pet"}
     # the people and pets the facts introduce ("Casado com a Renata", "Tem um gato chamado Sushi"):
     # when the customer refers to someone, a fact about another of them is about someone else
-    people = set().union(*(introduced(fold(c).split(), all_names) for c in contents)) if contents else set()
+    people = set().union(*(introduced(f.words, all_names) for f in profiles)) if contents else set()
     refers = bool(q_roles or (q_words & all_names))
     out = []
-    n = max(1, len(contents))
-    for ws, names, g in zip(fact_words, fact_names, fact_gender):
+    rare = max(1, max(1, len(contents)) // 3)
+    for f, names, h in zip(profiles, fact_names, held):
         bonus = 0.0
-        if (refers and names & people and not names & people & linked and not holds_role(ws, g)
-                and not {_ROLE_OF.get(w) for w in ws} & near):
+        if refers and names & people and not names & people & linked and not h and not f.roles & near:
             bonus -= OTHER_PARTY
         if names & q_words:
             bonus += NAME_BONUS
-        if holds_role(ws, g):
+        if h:
             bonus += ROLE_BONUS
         if names & linked:
             bonus += LINK_BONUS
-        shared = {stem(w) for w in ws if w not in STOPWORDS and len(w) > 2} & q_stems
-        bonus += WORD_BONUS * sum(1 for st in shared if df.get(st, 0) <= max(1, n // 3))
+        bonus += WORD_BONUS * sum(1 for st in f.stems & q_stems if df.get(st, 0) <= rare)
         out.append(bonus)
     return out
