@@ -31,6 +31,7 @@ statement ("Não aceitamos cheque.") is answered "Não, ...".
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -294,6 +295,11 @@ def concept_forms(message: str) -> dict[str, set[str]]:
     """Per customer's word that the knowledge may name otherwise (``lexicon.CONCEPTS``:
     "cachorro" → "cão", "pet"; "remédio" → "medicamento"; "natal" → "25/12"), the stem of
     that word (its last content word for a phrase: "casa" of "em casa") → the stems of all its names."""
+    return {k: set(v) for k, v in _concept_forms(message)}
+
+
+@functools.lru_cache(maxsize=4096)
+def _concept_forms(message: str) -> tuple[tuple[str, frozenset[str]], ...]:
     from streams.learn.lexicon import concepts_in
 
     out: dict[str, set[str]] = {}
@@ -303,7 +309,7 @@ def concept_forms(message: str) -> dict[str, set[str]]:
         forms = out.setdefault(key, {key})
         for o in others:
             forms |= {stem(t) for t in _measures(fold(o)).split() if t not in STOPWORDS}
-    return out
+    return tuple((k, frozenset(v)) for k, v in out.items())
 
 
 def expanded_focus(message: str) -> set[str]:
