@@ -27,6 +27,15 @@ similarity is high; and when the question names something the retrieved
 knowledge never mentions at all ("catarata", "adestramento"), nothing answers it
 and the composer hands over. A yes/no question whose best unit is a negative
 statement ("Não aceitamos cheque.") is answered "Não, ...".
+
+The customer's words and the knowledge's words for the same thing meet through the
+shared lexicon (``streams.learn.lexicon.CONCEPTS``, ``concept_forms``): "cachorro" finds
+"cães" and "pets", "remédio" "medicamentos", "em casa" "domiciliar", "caipirinha" "drinks",
+"natal" "25/12"; a verb is covered by its noun ("cortam" / "corte"). A price question about
+a kind or a named item the knowledge never names ("cirurgia de catarata", "suíte
+presidencial" where the suites have names) is handed over (``unknown_kind``): another
+kind's price would be wrong. A question about what the business offers is answered as one
+(or handed over) even when the intent says ``general`` (``asks_the_business``).
 """
 
 from __future__ import annotations

@@ -339,7 +339,9 @@ async def recall(msg: InboundMessage, p: Plan, deps: Responder) -> list[ScoredFa
 async def knowledge(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps: Responder,
                     query: dict[str, Any] | None = None) -> list[KnowledgeChunk]:
     """The account's chunks within the inbox's cut-off (or rescued by the question's words),
-    re-ranked, at most ``rag_max_results``. ``query`` receives the vector used."""
+    re-ranked, at most ``rag_max_results``; a specific word of the question that none of them
+    names brings a chunk that does (``_cover_missing_word``), and an objection brings the
+    account's deals (``_deals``). ``query`` receives the vector used."""
     if p.vector is not None and deps.memory_embedder.name == deps.knowledge_embedder.name:
         vec = await p.vector.get()
     else:
