@@ -401,8 +401,13 @@ def asks_name(message: str) -> bool:
 
 def names_someone(text: str) -> bool:
     """A title or a role followed by a name ("Dra. Helena", "a veterinária Marta",
-    "médico responsável Paulo"); a role word in a name ("Hospital Veterinário Vila Sul") is capitalised and is not a person."""
-    return bool(_PERSON_A.search(text))
+    "médico responsável Paulo"); a role word in a name ("Hospital Veterinário Vila Sul") is capitalised and is not a person,
+    nor is a title in a place's name ("Rua Doutor Amâncio", "Praça Dr. Lima")."""
+    return any(not _PLACE_BEFORE.search(text[:m.start()]) for m in _PERSON_A.finditer(text))
+
+
+_PLACE_BEFORE = re.compile(r"\b(Rua|R\.|Av\.|Avenida|Travessa|Alameda|Praça|Rodovia|Estrada|Largo|Hospital|Clínica|Escola|"
+                           r"Colégio|Edifício|Shopping|Parque)\s*$")
 
 
 def carries_asked_attribute(message: str, text: str) -> bool | None:

@@ -328,3 +328,10 @@ def test_an_unnamed_item_of_named_ones_is_handed_over_but_a_plain_adjective_is_n
     assert ask("qnto custa a suite presidencial?", "price_question", suites) == FALLBACK_NO_KNOWLEDGE
     clinic = "# Consultas\n\n- Consulta clínica geral: R$ 160,00\n- Consulta de filhote: R$ 130,00"
     assert "R$ 160,00" in ask("qnto custa a consulta normal?", "price_question", clinic)
+
+
+def test_a_title_in_a_street_name_is_not_a_person():
+    from streams.respond.compose import names_someone
+
+    assert not names_someone("Unidade Centro — Rua Doutor Amâncio, 415.")
+    assert names_someone("A veterinária Dra. Helena atende às terças.")
