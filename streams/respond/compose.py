@@ -438,6 +438,23 @@ def says_no(text: str, focus: set[str]) -> bool:
     return False
 
 
+def denies_whole_kind(text: str, other_names: set[str]) -> bool:
+    """``says_no`` through another name of the customer's word, only when it denies the whole
+    kind ("Não servimos drinks nem destilados" for a caipirinha), not a qualified part of it
+    ("Não fazemos cirurgias ortopédicas" says nothing of a castration)."""
+    if not other_names:
+        return False
+    words = fold(text).split()
+    for k, w in enumerate(words):
+        if (w in ("nao", "nem", "nunca") or w.startswith("proibid")) and not (k and words[k - 1] == "se"):
+            for j in range(k + 1, min(len(words), k + 6)):
+                if stem(words[j]) in other_names:
+                    after = words[j + 1] if j + 1 < len(words) else ""
+                    if not after or after in STOPWORDS or after in ("nem", "ou", "e"):
+                        return True
+    return False
+
+
 def is_yes_no(message: str) -> bool:
     return not _WH.search(normalize_chat(message))
 
@@ -687,7 +704,8 @@ def answer_text(message: str, picked: Sequence[Unit]) -> str:
         if u.context and ctx_only and len(u.context.split()) <= 4:
             text = f"{u.context}: {text}"
         parts.append(text)
-    if is_yes_no(message) and says_no(picked[0].text, focus | expanded_focus(message)):
+    if is_yes_no(message) and (says_no(picked[0].text, focus)
+                               or denies_whole_kind(picked[0].text, expanded_focus(message) - focus)):
         lead = parts[[u for u in sorted(picked, key=lambda x: x.order)].index(picked[0])]
         parts.remove(lead)
         parts.insert(0, "Não, " + lead[0].lower() + lead[1:] if fold(lead).startswith("nao") else "Não. " + lead)

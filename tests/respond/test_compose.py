@@ -335,3 +335,13 @@ def test_a_title_in_a_street_name_is_not_a_person():
 
     assert not names_someone("Unidade Centro — Rua Doutor Amâncio, 415.")
     assert names_someone("A veterinária Dra. Helena atende às terças.")
+
+
+def test_no_through_another_name_only_when_the_whole_kind_is_denied():
+    from streams.respond.compose import denies_whole_kind
+
+    assert denies_whole_kind("Não servimos drinks nem destilados.", {"drink"})
+    assert not denies_whole_kind("Não fazemos cirurgias ortopédicas.", {"cirur"})
+    text = ask("vcs fazem castração?", "info_request", "# Cirurgias\n\n- Castração de gata: R$ 520,00.\n"
+               "- Não fazemos cirurgias ortopédicas.")
+    assert not text.startswith("Não")
