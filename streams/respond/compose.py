@@ -444,14 +444,15 @@ def denies_whole_kind(text: str, other_names: set[str]) -> bool:
     ("Não fazemos cirurgias ortopédicas" says nothing of a castration)."""
     if not other_names:
         return False
-    words = fold(text).split()
-    for k, w in enumerate(words):
-        if (w in ("nao", "nem", "nunca") or w.startswith("proibid")) and not (k and words[k - 1] == "se"):
-            for j in range(k + 1, min(len(words), k + 6)):
-                if stem(words[j]) in other_names:
-                    after = words[j + 1] if j + 1 < len(words) else ""
-                    if not after or after in STOPWORDS or after in ("nem", "ou", "e"):
-                        return True
+    for clause in re.split(r"[,:;.!?()]", text):   # a word ending its clause is unqualified
+        words = fold(clause).split()
+        for k, w in enumerate(words):
+            if (w in ("nao", "nem", "nunca") or w.startswith("proibid")) and not (k and words[k - 1] == "se"):
+                for j in range(k + 1, min(len(words), k + 6)):
+                    if stem(words[j]) in other_names:
+                        after = words[j + 1] if j + 1 < len(words) else ""
+                        if not after or after in STOPWORDS or after in ("nem", "ou", "e"):
+                            return True
     return False
 
 
