@@ -93,7 +93,7 @@ def recall_metrics(folder: Path, embedder) -> dict:
     from streams.respond.evaluate_recall import recall_metrics as recall_of
 
     m = recall_of(folder, embedder)
-    return {"recall_at_3": m["recall@3"], "recall_at_5": m["recall@5"]}
+    return {"recall_at_3": m["recall@3"], "recall_at_5": m["recall@5"], "recall_misses": m["misses"]}
 
 
 # ------------------------------------------------------------------ answers
@@ -109,7 +109,8 @@ def answer_metrics(folder: Path, embedder, generator_factory: Callable | None = 
     generator = generator_factory() if generator_factory else None
     grid = asyncio.run(run_grid(embedder, questions, docs, [None], DEFAULT_RAG_MAX_RESULTS,
                                 (s.chunk_size, s.chunk_overlap), generator=generator))
-    return {"answer_accuracy": grid[0]["accuracy"], "answer_failures": grid[0]["failures"]}
+    return {"answer_accuracy": grid[0]["accuracy"], "answer_failures": grid[0]["failures"],
+            "answer_failure_details": grid[0].get("failure_details", [])}
 
 
 # --------------------------------------------------------------------- main
@@ -160,12 +161,29 @@ def format_table(columns: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+def format_misses(columns: dict[str, dict]) -> str:
+    """Per folder: the questions answered wrongly (gold and detected intent, expected, reply) and
+    the recall cases with a relevant fact outside the top 3 (the missing facts, what ranked instead)."""
+    lines = []
+    for name, col in columns.items():
+        for f in col.get("answer_failure_details", []):
+            lines.append(f"[{name}] answer {f['question_id']} ({f['gold_intent']} → {f['intent']}): {f['text']!r}\n"
+                         f"    expected {f['expected']}\n    reply    {f['reply']!r}")
+        for m in col.get("recall_misses", []):
+            lines.append(f"[{name}] recall {m['case_id']}: {m['query']!r}\n    missing {m['missing']}\n"
+                         f"    top3    {m['top3']}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m streams.evaluation", description=__doc__.split("\n\n")[0])
     ap.add_argument("--provider", default="rules", help="rules (offline) | openai: extraction, contradiction, replies")
     ap.add_argument("--corpus", action="append", type=Path, default=None,
                     help="a corpus folder (repeatable); default: examples/dev and examples/heldout")
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON object too")
+    ap.add_argument("--misses", action="store_true",
+                    help="list each folder's answer failures and recall@3 misses (for tuning folders: never "
+                         "read held-out's)")
     a = ap.parse_args(argv)
     folders = a.corpus or [DEV_DIR, HELDOUT_DIR]
     t0 = time.perf_counter()
@@ -195,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     failed = sum(c.get("extraction_failed", 0) for c in columns.values())
     if failed:
         print(f"warning: {failed} conversation(s) failed extraction (counted as no facts)", file=sys.stderr)
+    if a.misses:
+        print(format_misses(columns))
     if a.json:
         print(json.dumps(columns, ensure_ascii=False, default=str))
     bad = sum(c.get("non_verbatim", 0) + c.get("instruction_facts", 0) for c in columns.values())

@@ -767,3 +767,55 @@ def parse_slots(memory_type: str, text: str) -> list[Slot]:
 def single_valued(key: str) -> bool:
     """A slot that holds one value at a time (a new value replaces the old one)."""
     return key in SINGLE_VALUED or key.startswith("preferred_")
+
+
+# ---------------------------------------------------------------------------
+# What customers call things, and what a business's knowledge calls them
+# ---------------------------------------------------------------------------
+#: A customer's word or phrase (folded, chat spelling made standard) → the words a
+#: knowledge base may use for the same thing or for the kind it belongs to ("cachorro" →
+#: "cão", "pet"; "caipirinha" → "drink"; "remédio" → "medicamento"; "natal" → "25/12").
+#: Read by the responder's composer (``streams.respond.compose``) to match a question with
+#: the sentence that answers it; the customer's own word still counts first.
+CONCEPTS: dict[str, tuple[str, ...]] = {
+    # animals: the species, the kind (pet, animal) and the sex
+    "cachorro": ("cao", "pet", "animal"), "cachorra": ("cadela", "cao", "pet", "femea", "animal"),
+    "cachorros": ("caes", "pets", "animais"), "cachorrinho": ("cao", "pet"), "cachorrinha": ("cadela", "cao", "pet"),
+    "dog": ("cao", "pet"), "cao": ("cachorro", "pet", "animal"), "caes": ("cachorros", "pets", "animais"),
+    "cadela": ("cao", "femea", "pet", "animal"), "cadelinha": ("cadela", "cao", "femea", "pet"),
+    "gato": ("felino", "pet", "animal"), "gata": ("felina", "femea", "pet", "animal"), "gatos": ("pets", "animais"),
+    "gatinho": ("gato", "pet"), "gatinha": ("gata", "femea", "pet"), "bichano": ("gato", "pet"),
+    "bicho": ("pet", "animal"), "bichinho": ("pet", "animal"),
+    "passarinho": ("ave", "aves", "exotico"), "passaro": ("ave", "aves", "exotico"), "papagaio": ("ave", "exotico"),
+    "calopsita": ("ave", "exotico"), "jabuti": ("reptil", "exotico"), "tartaruga": ("reptil", "exotico"),
+    "coelho": ("exotico",), "hamster": ("exotico",), "iguana": ("reptil", "exotico"),
+    # health and procedures
+    "remedio": ("medicamento", "medicacao"), "remedios": ("medicamentos",), "comprimido": ("medicamento", "remedio"),
+    "castrar": ("castracao", "cirurgia"), "castracao": ("cirurgia",), "operar": ("cirurgia",),
+    "operacao": ("cirurgia",), "vacinar": ("vacina", "vacinacao"), "internar": ("internacao",),
+    # drinks and food
+    "caipirinha": ("drink", "drinks"), "caipirinhas": ("drinks",), "caipiroska": ("drink", "destilado"),
+    "vodka": ("destilado", "destilados"), "whisky": ("destilado", "destilados"), "uisque": ("whisky", "destilado"),
+    "cachaca": ("destilado", "destilados"), "pinga": ("cachaca", "destilado"), "gin": ("destilado", "drink"),
+    "birita": ("bebida", "alcool", "alcoolica"), "cerveja": ("bebida", "alcoolica"), "breja": ("cerveja",),
+    "refri": ("refrigerante",), "camarao": ("frutos do mar",),
+    "lagosta": ("frutos do mar",), "marisco": ("frutos do mar",), "peixe frito": ("frutos do mar",),
+    # spelling variants, free of charge, an address
+    "wifi": ("wi-fi", "internet"), "wi fi": ("wi-fi", "wifi", "internet"), "internet": ("wi-fi", "wifi"),
+    "de graca": ("gratuito", "gratis", "sem custo"), "gratis": ("gratuito", "sem custo"),
+    "endereco": ("rua", "avenida", "rodovia", "av"), "localizacao": ("rua", "avenida", "rodovia", "endereco"),
+    # home, paying later, getting there
+    "em casa": ("domiciliar", "domicilio"), "na minha casa": ("domiciliar", "domicilio"),
+    "a domicilio": ("domiciliar",), "pagar depois": ("fiado", "posterior"), "pago depois": ("fiado", "posterior"),
+    "pendura": ("fiado",), "pendurar": ("fiado",), "estacionar": ("estacionamento",),
+    # holidays with a fixed date
+    "natal": ("25/12",), "vespera de natal": ("24/12",), "ano novo": ("01/01",), "reveillon": ("31/12", "01/01"),
+    "virada": ("31/12",), "tiradentes": ("21/04",), "dia do trabalho": ("01/05",), "finados": ("02/11",),
+    "independencia": ("07/09",), "proclamacao": ("15/11",),
+}
+_CONCEPT_RE = re.compile(r"\b(" + "|".join(sorted(map(re.escape, CONCEPTS), key=len, reverse=True)) + r")\b")
+
+
+def concepts_in(normalized: str) -> list[tuple[str, tuple[str, ...]]]:
+    """The customer's words of ``CONCEPTS`` found in a normalised text, with their other names."""
+    return [(m.group(1), CONCEPTS[m.group(1)]) for m in _CONCEPT_RE.finditer(normalized)]

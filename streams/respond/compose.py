@@ -27,10 +27,20 @@ similarity is high; and when the question names something the retrieved
 knowledge never mentions at all ("catarata", "adestramento"), nothing answers it
 and the composer hands over. A yes/no question whose best unit is a negative
 statement ("Não aceitamos cheque.") is answered "Não, ...".
+
+The customer's words and the knowledge's words for the same thing meet through the
+shared lexicon (``streams.learn.lexicon.CONCEPTS``, ``concept_forms``): "cachorro" finds
+"cães" and "pets", "remédio" "medicamentos", "em casa" "domiciliar", "caipirinha" "drinks",
+"natal" "25/12"; a verb is covered by its noun ("cortam" / "corte"). A price question about
+a kind or a named item the knowledge never names ("cirurgia de catarata", "suíte
+presidencial" where the suites have names) is handed over (``unknown_kind``): another
+kind's price would be wrong. A question about what the business offers is answered as one
+(or handed over) even when the intent says ``general`` (``asks_the_business``).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -290,6 +300,35 @@ def _measures(folded: str) -> str:
     return _HOURS_WORD.sub(r"\1h", folded)
 
 
+def concept_forms(message: str) -> dict[str, set[str]]:
+    """Per customer's word that the knowledge may name otherwise (``lexicon.CONCEPTS``:
+    "cachorro" → "cão", "pet"; "remédio" → "medicamento"; "natal" → "25/12"), the stem of
+    that word (its last content word for a phrase: "casa" of "em casa") → the stems of all its names."""
+    return {k: set(v) for k, v in _concept_forms(message)}
+
+
+@functools.lru_cache(maxsize=4096)
+def _concept_forms(message: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    from streams.learn.lexicon import concepts_in
+
+    out: dict[str, set[str]] = {}
+    for word, others in concepts_in(_measures(normalize_chat(message))):
+        own = [t for t in word.split() if t not in STOPWORDS]
+        key = stem(own[-1]) if own else stem(word.split()[-1])
+        forms = out.setdefault(key, {key})
+        for o in others:
+            forms |= {stem(t) for t in _measures(fold(o)).split() if t not in STOPWORDS}
+    return tuple((k, frozenset(v)) for k, v in out.items())
+
+
+def expanded_focus(message: str) -> set[str]:
+    """The focus stems of a message and the other names of its words (``concept_forms``)."""
+    _, focus = question_words(message)
+    for forms in concept_forms(message).values():
+        focus |= forms
+    return focus
+
+
 def question_words(message: str) -> tuple[set[str], set[str]]:
     """(all content stems, focus stems) of a customer's message."""
     tokens = [t for t in _measures(normalize_chat(message)).split() if t not in STOPWORDS and len(t) > 1]
@@ -303,8 +342,14 @@ _DEAL = re.compile(r"\b(desconto|promoc\w*|metade do preco|gratis|de graca|em do
 
 
 def offers_deal(text: str) -> bool:
-    """A promotion, discount or cheaper option (what answers "tá caro")."""
-    return bool(_DEAL.search(fold(text)))
+    """A promotion, discount or cheaper option (what answers "tá caro"); not one denied ("não
+    oferecemos outros descontos", "as promoções não são cumulativas")."""
+    folded = fold(text)
+    for m in _DEAL.finditer(folded):
+        before, after = folded[:m.start()].split()[-4:], folded[m.end():].split()[:2]
+        if not ({"nao", "nem", "nenhum", "nenhuma"} & set(before + after)):
+            return True
+    return False
 
 
 def asks_price(message: str) -> bool:
@@ -314,11 +359,17 @@ def asks_price(message: str) -> bool:
     return bool(_PRICE_Q.search(norm)) and not _DEADLINE_Q.search(norm) and not _DURATION_Q.search(norm)
 
 
+# "quantas pessoas", "quantos kg": a count or a measure, not a price
+_COUNT_Q = re.compile(r"\bquant[oa]s (?!reais\b|real\b|pila\b|conto\b)[a-z]{3,}")
+
+
 def wants_price(message: str, price_intent: bool = False) -> bool:
     """The answer must state a price: the question asks one, or the intent says so,
-    unless the question asks a deadline or a duration ("qnto tempo demora")."""
+    unless the question asks a deadline, a duration ("qnto tempo demora") or a count
+    ("quantas pessoas podem ficar")."""
     norm = normalize_chat(message)
-    if _DEADLINE_Q.search(norm) or _DURATION_Q.search(norm):
+    if _DEADLINE_Q.search(norm) or _DURATION_Q.search(norm) or (_COUNT_Q.search(norm) and not _PRICE_Q.search(
+            _COUNT_Q.sub(" ", norm))):
         return False
     return price_intent or bool(_PRICE_Q.search(norm))
 
@@ -350,8 +401,13 @@ def asks_name(message: str) -> bool:
 
 def names_someone(text: str) -> bool:
     """A title or a role followed by a name ("Dra. Helena", "a veterinária Marta",
-    "médico responsável Paulo"); a role word in a name ("Hospital Veterinário Vila Sul") is capitalised and is not a person."""
-    return bool(_PERSON_A.search(text))
+    "médico responsável Paulo"); a role word in a name ("Hospital Veterinário Vila Sul") is capitalised and is not a person,
+    nor is a title in a place's name ("Rua Doutor Amâncio", "Praça Dr. Lima")."""
+    return any(not _PLACE_BEFORE.search(text[:m.start()]) for m in _PERSON_A.finditer(text))
+
+
+_PLACE_BEFORE = re.compile(r"\b(Rua|R\.|Av\.|Avenida|Travessa|Alameda|Praça|Rodovia|Estrada|Largo|Hospital|Clínica|Escola|"
+                           r"Colégio|Edifício|Shopping|Parque)\s*$")
 
 
 def carries_asked_attribute(message: str, text: str) -> bool | None:
@@ -379,6 +435,24 @@ def says_no(text: str, focus: set[str]) -> bool:
             window = words[max(0, k - 4):k + 6]
             if not focus or any(stem(x) in focus for x in window):
                 return True
+    return False
+
+
+def denies_whole_kind(text: str, other_names: set[str]) -> bool:
+    """``says_no`` through another name of the customer's word, only when it denies the whole
+    kind ("Não servimos drinks nem destilados" for a caipirinha), not a qualified part of it
+    ("Não fazemos cirurgias ortopédicas" says nothing of a castration)."""
+    if not other_names:
+        return False
+    for clause in re.split(r"[,:;.!?()]", text):   # a word ending its clause is unqualified
+        words = fold(clause).split()
+        for k, w in enumerate(words):
+            if (w in ("nao", "nem", "nunca") or w.startswith("proibid")) and not (k and words[k - 1] == "se"):
+                for j in range(k + 1, min(len(words), k + 6)):
+                    if stem(words[j]) in other_names:
+                        after = words[j + 1] if j + 1 < len(words) else ""
+                        if not after or after in STOPWORDS or after in ("nem", "ou", "e"):
+                            return True
     return False
 
 
@@ -481,6 +555,9 @@ def score_units(message: str, units: Sequence[Unit], *, wants_price: bool = Fals
     if not units:
         return []
     q_all, focus = question_words(message)
+    groups = concept_forms(message)
+    other_names = set().union(*groups.values()) - q_all if groups else set()
+    q_all, focus = q_all | other_names, focus | other_names
     norm = normalize_chat(message)
     texts = [_stems(u.text) for u in units]
     ctxs = [_stems(u.context) - t for u, t in zip(units, texts)]
@@ -510,6 +587,9 @@ def score_units(message: str, units: Sequence[Unit], *, wants_price: bool = Fals
     return out
 
 
+_VERB_END = re.compile(r"(am|em|ar|er|ir)$")
+
+
 def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
     """Focus words of the question that no retrieved unit mentions, not even by prefix."""
     _, focus = question_words(message)
@@ -520,7 +600,18 @@ def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
     norm = _measures(normalize_chat(message))
     in_range = {stem(f"{a}{m}") for a, m in _Q_AMOUNT.findall(norm)} \
         if any(range_match(norm, fold(u.text)) for u in units) else set()  # "30kg" → "acima de 15 kg"
-    return {f for f in focus if f not in stems and f not in in_range and not any(f in w for w in words)}
+    forms = concept_forms(message)
+    roots = {stem(t): t[:-2] for t in norm.split() if _VERB_END.search(t) and len(t) >= 6}
+
+    def covered(f: str) -> bool:
+        return f in stems or f in in_range or any(f in w for w in words)
+
+    def named_otherwise(f: str) -> bool:  # another name, as a word of its own ("mar" is not in "margherita")
+        return any(x in stems or (len(x) >= 4 and any(w.startswith(x) for w in words)) for x in forms.get(f, ()))
+
+    def same_root(f: str) -> bool:  # a verb and its noun: "cortam" / "corte", "hospedam" / "hospedagem"
+        return f in roots and any(w.startswith(roots[f]) for w in words)
+    return {f for f in focus if not covered(f) and not named_otherwise(f) and not same_root(f)}
 
 
 _OFFER_VERB = re.compile(r"\b(tem|tem ai|vende|vendem|aceita|aceitam|faz|fazem|serve|servem|trabalha com|trabalham com|"
@@ -549,6 +640,57 @@ def unknown_object(message: str, units: Sequence[Unit]) -> set[str]:
     return focus & uncovered_focus(message, units)
 
 
+_KIND_OF = re.compile(r"\b(?:custa|custam|custaria|valor|preco|sai|fica|cobra|cobram)\s+(?:a |o |um |uma |da |do |de |na |no )?"
+                      r"([a-z]{3,}) (?:(?:de|do|da|contra|pra|para) )?([a-z]{4,})\b")
+
+
+def unknown_kind(message: str, units: Sequence[Unit]) -> set[str]:
+    """In a price question, the kind of a thing the knowledge prices, when it never names that
+    kind ("quanto custa uma cirurgia de catarata": cirurgia yes, catarata never): quoting the
+    price of another kind would state a wrong price, so the composer hands over. The same for
+    a named variant ("quanto custa a suíte presidencial")."""
+    _, focus = question_words(message)
+    missing = uncovered_focus(message, units)
+    if not missing:
+        return set()
+    out = set()
+    named = _named_heads(units)
+    for m in _KIND_OF.finditer(_measures(normalize_chat(message))):
+        head, kind = m.group(1), m.group(2)
+        if stem(head) not in focus or stem(head) in missing or stem(kind) not in missing:
+            continue
+        # "cirurgia de catarata": a kind; "suíte presidencial": a name, where the knowledge names
+        # its items ("Suíte Brisa", "Suíte Coral"); "consulta normal" is neither
+        if " de " in m.group(0) or " do " in m.group(0) or " da " in m.group(0) or stem(head) in named:
+            out.add(stem(kind))
+    return out
+
+
+def _named_heads(units: Sequence[Unit]) -> set[str]:
+    """Stems of the words the knowledge follows with a proper name ("Suíte Brisa", "Pacote Pétalas")."""
+    out = set()
+    for u in units:
+        for m in re.finditer(r"\b([A-Za-zÀ-ÿ]{3,}) [A-ZÀ-Ý][a-zà-ÿ]{2,}", u.text):
+            out.add(stem(fold(m.group(1))))
+    return out
+
+
+_TO_THE_AGENT = re.compile(r"\b(voce|vc) (e|eh|ta|esta|tem|sabe|entende|gosta)\b")
+
+
+def asks_the_business(message: str) -> bool:
+    """A question about what the business offers or how something of it is ("vcs colocam
+    microchip?", "o x-aurora vem com o quê?"): never small talk, whatever the intent says; not a
+    question to the agent ("vc é robô?")."""
+    norm = normalize_chat(message)
+    if "?" not in message and not _WH.search(norm):
+        return False
+    if _TO_THE_AGENT.search(norm):
+        return False
+    _, focus = question_words(message)
+    return bool(focus) and bool(re.search(r"\bvoces\b", norm) or _OFFER_VERB.search(norm) or _WH.search(norm))
+
+
 def answer_text(message: str, picked: Sequence[Unit]) -> str:
     """The picked units in reading order, with a clear "Não" when a yes/no
     question's best unit says no, and a heading label when the unit needs it
@@ -563,7 +705,8 @@ def answer_text(message: str, picked: Sequence[Unit]) -> str:
         if u.context and ctx_only and len(u.context.split()) <= 4:
             text = f"{u.context}: {text}"
         parts.append(text)
-    if is_yes_no(message) and says_no(picked[0].text, focus):
+    if is_yes_no(message) and (says_no(picked[0].text, focus)
+                               or denies_whole_kind(picked[0].text, expanded_focus(message) - focus)):
         lead = parts[[u for u in sorted(picked, key=lambda x: x.order)].index(picked[0])]
         parts.remove(lead)
         parts.insert(0, "Não, " + lead[0].lower() + lead[1:] if fold(lead).startswith("nao") else "Não. " + lead)

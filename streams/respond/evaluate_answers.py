@@ -176,6 +176,11 @@ async def run_grid(embedder, questions, docs, thresholds, max_results: int, chun
                 res["retr_unans_ok"] += not o.chunks
             if not ok:
                 res["failures"].append(q["question_id"])
+                res.setdefault("failure_details", []).append(
+                    {"question_id": q["question_id"], "text": q["text"], "gold_intent": q["intent"],
+                     "intent": o.reply.intent,
+                     "expected": q["expected_answer_contains"] if q["answerable"] else "(hand-over)",
+                     "reply": o.reply.text})
         res["accuracy"] = (res["ans_ok"] + res["unans_ok"]) / max(1, res["ans_n"] + res["unans_n"])
         out.append(res)
     return out

@@ -107,4 +107,8 @@ def recall_metrics(folder, embedder) -> dict:
     tops = [rank_case(c, embedder, TOP_K) for c in cases]
     r5, _, n = recall_at_k(cases, tops)
     r3, _, _ = recall_at_k(cases, [t[:3] for t in tops])
-    return {"recall@3": r3, "recall@5": r5, "cases": n}
+    misses = [{"case_id": c["case_id"], "query": c["query"],
+               "missing": [c["contact_facts"][i]["content"] for i in c["relevant"] if i not in t[:3]],
+               "top3": [c["contact_facts"][i]["content"] for i in t[:3]]}
+              for c, t in zip(cases, tops) if set(c.get("relevant", [])) - set(t[:3])]
+    return {"recall@3": r3, "recall@5": r5, "cases": n, "misses": misses}

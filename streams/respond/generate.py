@@ -117,10 +117,12 @@ class OfflineComposer:
         if r.intent == i.CONFIRMATION:
             return CONFIRMATION_REPLY
         query_vector = r.query_vector if (self.embedder is not None and r.query_model == self.embedder.name) else None
-        picked = self.pick_sentences(r.message, r.chunks, r.intent, hint=preference_hint(r.memories),
-                                     query_vector=query_vector)
+        # a question about what the business offers is answered as one, or handed over
+        asked = r.intent == i.GENERAL and compose.asks_the_business(r.message)
+        picked = self.pick_sentences(r.message, r.chunks, i.INFO if asked else r.intent,
+                                     hint=preference_hint(r.memories), query_vector=query_vector)
         if not picked:
-            if r.retrieval == "required":
+            if r.retrieval == "required" or asked:
                 return FALLBACK_NO_KNOWLEDGE
             return OBJECTION_REPLY if r.intent == i.OBJECTION else GENERAL_REPLY
         answer = compose.answer_text(r.message, picked)
@@ -173,7 +175,8 @@ class OfflineComposer:
                           intent: str) -> bool:
         """The question is mostly about things the knowledge never mentions, or it
         asks whether they offer an item the knowledge never names ("royal canin")."""
-        if intent not in (i.GENERAL, i.OBJECTION) and compose.unknown_object(message, units):
+        if intent not in (i.GENERAL, i.OBJECTION) and (compose.unknown_object(message, units)
+                                                       or compose.unknown_kind(message, units)):
             return True
         uncovered = compose.uncovered_focus(message, units)
         return (len(uncovered) >= 2 and 3 * len(uncovered) >= 2 * len(focus) and top.focus_hits < 2

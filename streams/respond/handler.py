@@ -52,7 +52,7 @@ from streams.respond.generate import (
     LOCATION_REPLY,
     unsupported_prices,
 )
-from streams.respond.intent import GENERAL, IntentExamples, IntentResult, detect_intent, refine_intent
+from streams.respond.intent import GENERAL, OBJECTION, IntentExamples, IntentResult, detect_intent, refine_intent
 from streams.respond.lead import next_lead_state
 from streams.respond.model import ConversationContext, Generation, KnowledgeChunk, ReplyRequest, Usage
 from streams.respond.ports import Clock, ConversationStore, Embedder, Generator, KnowledgeSearch, MemoryRecall
@@ -339,7 +339,9 @@ async def recall(msg: InboundMessage, p: Plan, deps: Responder) -> list[ScoredFa
 async def knowledge(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps: Responder,
                     query: dict[str, Any] | None = None) -> list[KnowledgeChunk]:
     """The account's chunks within the inbox's cut-off (or rescued by the question's words),
-    re-ranked, at most ``rag_max_results``. ``query`` receives the vector used."""
+    re-ranked, at most ``rag_max_results``; a specific word of the question that none of them
+    names brings a chunk that does (``_cover_missing_word``), and an objection brings the
+    account's deals (``_deals``). ``query`` receives the vector used."""
     if p.vector is not None and deps.memory_embedder.name == deps.knowledge_embedder.name:
         vec = await p.vector.get()
     else:
@@ -362,7 +364,60 @@ async def knowledge(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps
     seen = {c.chunk_id for c in chunks}
     if len(found) > 1:  # found by the question's words alone: kept on the same lexical evidence
         chunks += [c for c in map(_as_chunk, found[1]) if c.chunk_id not in seen and lexically_sure(msg.text, c.text)]
-    return rerank(msg.text, chunks)[: inbox.rag_max_results]
+    chunks = rerank(msg.text, chunks)[: inbox.rag_max_results]
+    if lexical is not None and chunks:
+        chunks = await _cover_missing_word(msg, chunks, lexical, inbox.rag_max_results)
+    if lexical is not None and p.intent.intent == OBJECTION:
+        chunks += await _deals(msg, chunks, lexical)
+    return chunks
+
+
+DEAL_STEMS = ("promo", "desco")   # "promoção", "desconto": where a business writes its deals
+MAX_DEAL_CHUNKS = 2
+
+
+async def _deals(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical) -> list[KnowledgeChunk]:
+    """An objection ("tá caro") is answered with a deal, and a deal is found by its words, not by
+    the meaning of a complaint: the account's chunks that offer one (``compose.offers_deal``), best
+    for the message first, besides what the vector search found."""
+    from streams.respond.compose import answer_units, offers_deal
+
+    have = {c.chunk_id for c in chunks}
+    found: dict = {}
+    for s in DEAL_STEMS:
+        for c in map(_as_chunk, await _call(lexical, msg.account_id, [s], 2 * MAX_DEAL_CHUNKS)):
+            if c.chunk_id not in have and any(offers_deal(u.text) for u in answer_units(c.text)):
+                found.setdefault(c.chunk_id, c)
+    return rerank(msg.text, list(found.values()))[:MAX_DEAL_CHUNKS]
+
+
+MAX_MISSING_WORD_CHUNKS = 3   # a word found in more chunks than this is not specific enough to rescue one
+
+
+async def _cover_missing_word(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical,
+                              limit: int) -> list[KnowledgeChunk]:
+    """When a specific word of the question ("gripe" of "a vacina de gripe qnto é?"), or the
+    knowledge's word for it ("drinks" for "caipirinha"), is in none of the retrieved chunks but in
+    a few chunks of the account, the best of those takes the last place: a short question names
+    one item of a long list, and the list's vector does not find it."""
+    from streams.respond.compose import answer_units, concept_forms, uncovered_focus, units_of_chunks
+
+    units = units_of_chunks([c.text for c in chunks])
+    missing = sorted(uncovered_focus(msg.text, units))
+    if not missing or len(missing) > 2:
+        return chunks
+    forms = concept_forms(msg.text)
+    have = {c.chunk_id for c in chunks}
+    for word in missing:
+        for form in sorted(forms.get(word, {word}), key=lambda f: (f != word, f)):
+            if len(form) < 4 or form.isdigit():
+                continue
+            found = [c for c in map(_as_chunk, await _call(lexical, msg.account_id, [form], MAX_MISSING_WORD_CHUNKS + 1))
+                     if c.chunk_id not in have and answer_units(c.text)]
+            if 0 < len(found) <= MAX_MISSING_WORD_CHUNKS:
+                best = rerank(msg.text, found)[0]
+                return chunks[: max(0, limit - 1)] + [best]
+    return chunks
 
 
 @dataclass

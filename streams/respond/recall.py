@@ -7,12 +7,21 @@ conversation without a unit sees no unit-scoped fact at all. A fact without
 an embedding (embedding failed) or whose vector has another dimension (a
 different model) is invisible.
 
-score = (cosine similarity + word evidence) × weight (weight 0.7 once a
+score = (cosine similarity + word evidence, lifted) × weight (weight 0.7 once a
 "reduce weight" TTL expired). Word evidence (``word_evidence``, when the
 message text is given) adds what a sentence embedding misses in chat: a name
 the customer types ("vou levar o Vitor") and the people behind relation words
 ("a patroa", "o véio", "os meninos", "meu bebê de quatro patas" → the spouse,
-the children, the pet, and every fact naming them). Vectors are L2-normalised by the embedders, but we normalise again
+the children, the pet, and every fact naming them); when the customer refers to someone,
+a fact about another person or pet the facts introduce scores a little less (``OTHER_PARTY``:
+"minha cachorrinha" is not the cat, "minha peluda" not "um gato"). Then three rules of
+kind: a payment fact (``vinculo_comercial``) scores less when the message says nothing
+about paying (``talks_payment``); a fact about where the customer lives or goes scores
+more when the message is about a place (``talks_place``: "onde deixo", "entrega aqui",
+"tem ... aí?"); and the fact that says who someone is ("Tem um labrador chamado Thor",
+"Tem um filho de 4 anos chamado Miguel") comes along with a well-matched fact about them
+(``anchor_lift``). Measured on ``examples/train`` and ``examples/dev`` recall cases (never
+held-out). Vectors are L2-normalised by the embedders, but we normalise again
 so a store returning raw pgvector values cannot skew the ranking.
 
 ``min_score`` is an optional relevance floor. Measured on the dev recall set
@@ -23,6 +32,8 @@ see that module's output for the trade-off per embedder.
 
 from __future__ import annotations
 
+import functools
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -71,7 +82,7 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
     if qn == 0.0 or top_k <= 0:
         return []
     q = q / qn
-    scored: list[ScoredFact] = []
+    live: list[tuple[int, float, float]] = []   # (index, similarity, similarity + word evidence)
     for k, fact in enumerate(facts):
         if fact.embedding is None or not compatible(fact, unit_id):
             continue
@@ -82,13 +93,54 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
         if en == 0.0:
             continue
         sim = float(np.dot(q, e) / en)
-        extra = evidence[k] if evidence is not None else 0.0
-        score = (sim + extra) * float(fact.weight)
+        live.append((k, sim, sim + (evidence[k] if evidence is not None else 0.0)))
+    if query_text and not talks_payment(query_text):
+        live = [(k, sim, b - PAYMENT_OFF if facts[k].memory_type == "vinculo_comercial" else b)
+                for k, sim, b in live]
+    if query_text and talks_place(query_text):
+        live = [(k, sim, b + PLACE_BONUS if is_place_fact(facts[k].content) else b) for k, sim, b in live]
+    lifted = anchor_lift([facts[k] for k, _, _ in live], [b for _, _, b in live])
+    scored: list[ScoredFact] = []
+    for (k, sim, _), base in zip(live, lifted):
+        fact = facts[k]
+        score = base * float(fact.weight)
         if min_score is not None and score < min_score:
             continue
         scored.append(ScoredFact(fact, sim, score))
     scored.sort(key=lambda s: (-s.score, -s.fact.confidence, s.fact.id))
     return scored[:top_k]
+
+
+_PAYING = re.compile(r"\b(pag\w*|pix|boleto|dinheiro|especie|cartao|credito|debito|parcel\w*|dividi\w*|vezes|"
+                     r"\d+ ?x|vr|va|vale|ticket|troco|maquin\w*|fiado|nota fiscal|cnpj|cpf|fatura\w*|conta|transfer\w*|deposit\w*)\b")
+
+
+def talks_payment(query_text: str) -> bool:
+    """The message is about paying (a method, instalments, a receipt): what makes the
+    customer's payment facts (``vinculo_comercial``) worth recalling."""
+    from streams.respond.text import normalize_chat
+
+    return bool(_PAYING.search(normalize_chat(query_text)))
+
+
+_PLACE_Q = re.compile(r"\b(onde|aqui|ai|la|casa|entreg\w*|busc\w*|leva e traz|unidade|endereco|perto|longe|bairro)\b")
+_PLACE_F = re.compile(r"\b(mora|morar|unidade|bairro|perto|endereco|rua)\b")
+
+
+def talks_place(query_text: str) -> bool:
+    """The message is about a place: where to go or to deliver ("onde deixo", "entrega aqui em
+    casa", "tem brinquedo aí?")."""
+    from streams.respond.text import normalize_chat
+
+    return bool(_PLACE_Q.search(normalize_chat(query_text)))
+
+
+@functools.lru_cache(maxsize=16384)
+def is_place_fact(content: str) -> bool:
+    """Where the customer lives or which unit they go to ("Mora no Jardim Europa", "Prefere a unidade Rodovia")."""
+    from streams.respond.text import fold
+
+    return bool(_PLACE_F.search(fold(content)))
 
 
 def fact_passage_text(memory_type: str, content: str) -> str:
@@ -111,7 +163,8 @@ ROLES: dict[str, tuple[str, ...]] = {
     "child": ("filho", "filha", "filhos", "filhas", "meninos", "meninas", "menino", "menina", "pequeno",
               "pequena", "crianca", "criancas", "gemeos", "gemeas", "neto", "neta", "netos", "moleque"),
     "pet": ("cachorro", "cachorra", "cao", "dog", "gato", "gata", "gatas", "gatos", "pet", "pets",
-            "patas", "husky", "shih", "labrador", "vira", "srd", "bichinho", "lobao", "peludo",
+            "patas", "husky", "shih", "labrador", "vira", "srd", "bichinho", "lobao", "peludo", "peluda",
+            "peludinho", "peludinha", "bichinha",
             "cadela", "cadelinha", "cachorrinho", "cachorrinha", "gatinho", "gatinha", "filhote", "caes",
             "poodle", "golden", "bulldog", "buldogue", "pug", "pinscher", "spitz", "yorkshire", "beagle",
             "dachshund", "salsicha", "persa", "siames", "felino", "felina", "doguinho", "au"),
@@ -130,6 +183,11 @@ _SPECIES_OF = {w: k for k, ws in SPECIES.items() for w in ws}
 for _w in _SPECIES_OF:
     _ROLE_OF.setdefault(_w, "pet")
 NAME_BONUS = 0.15      # a name the customer typed, found in the fact
+PAYMENT_OFF = 0.1      # a payment fact when the message says nothing about paying
+OTHER_PARTY = 0.08     # the customer refers to someone, and the fact is about another person or pet
+ANCHOR_LIFT = 0.5      # share of the gap to the best fact about a person that the fact introducing them closes
+ANCHOR_MIN = 0.15      # ... when that fact itself matches the message at least this well
+PLACE_BONUS = 0.08     # where the customer lives or goes, when the message is about a place
 ROLE_BONUS = 0.08      # the fact holds the role the customer referred to
 LINK_BONUS = 0.08      # the fact names a person of that role
 WORD_BONUS = 0.04      # per rare content word shared (stemmed)
@@ -137,7 +195,6 @@ WORD_BONUS = 0.04      # per rare content word shared (stemmed)
 
 def _names(text: str) -> set[str]:
     """Capitalised words that are not the first of the text (people, pets, places)."""
-    import re
 
     from streams.respond.text import fold
 
@@ -160,51 +217,160 @@ def speaks_as_couple(query_text: str) -> bool:
                for k, w in enumerate(words))
 
 
+_FEMININE = frozenset({"a", "uma", "minha", "da", "na", "sua", "essa", "esta", "dela"})
+_MASCULINE = frozenset({"o", "um", "meu", "do", "no", "seu", "esse", "este", "dele"})
+
+
+def pet_gender(words: Sequence[str]) -> str | None:
+    """"f" or "m": the sex of the first pet word, by the article or possessive before it
+    ("minha peluda", "Tem um labrador") or its ending ("cachorrinha", "gato"); None if unknown."""
+    for k, w in enumerate(words):
+        if _ROLE_OF.get(w) != "pet":
+            continue
+        before = words[k - 1] if k else ""
+        if before in _FEMININE:
+            return "f"
+        if before in _MASCULINE:
+            return "m"
+        return "f" if w.endswith("a") else "m" if w.endswith("o") else None
+    return None
+
+
+_INTRO_TYPES = frozenset({"vinculo_social", "contexto_pessoal"})
+_INTRO_WORDS = frozenset({"chamado", "chamada", "chamados", "chamadas", "com"})
+_INTRO_WINDOW = 3
+
+
+def introduced(words: Sequence[str], names: set[str]) -> set[str]:
+    """The names a fact's (folded) words introduce: within a few words after "chamado",
+    "com" or a relation word ("Casado com a Renata", "Tem dois filhos, Enzo e Valentina",
+    "Tem um labrador chamado Thor"); not a name further on ("Mora com a mãe, que busca o Thor")."""
+    out: set[str] = set()
+    for k, w in enumerate(words):
+        if w in _INTRO_WORDS or w in _ROLE_OF:
+            out |= {x for x in words[k + 1:k + 1 + _INTRO_WINDOW] if x in names}
+    return out
+
+
+def _unnamed_roles(words: Sequence[str], names: set[str]) -> set[str]:
+    """Roles a fact refers to without a name right after ("O filho de 4 anos é alérgico")."""
+    return {_ROLE_OF[w] for k, w in enumerate(words)
+            if w in _ROLE_OF and not any(x in names for x in words[k + 1:k + 3])}
+
+
+def anchor_lift(facts: Sequence["MemoryFact"], scores: Sequence[float]) -> list[float]:
+    """Scores after the fact that says who someone is comes along with the facts about them.
+
+    A fact of the types that introduce people and pets (``vinculo_social``, ``contexto_pessoal``)
+    naming them ("Casada com Carol", "Tem um labrador de 35 kg chamado Thor", "Tem um filho de
+    4 anos chamado Miguel") closes ``ANCHOR_LIFT`` of its gap to the best other fact about the
+    same person, by name or, when that fact names no one, by relation ("O filho de 4 anos é
+    alérgico a perfume"): the agent should know who "a Carol" or "o Thor" is."""
+    if len(facts) < 2:
+        return list(scores)
+    profiles = [_profile(f.content) for f in facts]
+    words = [p.words for p in profiles]
+    all_names = set().union(*(p.names for p in profiles))
+    intro = [introduced(ws, all_names) if f.memory_type in _INTRO_TYPES else set()
+             for f, ws in zip(facts, words)]
+    keys = []
+    for ws, names in zip(words, intro):
+        if names:   # an introducing fact: the names it introduces and the relations it holds
+            keys.append(names | {_ROLE_OF[w] for w in ws if w in _ROLE_OF})
+        else:       # any other: the names it holds, and the relations it leaves unnamed
+            keys.append((set(ws) & all_names) | _unnamed_roles(ws, all_names))
+    out = list(scores)
+    for i, names in enumerate(intro):
+        if not names:
+            continue
+        best = max((scores[j] for j in range(len(facts)) if j != i and not intro[j] and keys[j] & keys[i]),
+                   default=None)
+        if best is not None and best >= ANCHOR_MIN and best > scores[i]:
+            out[i] = scores[i] + ANCHOR_LIFT * (best - scores[i])
+    return out
+
+
+@dataclass(frozen=True)
+class _Profile:
+    """What the word evidence reads in a fact's text (cached: a contact's facts come back message after message)."""
+
+    words: tuple[str, ...]
+    wordset: frozenset[str]
+    names: frozenset[str]      # capitalised words, not the first (``_names``)
+    stems: frozenset[str]      # content stems
+    roles: frozenset[str]      # the roles its relation words name
+    species: frozenset[str]
+    gender: str | None         # of its first pet word (``pet_gender``)
+
+
+@functools.lru_cache(maxsize=16384)
+def _profile(content: str) -> _Profile:
+    from streams.respond.compose import stem
+    from streams.respond.text import STOPWORDS, fold
+
+    words = tuple(fold(content).split())
+    return _Profile(words, frozenset(words), frozenset(_names(content)),
+                    frozenset(stem(w) for w in words if w not in STOPWORDS and len(w) > 2),
+                    frozenset(_ROLE_OF[w] for w in words if w in _ROLE_OF),
+                    frozenset(_SPECIES_OF[w] for w in words if w in _SPECIES_OF), pet_gender(words))
+
+
 def word_evidence(query_text: str, contents: Sequence[str]) -> list[float]:
     """Per fact, the bonus the customer's words give it (see ``ROLES``)."""
     from streams.respond.compose import stem
-    from streams.respond.text import STOPWORDS, fold, normalize_chat
+    from streams.respond.text import STOPWORDS, normalize_chat
 
-    q_words = set(normalize_chat(query_text).split())
+    q_list = normalize_chat(query_text).split()
+    q_words = set(q_list)
     q_stems = {stem(w) for w in q_words if w not in STOPWORDS and len(w) > 2}
     q_roles = {_ROLE_OF[w] for w in q_words if w in _ROLE_OF}
     if speaks_as_couple(query_text):
         q_roles.add("partner")
     q_species = {_SPECIES_OF[w] for w in q_words if w in _SPECIES_OF}
+    q_gender = pet_gender(q_list)
+    profiles = [_profile(c) for c in contents]
 
-    def holds_role(ws: set[str]) -> bool:
-        """The fact holds a role the customer referred to (a pet of another species does not)."""
-        if not any(_ROLE_OF.get(w) in q_roles for w in ws):
+    def holds_role(f: _Profile) -> bool:
+        """The fact holds a role the customer referred to (a pet of another species, or
+        of the other sex — "minha peluda" is not "um gato" — does not)."""
+        if not f.roles & q_roles:
             return False
-        species = {_SPECIES_OF[w] for w in ws if w in _SPECIES_OF}
-        others = {_ROLE_OF.get(w) for w in ws} - {"pet"}
-        return not (q_species and species and not species & q_species) or bool(others & q_roles)
-    fact_words = [set(fold(c).split()) for c in contents]
+        other_pet = ((q_species and f.species and not f.species & q_species)  # the sex only where no species is said
+                     or (not q_species and q_gender and f.gender and q_gender != f.gender))
+        return not other_pet or bool((f.roles - {"pet"}) & q_roles)
+    held = [holds_role(f) for f in profiles]
     # a name is a capitalised word that is not the first of its fact; once known,
     # it is found in any position ("Casado com a Renata" / "Renata não come glúten")
-    all_names = set().union(*(_names(c) for c in contents)) if contents else set()
-    fact_names = [ws & all_names for ws in fact_words]
+    all_names = frozenset().union(*(f.names for f in profiles)) if contents else frozenset()
+    fact_names = [f.wordset & all_names for f in profiles]
     df: dict[str, int] = {}
-    for ws in fact_words:
-        for st in {stem(w) for w in ws if w not in STOPWORDS and len(w) > 2}:
+    for f in profiles:
+        for st in f.stems:
             df[st] = df.get(st, 0) + 1
     # people of the roles the customer mentioned, and the people they named
-    linked = set()
-    for ws, names in zip(fact_words, fact_names):
-        if holds_role(ws):
+    linked: set[str] = set()
+    for h, names in zip(held, fact_names):
+        if h:
             linked |= names
     linked |= {w for w in q_words if any(w in n for n in fact_names)}
+    # relations named beside them ("O filho de 4 anos é alérgico a perfume; não usar perfume no Pingo")
+    near = set().union(*(f.roles for f, names in zip(profiles, fact_names) if names & linked)) - {"pet"}
+    # the people and pets the facts introduce ("Casado com a Renata", "Tem um gato chamado Sushi"):
+    # when the customer refers to someone, a fact about another of them is about someone else
+    people = set().union(*(introduced(f.words, all_names) for f in profiles)) if contents else set()
+    refers = bool(q_roles or (q_words & all_names))
     out = []
-    n = max(1, len(contents))
-    for ws, names in zip(fact_words, fact_names):
+    rare = max(1, max(1, len(contents)) // 3)
+    for f, names, h in zip(profiles, fact_names, held):
         bonus = 0.0
+        if refers and names & people and not names & people & linked and not h and not f.roles & near:
+            bonus -= OTHER_PARTY
         if names & q_words:
             bonus += NAME_BONUS
-        if holds_role(ws):
+        if h:
             bonus += ROLE_BONUS
         if names & linked:
             bonus += LINK_BONUS
-        shared = {stem(w) for w in ws if w not in STOPWORDS and len(w) > 2} & q_stems
-        bonus += WORD_BONUS * sum(1 for st in shared if df.get(st, 0) <= max(1, n // 3))
+        bonus += WORD_BONUS * sum(1 for st in f.stems & q_stems if df.get(st, 0) <= rare)
         out.append(bonus)
     return out

@@ -266,3 +266,82 @@ def test_a_quote_on_request_answers_a_price_and_a_range_that_excludes_the_quanti
     text = ask("qnto custa castrar um cão de 30 kg?", "price_question", HOURS)
     assert "orçamento após avaliação" in text and "R$ 680,00" not in text
     assert "R$ 680,00" in ask("qnto custa castrar um cão de 10 kg?", "price_question", HOURS)
+
+
+CLINIC = """# Clínica
+
+Não fazemos atendimento domiciliar: todas as consultas são presenciais.
+Buscamos o seu pet em casa para banho e vacinas.
+Não vendemos medicamentos controlados.
+Cães acima de 15 kg: orçamento após avaliação.
+Castração de gata: R$ 520,00.
+Feriados: abrimos normalmente, com exceção de 25/12 e 01/01."""
+
+
+def test_the_customers_word_meets_the_knowledges_word_for_it():
+    # "remédio" is "medicamento", "em casa" is "domiciliar", "cachorro" is "cão", "natal" is 25/12
+    assert ask("vcs vendem remedio controlado?", "info_request", CLINIC).startswith("Não, não vendemos medicamentos")
+    assert ask("fazem consulta em casa?", "info_request", CLINIC).startswith("Não, não fazemos atendimento domiciliar")
+    assert "orçamento após avaliação" in ask("qnto custa pra castrar um cachorro de 30kg?", "price_question", CLINIC)
+    assert "25/12" in ask("vcs abrem no natal?", "info_request", CLINIC)
+
+
+def test_the_price_of_a_kind_the_knowledge_never_names_is_handed_over():
+    # the knowledge prices castration, never cataract surgery: another kind's price would be wrong
+    assert ask("qnto custa uma cirurgia de catarata em cachorro?", "price_question",
+               "# Cirurgias\n\n- Cirurgia de castração de cachorro: R$ 680,00.") == FALLBACK_NO_KNOWLEDGE
+    assert "R$ 680,00" in ask("qnto custa uma cirurgia de castração?", "price_question",
+                              "# Cirurgias\n\n- Cirurgia de castração de cachorro: R$ 680,00.")
+
+
+def test_a_question_about_what_the_business_offers_is_not_small_talk():
+    from streams.respond.compose import asks_the_business
+
+    assert asks_the_business("vcs colocam microchip?") and asks_the_business("o x aurora vem com oq?")
+    assert not asks_the_business("vc é robô ou gente?") and not asks_the_business("kkkk ele é mto dramático mesmo")
+    # the intent says "general", but the knowledge does not say: hand over, not "Entendi!"
+    assert ask("vcs colocam microchip?", "general", CLINIC, retrieval="optional") == FALLBACK_NO_KNOWLEDGE
+    assert ask("vc é robô ou gente?", "general", CLINIC, retrieval="optional") != FALLBACK_NO_KNOWLEDGE
+
+
+def test_a_verb_is_covered_by_its_noun():
+    from streams.respond.compose import answer_units, uncovered_focus
+
+    units = answer_units("- Não fazemos corte de orelha ou de cauda.\n- Não hospedamos gatos.")
+    assert uncovered_focus("vcs cortam orelha de pitbull?", units) == {"pitbu"}
+    assert ask("vcs cortam orelha de pitbull?", "info_request",
+               "# O que não fazemos\n\n- Não fazemos corte de orelha ou de cauda.").startswith("Não")
+
+
+def test_a_count_is_not_a_price_and_a_short_other_name_is_a_word_of_its_own():
+    from streams.respond.compose import answer_units, uncovered_focus, wants_price
+
+    assert not wants_price("quantas pessoas podem ficar na suite?", price_intent=True)
+    assert wants_price("qnto custa pra 2 pessoas?") and wants_price("quantos reais é a diaria?", price_intent=True)
+    # "camarão" is "frutos do mar", whose "mar" is not the "mar" of "margherita"
+    units = answer_units("- Pizzas Margherita, Calabresa e Portuguesa.")
+    assert uncovered_focus("tem pizza de camarao?", units) == {"camar"}
+
+
+def test_an_unnamed_item_of_named_ones_is_handed_over_but_a_plain_adjective_is_not():
+    suites = "# Suítes\n\n- **Suíte Brisa**: cama queen. 2h: R$ 89,00.\n- **Suíte Coral**: ofurô. 2h: R$ 139,00."
+    assert ask("qnto custa a suite presidencial?", "price_question", suites) == FALLBACK_NO_KNOWLEDGE
+    clinic = "# Consultas\n\n- Consulta clínica geral: R$ 160,00\n- Consulta de filhote: R$ 130,00"
+    assert "R$ 160,00" in ask("qnto custa a consulta normal?", "price_question", clinic)
+
+
+def test_a_title_in_a_street_name_is_not_a_person():
+    from streams.respond.compose import names_someone
+
+    assert not names_someone("Unidade Centro — Rua Doutor Amâncio, 415.")
+    assert names_someone("A veterinária Dra. Helena atende às terças.")
+
+
+def test_no_through_another_name_only_when_the_whole_kind_is_denied():
+    from streams.respond.compose import denies_whole_kind
+
+    assert denies_whole_kind("Não servimos drinks nem destilados.", {"drink"})
+    assert not denies_whole_kind("Não fazemos cirurgias ortopédicas.", {"cirur"})
+    text = ask("vcs fazem castração?", "info_request", "# Cirurgias\n\n- Castração de gata: R$ 520,00.\n"
+               "- Não fazemos cirurgias ortopédicas.")
+    assert not text.startswith("Não")

@@ -282,3 +282,47 @@ def test_message_vector_is_embedded_once_and_cancelled_when_unused():
 
     same, cancelled = run(go())
     assert same and cancelled and emb.calls == 1
+
+
+def test_a_specific_word_no_retrieved_chunk_names_brings_the_chunk_that_does():
+    from streams.respond.handler import _cover_missing_word
+
+    def kc(text):
+        return KnowledgeChunk(uuid.uuid4(), uuid.uuid4(), 0.5, text)
+
+    got = [kc("Vacinas aplicadas de segunda a sábado, sem consulta."), kc("Filhotes podem vacinar a partir de 45 dias.")]
+    gripe = kc("**Cães**\n- V10: R$ 110,00\n- Gripe canina (tosse dos canis): R$ 125,00")
+    drinks = kc("Nossa carta de vinhos tem somente o tinto da casa. Não servimos drinks nem destilados.")
+    common = [kc(f"Banho e tosa {k}.") for k in range(6)]
+    index = {"gripe": [gripe], "drink": [drinks], "banho": common}
+    asked = []
+
+    def lexical(account_id, stems, limit):
+        asked.append(stems)
+        return [c for s in stems for c in index.get(s, [])][:limit]
+
+    msg = inbound("a vacina de gripe qnto é?")
+    out = asyncio.run(_cover_missing_word(msg, got, lexical, 3))
+    assert out == got + [gripe]
+    out = asyncio.run(_cover_missing_word(inbound("vcs servem caipirinha?"), got, lexical, 2))
+    assert out == got[:1] + [drinks]  # "drinks", the knowledge's word for a caipirinha, takes the last place
+    assert asyncio.run(_cover_missing_word(inbound("tem banho?"), got, lexical, 3)) == got  # in too many chunks
+
+
+def test_an_objection_brings_the_accounts_deals_found_by_their_words():
+    from streams.respond.compose import offers_deal
+    from streams.respond.handler import _deals
+
+    def kc(text):
+        return KnowledgeChunk(uuid.uuid4(), uuid.uuid4(), 1.0, text)
+
+    promo = kc("# Promoções\n\n- **Terça em Dobro**: a segunda pizza grande sai pela metade do preço.")
+    rules = kc("Regras: as promoções não são cumulativas entre si.")
+    got = [kc("Pizza meio a meio só nos tamanhos média e grande.")]
+
+    def lexical(account_id, stems, limit):
+        return {"promo": [promo, rules], "desco": []}[stems[0]][:limit]
+
+    assert asyncio.run(_deals(inbound("86 reais numa pizza? ta caro demais"), got, lexical)) == [promo]
+    assert offers_deal("Tarde Aurora: 20% de desconto nos períodos de 2h e 4h.")
+    assert not offers_deal("Fora isso, não oferecemos outros descontos.") and not offers_deal(rules.text)

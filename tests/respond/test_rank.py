@@ -52,9 +52,9 @@ def test_word_evidence_names_roles_and_linked_people():
              "Paga no cartão", "O sócio Paulo prefere vinho"]
     ev = word_evidence("a patroa vem comigo hj, tem opção pra ela?", facts)
     assert ev[0] > 0 and ev[1] > 0  # the spouse fact, and the fact naming the spouse
-    assert ev[2] == ev[3] == ev[4] == 0
+    assert ev[3] == 0 and ev[2] < 0 and ev[4] <= 0  # the pet: someone else
     ev = word_evidence("vou levar o Paulo", facts)
-    assert ev[4] > 0 and max(ev[:4]) == 0
+    assert ev[4] > 0 and max(ev[:4]) <= 0
     ev = word_evidence("o lobão precisa de banho", facts)  # a pet word → the pet fact
     assert ev[2] > 0
 
@@ -78,6 +78,52 @@ def test_speaking_as_a_couple_points_to_the_partner_and_a_species_to_its_pets():
     assert speaks_as_couple("25 anos juntos, a gente quer uma suíte") and speaks_as_couple("pra gente")
     assert not speaks_as_couple("nossa, tá caro") and not speaks_as_couple("tem gente aí?")
     ev = word_evidence("hora do banho da minha cachorrinha", facts)
-    assert ev[3] > 0 and ev[4] > 0 and ev[2] == 0  # the dog and what names her, not the cat
+    assert ev[3] > 0 and ev[4] > 0 and ev[2] < 0  # the dog and what names her, not the cat
     ev = word_evidence("a bichana tá doente", facts)
-    assert ev[2] > 0 and ev[3] == ev[4] == 0
+    assert ev[2] > 0 and ev[3] < 0 and ev[4] < 0 and ev[5] == 0
+
+
+def test_pet_slang_and_sex_point_to_the_right_pet():
+    from streams.respond.recall import pet_gender, word_evidence
+
+    facts = ["Tem um gato persa chamado Sushi", "Tem uma cachorra vira-lata chamada Pipoca",
+             "A Pipoca tem medo de secador"]
+    assert pet_gender("a minha peluda".split()) == "f" and pet_gender("tem um gato persa".split()) == "m"
+    ev = word_evidence("a minha peluda pode secar na toalha?", facts)
+    assert ev[1] > 0 and ev[2] > 0 and ev[0] < 0  # "minha peluda" is not "um gato"
+
+
+def _facts(*rows):
+    from streams.respond.recall import MemoryFact
+
+    return [MemoryFact(id=k, memory_type=t, content=c, confidence=1.0, scope="global", source_unit_id=None,
+                       embedding=[1.0, 0.0]) for k, (t, c) in enumerate(rows)]
+
+
+def test_the_fact_saying_who_someone_is_comes_with_the_facts_about_them():
+    from streams.respond.recall import anchor_lift
+
+    facts = _facts(("contexto_pessoal", "Tem um labrador de 35 kg chamado Thor"),
+                   ("restricao", "O Thor toma remédio para o coração"),
+                   ("vinculo_social", "Mora com a mãe, que busca o Thor"),
+                   ("vinculo_social", "Tem um filho de 4 anos chamado Miguel"),
+                   ("restricao", "O filho de 4 anos é alérgico a perfume forte"))
+    out = anchor_lift(facts, [0.0, 0.6, 0.1, 0.0, 0.0])
+    assert out[0] > 0.2 and out[2] == 0.1 and out[3] == 0.0  # Thor's introduction; not the mother's fact
+    out = anchor_lift(facts, [0.0, 0.0, 0.0, 0.0, 0.5])
+    assert out[3] > 0.2 and out[0] == 0.0  # "o filho de 4 anos" → who he is
+    assert anchor_lift(facts, [0.0, 0.1, 0.0, 0.0, 0.0])[0] == 0.0  # a weak match lifts nothing
+
+
+def test_payment_facts_need_a_payment_question_and_place_facts_a_place_question():
+    from streams.respond.recall import score_memories, talks_payment, talks_place
+
+    assert talks_payment("da pra dividir em 3x?") and talks_payment("aceita VR?") and talks_payment("qual a chave pix?")
+    assert not talks_payment("o pequeno vem jantar comigo")
+    assert talks_place("onde deixo ele?") and talks_place("entrega aqui em casa hj?") and not talks_place("qnto custa?")
+    facts = _facts(("vinculo_comercial", "Paga com vale-refeição"), ("contexto_pessoal", "Mora perto da unidade Centro"),
+                   ("restricao", "Tem intolerância à lactose"))
+    top = score_memories([1.0, 0.0], facts, None, query_text="tem brinquedo pra criança aí?")
+    assert [s.fact.id for s in top] == [1, 2, 0]
+    top = score_memories([1.0, 0.0], facts, None, query_text="posso pagar com VR?")
+    assert top[-1].fact.id == 2
