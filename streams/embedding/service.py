@@ -330,10 +330,12 @@ def build_service(config: ServiceConfig, *, factories: dict[str, Callable[[], Em
         if isinstance(vecs, JSONResponse):
             return vecs
         enc = _encoded(vecs, req.encoding_format)
-        return {"object": "list", "model": b.name,
-                "data": [{"object": "embedding", "index": i, "embedding": e} for i, e in enumerate(enc)],
-                "usage": {"prompt_tokens": sum(len(t.split()) for t in texts),
-                          "total_tokens": sum(len(t.split()) for t in texts)}}
+        # a JSONResponse is sent as built: FastAPI's jsonable_encoder walks every float of a
+        # returned dict (150 ms for 256 × 512 floats here, against 4 ms for the same in base64)
+        return JSONResponse({"object": "list", "model": b.name,
+                             "data": [{"object": "embedding", "index": i, "embedding": e} for i, e in enumerate(enc)],
+                             "usage": {"prompt_tokens": sum(len(t.split()) for t in texts),
+                                       "total_tokens": sum(len(t.split()) for t in texts)}})
 
     def resolve(collection: str) -> ModelBatcher:
         model = config.model_of_collection(collection)
@@ -354,7 +356,7 @@ def build_service(config: ServiceConfig, *, factories: dict[str, Callable[[], Em
         if isinstance(vecs, JSONResponse):
             return vecs
         # raw little-endian float32 rows would be smaller; JSON keeps the route easy to call
-        return {"collection": collection, "model": b.name, "dimension": b.dim, "vectors": vecs.tolist()}
+        return JSONResponse({"collection": collection, "model": b.name, "dimension": b.dim, "vectors": vecs.tolist()})
 
     @app.get("/v1/models")
     async def models():
