@@ -819,3 +819,39 @@ _CONCEPT_RE = re.compile(r"\b(" + "|".join(sorted(map(re.escape, CONCEPTS), key=
 def concepts_in(normalized: str) -> list[tuple[str, tuple[str, ...]]]:
     """The customer's words of ``CONCEPTS`` found in a normalised text, with their other names."""
     return [(m.group(1), CONCEPTS[m.group(1)]) for m in _CONCEPT_RE.finditer(normalized)]
+
+
+# ------------------------------------------------------------ recall's word evidence
+# Relation words → the role they name (streams.respond.recall: a query word of a role points to
+# the facts holding a word of the same role, and to every fact naming the people those facts
+# name: "Casado com a Renata" → "Renata faz aniversário em maio"). Folded, chat spelling included.
+ROLES: dict[str, tuple[str, ...]] = {
+    "partner": ("esposa", "esposo", "marido", "mulher", "patroa", "patrao", "veio", "veia", "conjuge",
+                "casado", "casada", "casou", "namorado", "namorada", "namora", "noivo", "noiva", "boy",
+                "mozao", "amor", "companheiro", "companheira", "altar", "bodas", "casamento"),
+    "child": ("filho", "filha", "filhos", "filhas", "meninos", "meninas", "menino", "menina", "pequeno",
+              "pequena", "crianca", "criancas", "gemeos", "gemeas", "neto", "neta", "netos", "moleque"),
+    "pet": ("cachorro", "cachorra", "cao", "dog", "gato", "gata", "gatas", "gatos", "pet", "pets",
+            "patas", "husky", "shih", "labrador", "vira", "srd", "bichinho", "lobao", "peludo", "peluda",
+            "peludinho", "peludinha", "bichinha",
+            "cadela", "cadelinha", "cachorrinho", "cachorrinha", "gatinho", "gatinha", "filhote", "caes",
+            "poodle", "golden", "bulldog", "buldogue", "pug", "pinscher", "spitz", "yorkshire", "beagle",
+            "dachshund", "salsicha", "persa", "siames", "felino", "felina", "doguinho", "au"),
+    "parent": ("mae", "pai", "sogra", "sogro", "coroa"),
+}
+# A pet's species: a question about "minha cachorrinha" is not about the customer's cat.
+SPECIES: dict[str, tuple[str, ...]] = {
+    "dog": ("cachorro", "cachorra", "cao", "caes", "dog", "cadela", "cadelinha", "cachorrinho", "cachorrinha",
+            "doguinho", "husky", "shih", "labrador", "vira", "srd", "lobao", "poodle", "golden", "bulldog",
+            "buldogue", "pug", "pinscher", "spitz", "yorkshire", "beagle", "dachshund", "salsicha", "au"),
+    "cat": ("gato", "gata", "gatos", "gatas", "gatinho", "gatinha", "persa", "siames", "felino", "felina",
+            "bichano", "bichana"),
+}
+# The message is about paying (a method, instalments, a receipt), or about a place (where to go or
+# to deliver); a fact says where the customer lives or which unit they go to. On folded chat text.
+PAYING_WORDS = re.compile(r"\b(pag\w*|pix|boleto|dinheiro|especie|cartao|credito|debito|parcel\w*|dividi\w*|"
+                          r"vezes|\d+ ?x|vr|va|vale|ticket|troco|maquin\w*|fiado|nota fiscal|cnpj|cpf|fatura\w*|conta|"
+                          r"transfer\w*|deposit\w*)\b")
+PLACE_QUESTION_WORDS = re.compile(r"\b(onde|aqui|ai|la|casa|entreg\w*|busc\w*|leva e traz|unidade|endereco|perto|"
+                                  r"longe|bairro)\b")
+PLACE_FACT_WORDS = re.compile(r"\b(mora|morar|unidade|bairro|perto|endereco|rua)\b")

@@ -39,6 +39,10 @@ from typing import Sequence
 
 import numpy as np
 
+from streams.learn.lexicon import PAYING_WORDS, PLACE_FACT_WORDS, PLACE_QUESTION_WORDS, ROLES, SPECIES
+from streams.respond.compose import stem
+from streams.respond.text import STOPWORDS, fold, normalize_chat
+
 TOP_K = 5
 DEFAULT_MIN_SCORE: float | None = None
 
@@ -111,36 +115,22 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
     return scored[:top_k]
 
 
-_PAYING = re.compile(r"\b(pag\w*|pix|boleto|dinheiro|especie|cartao|credito|debito|parcel\w*|dividi\w*|vezes|"
-                     r"\d+ ?x|vr|va|vale|ticket|troco|maquin\w*|fiado|nota fiscal|cnpj|cpf|fatura\w*|conta|transfer\w*|deposit\w*)\b")
-
-
 def talks_payment(query_text: str) -> bool:
     """The message is about paying (a method, instalments, a receipt): what makes the
     customer's payment facts (``vinculo_comercial``) worth recalling."""
-    from streams.respond.text import normalize_chat
-
-    return bool(_PAYING.search(normalize_chat(query_text)))
-
-
-_PLACE_Q = re.compile(r"\b(onde|aqui|ai|la|casa|entreg\w*|busc\w*|leva e traz|unidade|endereco|perto|longe|bairro)\b")
-_PLACE_F = re.compile(r"\b(mora|morar|unidade|bairro|perto|endereco|rua)\b")
+    return bool(PAYING_WORDS.search(normalize_chat(query_text)))
 
 
 def talks_place(query_text: str) -> bool:
     """The message is about a place: where to go or to deliver ("onde deixo", "entrega aqui em
     casa", "tem brinquedo aí?")."""
-    from streams.respond.text import normalize_chat
-
-    return bool(_PLACE_Q.search(normalize_chat(query_text)))
+    return bool(PLACE_QUESTION_WORDS.search(normalize_chat(query_text)))
 
 
 @functools.lru_cache(maxsize=16384)
 def is_place_fact(content: str) -> bool:
     """Where the customer lives or which unit they go to ("Mora no Jardim Europa", "Prefere a unidade Rodovia")."""
-    from streams.respond.text import fold
-
-    return bool(_PLACE_F.search(fold(content)))
+    return bool(PLACE_FACT_WORDS.search(fold(content)))
 
 
 def fact_passage_text(memory_type: str, content: str) -> str:
@@ -153,32 +143,8 @@ def fact_passage_text(memory_type: str, content: str) -> str:
 
 
 # ---------------------------------------------------------------- word evidence
-# Relation words → the role they name. A query word of a role points to the
-# facts holding a word of the same role, and to every fact naming the people
-# those facts name ("Casado com a Renata" → "Renata faz aniversário em maio").
-ROLES: dict[str, tuple[str, ...]] = {
-    "partner": ("esposa", "esposo", "marido", "mulher", "patroa", "patrao", "veio", "veia", "conjuge",
-                "casado", "casada", "casou", "namorado", "namorada", "namora", "noivo", "noiva", "boy",
-                "mozao", "amor", "companheiro", "companheira", "altar", "bodas", "casamento"),
-    "child": ("filho", "filha", "filhos", "filhas", "meninos", "meninas", "menino", "menina", "pequeno",
-              "pequena", "crianca", "criancas", "gemeos", "gemeas", "neto", "neta", "netos", "moleque"),
-    "pet": ("cachorro", "cachorra", "cao", "dog", "gato", "gata", "gatas", "gatos", "pet", "pets",
-            "patas", "husky", "shih", "labrador", "vira", "srd", "bichinho", "lobao", "peludo", "peluda",
-            "peludinho", "peludinha", "bichinha",
-            "cadela", "cadelinha", "cachorrinho", "cachorrinha", "gatinho", "gatinha", "filhote", "caes",
-            "poodle", "golden", "bulldog", "buldogue", "pug", "pinscher", "spitz", "yorkshire", "beagle",
-            "dachshund", "salsicha", "persa", "siames", "felino", "felina", "doguinho", "au"),
-    "parent": ("mae", "pai", "sogra", "sogro", "coroa"),
-}
+# Relation words and pet species come from the shared lexicon (``streams.learn.lexicon``).
 _ROLE_OF = {w: r for r, ws in ROLES.items() for w in ws}
-# A pet's species: a question about "minha cachorrinha" is not about the customer's cat.
-SPECIES: dict[str, tuple[str, ...]] = {
-    "dog": ("cachorro", "cachorra", "cao", "caes", "dog", "cadela", "cadelinha", "cachorrinho", "cachorrinha",
-            "doguinho", "husky", "shih", "labrador", "vira", "srd", "lobao", "poodle", "golden", "bulldog",
-            "buldogue", "pug", "pinscher", "spitz", "yorkshire", "beagle", "dachshund", "salsicha", "au"),
-    "cat": ("gato", "gata", "gatos", "gatas", "gatinho", "gatinha", "persa", "siames", "felino", "felina",
-            "bichano", "bichana"),
-}
 _SPECIES_OF = {w: k for k, ws in SPECIES.items() for w in ws}
 for _w in _SPECIES_OF:
     _ROLE_OF.setdefault(_w, "pet")
@@ -196,8 +162,6 @@ WORD_BONUS = 0.04      # per rare content word shared (stemmed)
 def _names(text: str) -> set[str]:
     """Capitalised words that are not the first of the text (people, pets, places)."""
 
-    from streams.respond.text import fold
-
     words = re.findall(r"[A-Za-zÀ-ÿ]+", text)
     return {fold(w) for k, w in enumerate(words) if k > 0 and w[0].isupper() and len(w) > 2}
 
@@ -209,8 +173,6 @@ def speaks_as_couple(query_text: str) -> bool:
     """The customer speaks for two ("nosso aniversário", "a gente", "meio século juntos"):
     the partner is in the question although no relation word names them. "nossa" counts
     only before a noun, not as the exclamation that opens a message ("nossa, tá caro")."""
-    from streams.respond.text import normalize_chat
-
     words = normalize_chat(query_text).split()
     return any(w in _COUPLE_WORDS or (w == "nossa" and 0 < k < len(words) - 1)
                or (w == "gente" and k and words[k - 1] in ("a", "pra", "para"))
@@ -305,8 +267,6 @@ class _Profile:
 
 @functools.lru_cache(maxsize=16384)
 def _profile(content: str) -> _Profile:
-    from streams.respond.compose import stem
-    from streams.respond.text import STOPWORDS, fold
 
     words = tuple(fold(content).split())
     return _Profile(words, frozenset(words), frozenset(_names(content)),
@@ -317,8 +277,6 @@ def _profile(content: str) -> _Profile:
 
 def word_evidence(query_text: str, contents: Sequence[str]) -> list[float]:
     """Per fact, the bonus the customer's words give it (see ``ROLES``)."""
-    from streams.respond.compose import stem
-    from streams.respond.text import STOPWORDS, normalize_chat
 
     q_list = normalize_chat(query_text).split()
     q_words = set(q_list)
