@@ -110,7 +110,7 @@ def answer_metrics(folder: Path, embedder, generator_factory: Callable | None = 
     grid = asyncio.run(run_grid(embedder, questions, docs, [None], DEFAULT_RAG_MAX_RESULTS,
                                 (s.chunk_size, s.chunk_overlap), generator=generator))
     return {"answer_accuracy": grid[0]["accuracy"], "answer_failures": grid[0]["failures"],
-            "answer_failure_details": grid[0].get("failure_details", [])}
+            "answer_failure_details": grid[0]["failure_details"]}
 
 
 # --------------------------------------------------------------------- main

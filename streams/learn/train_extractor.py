@@ -153,6 +153,21 @@ def probs_of(e: Example, m: Fitted) -> np.ndarray:
     return two_stage_probabilities(e.X @ m.fw + m.fb, e.X @ m.W.T + m.b)
 
 
+def matched(chosen, gold: list[dict]) -> tuple[set[int], set[int]]:
+    """One-to-one matching of chosen facts to gold facts of the same type, best evidence overlap
+    first (at least ``MATCH``): the indexes of the matched chosen facts and of the matched gold."""
+    pairs = sorted(((evidence_overlap(c.span.text, g["evidence"]), i, j)
+                    for i, c in enumerate(chosen) for j, g in enumerate(gold)
+                    if c.memory_type == g["memory_type"]), reverse=True)
+    used_i: set[int] = set()
+    used_j: set[int] = set()
+    for s, i, j in pairs:
+        if s >= MATCH and i not in used_i and j not in used_j:
+            used_i.add(i)
+            used_j.add(j)
+    return used_i, used_j
+
+
 def score(examples: list[Example], probs: list[np.ndarray], thresholds: np.ndarray, penalty: float = 0.0) -> dict:
     """Extraction P/R/F1 with the product's selection and one-to-one evidence matching."""
     tp = fp = fn = 0
@@ -160,14 +175,7 @@ def score(examples: list[Example], probs: list[np.ndarray], thresholds: np.ndarr
     for e, P in zip(examples, probs):
         chosen = select(e.spans, P, MEMORY_TYPES, thresholds, length_penalty=penalty)
         gold = e.row.get("gold_facts", [])
-        pairs = sorted(((evidence_overlap(c.span.text, g["evidence"]), i, j)
-                        for i, c in enumerate(chosen) for j, g in enumerate(gold)
-                        if c.memory_type == g["memory_type"]), reverse=True)
-        used_i, used_j = set(), set()
-        for s, i, j in pairs:
-            if s >= MATCH and i not in used_i and j not in used_j:
-                used_i.add(i)
-                used_j.add(j)
+        used_i, used_j = matched(chosen, gold)
         tp += len(used_i)
         fp += len(chosen) - len(used_i)
         fn += len(gold) - len(used_j)
@@ -190,13 +198,7 @@ def print_errors(examples: list[Example], probs: list[np.ndarray], thresholds: n
     for e, P in zip(examples, probs):
         chosen = select(e.spans, P, MEMORY_TYPES, thresholds, length_penalty=penalty)
         gold = e.row.get("gold_facts", [])
-        used_c, used_g = set(), set()
-        for s, i, j in sorted(((evidence_overlap(c.span.text, g["evidence"]), i, j)
-                               for i, c in enumerate(chosen) for j, g in enumerate(gold)
-                               if c.memory_type == g["memory_type"]), reverse=True):
-            if s >= MATCH and i not in used_c and j not in used_g:
-                used_c.add(i)
-                used_g.add(j)
+        used_c, used_g = matched(chosen, gold)
         for j, g in enumerate(gold):
             if j in used_g:
                 continue

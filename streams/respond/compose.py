@@ -47,6 +47,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
+from streams.learn.lexicon import concepts_in
 from streams.respond.text import STOPWORDS, fold, normalize_chat
 
 _PLURALS = (("oes", "ao"), ("aes", "ao"), ("ais", "al"), ("eis", "el"), ("ns", "m"), ("res", "r"), ("zes", "z"))
@@ -309,8 +310,6 @@ def concept_forms(message: str) -> dict[str, set[str]]:
 
 @functools.lru_cache(maxsize=4096)
 def _concept_forms(message: str) -> tuple[tuple[str, frozenset[str]], ...]:
-    from streams.learn.lexicon import concepts_in
-
     out: dict[str, set[str]] = {}
     for word, others in concepts_in(_measures(normalize_chat(message))):
         own = [t for t in word.split() if t not in STOPWORDS]

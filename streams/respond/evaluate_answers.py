@@ -158,7 +158,8 @@ async def run_grid(embedder, questions, docs, thresholds, max_results: int, chun
                          generator=generator or OfflineComposer(embedder=embedder),
                          intent_examples=IntentExamples(embedder))
         res = {"threshold": th, "ans_ok": 0, "ans_n": 0, "unans_ok": 0, "unans_n": 0,
-               "retr_ans_ok": 0, "retr_ans_n": 0, "retr_unans_ok": 0, "failures": []}
+               "retr_ans_ok": 0, "retr_ans_n": 0, "retr_unans_ok": 0, "failures": [],
+               "failure_details": []}
         for q in questions:
             msg = InboundMessage(message_id=q["question_id"], account_id=q["account_id"], inbox_id=1,
                                  conversation_id=q["question_id"], contact_id=1, channel="eval",
@@ -176,7 +177,7 @@ async def run_grid(embedder, questions, docs, thresholds, max_results: int, chun
                 res["retr_unans_ok"] += not o.chunks
             if not ok:
                 res["failures"].append(q["question_id"])
-                res.setdefault("failure_details", []).append(
+                res["failure_details"].append(
                     {"question_id": q["question_id"], "text": q["text"], "gold_intent": q["intent"],
                      "intent": o.reply.intent,
                      "expected": q["expected_answer_contains"] if q["answerable"] else "(hand-over)",

@@ -42,6 +42,18 @@ from schemas.events import InboundMessage, OutboundReply
 from streams.embedding import tokens as embedding_tokens
 from streams.ingest.knowledge import default_max_distance
 from streams.pricing import ModelCall, PriceTable, model_call
+from streams.respond.compose import (
+    answer_units,
+    asks_price,
+    attribute_bonus,
+    carries_price,
+    chunk_words,
+    concept_forms,
+    offers_deal,
+    question_words,
+    uncovered_focus,
+    units_of_chunks,
+)
 from streams.respond.generate import (
     CONTACTS_REPLY,
     FALLBACK_AUDIO,
@@ -59,6 +71,7 @@ from streams.respond.ports import Clock, ConversationStore, Embedder, Generator,
 from streams.respond.prompt import HISTORY_MESSAGES, build_messages
 from streams.respond.recall import TOP_K, ScoredFact, score_memories
 from streams.respond.strategy import Strategy, decide
+from streams.respond.text import normalize_chat
 
 log = logging.getLogger(__name__)
 
@@ -380,8 +393,6 @@ async def _deals(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical) -> 
     """An objection ("tá caro") is answered with a deal, and a deal is found by its words, not by
     the meaning of a complaint: the account's chunks that offer one (``compose.offers_deal``), best
     for the message first, besides what the vector search found."""
-    from streams.respond.compose import answer_units, offers_deal
-
     have = {c.chunk_id for c in chunks}
     found: dict = {}
     for s in DEAL_STEMS:
@@ -400,8 +411,6 @@ async def _cover_missing_word(msg: InboundMessage, chunks: list[KnowledgeChunk],
     knowledge's word for it ("drinks" for "caipirinha"), is in none of the retrieved chunks but in
     a few chunks of the account, the best of those takes the last place: a short question names
     one item of a long list, and the list's vector does not find it."""
-    from streams.respond.compose import answer_units, concept_forms, uncovered_focus, units_of_chunks
-
     units = units_of_chunks([c.text for c in chunks])
     missing = sorted(uncovered_focus(msg.text, units))
     if not missing or len(missing) > 2:
@@ -550,8 +559,6 @@ MAX_LEXICAL_STEMS = 4   # a longer message is a paraphrase job for the vector se
 def lexical_stems(message: str) -> list[str]:
     """The focus stems a lexical search looks for (all of them must be in a chunk);
     none when the message has no focus word or too many to be a short question."""
-    from streams.respond.compose import question_words
-
     _, focus = question_words(message)
     return sorted(focus) if 0 < len(focus) <= MAX_LEXICAL_STEMS else []
 
@@ -559,8 +566,6 @@ def lexical_stems(message: str) -> list[str]:
 def lexically_sure(message: str, text: str) -> bool:
     """Every focus word of the question is in ``text`` (at least one), and an
     amount is there if a price is asked."""
-    from streams.respond.compose import asks_price, carries_price, chunk_words, question_words
-
     _, focus = question_words(message)
     if not focus or not focus <= chunk_words(text):
         return False
@@ -578,9 +583,6 @@ def rerank(message: str, chunks: Sequence[KnowledgeChunk]) -> list[KnowledgeChun
     candidates already within the distance cut-off are reordered: the cut-off
     still decides *whether*."""
     import math
-
-    from streams.respond.compose import answer_units, attribute_bonus, chunk_words, question_words
-    from streams.respond.text import normalize_chat
 
     if not chunks:
         return []

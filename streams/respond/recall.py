@@ -267,7 +267,6 @@ class _Profile:
 
 @functools.lru_cache(maxsize=16384)
 def _profile(content: str) -> _Profile:
-
     words = tuple(fold(content).split())
     return _Profile(words, frozenset(words), frozenset(_names(content)),
                     frozenset(stem(w) for w in words if w not in STOPWORDS and len(w) > 2),
