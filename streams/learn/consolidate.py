@@ -7,8 +7,10 @@
   when the slots do not disagree), never inserting a duplicate;
 - otherwise **insert** it, then ask the contradiction checker about its
   candidates (the contact's live facts of the same type within cosine
-  distance 0.6, at most 3; a fact without embedding falls back to the live
-  facts of the same type and ``memory_key``) and **supersede** the older
+  distance 0.6, at most 3, plus up to 2 farther ones holding the same
+  single-valued slot, such as the job or the payment method; a fact without
+  embedding falls back to the live facts of the same type and ``memory_key``)
+  and **supersede** the older
   facts it contradicts.
 
 The caller applies the plan in one transaction (``store.apply_plan``).
@@ -24,7 +26,7 @@ from typing import Sequence
 import numpy as np
 
 from streams.learn.contradiction import ContradictionChecker, MemoryView, select_candidates
-from streams.learn.lexicon import CONTRADICTION_DISTANCE
+from streams.learn.lexicon import CONTRADICTION_DISTANCE, single_valued
 from streams.learn.model import NEGATED_PREFIX, Fact, TokenUsage
 from streams.learn.taxonomy import default_scope, expires_at
 from streams.learn.text import fold
@@ -37,6 +39,8 @@ log = logging.getLogger(__name__)
 EQUIVALENT_DISTANCE = 0.05
 CANDIDATE_DISTANCE = CONTRADICTION_DISTANCE
 MAX_CANDIDATES = 3
+#: Live facts of the same single-valued slot asked beyond the distance cut-off.
+MAX_SLOT_CANDIDATES = 2
 #: Bounded increase of confidence when another conversation confirms a fact.
 REINFORCE_STEP = 0.05
 MAX_LIVE_FACTS = 50
@@ -188,12 +192,16 @@ def plan_consolidation(
         plan.inserts.append(Insert(f, new.embedding, scope_for(f.memory_type, unit_id),
                                    expires_at(f.memory_type, now)))
         pool = [old for old in live if old.id not in superseded and old.id not in touched]
+        same_slot = [old for old in pool if old.memory_type == f.memory_type and old.memory_key == f.memory_key]
         if new.embedding is not None:
             candidates = select_candidates(new.embedding, pool, f.memory_type,
                                            max_distance=CANDIDATE_DISTANCE, limit=MAX_CANDIDATES)
+            if single_valued(f.memory_key):
+                # A slot that holds one value at a time is asked whatever the distance:
+                # "Caminhoneiro" and "Agora sou motorista de aplicativo" sit 0.70 apart.
+                candidates += [old for old in same_slot if old not in candidates][:MAX_SLOT_CANDIDATES]
         else:
-            candidates = [old for old in pool
-                          if old.memory_type == f.memory_type and old.memory_key == f.memory_key][:MAX_CANDIDATES]
+            candidates = same_slot[:MAX_CANDIDATES]
         new_view = MemoryView(memory_type=f.memory_type, content=f.content, memory_key=f.memory_key,
                               normalized_value=f.normalized_value)
         for old in candidates:

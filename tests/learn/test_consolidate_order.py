@@ -68,3 +68,38 @@ def test_the_offline_judge_gives_the_same_live_set_in_both_processing_orders():
     late = _plan("Fumo bastante", "Parei de fumar, 2 meses ja", stated=T0, live_stated=LATER, checker=judge)
     assert [s.old_id for s in in_order.supersede] == [7]        # "fumo bastante" becomes history
     assert late.inserts[0].superseded_by == 7 and late.supersede == []   # ... in either order
+
+
+class Recorder:
+    name = "recorder"
+
+    def __init__(self):
+        self.asked: list[str] = []
+
+    def check(self, old: MemoryView, new: MemoryView) -> Verdict:
+        self.asked.append(old.content)
+        return Verdict(contradicts=False)
+
+
+FAR_VEC = np.array([0.0, 0.0, 1.0, 0.0], dtype=np.float32)   # cosine distance 1.0 from NEW_VEC
+
+
+def _far(id_: int, key: str, content: str) -> StoredFact:
+    return StoredFact(id=id_, memory_type="contexto_pessoal", memory_key=key, content=content,
+                      normalized_value="", confidence=0.9, embedding=FAR_VEC, last_verified_at=T0,
+                      source_conversation_id=1, observed_at=T0)
+
+
+def test_a_single_valued_slot_is_asked_beyond_the_distance_cut_off_and_a_multi_valued_one_is_not():
+    new = NewFact(Fact(memory_type="contexto_pessoal", memory_key="occupation", content="Agora é motorista de app",
+                       evidence="agora sou motorista de app", confidence=0.9, scope="global"), NEW_VEC)
+    live = [_far(7, "occupation", "Caminhoneiro"), _far(8, "habito", "Corre de manhã")]
+    checker = Recorder()
+    plan_consolidation([new], live, checker, conversation_id=2, unit_id=None, now=LATER, observed_at=LATER)
+    assert checker.asked == ["Caminhoneiro"]
+
+    habit = NewFact(Fact(memory_type="contexto_pessoal", memory_key="habito", content="Nada na piscina",
+                         evidence="nado toda semana", confidence=0.9, scope="global"), NEW_VEC)
+    checker = Recorder()
+    plan_consolidation([habit], live, checker, conversation_id=2, unit_id=None, now=LATER, observed_at=LATER)
+    assert checker.asked == []
