@@ -39,7 +39,7 @@ def predictions(questions: list[dict], examples: IntentExamples | None,
             examples.threshold = threshold
     for k, q in enumerate(questions):
         d = detect_intent(q["text"])
-        out.append(refine_intent(d, None if vecs is None else vecs[k], examples).intent)
+        out.append(refine_intent(d, None if vecs is None else vecs[k], examples, q["text"]).intent)
     return out
 
 

@@ -279,7 +279,7 @@ async def plan(msg: InboundMessage, ctx: ConversationContext, deps: Responder) -
         # to read the intent from example phrases (no second embedding)
         vector = MessageVector(deps.memory_embedder, msg.text).start()
         try:
-            detected = refine_intent(detected, await vector.get(), examples)
+            detected = refine_intent(detected, await vector.get(), examples, msg.text)
         except Exception as e:  # the embedding failure is reported by recall/knowledge
             log.warning("intent fallback skipped conversation_id=%s error=%r", msg.conversation_id, e)
     strategy = decide(detected.intent)
