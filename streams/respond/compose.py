@@ -257,7 +257,7 @@ consigo consegue da dar precisa preciso levar trazer existe algum alguma alguem 
 hora horas horario abre abrem fecha fecham funciona funcionam dia dias semana unidade unidades
 ate ai la sobre gostaria saber informar informacao ola oi gente favor ainda tipo sei nossa hein
 entao mesmo assim tambem agora depois antes hoje amanha seu sua meu minha ele ela eles elas
-tempo antecedencia prazo
+tempo antecedencia prazo durante
 """.split())
 
 _PRICE_Q = re.compile(r"\b(quanto|quanta|valor|valores|preco|precos|custa|custam|cobra|cobram|taxa|sai por|orcamento)\b")
@@ -280,7 +280,8 @@ _DURATION_A = re.compile(r"\b\d+\s*(h\d{0,2}|min|minutos?|horas?|dias?|semanas?|
 # what answers a price question without an amount: "sem custo", "grátis", "não cobramos"
 # what answers any price question without an amount: a quote on request
 _QUOTE_A = re.compile(r"\b(orcamento|sob consulta|a combinar)\b")
-_FREE_A = re.compile(r"\b(sem custo|gratis|gratuit[oa]s?|sem taxa|de graca|sem cobranca|nao (paga|pagam|cobra|cobram|cobramos))\b")
+_FREE_A = re.compile(r"\b(sem custo|gratis|gratuit[oa]s?|sem taxa|de graca|sem cobranca|nao (paga|pagam|cobra|cobram|cobramos)|"
+                     r"sem diferenca de (preco|valor)|mesmo (valor|preco))\b")
 _DEADLINE_A = re.compile(r"\b\d+\s*(minutos?|min|horas?|h|dias?)\s+(antes|de antecedencia)\b|\bate as \d|\bantecedencia\b")
 _PERSON_A = re.compile(r"\b(Dra?\.|Doutora?|veterin[áa]ri[oa]|m[ée]dic[oa]|tosador[a]?|atendente|gerente|"
                        r"respons[áa]vel|pizzaiolo|chef)\s+(?:[a-zà-ÿ-]+\s+){0,2}?[A-ZÀ-Ý][a-zà-ÿ]{2,}\b")
@@ -455,6 +456,23 @@ def denies_whole_kind(text: str, other_names: set[str]) -> bool:
     return False
 
 
+_CLAUSE_END = re.compile(r"(?<=[?!.])\s+")
+
+
+def question_part(message: str) -> str:
+    """The clauses of a message that ask something, when it also tells things around the
+    question ("tem elevador? minha esposa tem problema no joelho", "vcs vendem vale presente?
+    queria dar pra minha sogra"): the ones with a question mark, a question word or a price
+    asked ("cobra alguma coisa"). The told part is context: it may help to pick the answer,
+    but what the knowledge does not say about it is no reason to hand over. A message with no
+    question mark, or with nothing else, is returned whole."""
+    clauses = [c for c in _CLAUSE_END.split(message.strip()) if c.strip()]
+    if len(clauses) < 2 or not any("?" in c for c in clauses):
+        return message
+    asked = [c for c in clauses if "?" in c or _WH.search(normalize_chat(c)) or _PRICE_Q.search(normalize_chat(c))]
+    return " ".join(asked) if asked and len(asked) < len(clauses) else message
+
+
 def is_yes_no(message: str) -> bool:
     return not _WH.search(normalize_chat(message))
 
@@ -549,8 +567,10 @@ class Scored:
 
 def score_units(message: str, units: Sequence[Unit], *, wants_price: bool = False,
                 sims: Sequence[float] | None = None, hint: str = "",
-                lexical_weight: float = 0.1) -> list[Scored]:
-    """Every unit with its score for ``message`` (unsorted)."""
+                lexical_weight: float = 0.1, asked: Sequence[str] = ()) -> list[Scored]:
+    """Every unit with its score for ``message`` (unsorted). ``asked``: the words that decided
+    the question's intent ("parcelar" of "da pra parcelar uma castração?"): what is asked
+    about, beyond the things named (a unit carrying them counts them once more)."""
     if not units:
         return []
     q_all, focus = question_words(message)
@@ -567,6 +587,7 @@ def score_units(message: str, units: Sequence[Unit], *, wants_price: bool = Fals
         return 1.0 + math.log(n / df[s]) if df[s] else 0.0
 
     hint_terms = _stems(hint) - q_all
+    asked_terms = _asked_stems(asked) & focus
     out = []
     for k, u in enumerate(units):
         lex = sum(idf(s) for s in q_all & texts[k]) + 0.5 * sum(idf(s) for s in q_all & ctxs[k])
@@ -578,12 +599,37 @@ def score_units(message: str, units: Sequence[Unit], *, wants_price: bool = Fals
         bonus = attribute_bonus(norm, u.text, wants_price)
         if hint_terms:
             bonus += 0.75 * sum(idf(s) for s in hint_terms & texts[k])
+        bonus += sum(idf(s) for s in asked_terms if names_asked(u, [s]))
         hits = len(focus & (texts[k] | ctxs[k]))
         sim = None if sims is None else float(sims[k])
         score = (sim if sim is not None else 0.0) + lexical_weight * (lex + bonus) if sims is not None \
             else lex + bonus
         out.append(Scored(u, score, lex, sim, hits))
     return out
+
+
+def _asked_stems(asked: Sequence[str]) -> set[str]:
+    return {stem(t) for a in asked for t in _measures(fold(a)).split()
+            if t not in STOPWORDS and t not in GENERIC and len(t) > 2}
+
+
+def _long_stem(word: str) -> str:
+    """Five letters, or six for a long word: "parcelar" and "parcelamento" agree, "parceiros" not."""
+    return stem(word, 6) if len(word) >= 8 else stem(word)
+
+
+def names_asked(unit: Unit, asked: Sequence[str]) -> bool:
+    """Does the unit (or its heading) name one of the words the question is about (``asked``:
+    the keywords that decided its intent, or their stems)?"""
+    words = _measures(fold(f"{unit.text} {unit.context}")).split()
+    for a in asked:
+        for t in _measures(fold(a)).split():
+            if t in STOPWORDS or t in GENERIC or len(t) <= 2:
+                continue
+            key = _long_stem(t) if len(t) >= 8 else stem(t)
+            if any((_long_stem(w) if len(t) >= 8 else stem(w)) == key for w in words):
+                return True
+    return False
 
 
 _VERB_END = re.compile(r"(am|em|ar|er|ir)$")
@@ -602,8 +648,14 @@ def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
     forms = concept_forms(message)
     roots = {stem(t): t[:-2] for t in norm.split() if _VERB_END.search(t) and len(t) >= 6}
 
+    # a long word needs a longer stem in common: "parcelar" is not "parceiros"
+    long_stems = {stem(t): stem(t, 6) for t in norm.split() if len(t) >= 8 and t not in STOPWORDS}
+    stems6 = {stem(w, 6) for w in words}
+
     def covered(f: str) -> bool:
-        return f in stems or f in in_range or any(f in w for w in words)
+        if f in in_range or any(f in w[1:] for w in words):  # inside a compound: "hipoalergênico"
+            return True
+        return long_stems[f] in stems6 if f in long_stems else f in stems
 
     def named_otherwise(f: str) -> bool:  # another name, as a word of its own ("mar" is not in "margherita")
         return any(x in stems or (len(x) >= 4 and any(w.startswith(x) for w in words)) for x in forms.get(f, ()))
@@ -635,6 +687,8 @@ def unknown_object(message: str, units: Sequence[Unit]) -> set[str]:
     if m is None:
         return set()
     item = _ITEM_STOP.split(m.group(2), maxsplit=1)[0]  # "shampoo" of "shampoo pra cachorro com alergia"
+    if re.match(r"\s*\d", item):  # "já faz 20 min": time gone by, not an item
+        return set()
     _, focus = question_words(item)
     return focus & uncovered_focus(message, units)
 

@@ -73,6 +73,20 @@ def unsupported_prices(reply: str, chunks: Sequence[KnowledgeChunk]) -> set[str]
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-ZÀ-Ý0-9\"“(])|\n+")
 
 
+DECISIVE_WEIGHT = 2.5   # a keyword this heavy names what a policy/info question is about
+
+
+def _decisive_words(message: str, intent: str) -> list[str]:
+    """The dictionary's heavy keywords of the message for its policy or info intent ("parcel*",
+    "cancel*", "fumar", "estacion*"): the subject asked about, whatever else the question names."""
+    if intent not in (i.POLICY, i.INFO):
+        return []
+    lexicon = i.lexicon_for(None)
+    norm = i.normalize_chat(message)
+    return [m.group(0) for it, kw, w, rx in lexicon.patterns if it == intent and w >= DECISIVE_WEIGHT
+            for m in rx.finditer(norm)]
+
+
 def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_SPLIT.split(text) if s and len(s.strip()) > 2]
 
@@ -142,13 +156,22 @@ class OfflineComposer:
             return []
         sims = self._similarities(message, units, query_vector)
         scored = compose.score_units(message, units, wants_price=intent in (i.PRICE, i.OBJECTION),
-                                     sims=sims, hint=hint, lexical_weight=self.lexical_weight)
+                                     sims=sims, hint=hint, lexical_weight=self.lexical_weight,
+                                     asked=_decisive_words(message, intent))
         _, focus = compose.question_words(message)
         ranked = sorted((s for s in scored if self._eligible(s, intent, focus)),
                         key=lambda s: (-s.score, s.unit.order))
-        if not ranked or self._mostly_uncovered(message, units, focus, ranked[0], intent):
+        if not ranked or self._mostly_uncovered(compose.question_part(message), units, focus, ranked[0], intent):
             return []
         ranked = self._narrow(message, ranked, intent)
+        # "da pra parcelar uma castração?": the units on what decided the intent (parcelamento),
+        # when there are any, answer it; the things named around it are context
+        asked = _decisive_words(message, intent)
+        on_subject = [s for s in ranked if asked and compose.names_asked(s.unit, asked)]
+        # ... unless another unit names clearly more of the question ("pode fumar na varanda da
+        # vila nova?": "A varanda é área livre de fumo" over a rule on smoking elsewhere)
+        if on_subject and max(s.focus_hits for s in on_subject) >= max(s.focus_hits for s in ranked) - 1:
+            ranked = on_subject
         return self._best(ranked)
 
     def _similarities(self, message: str, units: Sequence[compose.Unit], query_vector) -> list[float] | None:
@@ -179,6 +202,7 @@ class OfflineComposer:
                                                        or compose.unknown_kind(message, units)):
             return True
         uncovered = compose.uncovered_focus(message, units)
+        focus = focus & compose.question_words(message)[1]
         return (len(uncovered) >= 2 and 3 * len(uncovered) >= 2 * len(focus) and top.focus_hits < 2
                 and intent not in (i.GENERAL, i.OBJECTION))
 

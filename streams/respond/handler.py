@@ -50,6 +50,7 @@ from streams.respond.compose import (
     chunk_words,
     concept_forms,
     offers_deal,
+    question_part,
     question_words,
     uncovered_focus,
     units_of_chunks,
@@ -366,17 +367,26 @@ async def knowledge(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps
     if threshold is None:
         threshold = default_max_distance(deps.knowledge_embedder.name)
     pool = inbox.rag_max_results * RERANK_POOL
+    # "tem elevador? minha esposa tem problema no joelho": the question alone is searched too
+    asked = question_part(msg.text)
     searches = [_call(deps.knowledge.search, vec, msg.account_id, pool, threshold + RESCUE_MARGIN)]
+    if asked != msg.text:
+        searches.append(_call(deps.knowledge.search, await _embed(deps.knowledge_embedder, asked),
+                              msg.account_id, pool, threshold + RESCUE_MARGIN))
     lexical = getattr(deps.knowledge, "lexical_search", None)
-    stems = lexical_stems(msg.text) if lexical is not None else []
+    stems = lexical_stems(asked) if lexical is not None else []
     if stems:
         searches.append(_call(lexical, msg.account_id, stems, pool))
     found = await asyncio.gather(*searches)
-    chunks = [c for c in map(_as_chunk, found[0])
-              if c.distance <= threshold or lexically_sure(msg.text, c.text)]
-    seen = {c.chunk_id for c in chunks}
-    if len(found) > 1:  # found by the question's words alone: kept on the same lexical evidence
-        chunks += [c for c in map(_as_chunk, found[1]) if c.chunk_id not in seen and lexically_sure(msg.text, c.text)]
+    vector_hits = sorted((c for hits in found[: 2 if asked != msg.text else 1] for c in map(_as_chunk, hits)),
+                         key=lambda c: c.distance)
+    chunks, seen = [], set()
+    for c in vector_hits:
+        if c.chunk_id not in seen and (c.distance <= threshold or lexically_sure(asked, c.text)):
+            chunks.append(c)
+            seen.add(c.chunk_id)
+    if stems:  # found by the question's words alone: kept on the same lexical evidence
+        chunks += [c for c in map(_as_chunk, found[-1]) if c.chunk_id not in seen and lexically_sure(asked, c.text)]
     chunks = rerank(msg.text, chunks)[: inbox.rag_max_results]
     if lexical is not None and chunks:
         chunks = await _cover_missing_word(msg, chunks, lexical, inbox.rag_max_results)
@@ -411,12 +421,14 @@ async def _cover_missing_word(msg: InboundMessage, chunks: list[KnowledgeChunk],
     knowledge's word for it ("drinks" for "caipirinha"), is in none of the retrieved chunks but in
     a few chunks of the account, the best of those takes the last place: a short question names
     one item of a long list, and the list's vector does not find it."""
+    asked = question_part(msg.text)
     units = units_of_chunks([c.text for c in chunks])
-    missing = sorted(uncovered_focus(msg.text, units))
+    missing = sorted(uncovered_focus(asked, units))
     if not missing or len(missing) > 2:
         return chunks
-    forms = concept_forms(msg.text)
+    forms = concept_forms(asked)
     have = {c.chunk_id for c in chunks}
+    options = []   # each missing word's few chunks: the best of them all for the message wins
     for word in missing:
         for form in sorted(forms.get(word, {word}), key=lambda f: (f != word, f)):
             if len(form) < 4 or form.isdigit():
@@ -424,8 +436,11 @@ async def _cover_missing_word(msg: InboundMessage, chunks: list[KnowledgeChunk],
             found = [c for c in map(_as_chunk, await _call(lexical, msg.account_id, [form], MAX_MISSING_WORD_CHUNKS + 1))
                      if c.chunk_id not in have and answer_units(c.text)]
             if 0 < len(found) <= MAX_MISSING_WORD_CHUNKS:
-                best = rerank(msg.text, found)[0]
-                return chunks[: max(0, limit - 1)] + [best]
+                options += [c for c in found if c.chunk_id not in {o.chunk_id for o in options}]
+                break
+    if options:
+        best = rerank(msg.text, options)[0]
+        return chunks[: max(0, limit - 1)] + [best]
     return chunks
 
 

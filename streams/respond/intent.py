@@ -111,7 +111,7 @@ DEFAULT_KEYWORDS: dict[str, dict[str, float]] = {
         "funciona": 1.5, "funcionam": 1.5, "funcionamento": 1.5, "endereco": 2,
         "onde fica": 2, "localiza*": 2, "como chego": 2, "estacion*": 1.5, "vaga": 1,
         "vagas": 1, "cartao": 1.5, "entregam": 2, "entrega no": 1.5, "quanto tempo": 2,
-        "demora": 2, "demoram": 2, "demorar": 2, "tem desconto": 2.5, "tem promocao": 2.5,
+        "demora": 2, "demoram": 2, "demorar": 2, "tem desconto": 2.5,
         "vendem": 1, "qual dia": 1.5, "que dia": 1.5, "feito na casa": 1, "qual o nome": 1.5, "pix": 1.5, "forma de pagamento": 2,
         "formas de pagamento": 2, "aceita*": 1, "tem": 0.5, "voces tem": 1,
         "vcs tem": 1, "possui": 1, "possuem": 1, "oferece*": 1, "disponive*": 1,
