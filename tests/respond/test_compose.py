@@ -345,3 +345,52 @@ def test_no_through_another_name_only_when_the_whole_kind_is_denied():
     text = ask("vcs fazem castração?", "info_request", "# Cirurgias\n\n- Castração de gata: R$ 520,00.\n"
                "- Não fazemos cirurgias ortopédicas.")
     assert not text.startswith("Não")
+
+
+PAYMENT = """# Pagamento
+
+- Pix e cartão de crédito.
+- Parcelamento em até 3x sem juros no cartão de crédito, para valores acima de R$ 300,00.
+
+Se precisar de outro serviço, indicamos parceiros da região."""
+
+SURGERY = """# Castração
+
+- Castração de gata: R$ 520,00
+- Castração de cadela até 15 kg: R$ 790,00"""
+
+
+def test_the_word_that_decided_the_intent_names_what_is_asked():
+    # "parcelar" is the subject; the castration is only what it is about
+    text = ask("da pra parcelar uma castracao de cadela?", "policy", SURGERY, PAYMENT)
+    assert "3x sem juros" in text and "R$ 790,00" not in text
+
+
+def test_a_long_word_needs_six_letters_in_common_to_be_covered():
+    from streams.respond.compose import uncovered_focus
+
+    units = units_of_chunks([PAYMENT.replace("Parcelamento em até 3x", "Em até 3x")])
+    assert "parce" in uncovered_focus("da pra parcelar?", units)   # "parceiros" does not cover it
+    assert "parce" not in uncovered_focus("da pra parcelar?", units_of_chunks([PAYMENT]))
+
+
+def test_the_question_clause_decides_and_the_told_part_is_context():
+    from streams.respond.compose import question_part
+
+    assert question_part("tem elevador? minha esposa tem problema no joelho") == "tem elevador?"
+    assert question_part("posso levar meu vinho? cobra alguma coisa") == "posso levar meu vinho? cobra alguma coisa"
+    assert question_part("qnto custa o rodizio? e crianca paga?") == "qnto custa o rodizio? e crianca paga?"
+    assert question_part("quero saber o preço da Jade") == "quero saber o preço da Jade"   # no question mark
+    rules = "# Regras\n\n- Não temos elevador. A Suíte Topázio fica no térreo."
+    text = ask("tem elevador? minha esposa tem problema no joelho", "info_request", rules)
+    assert text.startswith("Não") and "não temos elevador" in text.lower()
+
+
+def test_no_price_difference_answers_is_it_more_expensive():
+    grooming = "# Tosa\n\n- Tosa higiênica: R$ 40,00\n\nA tosa pode ser na máquina ou na tesoura, sem diferença de preço."
+    assert "sem diferença de preço" in ask("tosa na tesoura é mais cara?", "price_question", grooming)
+
+
+def test_time_gone_by_is_not_an_item_asked_for():
+    orders = "# Pedidos\n\n- Cancelamento de delivery: sem custo em até 5 minutos após a confirmação do pedido."
+    assert "5 minutos" in ask("quero cancelar o pedido, ja faz 20 min q confirmei", "policy", orders)

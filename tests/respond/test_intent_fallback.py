@@ -164,3 +164,30 @@ def test_training_refuses_the_heldout_half():
     from streams.respond.train_intent import main
 
     assert main(["--corpus", str(FIXTURES_DIR.parent / "heldout")]) == 2
+
+
+def test_a_question_about_the_business_is_never_small_talk():
+    import numpy as np
+
+    from streams.respond.intent import LearntIntent, asks_a_question
+
+    assert asks_a_question("o leva e traz vai ate o bairro sao jose?")
+    assert asks_a_question("qual o horario de vcs")
+    assert not asks_a_question("kkkk vc é robô ou gente?")
+    assert not asks_a_question("meu cachorro adora vcs")
+    model = LearntIntent(np.zeros((3, 4), np.float32), np.array([2.0, 1.0, 0.0], np.float32),
+                         ["general", "info_request", "policy"], strong=2.0, meta={}, floor=0.0)
+    none = IntentResult("general", 0.0, ())
+    assert refine_intent(none, np.ones(4), model).intent == "general"           # no text: as before
+    assert refine_intent(none, np.ones(4), model, "meu dog ficou lindo").intent == "general"
+    assert refine_intent(none, np.ones(4), model, "vai ate o bairro sao jose?").intent == "info_request"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("demora qnto pra chegar o delivery?", "info_request"),      # a duration, not a price
+    ("vcs tem tosa na tesoura? é mais caro?", "price_question"),  # asking, not complaining
+    ("tem desconto durante a tarde?", "info_request"),
+    ("nossa ta caro demais", "objection"),
+])
+def test_dictionary_tells_asking_from_complaining(text, expected):
+    assert detect_intent(text).intent == expected
