@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import itertools
 import logging
 import time
 import uuid
@@ -388,10 +389,28 @@ async def knowledge(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps
     if stems:  # found by the question's words alone: kept on the same lexical evidence
         chunks += [c for c in map(_as_chunk, found[-1]) if c.chunk_id not in seen and lexically_sure(asked, c.text)]
     chunks = rerank(msg.text, chunks)[: inbox.rag_max_results]
+    if lexical is not None and stems and not any(answer_units(c.text) for c in chunks):
+        chunks = await _most_words(msg, asked, stems, chunks, lexical, inbox.rag_max_results)
     if lexical is not None and chunks:
         chunks = await _cover_missing_word(msg, chunks, lexical, inbox.rag_max_results)
     if lexical is not None and p.intent.intent == OBJECTION:
         chunks += await _deals(msg, chunks, lexical)
+    return chunks
+
+
+async def _most_words(msg: InboundMessage, asked: str, stems: list[str], chunks: list[KnowledgeChunk], lexical,
+                      limit: int) -> list[KnowledgeChunk]:
+    """Nothing found can answer (no chunk, or only a heading: "# Leva e traz"), and no chunk holds
+    every word of the question ("cortam a unha avulso?": the knowledge says "Corte de unhas
+    avulso"): the chunks holding all of its words but one (or two, of four), best first."""
+    for drop in range(1, max(1, len(stems) - 1)):
+        found: dict = {}
+        for keep in itertools.combinations(stems, len(stems) - drop):
+            for c in map(_as_chunk, await _call(lexical, msg.account_id, list(keep), limit * RERANK_POOL)):
+                if answer_units(c.text) and (carries_price(c.text) or not asks_price(asked)):
+                    found.setdefault(c.chunk_id, c)
+        if found:
+            return rerank(msg.text, list(found.values()))[:limit]
     return chunks
 
 
