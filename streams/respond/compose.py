@@ -317,7 +317,10 @@ def _concept_forms(message: str) -> tuple[tuple[str, frozenset[str]], ...]:
         key = stem(own[-1]) if own else stem(word.split()[-1])
         forms = out.setdefault(key, {key})
         for o in others:
-            forms |= {stem(t) for t in _measures(fold(o)).split() if t not in STOPWORDS}
+            parts = [t for t in _measures(fold(o)).split() if t not in STOPWORDS]
+            forms |= {stem(t) for t in parts}
+            if len(parts) == 2 and all(len(t) <= 3 for t in parts):
+                forms.add(" ".join(parts))   # "wi fi" (Wi-Fi): its two pieces together name it
     return tuple((k, frozenset(v)) for k, v in out.items())
 
 
@@ -658,7 +661,8 @@ def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
         return long_stems[f] in stems6 if f in long_stems else f in stems
 
     def named_otherwise(f: str) -> bool:  # another name, as a word of its own ("mar" is not in "margherita")
-        return any(x in stems or (len(x) >= 4 and any(w.startswith(x) for w in words)) for x in forms.get(f, ()))
+        return any(x in stems or (len(x) >= 4 and any(w.startswith(x) for w in words))
+                   or (" " in x and set(x.split()) <= words) for x in forms.get(f, ()))
 
     def same_root(f: str) -> bool:  # a verb and its noun: "cortam" / "corte", "hospedam" / "hospedagem"
         return f in roots and any(w.startswith(roots[f]) for w in words)

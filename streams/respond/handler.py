@@ -448,17 +448,25 @@ async def _cover_missing_word(msg: InboundMessage, chunks: list[KnowledgeChunk],
     forms = concept_forms(asked)
     have = {c.chunk_id for c in chunks}
     options = []   # each missing word's few chunks: the best of them all for the message wins
+    covers: dict = {}
     for word in missing:
-        for form in sorted(forms.get(word, {word}), key=lambda f: (f != word, f)):
+        per_form = []   # the word itself first, then its other names, the most specific one wins
+        for n, form in enumerate(sorted(forms.get(word, {word}), key=lambda f: (f != word, f))):
             if len(form) < 4 or form.isdigit():
                 continue
-            found = [c for c in map(_as_chunk, await _call(lexical, msg.account_id, [form], MAX_MISSING_WORD_CHUNKS + 1))
+            found = [c for c in map(_as_chunk, await _call(lexical, msg.account_id, form.split(),
+                                                           MAX_MISSING_WORD_CHUNKS + 1))
                      if c.chunk_id not in have and answer_units(c.text)]
             if 0 < len(found) <= MAX_MISSING_WORD_CHUNKS:
-                options += [c for c in found if c.chunk_id not in {o.chunk_id for o in options}]
-                break
-    if options:
-        best = rerank(msg.text, options)[0]
+                per_form.append((n > 0, len(found), n, found))
+        if per_form:
+            found = min(per_form, key=lambda x: x[:3])[3]
+            options += [c for c in found if c.chunk_id not in {o.chunk_id for o in options}]
+            for c in found:
+                covers[c.chunk_id] = covers.get(c.chunk_id, 0) + 1
+    if options:   # the chunk naming most of the missing words, then the best for the message
+        order = {c.chunk_id: k for k, c in enumerate(rerank(msg.text, options))}
+        best = min(options, key=lambda c: (-covers[c.chunk_id], order[c.chunk_id]))
         return chunks[: max(0, limit - 1)] + [best]
     return chunks
 

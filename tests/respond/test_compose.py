@@ -394,3 +394,11 @@ def test_no_price_difference_answers_is_it_more_expensive():
 def test_time_gone_by_is_not_an_item_asked_for():
     orders = "# Pedidos\n\n- Cancelamento de delivery: sem custo em até 5 minutos após a confirmação do pedido."
     assert "5 minutos" in ask("quero cancelar o pedido, ja faz 20 min q confirmei", "policy", orders)
+
+
+def test_a_name_written_in_two_pieces_covers_the_word_typed_whole():
+    from streams.respond.compose import concept_forms, uncovered_focus
+
+    assert "wi fi" in concept_forms("o wifi é de graça?")["wifi"]
+    units = units_of_chunks(["# Estrutura\n\nEm todas as suítes: Wi-Fi gratuito e TV."])
+    assert "wifi" not in uncovered_focus("o wifi é de graça?", units)
