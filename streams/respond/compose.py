@@ -694,7 +694,24 @@ def unknown_object(message: str, units: Sequence[Unit]) -> set[str]:
     if re.match(r"\s*\d", item):  # "já faz 20 min": time gone by, not an item
         return set()
     _, focus = question_words(item)
-    return focus & uncovered_focus(message, units)
+    missing = focus & uncovered_focus(message, units)
+    return missing or unnamed_variant(item, units)
+
+
+def unnamed_variant(item: str, units: Sequence[Unit]) -> set[str]:
+    """"cerveja artesanal" where the knowledge names a "cerveja long neck" and, elsewhere, a
+    "linguiça artesanal": a noun and the word right after it that qualifies it, each named
+    somewhere but never together. The item asked is not one the knowledge offers: the
+    qualifier's stem (empty when some unit names both, or the item is a single word)."""
+    words = [t for t in _measures(normalize_chat(item)).split() if len(t) > 1]
+    if len(words) < 2 or words[0] in STOPWORDS or words[1] in STOPWORDS or words[0] in GENERIC \
+            or words[1] in GENERIC or words[1].isdigit() or words[0].isdigit():
+        return set()
+    head, qual = stem(words[0]), stem(words[1])
+    named = [_stems(f"{u.text} {u.context}") for u in units]
+    if not any(head in n for n in named) or not any(qual in n for n in named):
+        return set()
+    return set() if any(head in n and qual in n for n in named) else {qual}
 
 
 _KIND_OF = re.compile(r"\b(?:custa|custam|custaria|valor|preco|sai|fica|cobra|cobram)\s+(?:a |o |um |uma |da |do |de |na |no )?"

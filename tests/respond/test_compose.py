@@ -402,3 +402,12 @@ def test_a_name_written_in_two_pieces_covers_the_word_typed_whole():
     assert "wi fi" in concept_forms("o wifi é de graça?")["wifi"]
     units = units_of_chunks(["# Estrutura\n\nEm todas as suítes: Wi-Fi gratuito e TV."])
     assert "wifi" not in uncovered_focus("o wifi é de graça?", units)
+
+
+def test_an_item_whose_qualifier_is_only_named_elsewhere_is_handed_over():
+    drinks = "# Bebidas\n\n- Cerveja long neck: R$ 14,00\n- Chopp 300 ml: R$ 11,00"
+    pizzas = "# Especiais\n\nCasarão da Vila: linguiça artesanal, cebola roxa e provolone."
+    assert ask("vcs tem cerveja artesanal?", "info_request", drinks, pizzas) == FALLBACK_NO_KNOWLEDGE
+    assert "R$ 14,00" in ask("vcs tem cerveja long neck?", "info_request", drinks, pizzas)
+    assert "não temos massa integral" in ask("tem massa integral?", "info_request",
+                                             "# Massas\n\nNão temos massa integral. A massa é fina.").lower()
