@@ -808,6 +808,9 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "em casa": ("domiciliar", "domicilio"), "na minha casa": ("domiciliar", "domicilio"),
     "a domicilio": ("domiciliar",), "pagar depois": ("fiado", "posterior"), "pago depois": ("fiado", "posterior"),
     "pendura": ("fiado",), "pendurar": ("fiado",), "estacionar": ("estacionamento",),
+    # what the customer "leva" is what the business lets them "trazer" (de fora)
+    "posso levar": ("trazer",), "pode levar": ("trazer",), "da pra levar": ("trazer",), "levar meu": ("trazer",),
+    "levar minha": ("trazer",), "levar de casa": ("trazer", "de fora"),
     # holidays with a fixed date
     "natal": ("25/12",), "vespera de natal": ("24/12",), "ano novo": ("01/01",), "reveillon": ("31/12", "01/01"),
     "virada": ("31/12",), "tiradentes": ("21/04",), "dia do trabalho": ("01/05",), "finados": ("02/11",),

@@ -411,3 +411,9 @@ def test_an_item_whose_qualifier_is_only_named_elsewhere_is_handed_over():
     assert "R$ 14,00" in ask("vcs tem cerveja long neck?", "info_request", drinks, pizzas)
     assert "não temos massa integral" in ask("tem massa integral?", "info_request",
                                              "# Massas\n\nNão temos massa integral. A massa é fina.").lower()
+
+
+def test_what_the_customer_takes_along_is_what_the_business_lets_bring():
+    drinks = ("# Bebidas\n\n- Vinho rosé: R$ 105,00\n- Vinho tinto: R$ 115,00\n\n"
+              "Trazer de fora: é permitido trazer bebidas, com taxa de rolha de R$ 35,00 por garrafa.")
+    assert "R$ 35,00" in ask("posso levar meu vinho? cobra alguma coisa", "policy", drinks)
