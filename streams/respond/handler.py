@@ -376,8 +376,9 @@ async def knowledge(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps
                               msg.account_id, pool, threshold + RESCUE_MARGIN))
     lexical = getattr(deps.knowledge, "lexical_search", None)
     stems = lexical_stems(asked) if lexical is not None else []
-    if stems:
-        searches.append(_call(lexical, msg.account_id, stems, pool))
+    variants = _named_otherwise(asked, stems) if stems else []
+    for v in ([stems] + variants if stems else []):
+        searches.append(_call(lexical, msg.account_id, v, pool))
     found = await asyncio.gather(*searches)
     vector_hits = sorted((c for hits in found[: 2 if asked != msg.text else 1] for c in map(_as_chunk, hits)),
                          key=lambda c: c.distance)
@@ -386,8 +387,12 @@ async def knowledge(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps
         if c.chunk_id not in seen and (c.distance <= threshold or lexically_sure(asked, c.text)):
             chunks.append(c)
             seen.add(c.chunk_id)
-    if stems:  # found by the question's words alone: kept on the same lexical evidence
-        chunks += [c for c in map(_as_chunk, found[-1]) if c.chunk_id not in seen and lexically_sure(asked, c.text)]
+    if stems:  # found by the question's words alone (or other names of them): kept on the same lexical evidence
+        for hits in found[len(found) - 1 - len(variants):]:
+            for c in map(_as_chunk, hits):
+                if c.chunk_id not in seen and lexically_sure(asked, c.text):
+                    chunks.append(c)
+                    seen.add(c.chunk_id)
     chunks = rerank(msg.text, chunks)[: inbox.rag_max_results]
     if lexical is not None and stems and not any(answer_units(c.text) for c in chunks):
         chunks = await _most_words(msg, asked, stems, chunks, lexical, inbox.rag_max_results)
@@ -605,11 +610,29 @@ def lexical_stems(message: str) -> list[str]:
     return sorted(focus) if 0 < len(focus) <= MAX_LEXICAL_STEMS else []
 
 
+MAX_VARIANTS = 4   # lexical searches with another name of one word ("gata" → "gato")
+
+
+def _named_otherwise(message: str, stems: list[str]) -> list[list[str]]:
+    """The lexical search's stems with one word swapped for another name the knowledge may use
+    (``concept_forms``: "minha gata ... banho" → "gato" + "banho", where the table says "Gatos: banho")."""
+    forms = concept_forms(message)
+    out = []
+    for k, s in enumerate(stems):
+        for f in sorted(forms.get(s, ())):
+            if f != s and len(f) >= 4 and " " not in f:
+                out.append(stems[:k] + [f] + stems[k + 1:])
+    return out[:MAX_VARIANTS]
+
+
 def lexically_sure(message: str, text: str) -> bool:
-    """Every focus word of the question is in ``text`` (at least one), and an
-    amount is there if a price is asked."""
+    """Every focus word of the question is in ``text`` (at least one; a word may be there by
+    another name: ``concept_forms``), and an amount is there if a price is asked."""
     _, focus = question_words(message)
-    if not focus or not focus <= chunk_words(text):
+    if not focus:
+        return False
+    words, forms = chunk_words(text), concept_forms(message)
+    if not all(f in words or any(x in words for x in forms.get(f, ())) for f in focus):
         return False
     return carries_price(text) or not asks_price(message)
 

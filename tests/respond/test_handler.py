@@ -166,3 +166,12 @@ def test_only_a_heading_found_brings_the_chunks_with_most_of_the_words():
     assert not lexical(101, stems, 10)          # no chunk holds every word ("cortam" / "corte")
     got = asyncio.run(_most_words(msg, msg.text, stems, [_as_chunk(heading)], lexical, 3))
     assert [c.text for c in got] == [texts[0]]
+
+
+def test_a_word_of_the_question_may_be_in_a_chunk_by_another_name():
+    from streams.respond.handler import _named_otherwise, lexical_stems, lexically_sure
+
+    msg = "minha gata precisa de banho, qnto fica"
+    assert ["banho", "gato"] in _named_otherwise(msg, lexical_stems(msg))
+    assert lexically_sure(msg, "Gatos: banho R$ 90,00, somente com hora marcada.")
+    assert not lexically_sure(msg, "Gatos: banho somente com hora marcada.")   # a price is asked

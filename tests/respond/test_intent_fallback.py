@@ -191,3 +191,7 @@ def test_a_question_about_the_business_is_never_small_talk():
 ])
 def test_dictionary_tells_asking_from_complaining(text, expected):
     assert detect_intent(text).intent == expected
+
+
+def test_more_chat_spellings_of_question_words():
+    assert normalize_chat("a broto tem qnts fatias? qtos reais?") == "a broto tem quantos fatias quantos reais"
