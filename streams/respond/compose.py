@@ -429,13 +429,31 @@ def carries_asked_attribute(message: str, text: str) -> bool | None:
     return any(a.search(folded) for a in asked)
 
 
-def says_no(text: str, focus: set[str]) -> bool:
+_OFFERING = frozenset("""temos tem fazemos aceitamos servimos vendemos atendemos trabalhamos oferecemos recebemos
+hospedamos permitimos possuimos existe existem e sao ha fica ficam""".split())
+
+
+def says_no(text: str, focus: set[str], asked: set[str] | None = None) -> bool:
     """Does ``text`` deny something the question asks about ("Não temos sauna",
-    "não aceitamos cheque", "é proibido fumar", "não são permitidos")?"""
+    "não aceitamos cheque", "é proibido fumar", "não são permitidos")? With ``asked`` (all the
+    question's stems): not a denial of another act ("Não parcelamos no cartão" for "aceita
+    cartão?") nor of a narrower thing than the one asked, when the text goes on to name it ("Não
+    temos piscina coletiva; a única piscina é a privativa" for "tem quarto com piscina?")."""
     words = fold(text).split()
     for k, w in enumerate(words):
         if (w in ("nao", "nem", "nunca") or w.startswith("proibid")) and not (k and words[k - 1] == "se"):
+            verb = words[k + 1] if k + 1 < len(words) else ""
+            if asked is not None and verb.endswith("mos") and verb not in _OFFERING and stem(verb) not in asked:
+                continue
             window = words[max(0, k - 4):k + 6]
+            hits = [j for j in range(max(0, k - 4), min(len(words), k + 6)) if stem(words[j]) in focus]
+            # "não temos piscina coletiva; a única piscina é a privativa": the kind asked is there,
+            # only a narrower one is denied (the word comes back outside the denial)
+            if asked is not None and hits and all(
+                    j > k and j + 1 < len(words) and words[j + 1] not in STOPWORDS and len(words[j + 1]) > 3
+                    and stem(words[j + 1]) not in asked and not words[j + 1].isdigit()
+                    and any(stem(x) == stem(words[j]) for x in words[j + 2:]) for j in hits):
+                continue
             if not focus or any(stem(x) in focus for x in window):
                 return True
     return False
@@ -779,7 +797,7 @@ def answer_text(message: str, picked: Sequence[Unit]) -> str:
         if u.context and ctx_only and len(u.context.split()) <= 4:
             text = f"{u.context}: {text}"
         parts.append(text)
-    if is_yes_no(message) and (says_no(picked[0].text, focus)
+    if is_yes_no(message) and (says_no(picked[0].text, focus, q_all | expanded_focus(message))
                                or denies_whole_kind(picked[0].text, expanded_focus(message) - focus)):
         lead = parts[[u for u in sorted(picked, key=lambda x: x.order)].index(picked[0])]
         parts.remove(lead)

@@ -417,3 +417,11 @@ def test_what_the_customer_takes_along_is_what_the_business_lets_bring():
     drinks = ("# Bebidas\n\n- Vinho rosé: R$ 105,00\n- Vinho tinto: R$ 115,00\n\n"
               "Trazer de fora: é permitido trazer bebidas, com taxa de rolha de R$ 35,00 por garrafa.")
     assert "R$ 35,00" in ask("posso levar meu vinho? cobra alguma coisa", "policy", drinks)
+
+
+def test_no_only_when_the_thing_asked_is_denied():
+    pool = "# Estrutura\n\n- Não temos piscina coletiva; a única piscina é a privativa da Suíte Safira."
+    assert not ask("vcs tem quarto com piscina?", "info_request", pool).startswith("Não,")
+    pay = "# Pagamento\n\n- Cartão de crédito e de débito.\n- Não parcelamos compras no cartão de crédito."
+    assert not ask("aceita cartao de credito?", "info_request", pay).startswith("Não")
+    assert ask("vcs parcelam no cartao?", "policy", pay).startswith("Não, não parcelamos")
