@@ -433,6 +433,11 @@ _OFFERING = frozenset("""temos tem fazemos aceitamos servimos vendemos atendemos
 hospedamos permitimos possuimos existe existem e sao ha fica ficam""".split())
 
 
+# verbs after "não" that deny the subject itself ("Animais não são permitidos", "a Vitral não é alugada")
+_STATE = frozenset("""e sao pode podem entra entram vale valem funciona funcionam abre abrem fica ficam esta estao
+foi sera serao tem aceita aceitam atende atendem""".split())
+
+
 def says_no(text: str, focus: set[str], asked: set[str] | None = None) -> bool:
     """Does ``text`` deny something the question asks about ("Não temos sauna",
     "não aceitamos cheque", "é proibido fumar", "não são permitidos")? With ``asked`` (all the
@@ -447,6 +452,10 @@ def says_no(text: str, focus: set[str], asked: set[str] | None = None) -> bool:
                 continue
             window = words[max(0, k - 4):k + 6]
             hits = [j for j in range(max(0, k - 4), min(len(words), k + 6)) if stem(words[j]) in focus]
+            # "as pizzas veganas não contêm lactose": what is denied is the object, not the subject
+            if asked is not None and hits and all(j < k for j in hits) and verb and verb not in _STATE \
+                    and stem(verb) not in asked and k + 2 < len(words) and words[k + 2] not in STOPWORDS:
+                continue
             # "não temos piscina coletiva; a única piscina é a privativa": the kind asked is there,
             # only a narrower one is denied (the word comes back outside the denial)
             if asked is not None and hits and all(

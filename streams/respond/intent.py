@@ -138,6 +138,9 @@ DEFAULT_KEYWORDS: dict[str, dict[str, float]] = {
 }
 
 
+_ASKS_WHICH = re.compile(r"\b(qual|quais|quanto|quanta|quantos|quantas)\b")
+
+
 @dataclass(frozen=True)
 class IntentResult:
     intent: str
@@ -230,6 +233,9 @@ def detect_intent(text: str, inbox_keywords: Mapping[str, Any] | None = None) ->
     if not scores:
         return IntentResult(GENERAL, 0.0, ())
     best = sorted(scores, key=lambda i: (-scores[i], _rank(i)))[0]
+    if best == OBJECTION and _ASKS_WHICH.search(folded):
+        # "qual a suíte mais barata?": asking for the cheaper option is a price question
+        return IntentResult(PRICE, scores[best], tuple(matched[best]))
     if best in SMALL_TALK:
         rest = _remove_spans(folded, [s for i in SMALL_TALK for s in spans.get(i, [])])
         if len(rest.split()) > MAX_SMALL_TALK_REST_WORDS:

@@ -425,3 +425,10 @@ def test_no_only_when_the_thing_asked_is_denied():
     pay = "# Pagamento\n\n- Cartão de crédito e de débito.\n- Não parcelamos compras no cartão de crédito."
     assert not ask("aceita cartao de credito?", "info_request", pay).startswith("Não")
     assert ask("vcs parcelam no cartao?", "policy", pay).startswith("Não, não parcelamos")
+
+
+def test_a_denied_object_is_not_a_denied_subject():
+    vegan = "# Veganas\n\n- Grande vegana: R$ 72,00.\n\nSem lactose: as pizzas veganas não contêm lactose."
+    assert not ask("tem pizza vegana?", "info_request", vegan).startswith("Não")
+    pets = "# Regras\n\n- Animais de estimação não são permitidos, com exceção de cão-guia."
+    assert "não são permitidos" in ask("posso levar meu cachorro?", "policy", pets)

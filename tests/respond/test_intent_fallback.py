@@ -195,3 +195,8 @@ def test_dictionary_tells_asking_from_complaining(text, expected):
 
 def test_more_chat_spellings_of_question_words():
     assert normalize_chat("a broto tem qnts fatias? qtos reais?") == "a broto tem quantos fatias quantos reais"
+
+
+def test_asking_for_the_cheaper_option_is_a_price_question():
+    assert detect_intent("qual a suite mais barata?").intent == "price_question"
+    assert detect_intent("na pizzaria do lado é bem mais barato viu").intent == "objection"
