@@ -503,6 +503,15 @@ def question_part(message: str) -> str:
     return " ".join(asked) if asked and len(asked) < len(clauses) else message
 
 
+def question_clauses(message: str) -> list[str]:
+    """The separate questions of a message that asks more than one ("vcs entregam no jardim
+    europa? e qnto é a taxa"): its clauses with a question mark or a question word; [] when it
+    asks one thing."""
+    clauses = [c for c in _CLAUSE_END.split(message.strip()) if c.strip()]
+    asked = [c for c in clauses if "?" in c or _WH.search(normalize_chat(c))]
+    return asked if len(asked) >= 2 else []
+
+
 def is_yes_no(message: str) -> bool:
     return not _WH.search(normalize_chat(message))
 

@@ -139,9 +139,26 @@ class OfflineComposer:
             if r.retrieval == "required" or asked:
                 return FALLBACK_NO_KNOWLEDGE
             return OBJECTION_REPLY if r.intent == i.OBJECTION else GENERAL_REPLY
+        picked = self._each_question(r, picked, query_vector)
         answer = compose.answer_text(r.message, picked)
         opener = "Entendo! " if r.intent == i.OBJECTION else ""
         return self._with_memory(opener + answer, r.memories, r.chunks)
+
+    MAX_UNITS = 3
+
+    def _each_question(self, r: ReplyRequest, picked: list[compose.Unit], query_vector) -> list[compose.Unit]:
+        """A message asking two things ("vcs entregam no jardim europa? e qnto é a taxa") gets the
+        best unit for each question too, besides the best for the whole (at most ``MAX_UNITS``)."""
+        clauses = compose.question_clauses(r.message)
+        if not clauses or r.intent in (i.OBJECTION, i.GENERAL):
+            return picked
+        out = list(picked)
+        for clause in clauses:
+            intent = i.detect_intent(clause).intent
+            got = self.pick_sentences(clause, r.chunks, intent if intent != i.GENERAL else r.intent)
+            if got and got[0] not in out and len(out) < self.MAX_UNITS:
+                out.append(got[0])
+        return out
 
     def pick_sentences(self, message: str, chunks: Sequence[KnowledgeChunk], intent: str,
                        hint: str = "", query_vector=None) -> list[compose.Unit]:

@@ -432,3 +432,13 @@ def test_a_denied_object_is_not_a_denied_subject():
     assert not ask("tem pizza vegana?", "info_request", vegan).startswith("Não")
     pets = "# Regras\n\n- Animais de estimação não são permitidos, com exceção de cão-guia."
     assert "não são permitidos" in ask("posso levar meu cachorro?", "policy", pets)
+
+
+def test_each_question_of_a_message_gets_its_answer():
+    from streams.respond.compose import question_clauses
+
+    assert question_clauses("vcs entregam no jardim europa? e qnto é a taxa") == [
+        "vcs entregam no jardim europa?", "e qnto é a taxa"]
+    assert question_clauses("tem elevador? minha esposa tem problema no joelho") == []
+    text = ask("qnto sai a safira 4h? e a topazio aluga por 2h?", "price_question", SUITES)
+    assert "R$ 240,00" in text and "não é alugada por 2h" in text
