@@ -135,12 +135,20 @@ class OfflineComposer:
         asked = r.intent == i.GENERAL and compose.asks_the_business(r.message)
         picked = self.pick_sentences(r.message, r.chunks, i.INFO if asked else r.intent,
                                      hint=preference_hint(r.memories), query_vector=query_vector)
+        partial = False
+        if not picked and r.intent not in (i.OBJECTION, i.GENERAL):
+            # two questions, one the knowledge does not cover: answer the other, hand the rest over
+            picked = self._each_question(r, [], query_vector)
+            partial = bool(picked)
         if not picked:
             if r.retrieval == "required" or asked:
                 return FALLBACK_NO_KNOWLEDGE
             return OBJECTION_REPLY if r.intent == i.OBJECTION else GENERAL_REPLY
-        picked = self._each_question(r, picked, query_vector)
+        if not partial:
+            picked = self._each_question(r, picked, query_vector)
         answer = compose.answer_text(r.message, picked)
+        if partial:
+            answer = f"{answer} {FALLBACK_NO_KNOWLEDGE}"
         opener = "Entendo! " if r.intent == i.OBJECTION else ""
         return self._with_memory(opener + answer, r.memories, r.chunks)
 
@@ -178,6 +186,10 @@ class OfflineComposer:
         _, focus = compose.question_words(message)
         ranked = sorted((s for s in scored if self._eligible(s, intent, focus)),
                         key=lambda s: (-s.score, s.unit.order))
+        if len(focus) == 1 and intent not in (i.GENERAL, i.OBJECTION) and any(s.focus_hits for s in ranked):
+            # a question about one thing ("aceita pix?"): a unit naming it ("Pix, cartão...") beats
+            # one only sounding like it ("Não aceitamos cheque.")
+            ranked = [s for s in ranked if s.focus_hits]
         if not ranked or self._mostly_uncovered(compose.question_part(message), units, focus, ranked[0], intent):
             return []
         ranked = self._narrow(message, ranked, intent)

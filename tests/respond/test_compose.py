@@ -442,3 +442,14 @@ def test_each_question_of_a_message_gets_its_answer():
     assert question_clauses("tem elevador? minha esposa tem problema no joelho") == []
     text = ask("qnto sai a safira 4h? e a topazio aluga por 2h?", "price_question", SUITES)
     assert "R$ 240,00" in text and "não é alugada por 2h" in text
+
+
+def test_a_unit_naming_the_one_thing_asked_beats_one_sounding_like_it():
+    pay = "# Pagamento\n\nFormas de pagamento: Pix, cartão e dinheiro. Não aceitamos cheque."
+    assert ask("aceita pix?", "info_request", pay).startswith("Formas de pagamento: Pix")
+
+
+def test_two_questions_one_not_covered_answers_the_other_and_hands_the_rest_over():
+    cake = "# Eventos\n\nBolo: o cliente pode trazer bolo de fora, com taxa de bolo de R$ 20,00."
+    text = ask("fazem festa de aniversario ai? tem taxa pra levar bolo?", "price_question", cake)
+    assert "R$ 20,00" in text and text.endswith(FALLBACK_NO_KNOWLEDGE)
