@@ -81,6 +81,7 @@ class Unit:
     context: str = ""  # the nearest heading above it (matching only, never quoted)
     order: int = 0     # position: chunk rank, then place in the chunk
     item: bool = False  # a list item or table row (no sentence end needed)
+    label: str = ""    # the label opening its paragraph ("Estacionamento"), when not in its text
 
 
 def _clean(text: str) -> str:
@@ -169,6 +170,9 @@ def _rejoin_blocks(chunk_text: str) -> list[str]:
     return blocks
 
 
+_LEAD_LABEL = re.compile(r"^([A-ZÀ-Ý][\wÀ-ÿ&]*(?: [\wÀ-ÿ&]+){0,3}):\s+\S")
+
+
 def _read(chunk_text: str, rank: int = 0, heading: str = "") -> tuple[list[Unit], str, tuple[str, bool] | None]:
     """(units, the chunk's leading fragment, its cut last piece and whether it is a list item)."""
     units: list[Unit] = []
@@ -180,6 +184,10 @@ def _read(chunk_text: str, rank: int = 0, heading: str = "") -> tuple[list[Unit]
             continue
         pieces = _block_pieces(block, heading)
         label = ""
+        # a paragraph opened by a label ("Estacionamento: não temos ... Na unidade Centro existe
+        # convênio ..."): its later sentences are about that label too
+        lead = _LEAD_LABEL.match(_clean(block))
+        para = lead.group(1) if lead else ""
         for pi, (raw, item) in enumerate(pieces):
             text = _clean(raw)
             last_piece = bi == len(blocks) - 1 and pi == len(pieces) - 1
@@ -197,7 +205,7 @@ def _read(chunk_text: str, rank: int = 0, heading: str = "") -> tuple[list[Unit]
             if not re.search(r"[.!?]$", text):
                 text = text.rstrip(";,") + "."
             ctx = label if (item and label) else heading
-            units.append(Unit(text, ctx, rank * 1000 + len(units), item))
+            units.append(Unit(text, ctx, rank * 1000 + len(units), item, para if (pi and not item) else ""))
     return units, head_fragment, tail_cut
 
 
@@ -468,7 +476,7 @@ def says_no(text: str, focus: set[str], asked: set[str] | None = None) -> bool:
     return False
 
 
-def denies_whole_kind(text: str, other_names: set[str]) -> bool:
+def denies_whole_kind(text: str, other_names: set[str], asked: set[str] | None = None) -> bool:
     """``says_no`` through another name of the customer's word, only when it denies the whole
     kind ("Não servimos drinks nem destilados" for a caipirinha), not a qualified part of it
     ("Não fazemos cirurgias ortopédicas" says nothing of a castration)."""
@@ -478,6 +486,9 @@ def denies_whole_kind(text: str, other_names: set[str]) -> bool:
         words = fold(clause).split()
         for k, w in enumerate(words):
             if (w in ("nao", "nem", "nunca") or w.startswith("proibid")) and not (k and words[k - 1] == "se"):
+                verb = words[k + 1] if k + 1 < len(words) else ""
+                if asked is not None and verb.endswith("mos") and verb not in _OFFERING and stem(verb) not in asked:
+                    continue   # "não sedamos animais": another act than the one asked ("dão banho em gato?")
                 for j in range(k + 1, min(len(words), k + 6)):
                     if stem(words[j]) in other_names:
                         after = words[j + 1] if j + 1 < len(words) else ""
@@ -639,7 +650,7 @@ def score_units(message: str, units: Sequence[Unit], *, wants_price: bool = Fals
         if hint_terms:
             bonus += 0.75 * sum(idf(s) for s in hint_terms & texts[k])
         bonus += sum(idf(s) for s in asked_terms if names_asked(u, [s]))
-        hits = len(focus & (texts[k] | ctxs[k]))
+        hits = len(focus & (texts[k] | ctxs[k] | (_stems(u.label) if u.label else set())))
         sim = None if sims is None else float(sims[k])
         score = (sim if sim is not None else 0.0) + lexical_weight * (lex + bonus) if sims is not None \
             else lex + bonus
@@ -816,7 +827,8 @@ def answer_text(message: str, picked: Sequence[Unit]) -> str:
             text = f"{u.context}: {text}"
         parts.append(text)
     if is_yes_no(message) and (says_no(picked[0].text, focus, q_all | expanded_focus(message))
-                               or denies_whole_kind(picked[0].text, expanded_focus(message) - focus)):
+                               or denies_whole_kind(picked[0].text, expanded_focus(message) - focus,
+                                                    q_all | expanded_focus(message))):
         lead = parts[[u for u in sorted(picked, key=lambda x: x.order)].index(picked[0])]
         parts.remove(lead)
         parts.insert(0, "Não, " + lead[0].lower() + lead[1:] if fold(lead).startswith("nao") else "Não. " + lead)

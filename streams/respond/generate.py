@@ -117,6 +117,7 @@ class OfflineComposer:
         self.lexical_weight = lexical_weight
         self.strong_similarity = strong_similarity
         self.second_ratio = second_ratio
+        self.fuller_ratio = 0.5
         self.cache_size = 20_000
         self._cache: dict[str, OrderedDict] = {}
         self._cache_lock = threading.Lock()
@@ -261,6 +262,13 @@ class OfflineComposer:
         for s in ranked[1:self.max_sentences]:
             if s.score >= self.second_ratio * ranked[0].score and s.score > 0:
                 best.append(s)
+        if len(best) < self.max_sentences:
+            # a unit naming more of what was asked than the best ("tem estacionamento na unidade
+            # centro?": the general rule, then the line on the Centro unit's parking)
+            fuller = [s for s in ranked[1:] if s.focus_hits > ranked[0].focus_hits
+                      and s.score >= self.fuller_ratio * ranked[0].score and s not in best]
+            if fuller:
+                best.append(max(fuller, key=lambda s: (s.focus_hits, s.score)))
         return [s.unit for s in best]
 
     def _sentence_vectors(self, sentences: list[str]):

@@ -453,3 +453,12 @@ def test_two_questions_one_not_covered_answers_the_other_and_hands_the_rest_over
     cake = "# Eventos\n\nBolo: o cliente pode trazer bolo de fora, com taxa de bolo de R$ 20,00."
     text = ask("fazem festa de aniversario ai? tem taxa pra levar bolo?", "price_question", cake)
     assert "R$ 20,00" in text and text.endswith(FALLBACK_NO_KNOWLEDGE)
+
+
+def test_a_paragraph_label_names_its_later_sentences_and_a_fuller_unit_joins_the_best():
+    parking = ("# Unidades\n\nEstacionamento: não temos estacionamento próprio em nenhuma das unidades. "
+               "Na unidade Centro existe convênio com o Bastos Park, ao lado da clínica. "
+               "Na unidade Lagoa há vagas de zona azul na rua.")
+    units = answer_units(parking)
+    assert [u.label for u in units] == ["", "Estacionamento", "Estacionamento"]
+    assert "Bastos Park" in ask("tem estacionamento na unidade centro?", "info_request", parking)
