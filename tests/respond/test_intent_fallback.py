@@ -200,3 +200,17 @@ def test_more_chat_spellings_of_question_words():
 def test_asking_for_the_cheaper_option_is_a_price_question():
     assert detect_intent("qual a suite mais barata?").intent == "price_question"
     assert detect_intent("na pizzaria do lado é bem mais barato viu").intent == "objection"
+
+
+def test_evaluation_lists_intent_misses_and_tolerates_a_folder_of_questions_only(tmp_path):
+    from streams.evaluation import evaluate_folder, format_misses
+
+    (tmp_path / "questions.jsonl").write_text(
+        '{"question_id": "q1", "account_id": 301, "text": "vcs aceitam cheque?", "intent": "greeting", '
+        '"answerable": true, "expected_document_ids": [], "expected_answer_contains": []}\n')
+    (tmp_path / "knowledge.jsonl").write_text(
+        '{"document_id": "d1", "account_id": 301, "title": "Pagamento", "text": "Não aceitamos cheque."}\n')
+    emb = BagOfWordsEmbedder()
+    col = evaluate_folder(tmp_path, "rules", {"memory_embedder": emb, "knowledge_embedder": emb})
+    assert col["intent_accuracy"] == 0.0 and "extraction_precision" not in col
+    assert "[probe] intent q1 (greeting → policy)" in format_misses({"probe": col})
