@@ -71,7 +71,7 @@ from streams.respond.lead import next_lead_state
 from streams.respond.model import ConversationContext, Generation, KnowledgeChunk, ReplyRequest, Usage
 from streams.respond.ports import Clock, ConversationStore, Embedder, Generator, KnowledgeSearch, MemoryRecall
 from streams.respond.prompt import HISTORY_MESSAGES, build_messages
-from streams.respond.recall import TOP_K, ScoredFact, score_memories
+from streams.respond.recall import TOP_K, ScoredFact, message_parts, score_memories
 from streams.respond.strategy import Strategy, decide
 from streams.respond.text import normalize_chat
 
@@ -347,8 +347,11 @@ async def recall(msg: InboundMessage, p: Plan, deps: Responder) -> list[ScoredFa
     facts, vec = await asyncio.gather(
         _call(deps.memory.live_facts, msg.account_id, msg.contact_id, timeout_s=deps.recall_budget_s),
         vector.get())
+    # a message of several parts recalls a fact for each (their vectors: one batch, only with facts)
+    parts = message_parts(msg.text) if facts else []
+    part_vecs = await asyncio.to_thread(deps.memory_embedder.embed_queries, parts) if parts else None
     return score_memories(vec, facts, msg.unit_id, top_k=deps.top_k_memories,
-                          min_score=deps.min_memory_score, query_text=msg.text)
+                          min_score=deps.min_memory_score, query_text=msg.text, part_vecs=part_vecs)
 
 
 async def knowledge(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps: Responder,

@@ -44,6 +44,9 @@ from streams.respond.compose import stem
 from streams.respond.text import STOPWORDS, fold, normalize_chat
 
 TOP_K = 5
+PART_MIN_WORDS = 3
+PART_WEIGHT = 0.3
+_PART_SPLIT = re.compile(r"[,;.!?]|\s+e\s+|\s+mas\s+|\s+porque\s+|\s+pq\s+")
 DEFAULT_MIN_SCORE: float | None = None
 
 
@@ -75,17 +78,33 @@ def compatible(fact: MemoryFact, unit_id: int | None) -> bool:
     return False  # an unknown scope is treated as the most restrictive
 
 
+def message_parts(text: str) -> list[str]:
+    """The parts of a message that asks or tells several things ("vou levar o Vitor hj, separa
+    aquela dose q ele gosta e o quarto do espelho"): its clauses of at least ``PART_MIN_WORDS``
+    words, split at punctuation and "e"; [] for a message of one part."""
+    parts = [p.strip() for p in _PART_SPLIT.split(text) if p and len(p.split()) >= PART_MIN_WORDS]
+    return parts if len(parts) >= 2 else []
+
+
 def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[MemoryFact],
                    unit_id: int | None, top_k: int = TOP_K,
                    min_score: float | None = DEFAULT_MIN_SCORE,
-                   query_text: str | None = None) -> list[ScoredFact]:
-    """The at most ``top_k`` compatible facts, best first (ties: higher confidence, lower id)."""
+                   query_text: str | None = None, part_vecs=None) -> list[ScoredFact]:
+    """The at most ``top_k`` compatible facts, best first (ties: higher confidence, lower id).
+    ``part_vecs``: vectors of the message's parts (``message_parts``): a fact matching one part
+    well scores by that part too (``PART_WEIGHT`` of its excess over the whole message)."""
     evidence = word_evidence(query_text, [f.content for f in facts]) if query_text else None
     q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
     qn = float(np.linalg.norm(q))
     if qn == 0.0 or top_k <= 0:
         return []
     q = q / qn
+    parts = None
+    if part_vecs is not None and len(part_vecs):
+        parts = np.asarray(part_vecs, dtype=np.float32).reshape(len(part_vecs), -1)
+        parts = parts / np.maximum(np.linalg.norm(parts, axis=1, keepdims=True), 1e-9)
+        if parts.shape[1] != q.shape[0]:
+            parts = None
     live: list[tuple[int, float, float]] = []   # (index, similarity, similarity + word evidence)
     for k, fact in enumerate(facts):
         if fact.embedding is None or not compatible(fact, unit_id):
@@ -97,6 +116,9 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
         if en == 0.0:
             continue
         sim = float(np.dot(q, e) / en)
+        if parts is not None:
+            best_part = float(np.max(parts @ e) / en)
+            sim = sim + PART_WEIGHT * max(0.0, best_part - sim)
         live.append((k, sim, sim + (evidence[k] if evidence is not None else 0.0)))
     if query_text and not talks_payment(query_text):
         live = [(k, sim, b - PAYMENT_OFF if is_payment_fact(facts[k]) else b) for k, sim, b in live]

@@ -153,3 +153,20 @@ def test_the_usual_lifts_own_preferences_and_only_payment_facts_drop():
     assert top[0].fact.id == 0 and top[0].score > top[1].score
     assert is_payment_fact(MemoryFact(3, "vinculo_comercial", "Paga com Pix", 1.0, "global", None))
     assert not is_payment_fact(MemoryFact(4, "vinculo_comercial", "Usa o leva e traz", 1.0, "global", None))
+
+
+def test_a_message_of_several_parts_recalls_a_fact_for_each():
+    import numpy as np
+
+    from streams.respond.recall import MemoryFact, message_parts, score_memories
+
+    assert message_parts("vou levar o Vitor hj, separa aquela dose q ele gosta e o quarto do espelho") == [
+        "vou levar o Vitor hj", "separa aquela dose q ele gosta", "o quarto do espelho"]
+    assert message_parts("qual o horario hoje") == []
+    e = np.eye(4)
+    facts = [MemoryFact(k, "preferencia", f"fato {k}", 1.0, "global", None, embedding=e[k]) for k in range(4)]
+    whole = np.array([0.9, 0.5, 0.0, 0.45])        # the whole message: fact 0, then 1 and 3 alike
+    parts = [np.array([1.0, 0, 0, 0]), np.array([0, 0, 0, 1.0])]   # a part is all about fact 3
+    top = [s.fact.id for s in score_memories(whole, facts, None, top_k=2)]
+    top_parts = [s.fact.id for s in score_memories(whole, facts, None, top_k=2, part_vecs=parts)]
+    assert top == [0, 1] and top_parts == [0, 3]
