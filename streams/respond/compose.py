@@ -170,6 +170,7 @@ def _rejoin_blocks(chunk_text: str) -> list[str]:
     return blocks
 
 
+_BOLD_LABEL_AFTER_END = re.compile(r"(?<=[.!?;])[ \t]+(?=\*\*[^*\n]{1,60}\*\*\s*:)")
 _LEAD_LABEL = re.compile(r"^([A-ZÀ-Ý][\wÀ-ÿ&]*(?: [\wÀ-ÿ&]+){0,3}):\s+\S")
 
 
@@ -177,7 +178,9 @@ def _read(chunk_text: str, rank: int = 0, heading: str = "") -> tuple[list[Unit]
     """(units, the chunk's leading fragment, its cut last piece and whether it is a list item)."""
     units: list[Unit] = []
     head_fragment, tail_cut = "", None
-    blocks = _rejoin_blocks(chunk_text)
+    # the chunker may have joined a paragraph to the line before it ("... não é devolvido.
+    # **Discrição na cobrança**: ..."): a bold label after a sentence end opens a paragraph
+    blocks = _rejoin_blocks(_BOLD_LABEL_AFTER_END.sub("\n\n", chunk_text))
     for bi, block in enumerate(blocks):
         block, heading = _split_heading(block.replace("**", "").replace("__", "").strip(), heading)
         if not block:

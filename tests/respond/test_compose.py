@@ -462,3 +462,11 @@ def test_a_paragraph_label_names_its_later_sentences_and_a_fuller_unit_joins_the
     units = answer_units(parking)
     assert [u.label for u in units] == ["", "Estacionamento", "Estacionamento"]
     assert "Bastos Park" in ask("tem estacionamento na unidade centro?", "info_request", parking)
+
+
+def test_a_bold_label_the_chunker_glued_to_a_list_item_opens_its_own_unit():
+    glued = ("- se o cliente não aparecer e não avisar, o sinal não é devolvido. **Discrição na cobrança**: "
+             'na fatura do cartão, a cobrança aparece como "RA Hotelaria".')
+    texts = [u.text for u in answer_units(glued)]
+    assert texts[-1] == 'Discrição na cobrança: na fatura do cartão, a cobrança aparece como "RA Hotelaria".'
+    assert not any(t.startswith("se o cliente") and "Discrição" in t for t in texts)
