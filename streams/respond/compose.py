@@ -170,7 +170,7 @@ def _rejoin_blocks(chunk_text: str) -> list[str]:
     return blocks
 
 
-_BOLD_LABEL_AFTER_END = re.compile(r"(?<=[.!?;])[ \t]+(?=\*\*[^*\n]{1,60}\*\*\s*:)")
+_BOLD_LABEL_AFTER_END = re.compile(r"(?<=[.!?;])[ \t]+(?=\*\*[^*\n]{1,80}(?:\*\*\s*:|:\*\*))")
 _LEAD_LABEL = re.compile(r"^([A-ZÀ-Ý][\wÀ-ÿ&]*(?: [\wÀ-ÿ&]+){0,3}):\s+\S")
 
 
@@ -446,7 +446,7 @@ hospedamos permitimos possuimos existe existem e sao ha fica ficam""".split())
 
 # verbs after "não" that deny the subject itself ("Animais não são permitidos", "a Vitral não é alugada")
 _STATE = frozenset("""e sao pode podem entra entram vale valem funciona funcionam abre abrem fica ficam esta estao
-foi sera serao tem aceita aceitam atende atendem""".split())
+foi sera serao""".split())
 
 
 def says_no(text: str, focus: set[str], asked: set[str] | None = None) -> bool:

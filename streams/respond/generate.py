@@ -262,13 +262,17 @@ class OfflineComposer:
         for s in ranked[1:self.max_sentences]:
             if s.score >= self.second_ratio * ranked[0].score and s.score > 0:
                 best.append(s)
-        if len(best) < self.max_sentences:
-            # a unit naming more of what was asked than the best ("tem estacionamento na unidade
-            # centro?": the general rule, then the line on the Centro unit's parking)
-            fuller = [s for s in ranked[1:] if s.focus_hits > ranked[0].focus_hits
-                      and s.score >= self.fuller_ratio * ranked[0].score and s not in best]
-            if fuller:
-                best.append(max(fuller, key=lambda s: (s.focus_hits, s.score)))
+        # a unit naming more of what was asked than the best ("tem estacionamento na unidade
+        # centro?": the general rule, then the line on the Centro unit's parking) joins it, in
+        # place of a runner-up naming less
+        fuller = [s for s in ranked[1:] if s.focus_hits > ranked[0].focus_hits
+                  and s.score >= self.fuller_ratio * ranked[0].score and s not in best]
+        if fuller:
+            pick = max(fuller, key=lambda s: (s.focus_hits, s.score))
+            if len(best) < self.max_sentences:
+                best.append(pick)
+            elif best[-1].focus_hits < pick.focus_hits:
+                best[-1] = pick
         return [s.unit for s in best]
 
     def _sentence_vectors(self, sentences: list[str]):

@@ -470,3 +470,15 @@ def test_a_bold_label_the_chunker_glued_to_a_list_item_opens_its_own_unit():
     texts = [u.text for u in answer_units(glued)]
     assert texts[-1] == 'Discrição na cobrança: na fatura do cartão, a cobrança aparece como "RA Hotelaria".'
     assert not any(t.startswith("se o cliente") and "Discrição" in t for t in texts)
+
+
+def test_a_label_with_its_colon_inside_the_bold_opens_a_paragraph_too():
+    glued = ("- **Unidade Centro**: Av. Coronel Bastos, 1.250. WhatsApp (11) 4002-3302. "
+             "**Horário (nas duas unidades):** - Segunda a sexta: das 8h às 19h")
+    texts = [u.text for u in answer_units(glued)]
+    assert "Unidade Centro: Av. Coronel Bastos, 1.250. WhatsApp (11) 4002-3302." in texts
+
+
+def test_no_is_not_read_from_an_offer_of_something_else():
+    pickup = "# Retirada\n\nRetirada no balcão: não tem pedido mínimo e o cliente ganha 5% de desconto."
+    assert not ask("tem desconto na retirada?", "info_request", pickup).startswith("Não")
