@@ -171,6 +171,7 @@ def _rejoin_blocks(chunk_text: str) -> list[str]:
 
 
 _BOLD_LABEL_AFTER_END = re.compile(r"(?<=[.!?;])[ \t]+(?=\*\*[^*\n]{1,80}(?:\*\*\s*:|:\*\*))")
+_ITEM_LABEL = re.compile(r"^([A-ZÀ-Ý][\wÀ-ÿ&-]*(?: [\wÀ-ÿ&-]+){0,4})\s*(?::|—|–)\s")
 _LEAD_LABEL = re.compile(r"^([A-ZÀ-Ý][\wÀ-ÿ&]*(?: [\wÀ-ÿ&]+){0,3}):\s+\S")
 
 
@@ -190,9 +191,13 @@ def _read(chunk_text: str, rank: int = 0, heading: str = "") -> tuple[list[Unit]
         # a paragraph opened by a label ("Estacionamento: não temos ... Na unidade Centro existe
         # convênio ..."): its later sentences are about that label too
         lead = _LEAD_LABEL.match(_clean(block))
-        para = lead.group(1) if lead else ""
+        para = lead.group(1) if lead and not _LIST_SPLIT.match(block) else ""
         for pi, (raw, item) in enumerate(pieces):
             text = _clean(raw)
+            if item:   # the sentences after a list item are about that item ("Quarta do Rodízio: ...
+                # Bebidas à parte. Só no salão, não vale para delivery.")
+                named = _ITEM_LABEL.match(text)
+                para = named.group(1) if named else ""
             last_piece = bi == len(blocks) - 1 and pi == len(pieces) - 1
             if _unquotable(text, item):
                 if bi == 0 and pi == 0 and text:

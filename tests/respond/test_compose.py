@@ -482,3 +482,11 @@ def test_a_label_with_its_colon_inside_the_bold_opens_a_paragraph_too():
 def test_no_is_not_read_from_an_offer_of_something_else():
     pickup = "# Retirada\n\nRetirada no balcão: não tem pedido mínimo e o cliente ganha 5% de desconto."
     assert not ask("tem desconto na retirada?", "info_request", pickup).startswith("Não")
+
+
+def test_sentences_after_a_list_item_are_labelled_by_that_item_not_the_first_one():
+    promos = ("- Terça em Dobro: a segunda grande sai pela metade do preço. Vale no salão e no delivery.\n"
+              "- Quarta do Rodízio: rodízio no salão por pessoa, R$ 59,90 Só no salão, não vale para delivery.")
+    units = answer_units(promos)
+    tail = [u for u in units if u.text.startswith("Só no salão")]
+    assert tail and tail[0].label == "Quarta do Rodízio"
