@@ -84,7 +84,8 @@ def intent_metrics(folder: Path, embedder=None) -> dict:
     responder embeds messages with)."""
     from streams.respond.evaluate_intent import intent_accuracy
 
-    return {"intent_accuracy": intent_accuracy(folder, embedder)["accuracy"]}
+    r = intent_accuracy(folder, embedder)
+    return {"intent_accuracy": r["accuracy"], "intent_misses": r["misses"]}
 
 
 # ------------------------------------------------------------------- recall
@@ -162,10 +163,13 @@ def format_table(columns: dict[str, dict]) -> str:
 
 
 def format_misses(columns: dict[str, dict]) -> str:
-    """Per folder: the questions answered wrongly (gold and detected intent, expected, reply) and
+    """Per folder: the questions whose intent is wrong, the questions answered wrongly (gold and
+    detected intent, expected, reply) and
     the recall cases with a relevant fact outside the top 3 (the missing facts, what ranked instead)."""
     lines = []
     for name, col in columns.items():
+        for m in col.get("intent_misses", []):
+            lines.append(f"[{name}] intent {m['question_id']} ({m['gold']} → {m['intent']}): {m['text']!r}")
         for f in col.get("answer_failure_details", []):
             lines.append(f"[{name}] answer {f['question_id']} ({f['gold_intent']} → {f['intent']}): {f['text']!r}\n"
                          f"    expected {f['expected']}\n    reply    {f['reply']!r}")

@@ -783,8 +783,9 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "cachorros": ("caes", "pets", "animais"), "cachorrinho": ("cao", "pet"), "cachorrinha": ("cadela", "cao", "pet"),
     "dog": ("cao", "pet"), "cao": ("cachorro", "pet", "animal"), "caes": ("cachorros", "pets", "animais"),
     "cadela": ("cao", "femea", "pet", "animal"), "cadelinha": ("cadela", "cao", "femea", "pet"),
-    "gato": ("felino", "pet", "animal"), "gata": ("felina", "femea", "pet", "animal"), "gatos": ("pets", "animais"),
-    "gatinho": ("gato", "pet"), "gatinha": ("gata", "femea", "pet"), "bichano": ("gato", "pet"),
+    "gato": ("felino", "pet", "animal"), "gata": ("gato", "gatos", "felina", "femea", "pet", "animal"),
+    "gatos": ("pets", "animais"), "gatas": ("gatos", "pets", "animais"),
+    "gatinho": ("gato", "pet"), "gatinha": ("gata", "gato", "femea", "pet"), "bichano": ("gato", "pet"),
     "bicho": ("pet", "animal"), "bichinho": ("pet", "animal"),
     "passarinho": ("ave", "aves", "exotico"), "passaro": ("ave", "aves", "exotico"), "papagaio": ("ave", "exotico"),
     "calopsita": ("ave", "exotico"), "jabuti": ("reptil", "exotico"), "tartaruga": ("reptil", "exotico"),
@@ -808,6 +809,9 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "em casa": ("domiciliar", "domicilio"), "na minha casa": ("domiciliar", "domicilio"),
     "a domicilio": ("domiciliar",), "pagar depois": ("fiado", "posterior"), "pago depois": ("fiado", "posterior"),
     "pendura": ("fiado",), "pendurar": ("fiado",), "estacionar": ("estacionamento",),
+    # what the customer "leva" is what the business lets them "trazer" (de fora)
+    "posso levar": ("trazer",), "pode levar": ("trazer",), "da pra levar": ("trazer",), "levar meu": ("trazer",),
+    "levar minha": ("trazer",), "levar de casa": ("trazer", "de fora"),
     # holidays with a fixed date
     "natal": ("25/12",), "vespera de natal": ("24/12",), "ano novo": ("01/01",), "reveillon": ("31/12", "01/01"),
     "virada": ("31/12",), "tiradentes": ("21/04",), "dia do trabalho": ("01/05",), "finados": ("02/11",),
@@ -854,4 +858,8 @@ PAYING_WORDS = re.compile(r"\b(pag\w*|pix|boleto|dinheiro|especie|cartao|credito
                           r"transfer\w*|deposit\w*)\b")
 PLACE_QUESTION_WORDS = re.compile(r"\b(onde|aqui|ai|la|casa|entreg\w*|busc\w*|leva e traz|unidade|endereco|perto|"
                                   r"longe|bairro)\b")
+#: "a de sempre", "o de sempre", "do jeito que eu gosto": the customer asks for their usual, so their
+#: preferences and habits are what the agent must recall.
+USUAL_WORDS = re.compile(r"\b(de sempre|como sempre|(o|a) mesm[oa] de sempre|do jeito que (eu )?gosto|"
+                         r"como eu gosto|do meu jeito|do jeito dele|do jeito dela|o de costume|como de costume)\b")
 PLACE_FACT_WORDS = re.compile(r"\b(mora|morar|unidade|bairro|perto|endereco|rua)\b")

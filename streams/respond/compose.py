@@ -81,6 +81,7 @@ class Unit:
     context: str = ""  # the nearest heading above it (matching only, never quoted)
     order: int = 0     # position: chunk rank, then place in the chunk
     item: bool = False  # a list item or table row (no sentence end needed)
+    label: str = ""    # the label opening its paragraph ("Estacionamento"), when not in its text
 
 
 def _clean(text: str) -> str:
@@ -169,19 +170,34 @@ def _rejoin_blocks(chunk_text: str) -> list[str]:
     return blocks
 
 
+_BOLD_LABEL_AFTER_END = re.compile(r"(?<=[.!?;])[ \t]+(?=\*\*[^*\n]{1,80}(?:\*\*\s*:|:\*\*))")
+_ITEM_LABEL = re.compile(r"^([A-ZÀ-Ý][\wÀ-ÿ&-]*(?: [\wÀ-ÿ&-]+){0,4})\s*(?::|—|–)\s")
+_LEAD_LABEL = re.compile(r"^([A-ZÀ-Ý][\wÀ-ÿ&]*(?: [\wÀ-ÿ&]+){0,3}):\s+\S")
+
+
 def _read(chunk_text: str, rank: int = 0, heading: str = "") -> tuple[list[Unit], str, tuple[str, bool] | None]:
     """(units, the chunk's leading fragment, its cut last piece and whether it is a list item)."""
     units: list[Unit] = []
     head_fragment, tail_cut = "", None
-    blocks = _rejoin_blocks(chunk_text)
+    # the chunker may have joined a paragraph to the line before it ("... não é devolvido.
+    # **Discrição na cobrança**: ..."): a bold label after a sentence end opens a paragraph
+    blocks = _rejoin_blocks(_BOLD_LABEL_AFTER_END.sub("\n\n", chunk_text))
     for bi, block in enumerate(blocks):
         block, heading = _split_heading(block.replace("**", "").replace("__", "").strip(), heading)
         if not block:
             continue
         pieces = _block_pieces(block, heading)
         label = ""
+        # a paragraph opened by a label ("Estacionamento: não temos ... Na unidade Centro existe
+        # convênio ..."): its later sentences are about that label too
+        lead = _LEAD_LABEL.match(_clean(block))
+        para = lead.group(1) if lead and not _LIST_SPLIT.match(block) else ""
         for pi, (raw, item) in enumerate(pieces):
             text = _clean(raw)
+            if item:   # the sentences after a list item are about that item ("Quarta do Rodízio: ...
+                # Bebidas à parte. Só no salão, não vale para delivery.")
+                named = _ITEM_LABEL.match(text)
+                para = named.group(1) if named else ""
             last_piece = bi == len(blocks) - 1 and pi == len(pieces) - 1
             if _unquotable(text, item):
                 if bi == 0 and pi == 0 and text:
@@ -197,7 +213,7 @@ def _read(chunk_text: str, rank: int = 0, heading: str = "") -> tuple[list[Unit]
             if not re.search(r"[.!?]$", text):
                 text = text.rstrip(";,") + "."
             ctx = label if (item and label) else heading
-            units.append(Unit(text, ctx, rank * 1000 + len(units), item))
+            units.append(Unit(text, ctx, rank * 1000 + len(units), item, para if (pi and not item) else ""))
     return units, head_fragment, tail_cut
 
 
@@ -257,7 +273,7 @@ consigo consegue da dar precisa preciso levar trazer existe algum alguma alguem 
 hora horas horario abre abrem fecha fecham funciona funcionam dia dias semana unidade unidades
 ate ai la sobre gostaria saber informar informacao ola oi gente favor ainda tipo sei nossa hein
 entao mesmo assim tambem agora depois antes hoje amanha seu sua meu minha ele ela eles elas
-tempo antecedencia prazo
+tempo antecedencia prazo durante pedir moro mora morar
 """.split())
 
 _PRICE_Q = re.compile(r"\b(quanto|quanta|valor|valores|preco|precos|custa|custam|cobra|cobram|taxa|sai por|orcamento)\b")
@@ -280,7 +296,8 @@ _DURATION_A = re.compile(r"\b\d+\s*(h\d{0,2}|min|minutos?|horas?|dias?|semanas?|
 # what answers a price question without an amount: "sem custo", "grátis", "não cobramos"
 # what answers any price question without an amount: a quote on request
 _QUOTE_A = re.compile(r"\b(orcamento|sob consulta|a combinar)\b")
-_FREE_A = re.compile(r"\b(sem custo|gratis|gratuit[oa]s?|sem taxa|de graca|sem cobranca|nao (paga|pagam|cobra|cobram|cobramos))\b")
+_FREE_A = re.compile(r"\b(sem custo|gratis|gratuit[oa]s?|sem taxa|de graca|sem cobranca|nao (paga|pagam|cobra|cobram|cobramos)|"
+                     r"sem diferenca de (preco|valor)|mesmo (valor|preco))\b")
 _DEADLINE_A = re.compile(r"\b\d+\s*(minutos?|min|horas?|h|dias?)\s+(antes|de antecedencia)\b|\bate as \d|\bantecedencia\b")
 _PERSON_A = re.compile(r"\b(Dra?\.|Doutora?|veterin[áa]ri[oa]|m[ée]dic[oa]|tosador[a]?|atendente|gerente|"
                        r"respons[áa]vel|pizzaiolo|chef)\s+(?:[a-zà-ÿ-]+\s+){0,2}?[A-ZÀ-Ý][a-zà-ÿ]{2,}\b")
@@ -316,7 +333,10 @@ def _concept_forms(message: str) -> tuple[tuple[str, frozenset[str]], ...]:
         key = stem(own[-1]) if own else stem(word.split()[-1])
         forms = out.setdefault(key, {key})
         for o in others:
-            forms |= {stem(t) for t in _measures(fold(o)).split() if t not in STOPWORDS}
+            parts = [t for t in _measures(fold(o)).split() if t not in STOPWORDS]
+            forms |= {stem(t) for t in parts}
+            if len(parts) == 2 and all(len(t) <= 3 for t in parts):
+                forms.add(" ".join(parts))   # "wi fi" (Wi-Fi): its two pieces together name it
     return tuple((k, frozenset(v)) for k, v in out.items())
 
 
@@ -425,19 +445,46 @@ def carries_asked_attribute(message: str, text: str) -> bool | None:
     return any(a.search(folded) for a in asked)
 
 
-def says_no(text: str, focus: set[str]) -> bool:
+_OFFERING = frozenset("""temos tem fazemos aceitamos servimos vendemos atendemos trabalhamos oferecemos recebemos
+hospedamos permitimos possuimos existe existem e sao ha fica ficam""".split())
+
+
+# verbs after "não" that deny the subject itself ("Animais não são permitidos", "a Vitral não é alugada")
+_STATE = frozenset("""e sao pode podem entra entram vale valem funciona funcionam abre abrem fica ficam esta estao
+foi sera serao""".split())
+
+
+def says_no(text: str, focus: set[str], asked: set[str] | None = None) -> bool:
     """Does ``text`` deny something the question asks about ("Não temos sauna",
-    "não aceitamos cheque", "é proibido fumar", "não são permitidos")?"""
+    "não aceitamos cheque", "é proibido fumar", "não são permitidos")? With ``asked`` (all the
+    question's stems): not a denial of another act ("Não parcelamos no cartão" for "aceita
+    cartão?") nor of a narrower thing than the one asked, when the text goes on to name it ("Não
+    temos piscina coletiva; a única piscina é a privativa" for "tem quarto com piscina?")."""
     words = fold(text).split()
     for k, w in enumerate(words):
         if (w in ("nao", "nem", "nunca") or w.startswith("proibid")) and not (k and words[k - 1] == "se"):
+            verb = words[k + 1] if k + 1 < len(words) else ""
+            if asked is not None and verb.endswith("mos") and verb not in _OFFERING and stem(verb) not in asked:
+                continue
             window = words[max(0, k - 4):k + 6]
+            hits = [j for j in range(max(0, k - 4), min(len(words), k + 6)) if stem(words[j]) in focus]
+            # "as pizzas veganas não contêm lactose": what is denied is the object, not the subject
+            if asked is not None and hits and all(j < k for j in hits) and verb and verb not in _STATE \
+                    and stem(verb) not in asked and k + 2 < len(words) and words[k + 2] not in STOPWORDS:
+                continue
+            # "não temos piscina coletiva; a única piscina é a privativa": the kind asked is there,
+            # only a narrower one is denied (the word comes back outside the denial)
+            if asked is not None and hits and all(
+                    j > k and j + 1 < len(words) and words[j + 1] not in STOPWORDS and len(words[j + 1]) > 3
+                    and stem(words[j + 1]) not in asked and not words[j + 1].isdigit()
+                    and any(stem(x) == stem(words[j]) for x in words[j + 2:]) for j in hits):
+                continue
             if not focus or any(stem(x) in focus for x in window):
                 return True
     return False
 
 
-def denies_whole_kind(text: str, other_names: set[str]) -> bool:
+def denies_whole_kind(text: str, other_names: set[str], asked: set[str] | None = None) -> bool:
     """``says_no`` through another name of the customer's word, only when it denies the whole
     kind ("Não servimos drinks nem destilados" for a caipirinha), not a qualified part of it
     ("Não fazemos cirurgias ortopédicas" says nothing of a castration)."""
@@ -447,12 +494,41 @@ def denies_whole_kind(text: str, other_names: set[str]) -> bool:
         words = fold(clause).split()
         for k, w in enumerate(words):
             if (w in ("nao", "nem", "nunca") or w.startswith("proibid")) and not (k and words[k - 1] == "se"):
+                verb = words[k + 1] if k + 1 < len(words) else ""
+                if asked is not None and verb.endswith("mos") and verb not in _OFFERING and stem(verb) not in asked:
+                    continue   # "não sedamos animais": another act than the one asked ("dão banho em gato?")
                 for j in range(k + 1, min(len(words), k + 6)):
                     if stem(words[j]) in other_names:
                         after = words[j + 1] if j + 1 < len(words) else ""
                         if not after or after in STOPWORDS or after in ("nem", "ou", "e"):
                             return True
     return False
+
+
+_CLAUSE_END = re.compile(r"(?<=[?!.])\s+")
+
+
+def question_part(message: str) -> str:
+    """The clauses of a message that ask something, when it also tells things around the
+    question ("tem elevador? minha esposa tem problema no joelho", "vcs vendem vale presente?
+    queria dar pra minha sogra"): the ones with a question mark, a question word or a price
+    asked ("cobra alguma coisa"). The told part is context: it may help to pick the answer,
+    but what the knowledge does not say about it is no reason to hand over. A message with no
+    question mark, or with nothing else, is returned whole."""
+    clauses = [c for c in _CLAUSE_END.split(message.strip()) if c.strip()]
+    if len(clauses) < 2 or not any("?" in c for c in clauses):
+        return message
+    asked = [c for c in clauses if "?" in c or _WH.search(normalize_chat(c)) or _PRICE_Q.search(normalize_chat(c))]
+    return " ".join(asked) if asked and len(asked) < len(clauses) else message
+
+
+def question_clauses(message: str) -> list[str]:
+    """The separate questions of a message that asks more than one ("vcs entregam no jardim
+    europa? e qnto é a taxa"): its clauses with a question mark or a question word; [] when it
+    asks one thing."""
+    clauses = [c for c in _CLAUSE_END.split(message.strip()) if c.strip()]
+    asked = [c for c in clauses if "?" in c or _WH.search(normalize_chat(c))]
+    return asked if len(asked) >= 2 else []
 
 
 def is_yes_no(message: str) -> bool:
@@ -549,8 +625,10 @@ class Scored:
 
 def score_units(message: str, units: Sequence[Unit], *, wants_price: bool = False,
                 sims: Sequence[float] | None = None, hint: str = "",
-                lexical_weight: float = 0.1) -> list[Scored]:
-    """Every unit with its score for ``message`` (unsorted)."""
+                lexical_weight: float = 0.1, asked: Sequence[str] = ()) -> list[Scored]:
+    """Every unit with its score for ``message`` (unsorted). ``asked``: the words that decided
+    the question's intent ("parcelar" of "da pra parcelar uma castração?"): what is asked
+    about, beyond the things named (a unit carrying them counts them once more)."""
     if not units:
         return []
     q_all, focus = question_words(message)
@@ -567,6 +645,7 @@ def score_units(message: str, units: Sequence[Unit], *, wants_price: bool = Fals
         return 1.0 + math.log(n / df[s]) if df[s] else 0.0
 
     hint_terms = _stems(hint) - q_all
+    asked_terms = _asked_stems(asked) & focus
     out = []
     for k, u in enumerate(units):
         lex = sum(idf(s) for s in q_all & texts[k]) + 0.5 * sum(idf(s) for s in q_all & ctxs[k])
@@ -578,12 +657,37 @@ def score_units(message: str, units: Sequence[Unit], *, wants_price: bool = Fals
         bonus = attribute_bonus(norm, u.text, wants_price)
         if hint_terms:
             bonus += 0.75 * sum(idf(s) for s in hint_terms & texts[k])
-        hits = len(focus & (texts[k] | ctxs[k]))
+        bonus += sum(idf(s) for s in asked_terms if names_asked(u, [s]))
+        hits = len(focus & (texts[k] | ctxs[k] | (_stems(u.label) if u.label else set())))
         sim = None if sims is None else float(sims[k])
         score = (sim if sim is not None else 0.0) + lexical_weight * (lex + bonus) if sims is not None \
             else lex + bonus
         out.append(Scored(u, score, lex, sim, hits))
     return out
+
+
+def _asked_stems(asked: Sequence[str]) -> set[str]:
+    return {stem(t) for a in asked for t in _measures(fold(a)).split()
+            if t not in STOPWORDS and t not in GENERIC and len(t) > 2}
+
+
+def _long_stem(word: str) -> str:
+    """Five letters, or six for a long word: "parcelar" and "parcelamento" agree, "parceiros" not."""
+    return stem(word, 6) if len(word) >= 8 else stem(word)
+
+
+def names_asked(unit: Unit, asked: Sequence[str]) -> bool:
+    """Does the unit (or its heading) name one of the words the question is about (``asked``:
+    the keywords that decided its intent, or their stems)?"""
+    words = _measures(fold(f"{unit.text} {unit.context}")).split()
+    for a in asked:
+        for t in _measures(fold(a)).split():
+            if t in STOPWORDS or t in GENERIC or len(t) <= 2:
+                continue
+            key = _long_stem(t) if len(t) >= 8 else stem(t)
+            if any((_long_stem(w) if len(t) >= 8 else stem(w)) == key for w in words):
+                return True
+    return False
 
 
 _VERB_END = re.compile(r"(am|em|ar|er|ir)$")
@@ -602,11 +706,18 @@ def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
     forms = concept_forms(message)
     roots = {stem(t): t[:-2] for t in norm.split() if _VERB_END.search(t) and len(t) >= 6}
 
+    # a long word needs a longer stem in common: "parcelar" is not "parceiros"
+    long_stems = {stem(t): stem(t, 6) for t in norm.split() if len(t) >= 8 and t not in STOPWORDS}
+    stems6 = {stem(w, 6) for w in words}
+
     def covered(f: str) -> bool:
-        return f in stems or f in in_range or any(f in w for w in words)
+        if f in in_range or any(f in w[1:] for w in words):  # inside a compound: "hipoalergênico"
+            return True
+        return long_stems[f] in stems6 if f in long_stems else f in stems
 
     def named_otherwise(f: str) -> bool:  # another name, as a word of its own ("mar" is not in "margherita")
-        return any(x in stems or (len(x) >= 4 and any(w.startswith(x) for w in words)) for x in forms.get(f, ()))
+        return any(x in stems or (len(x) >= 4 and any(w.startswith(x) for w in words))
+                   or (" " in x and set(x.split()) <= words) for x in forms.get(f, ()))
 
     def same_root(f: str) -> bool:  # a verb and its noun: "cortam" / "corte", "hospedam" / "hospedagem"
         return f in roots and any(w.startswith(roots[f]) for w in words)
@@ -635,8 +746,27 @@ def unknown_object(message: str, units: Sequence[Unit]) -> set[str]:
     if m is None:
         return set()
     item = _ITEM_STOP.split(m.group(2), maxsplit=1)[0]  # "shampoo" of "shampoo pra cachorro com alergia"
+    if re.match(r"\s*\d", item):  # "já faz 20 min": time gone by, not an item
+        return set()
     _, focus = question_words(item)
-    return focus & uncovered_focus(message, units)
+    missing = focus & uncovered_focus(message, units)
+    return missing or unnamed_variant(item, units)
+
+
+def unnamed_variant(item: str, units: Sequence[Unit]) -> set[str]:
+    """"cerveja artesanal" where the knowledge names a "cerveja long neck" and, elsewhere, a
+    "linguiça artesanal": a noun and the word right after it that qualifies it, each named
+    somewhere but never together. The item asked is not one the knowledge offers: the
+    qualifier's stem (empty when some unit names both, or the item is a single word)."""
+    words = [t for t in _measures(normalize_chat(item)).split() if len(t) > 1]
+    if len(words) < 2 or words[0] in STOPWORDS or words[1] in STOPWORDS or words[0] in GENERIC \
+            or words[1] in GENERIC or words[1].isdigit() or words[0].isdigit():
+        return set()
+    head, qual = stem(words[0]), stem(words[1])
+    named = [_stems(f"{u.text} {u.context}") for u in units]
+    if not any(head in n for n in named) or not any(qual in n for n in named):
+        return set()
+    return set() if any(head in n and qual in n for n in named) else {qual}
 
 
 _KIND_OF = re.compile(r"\b(?:custa|custam|custaria|valor|preco|sai|fica|cobra|cobram)\s+(?:a |o |um |uma |da |do |de |na |no )?"
@@ -704,8 +834,9 @@ def answer_text(message: str, picked: Sequence[Unit]) -> str:
         if u.context and ctx_only and len(u.context.split()) <= 4:
             text = f"{u.context}: {text}"
         parts.append(text)
-    if is_yes_no(message) and (says_no(picked[0].text, focus)
-                               or denies_whole_kind(picked[0].text, expanded_focus(message) - focus)):
+    if is_yes_no(message) and (says_no(picked[0].text, focus, q_all | expanded_focus(message))
+                               or denies_whole_kind(picked[0].text, expanded_focus(message) - focus,
+                                                    q_all | expanded_focus(message))):
         lead = parts[[u for u in sorted(picked, key=lambda x: x.order)].index(picked[0])]
         parts.remove(lead)
         parts.insert(0, "Não, " + lead[0].lower() + lead[1:] if fold(lead).startswith("nao") else "Não. " + lead)

@@ -39,7 +39,7 @@ def predictions(questions: list[dict], examples: IntentExamples | None,
             examples.threshold = threshold
     for k, q in enumerate(questions):
         d = detect_intent(q["text"])
-        out.append(refine_intent(d, None if vecs is None else vecs[k], examples).intent)
+        out.append(refine_intent(d, None if vecs is None else vecs[k], examples, q["text"]).intent)
     return out
 
 
@@ -49,7 +49,9 @@ def intent_accuracy(folder: str | Path, embedder=None) -> dict:
     ex = IntentExamples(embedder) if embedder is not None else None
     pred = predictions(qs, ex)
     ok = sum(p == q["intent"] for p, q in zip(pred, qs))
-    return {"accuracy": ok / len(qs) if qs else 0.0, "correct": ok, "n": len(qs)}
+    misses = [{"question_id": q["question_id"], "text": q["text"], "gold": q["intent"], "intent": p}
+              for p, q in zip(pred, qs) if p != q["intent"]]
+    return {"accuracy": ok / len(qs) if qs else 0.0, "correct": ok, "n": len(qs), "misses": misses}
 
 
 def cross_validate(questions: list[dict], embedder, folds: int = 5) -> dict:

@@ -73,6 +73,20 @@ def unsupported_prices(reply: str, chunks: Sequence[KnowledgeChunk]) -> set[str]
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-ZÀ-Ý0-9\"“(])|\n+")
 
 
+DECISIVE_WEIGHT = 2.5   # a keyword this heavy names what a policy/info question is about
+
+
+def _decisive_words(message: str, intent: str) -> list[str]:
+    """The dictionary's heavy keywords of the message for its policy or info intent ("parcel*",
+    "cancel*", "fumar", "estacion*"): the subject asked about, whatever else the question names."""
+    if intent not in (i.POLICY, i.INFO):
+        return []
+    lexicon = i.lexicon_for(None)
+    norm = i.normalize_chat(message)
+    return [m.group(0) for it, kw, w, rx in lexicon.patterns if it == intent and w >= DECISIVE_WEIGHT
+            for m in rx.finditer(norm)]
+
+
 def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_SPLIT.split(text) if s and len(s.strip()) > 2]
 
@@ -103,6 +117,7 @@ class OfflineComposer:
         self.lexical_weight = lexical_weight
         self.strong_similarity = strong_similarity
         self.second_ratio = second_ratio
+        self.fuller_ratio = 0.5
         self.cache_size = 20_000
         self._cache: dict[str, OrderedDict] = {}
         self._cache_lock = threading.Lock()
@@ -121,13 +136,38 @@ class OfflineComposer:
         asked = r.intent == i.GENERAL and compose.asks_the_business(r.message)
         picked = self.pick_sentences(r.message, r.chunks, i.INFO if asked else r.intent,
                                      hint=preference_hint(r.memories), query_vector=query_vector)
+        partial = False
+        if not picked and r.intent not in (i.OBJECTION, i.GENERAL):
+            # two questions, one the knowledge does not cover: answer the other, hand the rest over
+            picked = self._each_question(r, [], query_vector)
+            partial = bool(picked)
         if not picked:
             if r.retrieval == "required" or asked:
                 return FALLBACK_NO_KNOWLEDGE
             return OBJECTION_REPLY if r.intent == i.OBJECTION else GENERAL_REPLY
+        if not partial:
+            picked = self._each_question(r, picked, query_vector)
         answer = compose.answer_text(r.message, picked)
+        if partial:
+            answer = f"{answer} {FALLBACK_NO_KNOWLEDGE}"
         opener = "Entendo! " if r.intent == i.OBJECTION else ""
         return self._with_memory(opener + answer, r.memories, r.chunks)
+
+    MAX_UNITS = 3
+
+    def _each_question(self, r: ReplyRequest, picked: list[compose.Unit], query_vector) -> list[compose.Unit]:
+        """A message asking two things ("vcs entregam no jardim europa? e qnto é a taxa") gets the
+        best unit for each question too, besides the best for the whole (at most ``MAX_UNITS``)."""
+        clauses = compose.question_clauses(r.message)
+        if not clauses or r.intent in (i.OBJECTION, i.GENERAL):
+            return picked
+        out = list(picked)
+        for clause in clauses:
+            intent = i.detect_intent(clause).intent
+            got = self.pick_sentences(clause, r.chunks, intent if intent != i.GENERAL else r.intent)
+            if got and got[0] not in out and len(out) < self.MAX_UNITS:
+                out.append(got[0])
+        return out
 
     def pick_sentences(self, message: str, chunks: Sequence[KnowledgeChunk], intent: str,
                        hint: str = "", query_vector=None) -> list[compose.Unit]:
@@ -142,13 +182,26 @@ class OfflineComposer:
             return []
         sims = self._similarities(message, units, query_vector)
         scored = compose.score_units(message, units, wants_price=intent in (i.PRICE, i.OBJECTION),
-                                     sims=sims, hint=hint, lexical_weight=self.lexical_weight)
+                                     sims=sims, hint=hint, lexical_weight=self.lexical_weight,
+                                     asked=_decisive_words(message, intent))
         _, focus = compose.question_words(message)
         ranked = sorted((s for s in scored if self._eligible(s, intent, focus)),
                         key=lambda s: (-s.score, s.unit.order))
-        if not ranked or self._mostly_uncovered(message, units, focus, ranked[0], intent):
+        if len(focus) == 1 and intent not in (i.GENERAL, i.OBJECTION) and any(s.focus_hits for s in ranked):
+            # a question about one thing ("aceita pix?"): a unit naming it ("Pix, cartão...") beats
+            # one only sounding like it ("Não aceitamos cheque.")
+            ranked = [s for s in ranked if s.focus_hits]
+        if not ranked or self._mostly_uncovered(compose.question_part(message), units, focus, ranked[0], intent):
             return []
         ranked = self._narrow(message, ranked, intent)
+        # "da pra parcelar uma castração?": the units on what decided the intent (parcelamento),
+        # when there are any, answer it; the things named around it are context
+        asked = _decisive_words(message, intent)
+        on_subject = [s for s in ranked if asked and compose.names_asked(s.unit, asked)]
+        # ... unless another unit names clearly more of the question ("pode fumar na varanda da
+        # vila nova?": "A varanda é área livre de fumo" over a rule on smoking elsewhere)
+        if on_subject and max(s.focus_hits for s in on_subject) >= max(s.focus_hits for s in ranked) - 1:
+            ranked = on_subject
         return self._best(ranked)
 
     def _similarities(self, message: str, units: Sequence[compose.Unit], query_vector) -> list[float] | None:
@@ -179,6 +232,7 @@ class OfflineComposer:
                                                        or compose.unknown_kind(message, units)):
             return True
         uncovered = compose.uncovered_focus(message, units)
+        focus = focus & compose.question_words(message)[1]
         return (len(uncovered) >= 2 and 3 * len(uncovered) >= 2 * len(focus) and top.focus_hits < 2
                 and intent not in (i.GENERAL, i.OBJECTION))
 
@@ -208,6 +262,17 @@ class OfflineComposer:
         for s in ranked[1:self.max_sentences]:
             if s.score >= self.second_ratio * ranked[0].score and s.score > 0:
                 best.append(s)
+        # a unit naming more of what was asked than the best ("tem estacionamento na unidade
+        # centro?": the general rule, then the line on the Centro unit's parking) joins it, in
+        # place of a runner-up naming less
+        fuller = [s for s in ranked[1:] if s.focus_hits > ranked[0].focus_hits
+                  and s.score >= self.fuller_ratio * ranked[0].score and s not in best]
+        if fuller:
+            pick = max(fuller, key=lambda s: (s.focus_hits, s.score))
+            if len(best) < self.max_sentences:
+                best.append(pick)
+            elif best[-1].focus_hits < pick.focus_hits:
+                best[-1] = pick
         return [s.unit for s in best]
 
     def _sentence_vectors(self, sentences: list[str]):

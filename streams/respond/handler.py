@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import itertools
 import logging
 import time
 import uuid
@@ -50,6 +51,7 @@ from streams.respond.compose import (
     chunk_words,
     concept_forms,
     offers_deal,
+    question_part,
     question_words,
     uncovered_focus,
     units_of_chunks,
@@ -69,7 +71,7 @@ from streams.respond.lead import next_lead_state
 from streams.respond.model import ConversationContext, Generation, KnowledgeChunk, ReplyRequest, Usage
 from streams.respond.ports import Clock, ConversationStore, Embedder, Generator, KnowledgeSearch, MemoryRecall
 from streams.respond.prompt import HISTORY_MESSAGES, build_messages
-from streams.respond.recall import TOP_K, ScoredFact, score_memories
+from streams.respond.recall import TOP_K, ScoredFact, message_parts, score_memories
 from streams.respond.strategy import Strategy, decide
 from streams.respond.text import normalize_chat
 
@@ -279,7 +281,7 @@ async def plan(msg: InboundMessage, ctx: ConversationContext, deps: Responder) -
         # to read the intent from example phrases (no second embedding)
         vector = MessageVector(deps.memory_embedder, msg.text).start()
         try:
-            detected = refine_intent(detected, await vector.get(), examples)
+            detected = refine_intent(detected, await vector.get(), examples, msg.text)
         except Exception as e:  # the embedding failure is reported by recall/knowledge
             log.warning("intent fallback skipped conversation_id=%s error=%r", msg.conversation_id, e)
     strategy = decide(detected.intent)
@@ -345,8 +347,11 @@ async def recall(msg: InboundMessage, p: Plan, deps: Responder) -> list[ScoredFa
     facts, vec = await asyncio.gather(
         _call(deps.memory.live_facts, msg.account_id, msg.contact_id, timeout_s=deps.recall_budget_s),
         vector.get())
+    # a message of several parts recalls a fact for each (their vectors: one batch, only with facts)
+    parts = message_parts(msg.text) if facts else []
+    part_vecs = await asyncio.to_thread(deps.memory_embedder.embed_queries, parts) if parts else None
     return score_memories(vec, facts, msg.unit_id, top_k=deps.top_k_memories,
-                          min_score=deps.min_memory_score, query_text=msg.text)
+                          min_score=deps.min_memory_score, query_text=msg.text, part_vecs=part_vecs)
 
 
 async def knowledge(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps: Responder,
@@ -366,22 +371,54 @@ async def knowledge(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps
     if threshold is None:
         threshold = default_max_distance(deps.knowledge_embedder.name)
     pool = inbox.rag_max_results * RERANK_POOL
+    # "tem elevador? minha esposa tem problema no joelho": the question alone is searched too
+    asked = question_part(msg.text)
     searches = [_call(deps.knowledge.search, vec, msg.account_id, pool, threshold + RESCUE_MARGIN)]
+    if asked != msg.text:
+        searches.append(_call(deps.knowledge.search, await _embed(deps.knowledge_embedder, asked),
+                              msg.account_id, pool, threshold + RESCUE_MARGIN))
     lexical = getattr(deps.knowledge, "lexical_search", None)
-    stems = lexical_stems(msg.text) if lexical is not None else []
-    if stems:
-        searches.append(_call(lexical, msg.account_id, stems, pool))
+    stems = lexical_stems(asked) if lexical is not None else []
+    variants = _named_otherwise(asked, stems) if stems else []
+    for v in ([stems] + variants if stems else []):
+        searches.append(_call(lexical, msg.account_id, v, pool))
     found = await asyncio.gather(*searches)
-    chunks = [c for c in map(_as_chunk, found[0])
-              if c.distance <= threshold or lexically_sure(msg.text, c.text)]
-    seen = {c.chunk_id for c in chunks}
-    if len(found) > 1:  # found by the question's words alone: kept on the same lexical evidence
-        chunks += [c for c in map(_as_chunk, found[1]) if c.chunk_id not in seen and lexically_sure(msg.text, c.text)]
+    vector_hits = sorted((c for hits in found[: 2 if asked != msg.text else 1] for c in map(_as_chunk, hits)),
+                         key=lambda c: c.distance)
+    chunks, seen = [], set()
+    for c in vector_hits:
+        if c.chunk_id not in seen and (c.distance <= threshold or lexically_sure(asked, c.text)):
+            chunks.append(c)
+            seen.add(c.chunk_id)
+    if stems:  # found by the question's words alone (or other names of them): kept on the same lexical evidence
+        for hits in found[len(found) - 1 - len(variants):]:
+            for c in map(_as_chunk, hits):
+                if c.chunk_id not in seen and lexically_sure(asked, c.text):
+                    chunks.append(c)
+                    seen.add(c.chunk_id)
     chunks = rerank(msg.text, chunks)[: inbox.rag_max_results]
+    if lexical is not None and stems and not any(answer_units(c.text) for c in chunks):
+        chunks = await _most_words(msg, asked, stems, chunks, lexical, inbox.rag_max_results)
     if lexical is not None and chunks:
         chunks = await _cover_missing_word(msg, chunks, lexical, inbox.rag_max_results)
     if lexical is not None and p.intent.intent == OBJECTION:
         chunks += await _deals(msg, chunks, lexical)
+    return chunks
+
+
+async def _most_words(msg: InboundMessage, asked: str, stems: list[str], chunks: list[KnowledgeChunk], lexical,
+                      limit: int) -> list[KnowledgeChunk]:
+    """Nothing found can answer (no chunk, or only a heading: "# Leva e traz"), and no chunk holds
+    every word of the question ("cortam a unha avulso?": the knowledge says "Corte de unhas
+    avulso"): the chunks holding all of its words but one (or two, of four), best first."""
+    for drop in range(1, max(1, len(stems) - 1)):
+        found: dict = {}
+        for keep in itertools.combinations(stems, len(stems) - drop):
+            for c in map(_as_chunk, await _call(lexical, msg.account_id, list(keep), limit * RERANK_POOL)):
+                if answer_units(c.text) and (carries_price(c.text) or not asks_price(asked)):
+                    found.setdefault(c.chunk_id, c)
+        if found:
+            return rerank(msg.text, list(found.values()))[:limit]
     return chunks
 
 
@@ -411,21 +448,34 @@ async def _cover_missing_word(msg: InboundMessage, chunks: list[KnowledgeChunk],
     knowledge's word for it ("drinks" for "caipirinha"), is in none of the retrieved chunks but in
     a few chunks of the account, the best of those takes the last place: a short question names
     one item of a long list, and the list's vector does not find it."""
+    asked = question_part(msg.text)
     units = units_of_chunks([c.text for c in chunks])
-    missing = sorted(uncovered_focus(msg.text, units))
+    missing = sorted(uncovered_focus(asked, units))
     if not missing or len(missing) > 2:
         return chunks
-    forms = concept_forms(msg.text)
+    forms = concept_forms(asked)
     have = {c.chunk_id for c in chunks}
+    options = []   # each missing word's few chunks: the best of them all for the message wins
+    covers: dict = {}
     for word in missing:
-        for form in sorted(forms.get(word, {word}), key=lambda f: (f != word, f)):
+        per_form = []   # the word itself first, then its other names, the most specific one wins
+        for n, form in enumerate(sorted(forms.get(word, {word}), key=lambda f: (f != word, f))):
             if len(form) < 4 or form.isdigit():
                 continue
-            found = [c for c in map(_as_chunk, await _call(lexical, msg.account_id, [form], MAX_MISSING_WORD_CHUNKS + 1))
+            found = [c for c in map(_as_chunk, await _call(lexical, msg.account_id, form.split(),
+                                                           MAX_MISSING_WORD_CHUNKS + 1))
                      if c.chunk_id not in have and answer_units(c.text)]
             if 0 < len(found) <= MAX_MISSING_WORD_CHUNKS:
-                best = rerank(msg.text, found)[0]
-                return chunks[: max(0, limit - 1)] + [best]
+                per_form.append((n > 0, len(found), n, found))
+        if per_form:
+            found = min(per_form, key=lambda x: x[:3])[3]
+            options += [c for c in found if c.chunk_id not in {o.chunk_id for o in options}]
+            for c in found:
+                covers[c.chunk_id] = covers.get(c.chunk_id, 0) + 1
+    if options:   # the chunk naming most of the missing words, then the best for the message
+        order = {c.chunk_id: k for k, c in enumerate(rerank(msg.text, options))}
+        best = min(options, key=lambda c: (-covers[c.chunk_id], order[c.chunk_id]))
+        return chunks[: max(0, limit - 1)] + [best]
     return chunks
 
 
@@ -563,11 +613,29 @@ def lexical_stems(message: str) -> list[str]:
     return sorted(focus) if 0 < len(focus) <= MAX_LEXICAL_STEMS else []
 
 
+MAX_VARIANTS = 4   # lexical searches with another name of one word ("gata" → "gato")
+
+
+def _named_otherwise(message: str, stems: list[str]) -> list[list[str]]:
+    """The lexical search's stems with one word swapped for another name the knowledge may use
+    (``concept_forms``: "minha gata ... banho" → "gato" + "banho", where the table says "Gatos: banho")."""
+    forms = concept_forms(message)
+    out = []
+    for k, s in enumerate(stems):
+        for f in sorted(forms.get(s, ())):
+            if f != s and len(f) >= 4 and " " not in f:
+                out.append(stems[:k] + [f] + stems[k + 1:])
+    return out[:MAX_VARIANTS]
+
+
 def lexically_sure(message: str, text: str) -> bool:
-    """Every focus word of the question is in ``text`` (at least one), and an
-    amount is there if a price is asked."""
+    """Every focus word of the question is in ``text`` (at least one; a word may be there by
+    another name: ``concept_forms``), and an amount is there if a price is asked."""
     _, focus = question_words(message)
-    if not focus or not focus <= chunk_words(text):
+    if not focus:
+        return False
+    words, forms = chunk_words(text), concept_forms(message)
+    if not all(f in words or any(x in words for x in forms.get(f, ())) for f in focus):
         return False
     return carries_price(text) or not asks_price(message)
 

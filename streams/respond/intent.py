@@ -82,6 +82,8 @@ DEFAULT_KEYWORDS: dict[str, dict[str, float]] = {
         "taxa": 2, "taxas": 2, "orcamento": 2, "cotacao": 2, "custa": 1.5, "custo": 1.5,
         "paga": 1, "pagam": 1, "cobra": 1.5, "cobram": 1.5, "cobrado": 1.5, "r$": 1,
         "reais": 1, "tabela": 1, "pedido minimo": 2,
+        # asking whether one option costs more is a price question, not a complaint
+        "e mais caro": 3.5, "e mais cara": 3.5, "fica mais caro": 3.5, "sai mais caro": 3.5,
     },
     OBJECTION: {
         "caro": 3, "cara": 2, "caros": 3, "caras": 2, "carissim*": 3, "salgado": 2,
@@ -109,6 +111,7 @@ DEFAULT_KEYWORDS: dict[str, dict[str, float]] = {
         "funciona": 1.5, "funcionam": 1.5, "funcionamento": 1.5, "endereco": 2,
         "onde fica": 2, "localiza*": 2, "como chego": 2, "estacion*": 1.5, "vaga": 1,
         "vagas": 1, "cartao": 1.5, "entregam": 2, "entrega no": 1.5, "quanto tempo": 2,
+        "demora": 2, "demoram": 2, "demorar": 2, "tem desconto": 2.5,
         "vendem": 1, "qual dia": 1.5, "que dia": 1.5, "feito na casa": 1, "qual o nome": 1.5, "pix": 1.5, "forma de pagamento": 2,
         "formas de pagamento": 2, "aceita*": 1, "tem": 0.5, "voces tem": 1,
         "vcs tem": 1, "possui": 1, "possuem": 1, "oferece*": 1, "disponive*": 1,
@@ -133,6 +136,9 @@ DEFAULT_KEYWORDS: dict[str, dict[str, float]] = {
         "ate mais": 0.6, "ate logo": 0.6, "tchau": 0.6,
     },
 }
+
+
+_ASKS_WHICH = re.compile(r"\b(qual|quais|quanto|quanta|quantos|quantas)\b")
 
 
 @dataclass(frozen=True)
@@ -227,6 +233,9 @@ def detect_intent(text: str, inbox_keywords: Mapping[str, Any] | None = None) ->
     if not scores:
         return IntentResult(GENERAL, 0.0, ())
     best = sorted(scores, key=lambda i: (-scores[i], _rank(i)))[0]
+    if best == OBJECTION and _ASKS_WHICH.search(folded):
+        # "qual a suíte mais barata?": asking for the cheaper option is a price question
+        return IntentResult(PRICE, scores[best], tuple(matched[best]))
     if best in SMALL_TALK:
         rest = _remove_spans(folded, [s for i in SMALL_TALK for s in spans.get(i, [])])
         if len(rest.split()) > MAX_SMALL_TALK_REST_WORDS:
@@ -281,10 +290,16 @@ class LearntIntent:
         e = np.exp(z - z.max())
         return e / e.sum()
 
-    def classify(self, vector) -> IntentResult | None:
+    def classify(self, vector, exclude: str | None = None) -> IntentResult | None:
+        """The most probable intent (``exclude``: the most probable other than it, floor aside)."""
         p = self.probabilities(vector)
         if p is None:
             return None
+        if exclude is not None and exclude in self.classes and len(self.classes) > 1:
+            p = p.copy()
+            p[self.classes.index(exclude)] = -1.0
+            k = int(np.argmax(p))
+            return IntentResult(self.classes[k], float(p[k]), ("~learnt",))
         k = int(np.argmax(p))
         if float(p[k]) < self.floor:
             return None
@@ -364,21 +379,58 @@ class IntentExamples:
             return self.learnt.decides(detected)
         return detected.intent == GENERAL
 
-    def classify(self, vector) -> IntentResult | None:
+    def classify(self, vector, exclude: str | None = None) -> IntentResult | None:
         """The embedding's verdict; None when the learnt classifier is unsure (below its floor)
-        or cannot read the vector: the dictionary's verdict then stands."""
+        or cannot read the vector: the dictionary's verdict then stands. ``exclude``: the best
+        verdict other than that intent."""
         if self.learnt is not None:
-            return self.learnt.classify(vector)
+            return self.learnt.classify(vector, exclude)
+        if exclude is not None:
+            m, labels = self._ensure()
+            v = np.asarray(vector, dtype=np.float32).reshape(-1)
+            n = float(np.linalg.norm(v))
+            if n == 0.0 or v.shape[0] != m.shape[1]:
+                return None
+            sims = m @ (v / n)
+            keep = [k for k, lab in enumerate(labels) if lab != exclude]
+            if not keep:
+                return None
+            k = max(keep, key=lambda j: sims[j])
+            return IntentResult(labels[k], float(sims[k]), ("~example",))
         intent, sim = self.nearest(vector)
         if sim < self.threshold:
             return IntentResult(GENERAL, 0.0, ())
         return IntentResult(intent, sim, ("~example",))
 
 
-def refine_intent(detected: IntentResult, vector, examples: "IntentExamples | LearntIntent | None") -> IntentResult:
+_WH_WORD = re.compile(r"\b(quanto|quanta|quantos|quantas|qual|quais|que horas|onde|quando|como|quem|porque|por que|"
+                      r"o que|da pra)\b")
+# a question to the agent itself ("vc é robô?", "vc sabe...?") is small talk, not about the business
+_TO_THE_AGENT = re.compile(r"\b(voce|voces) (e|eh|ta|esta|sabe|entende|gosta) (robo|gente|pessoa|humano|de verdade)\b|"
+                           r"\b(robo|bot|gente de verdade|pessoa de verdade|quem (ta|esta) falando)\b")
+
+
+def asks_a_question(text: str) -> bool:
+    """A question (a question mark, or a question word) that is not addressed to the agent
+    itself: a customer asking it wants something of the business, never small talk."""
+    norm = normalize_chat(text)
+    if "?" not in text and not _WH_WORD.search(norm):
+        return False
+    return not _TO_THE_AGENT.search(norm)
+
+
+def refine_intent(detected: IntentResult, vector, examples: "IntentExamples | LearntIntent | None",
+                  text: str | None = None) -> IntentResult:
     """The dictionary's verdict, or, when it leaves the question open (``general``; with
-    the learnt classifier also a verdict of weak hints only), the embedding's one."""
+    the learnt classifier also a verdict of weak hints only), the embedding's one. With
+    ``text``: a question about the business (``asks_a_question``) that would end ``general``
+    takes the embedding's best other intent (questions are never small talk)."""
     if examples is None or vector is None or not examples.decides(detected):
         return detected
     got = examples.classify(vector)
-    return detected if got is None else got
+    out = detected if got is None else got
+    if out.intent == GENERAL and text is not None and asks_a_question(text):
+        other = examples.classify(vector, exclude=GENERAL)
+        if other is not None:
+            return other
+    return out

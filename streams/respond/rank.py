@@ -22,7 +22,7 @@ from typing import Any, Iterable, Optional
 
 import typer
 
-from streams.respond.recall import TOP_K, MemoryFact, fact_passage_text, score_memories
+from streams.respond.recall import TOP_K, MemoryFact, fact_passage_text, message_parts, score_memories
 
 
 def load_cases(path: str | Path) -> list[dict[str, Any]]:
@@ -37,13 +37,16 @@ def rank_case(case: dict[str, Any], embedder, top_k: int = TOP_K,
     passages = embedder.embed_passages([fact_passage_text(f["memory_type"], f["content"])
                                         for f in facts_in])
     query = embedder.embed_queries([case["query"]])[0]
+    parts = message_parts(case["query"])
+    part_vecs = embedder.embed_queries(parts) if parts else None
     facts = [MemoryFact(id=i, memory_type=f["memory_type"], content=f["content"],
                         confidence=float(f.get("confidence", 1.0)), scope="global",
                         source_unit_id=None, weight=float(f.get("weight", 1.0)),
                         embedding=passages[i])
              for i, f in enumerate(facts_in)]
     return [s.fact.id for s in score_memories(query, facts, unit_id=None, top_k=top_k,
-                                              min_score=min_score, query_text=case["query"])]
+                                              min_score=min_score, query_text=case["query"],
+                                              part_vecs=part_vecs)]
 
 
 def rank_cases(cases: Iterable[dict[str, Any]], embedder, top_k: int = TOP_K,

@@ -39,11 +39,14 @@ from typing import Sequence
 
 import numpy as np
 
-from streams.learn.lexicon import PAYING_WORDS, PLACE_FACT_WORDS, PLACE_QUESTION_WORDS, ROLES, SPECIES
+from streams.learn.lexicon import PAYING_WORDS, PLACE_FACT_WORDS, PLACE_QUESTION_WORDS, ROLES, SPECIES, USUAL_WORDS
 from streams.respond.compose import stem
 from streams.respond.text import STOPWORDS, fold, normalize_chat
 
 TOP_K = 5
+PART_MIN_WORDS = 3
+PART_WEIGHT = 0.3
+_PART_SPLIT = re.compile(r"[,;.!?]|\s+e\s+|\s+mas\s+|\s+porque\s+|\s+pq\s+")
 DEFAULT_MIN_SCORE: float | None = None
 
 
@@ -75,17 +78,33 @@ def compatible(fact: MemoryFact, unit_id: int | None) -> bool:
     return False  # an unknown scope is treated as the most restrictive
 
 
+def message_parts(text: str) -> list[str]:
+    """The parts of a message that asks or tells several things ("vou levar o Vitor hj, separa
+    aquela dose q ele gosta e o quarto do espelho"): its clauses of at least ``PART_MIN_WORDS``
+    words, split at punctuation and "e"; [] for a message of one part."""
+    parts = [p.strip() for p in _PART_SPLIT.split(text) if p and len(p.split()) >= PART_MIN_WORDS]
+    return parts if len(parts) >= 2 else []
+
+
 def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[MemoryFact],
                    unit_id: int | None, top_k: int = TOP_K,
                    min_score: float | None = DEFAULT_MIN_SCORE,
-                   query_text: str | None = None) -> list[ScoredFact]:
-    """The at most ``top_k`` compatible facts, best first (ties: higher confidence, lower id)."""
+                   query_text: str | None = None, part_vecs=None) -> list[ScoredFact]:
+    """The at most ``top_k`` compatible facts, best first (ties: higher confidence, lower id).
+    ``part_vecs``: vectors of the message's parts (``message_parts``): a fact matching one part
+    well scores by that part too (``PART_WEIGHT`` of its excess over the whole message)."""
     evidence = word_evidence(query_text, [f.content for f in facts]) if query_text else None
     q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
     qn = float(np.linalg.norm(q))
     if qn == 0.0 or top_k <= 0:
         return []
     q = q / qn
+    parts = None
+    if part_vecs is not None and len(part_vecs):
+        parts = np.asarray(part_vecs, dtype=np.float32).reshape(len(part_vecs), -1)
+        parts = parts / np.maximum(np.linalg.norm(parts, axis=1, keepdims=True), 1e-9)
+        if parts.shape[1] != q.shape[0]:
+            parts = None
     live: list[tuple[int, float, float]] = []   # (index, similarity, similarity + word evidence)
     for k, fact in enumerate(facts):
         if fact.embedding is None or not compatible(fact, unit_id):
@@ -97,12 +116,16 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
         if en == 0.0:
             continue
         sim = float(np.dot(q, e) / en)
+        if parts is not None:
+            best_part = float(np.max(parts @ e) / en)
+            sim = sim + PART_WEIGHT * max(0.0, best_part - sim)
         live.append((k, sim, sim + (evidence[k] if evidence is not None else 0.0)))
     if query_text and not talks_payment(query_text):
-        live = [(k, sim, b - PAYMENT_OFF if facts[k].memory_type == "vinculo_comercial" else b)
-                for k, sim, b in live]
+        live = [(k, sim, b - PAYMENT_OFF if is_payment_fact(facts[k]) else b) for k, sim, b in live]
     if query_text and talks_place(query_text):
         live = [(k, sim, b + PLACE_BONUS if is_place_fact(facts[k].content) else b) for k, sim, b in live]
+    if query_text and asks_usual(query_text):
+        live = [(k, sim, b + USUAL_BONUS if is_own_usual(facts[k]) else b) for k, sim, b in live]
     lifted = anchor_lift([facts[k] for k, _, _ in live], [b for _, _, b in live])
     scored: list[ScoredFact] = []
     for (k, sim, _), base in zip(live, lifted):
@@ -119,6 +142,26 @@ def talks_payment(query_text: str) -> bool:
     """The message is about paying (a method, instalments, a receipt): what makes the
     customer's payment facts (``vinculo_comercial``) worth recalling."""
     return bool(PAYING_WORDS.search(normalize_chat(query_text)))
+
+
+USUAL_TYPES = frozenset({"preferencia", "padrao_comportamental"})
+
+
+def asks_usual(query_text: str) -> bool:
+    """The customer asks for their usual ("a de sempre", "do jeito que eu gosto"): their
+    preferences and habits (``USUAL_TYPES``) are what answers it."""
+    return bool(USUAL_WORDS.search(normalize_chat(query_text)))
+
+
+def is_own_usual(fact: "MemoryFact") -> bool:
+    """A preference or habit of the customer's own (not "A namorada gosta de ...")."""
+    return fact.memory_type in USUAL_TYPES and not _profile(fact.content).roles
+
+
+def is_payment_fact(fact: "MemoryFact") -> bool:
+    """A commercial fact about paying ("Paga com Pix", "Pede nota fiscal no CNPJ"); not a
+    service the customer uses or a deal they have ("Usa o leva e traz", "Tem convênio pela empresa")."""
+    return fact.memory_type == "vinculo_comercial" and bool(PAYING_WORDS.search(fold(fact.content)))
 
 
 def talks_place(query_text: str) -> bool:
@@ -154,6 +197,7 @@ OTHER_PARTY = 0.08     # the customer refers to someone, and the fact is about a
 ANCHOR_LIFT = 0.5      # share of the gap to the best fact about a person that the fact introducing them closes
 ANCHOR_MIN = 0.15      # ... when that fact itself matches the message at least this well
 PLACE_BONUS = 0.08     # where the customer lives or goes, when the message is about a place
+USUAL_BONUS = 0.08     # a preference or habit, when the customer asks for their usual
 ROLE_BONUS = 0.08      # the fact holds the role the customer referred to
 LINK_BONUS = 0.08      # the fact names a person of that role
 WORD_BONUS = 0.04      # per rare content word shared (stemmed)
@@ -252,6 +296,12 @@ def anchor_lift(facts: Sequence["MemoryFact"], scores: Sequence[float]) -> list[
     return out
 
 
+def _roles(words: Sequence[str]) -> set[str]:
+    """The roles a text's relation words name; an "ex-" one ("Ex-namorada se chama Paula")
+    is nobody's current partner: it holds no role."""
+    return {_ROLE_OF[w] for k, w in enumerate(words) if w in _ROLE_OF and not (k and words[k - 1] == "ex")}
+
+
 @dataclass(frozen=True)
 class _Profile:
     """What the word evidence reads in a fact's text (cached: a contact's facts come back message after message)."""
@@ -270,7 +320,7 @@ def _profile(content: str) -> _Profile:
     words = tuple(fold(content).split())
     return _Profile(words, frozenset(words), frozenset(_names(content)),
                     frozenset(stem(w) for w in words if w not in STOPWORDS and len(w) > 2),
-                    frozenset(_ROLE_OF[w] for w in words if w in _ROLE_OF),
+                    frozenset(_roles(words)),
                     frozenset(_SPECIES_OF[w] for w in words if w in _SPECIES_OF), pet_gender(words))
 
 
@@ -280,7 +330,7 @@ def word_evidence(query_text: str, contents: Sequence[str]) -> list[float]:
     q_list = normalize_chat(query_text).split()
     q_words = set(q_list)
     q_stems = {stem(w) for w in q_words if w not in STOPWORDS and len(w) > 2}
-    q_roles = {_ROLE_OF[w] for w in q_words if w in _ROLE_OF}
+    q_roles = _roles(q_list)
     if speaks_as_couple(query_text):
         q_roles.add("partner")
     q_species = {_SPECIES_OF[w] for w in q_words if w in _SPECIES_OF}

@@ -81,7 +81,8 @@ def _shared_spellings() -> dict[str, str]:
 # the shared table plus the responder's own (question words, courtesy).
 CHAT_SPELLINGS = {**_shared_spellings(), 
     "qnto": "quanto", "qnt": "quanto", "qto": "quanto", "qnta": "quanta", "qntos": "quantos",
-    "qntas": "quantas", "vc": "voce", "vcs": "voces", "q": "que", "oq": "o que",
+    "qntas": "quantas", "qnts": "quantos", "qts": "quantos", "qtos": "quantos", "qtas": "quantas", "qta": "quanta",
+    "qndo": "quando", "qlq": "qualquer", "qq": "qualquer", "vc": "voce", "vcs": "voces", "q": "que", "oq": "o que",
     "pq": "porque", "tb": "tambem", "tbm": "tambem", "tmb": "tambem", "mto": "muito", "mt": "muito",
     "mta": "muita", "mtos": "muitos", "mtas": "muitas", "blz": "beleza", "hj": "hoje",
     "msm": "mesmo", "td": "tudo", "tds": "todos", "obg": "obrigado", "obgd": "obrigado",

@@ -345,3 +345,148 @@ def test_no_through_another_name_only_when_the_whole_kind_is_denied():
     text = ask("vcs fazem castração?", "info_request", "# Cirurgias\n\n- Castração de gata: R$ 520,00.\n"
                "- Não fazemos cirurgias ortopédicas.")
     assert not text.startswith("Não")
+
+
+PAYMENT = """# Pagamento
+
+- Pix e cartão de crédito.
+- Parcelamento em até 3x sem juros no cartão de crédito, para valores acima de R$ 300,00.
+
+Se precisar de outro serviço, indicamos parceiros da região."""
+
+SURGERY = """# Castração
+
+- Castração de gata: R$ 520,00
+- Castração de cadela até 15 kg: R$ 790,00"""
+
+
+def test_the_word_that_decided_the_intent_names_what_is_asked():
+    # "parcelar" is the subject; the castration is only what it is about
+    text = ask("da pra parcelar uma castracao de cadela?", "policy", SURGERY, PAYMENT)
+    assert "3x sem juros" in text and "R$ 790,00" not in text
+
+
+def test_a_long_word_needs_six_letters_in_common_to_be_covered():
+    from streams.respond.compose import uncovered_focus
+
+    units = units_of_chunks([PAYMENT.replace("Parcelamento em até 3x", "Em até 3x")])
+    assert "parce" in uncovered_focus("da pra parcelar?", units)   # "parceiros" does not cover it
+    assert "parce" not in uncovered_focus("da pra parcelar?", units_of_chunks([PAYMENT]))
+
+
+def test_the_question_clause_decides_and_the_told_part_is_context():
+    from streams.respond.compose import question_part
+
+    assert question_part("tem elevador? minha esposa tem problema no joelho") == "tem elevador?"
+    assert question_part("posso levar meu vinho? cobra alguma coisa") == "posso levar meu vinho? cobra alguma coisa"
+    assert question_part("qnto custa o rodizio? e crianca paga?") == "qnto custa o rodizio? e crianca paga?"
+    assert question_part("quero saber o preço da Jade") == "quero saber o preço da Jade"   # no question mark
+    rules = "# Regras\n\n- Não temos elevador. A Suíte Topázio fica no térreo."
+    text = ask("tem elevador? minha esposa tem problema no joelho", "info_request", rules)
+    assert text.startswith("Não") and "não temos elevador" in text.lower()
+
+
+def test_no_price_difference_answers_is_it_more_expensive():
+    grooming = "# Tosa\n\n- Tosa higiênica: R$ 40,00\n\nA tosa pode ser na máquina ou na tesoura, sem diferença de preço."
+    assert "sem diferença de preço" in ask("tosa na tesoura é mais cara?", "price_question", grooming)
+
+
+def test_time_gone_by_is_not_an_item_asked_for():
+    orders = "# Pedidos\n\n- Cancelamento de delivery: sem custo em até 5 minutos após a confirmação do pedido."
+    assert "5 minutos" in ask("quero cancelar o pedido, ja faz 20 min q confirmei", "policy", orders)
+
+
+def test_a_name_written_in_two_pieces_covers_the_word_typed_whole():
+    from streams.respond.compose import concept_forms, uncovered_focus
+
+    assert "wi fi" in concept_forms("o wifi é de graça?")["wifi"]
+    units = units_of_chunks(["# Estrutura\n\nEm todas as suítes: Wi-Fi gratuito e TV."])
+    assert "wifi" not in uncovered_focus("o wifi é de graça?", units)
+
+
+def test_an_item_whose_qualifier_is_only_named_elsewhere_is_handed_over():
+    drinks = "# Bebidas\n\n- Cerveja long neck: R$ 14,00\n- Chopp 300 ml: R$ 11,00"
+    pizzas = "# Especiais\n\nCasarão da Vila: linguiça artesanal, cebola roxa e provolone."
+    assert ask("vcs tem cerveja artesanal?", "info_request", drinks, pizzas) == FALLBACK_NO_KNOWLEDGE
+    assert "R$ 14,00" in ask("vcs tem cerveja long neck?", "info_request", drinks, pizzas)
+    assert "não temos massa integral" in ask("tem massa integral?", "info_request",
+                                             "# Massas\n\nNão temos massa integral. A massa é fina.").lower()
+
+
+def test_what_the_customer_takes_along_is_what_the_business_lets_bring():
+    drinks = ("# Bebidas\n\n- Vinho rosé: R$ 105,00\n- Vinho tinto: R$ 115,00\n\n"
+              "Trazer de fora: é permitido trazer bebidas, com taxa de rolha de R$ 35,00 por garrafa.")
+    assert "R$ 35,00" in ask("posso levar meu vinho? cobra alguma coisa", "policy", drinks)
+
+
+def test_no_only_when_the_thing_asked_is_denied():
+    pool = "# Estrutura\n\n- Não temos piscina coletiva; a única piscina é a privativa da Suíte Safira."
+    assert not ask("vcs tem quarto com piscina?", "info_request", pool).startswith("Não,")
+    pay = "# Pagamento\n\n- Cartão de crédito e de débito.\n- Não parcelamos compras no cartão de crédito."
+    assert not ask("aceita cartao de credito?", "info_request", pay).startswith("Não")
+    assert ask("vcs parcelam no cartao?", "policy", pay).startswith("Não, não parcelamos")
+
+
+def test_a_denied_object_is_not_a_denied_subject():
+    vegan = "# Veganas\n\n- Grande vegana: R$ 72,00.\n\nSem lactose: as pizzas veganas não contêm lactose."
+    assert not ask("tem pizza vegana?", "info_request", vegan).startswith("Não")
+    pets = "# Regras\n\n- Animais de estimação não são permitidos, com exceção de cão-guia."
+    assert "não são permitidos" in ask("posso levar meu cachorro?", "policy", pets)
+
+
+def test_each_question_of_a_message_gets_its_answer():
+    from streams.respond.compose import question_clauses
+
+    assert question_clauses("vcs entregam no jardim europa? e qnto é a taxa") == [
+        "vcs entregam no jardim europa?", "e qnto é a taxa"]
+    assert question_clauses("tem elevador? minha esposa tem problema no joelho") == []
+    text = ask("qnto sai a safira 4h? e a topazio aluga por 2h?", "price_question", SUITES)
+    assert "R$ 240,00" in text and "não é alugada por 2h" in text
+
+
+def test_a_unit_naming_the_one_thing_asked_beats_one_sounding_like_it():
+    pay = "# Pagamento\n\nFormas de pagamento: Pix, cartão e dinheiro. Não aceitamos cheque."
+    assert ask("aceita pix?", "info_request", pay).startswith("Formas de pagamento: Pix")
+
+
+def test_two_questions_one_not_covered_answers_the_other_and_hands_the_rest_over():
+    cake = "# Eventos\n\nBolo: o cliente pode trazer bolo de fora, com taxa de bolo de R$ 20,00."
+    text = ask("fazem festa de aniversario ai? tem taxa pra levar bolo?", "price_question", cake)
+    assert "R$ 20,00" in text and text.endswith(FALLBACK_NO_KNOWLEDGE)
+
+
+def test_a_paragraph_label_names_its_later_sentences_and_a_fuller_unit_joins_the_best():
+    parking = ("# Unidades\n\nEstacionamento: não temos estacionamento próprio em nenhuma das unidades. "
+               "Na unidade Centro existe convênio com o Bastos Park, ao lado da clínica. "
+               "Na unidade Lagoa há vagas de zona azul na rua.")
+    units = answer_units(parking)
+    assert [u.label for u in units] == ["", "Estacionamento", "Estacionamento"]
+    assert "Bastos Park" in ask("tem estacionamento na unidade centro?", "info_request", parking)
+
+
+def test_a_bold_label_the_chunker_glued_to_a_list_item_opens_its_own_unit():
+    glued = ("- se o cliente não aparecer e não avisar, o sinal não é devolvido. **Discrição na cobrança**: "
+             'na fatura do cartão, a cobrança aparece como "RA Hotelaria".')
+    texts = [u.text for u in answer_units(glued)]
+    assert texts[-1] == 'Discrição na cobrança: na fatura do cartão, a cobrança aparece como "RA Hotelaria".'
+    assert not any(t.startswith("se o cliente") and "Discrição" in t for t in texts)
+
+
+def test_a_label_with_its_colon_inside_the_bold_opens_a_paragraph_too():
+    glued = ("- **Unidade Centro**: Av. Coronel Bastos, 1.250. WhatsApp (11) 4002-3302. "
+             "**Horário (nas duas unidades):** - Segunda a sexta: das 8h às 19h")
+    texts = [u.text for u in answer_units(glued)]
+    assert "Unidade Centro: Av. Coronel Bastos, 1.250. WhatsApp (11) 4002-3302." in texts
+
+
+def test_no_is_not_read_from_an_offer_of_something_else():
+    pickup = "# Retirada\n\nRetirada no balcão: não tem pedido mínimo e o cliente ganha 5% de desconto."
+    assert not ask("tem desconto na retirada?", "info_request", pickup).startswith("Não")
+
+
+def test_sentences_after_a_list_item_are_labelled_by_that_item_not_the_first_one():
+    promos = ("- Terça em Dobro: a segunda grande sai pela metade do preço. Vale no salão e no delivery.\n"
+              "- Quarta do Rodízio: rodízio no salão por pessoa, R$ 59,90 Só no salão, não vale para delivery.")
+    units = answer_units(promos)
+    tail = [u for u in units if u.text.startswith("Só no salão")]
+    assert tail and tail[0].label == "Quarta do Rodízio"

@@ -144,3 +144,34 @@ def test_lead_state_stays_under_4kb_and_prompt_gets_it():
     run(respond(inbound("Quanto custa o pernoite na Luxo?"), deps))
     assert len(json.dumps(store.lead_state, ensure_ascii=False).encode()) <= MAX_LEAD_STATE_BYTES
     assert "<estado_lead>" in seen["sys"] and "<memoria_cliente>" in seen["sys"]
+
+
+def test_only_a_heading_found_brings_the_chunks_with_most_of_the_words():
+    from uuid import NAMESPACE_URL as NS
+    from uuid import uuid5
+
+    from streams.respond.handler import _as_chunk, _most_words, lexical_stems
+    from streams.respond.text import fold
+
+    heading = (uuid5(NS, "h"), uuid5(NS, "d"), 0.5, "# Banho & Tosa")
+    texts = ["Adicionais: Corte de unhas avulso: R$ 20,00. Hidratação: R$ 30,00.",
+             "Tosa higiênica: R$ 40,00."]
+
+    def lexical(account_id, stems, limit):
+        return [(uuid5(NS, t), uuid5(NS, "d"), 1.0, t) for t in texts
+                if all(any(w.startswith(s) for w in fold(t).split()) for s in stems)][:limit]
+
+    msg = inbound("cortam a unha avulso? qnto")
+    stems = lexical_stems(msg.text)
+    assert not lexical(101, stems, 10)          # no chunk holds every word ("cortam" / "corte")
+    got = asyncio.run(_most_words(msg, msg.text, stems, [_as_chunk(heading)], lexical, 3))
+    assert [c.text for c in got] == [texts[0]]
+
+
+def test_a_word_of_the_question_may_be_in_a_chunk_by_another_name():
+    from streams.respond.handler import _named_otherwise, lexical_stems, lexically_sure
+
+    msg = "minha gata precisa de banho, qnto fica"
+    assert ["banho", "gato"] in _named_otherwise(msg, lexical_stems(msg))
+    assert lexically_sure(msg, "Gatos: banho R$ 90,00, somente com hora marcada.")
+    assert not lexically_sure(msg, "Gatos: banho somente com hora marcada.")   # a price is asked

@@ -164,3 +164,53 @@ def test_training_refuses_the_heldout_half():
     from streams.respond.train_intent import main
 
     assert main(["--corpus", str(FIXTURES_DIR.parent / "heldout")]) == 2
+
+
+def test_a_question_about_the_business_is_never_small_talk():
+    import numpy as np
+
+    from streams.respond.intent import LearntIntent, asks_a_question
+
+    assert asks_a_question("o leva e traz vai ate o bairro sao jose?")
+    assert asks_a_question("qual o horario de vcs")
+    assert not asks_a_question("kkkk vc é robô ou gente?")
+    assert not asks_a_question("meu cachorro adora vcs")
+    model = LearntIntent(np.zeros((3, 4), np.float32), np.array([2.0, 1.0, 0.0], np.float32),
+                         ["general", "info_request", "policy"], strong=2.0, meta={}, floor=0.0)
+    none = IntentResult("general", 0.0, ())
+    assert refine_intent(none, np.ones(4), model).intent == "general"           # no text: as before
+    assert refine_intent(none, np.ones(4), model, "meu dog ficou lindo").intent == "general"
+    assert refine_intent(none, np.ones(4), model, "vai ate o bairro sao jose?").intent == "info_request"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("demora qnto pra chegar o delivery?", "info_request"),      # a duration, not a price
+    ("vcs tem tosa na tesoura? é mais caro?", "price_question"),  # asking, not complaining
+    ("tem desconto durante a tarde?", "info_request"),
+    ("nossa ta caro demais", "objection"),
+])
+def test_dictionary_tells_asking_from_complaining(text, expected):
+    assert detect_intent(text).intent == expected
+
+
+def test_more_chat_spellings_of_question_words():
+    assert normalize_chat("a broto tem qnts fatias? qtos reais?") == "a broto tem quantos fatias quantos reais"
+
+
+def test_asking_for_the_cheaper_option_is_a_price_question():
+    assert detect_intent("qual a suite mais barata?").intent == "price_question"
+    assert detect_intent("na pizzaria do lado é bem mais barato viu").intent == "objection"
+
+
+def test_evaluation_lists_intent_misses_and_tolerates_a_folder_of_questions_only(tmp_path):
+    from streams.evaluation import evaluate_folder, format_misses
+
+    (tmp_path / "questions.jsonl").write_text(
+        '{"question_id": "q1", "account_id": 301, "text": "vcs aceitam cheque?", "intent": "greeting", '
+        '"answerable": true, "expected_document_ids": [], "expected_answer_contains": []}\n')
+    (tmp_path / "knowledge.jsonl").write_text(
+        '{"document_id": "d1", "account_id": 301, "title": "Pagamento", "text": "Não aceitamos cheque."}\n')
+    emb = BagOfWordsEmbedder()
+    col = evaluate_folder(tmp_path, "rules", {"memory_embedder": emb, "knowledge_embedder": emb})
+    assert col["intent_accuracy"] == 0.0 and "extraction_precision" not in col
+    assert "[probe] intent q1 (greeting → policy)" in format_misses({"probe": col})

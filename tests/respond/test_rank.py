@@ -127,3 +127,46 @@ def test_payment_facts_need_a_payment_question_and_place_facts_a_place_question(
     assert [s.fact.id for s in top] == [1, 2, 0]
     top = score_memories([1.0, 0.0], facts, None, query_text="posso pagar com VR?")
     assert top[-1].fact.id == 2
+
+
+def test_an_ex_partner_is_not_the_partner():
+    from streams.respond.recall import word_evidence
+
+    facts = ["Casado com Denise", "A Denise gosta de balões vermelhos", "Ex-namorada se chama Paula",
+             "A Paula gostava de balões brancos"]
+    ev = word_evidence("quero decorar com a cor q minha esposa gosta", facts)
+    assert ev[1] > ev[3] and ev[0] > ev[2]
+
+
+def test_the_usual_lifts_own_preferences_and_only_payment_facts_drop():
+    import numpy as np
+
+    from streams.respond.recall import MemoryFact, asks_usual, is_payment_fact, score_memories
+
+    assert asks_usual("passo ai pra buscar hj, a de sempre") and not asks_usual("quero uma pizza")
+    facts = [MemoryFact(0, "preferencia", "Gosta de pizza de carne seca", 1.0, "global", None, embedding=np.eye(3)[0]),
+             MemoryFact(1, "contexto_pessoal", "Trabalha no centro", 1.0, "global", None, embedding=np.eye(3)[1]),
+             MemoryFact(2, "preferencia", "A namorada gosta de pizza doce", 1.0, "global", None,
+                        embedding=np.eye(3)[2])]
+    q = np.ones(3)
+    top = score_memories(q, facts, None, query_text="manda a de sempre")
+    assert top[0].fact.id == 0 and top[0].score > top[1].score
+    assert is_payment_fact(MemoryFact(3, "vinculo_comercial", "Paga com Pix", 1.0, "global", None))
+    assert not is_payment_fact(MemoryFact(4, "vinculo_comercial", "Usa o leva e traz", 1.0, "global", None))
+
+
+def test_a_message_of_several_parts_recalls_a_fact_for_each():
+    import numpy as np
+
+    from streams.respond.recall import MemoryFact, message_parts, score_memories
+
+    assert message_parts("vou levar o Vitor hj, separa aquela dose q ele gosta e o quarto do espelho") == [
+        "vou levar o Vitor hj", "separa aquela dose q ele gosta", "o quarto do espelho"]
+    assert message_parts("qual o horario hoje") == []
+    e = np.eye(4)
+    facts = [MemoryFact(k, "preferencia", f"fato {k}", 1.0, "global", None, embedding=e[k]) for k in range(4)]
+    whole = np.array([0.9, 0.5, 0.0, 0.45])        # the whole message: fact 0, then 1 and 3 alike
+    parts = [np.array([1.0, 0, 0, 0]), np.array([0, 0, 0, 1.0])]   # a part is all about fact 3
+    top = [s.fact.id for s in score_memories(whole, facts, None, top_k=2)]
+    top_parts = [s.fact.id for s in score_memories(whole, facts, None, top_k=2, part_vecs=parts)]
+    assert top == [0, 1] and top_parts == [0, 3]
