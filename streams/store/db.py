@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import select
+import threading
+import time
+import weakref
 from pathlib import Path
 
 import psycopg
@@ -34,8 +38,48 @@ def connect(settings: Settings, **kw) -> psycopg.Connection:
     return conn
 
 
+class ConnectionCheck:
+    """The pool's ``check`` (before a connection is handed out) and ``reset`` (when it comes
+    back): a connection idle longer than ``idle_s`` is checked with a round trip
+    (``ConnectionPool.check_connection``); one back in the pool more recently only with a
+    look at its socket, which costs no round trip. A server that ends a connection (a
+    restart, ``pg_terminate_backend``, a crash) sends its error and closes the socket, so the
+    socket of an idle connection has something to read only when the connection is gone
+    (or a notice came): then the round trip decides. A connection that died silently (no
+    packet back, e.g. a cut network) within ``idle_s`` is found by its first query, which
+    fails as the outage it is (callers retry on another connection). ``idle_s`` 0: every
+    hand-out checked with a round trip."""
+
+    def __init__(self, idle_s: float):
+        self.idle_s = idle_s
+        self._returned: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def __call__(self, conn: psycopg.Connection) -> None:
+        with self._lock:
+            returned = self._returned.get(conn)
+        if (returned is None or time.monotonic() - returned > self.idle_s or conn.closed
+                or _readable(conn)):
+            ConnectionPool.check_connection(conn)
+
+    def returned(self, conn: psycopg.Connection) -> None:
+        with self._lock:
+            self._returned[conn] = time.monotonic()
+
+
+def _readable(conn: psycopg.Connection) -> bool:
+    """Something (an error, end of file) waits on the idle connection's socket, or it has none."""
+    try:
+        p = select.poll()
+        p.register(conn.fileno(), select.POLLIN)
+        return bool(p.poll(0))
+    except (OSError, ValueError, psycopg.Error):
+        return True
+
+
 def make_pool(settings: Settings, *, min_size: int | None = None, max_size: int | None = None,
               name: str = "memoria") -> ConnectionPool:
+    check = ConnectionCheck(settings.db_pool_check_idle_s)
     pool = ConnectionPool(
         settings.database_url,
         min_size=min_size if min_size is not None else settings.db_pool_min,
@@ -44,7 +88,9 @@ def make_pool(settings: Settings, *, min_size: int | None = None, max_size: int 
         configure=_configure,
         # a connection is checked before it is handed out: after a Postgres
         # restart the pool reconnects instead of handing out dead connections
-        check=ConnectionPool.check_connection,
+        # (a round trip only for one idle longer than db_pool_check_idle_s: ConnectionCheck)
+        check=check,
+        reset=check.returned,
         reconnect_timeout=settings.db_reconnect_timeout,
         timeout=settings.db_pool_timeout,
         name=name,
