@@ -39,10 +39,10 @@ def connect(settings: Settings, **kw) -> psycopg.Connection:
 
 
 class ConnectionCheck:
-    """The pool's ``check`` (before a connection is handed out) and ``reset`` (when it comes
-    back): a connection idle longer than ``idle_s`` is checked with a round trip
-    (``ConnectionPool.check_connection``); one back in the pool more recently only with a
-    look at its socket, which costs no round trip. A server that ends a connection (a
+    """The pool's ``check`` (before a connection is handed out): a connection last handed
+    out more than ``idle_s`` ago is checked with a round trip
+    (``ConnectionPool.check_connection``); one used more recently only with a look at its
+    socket, which costs no round trip. A server that ends a connection (a
     restart, ``pg_terminate_backend``, a crash) sends its error and closes the socket, so the
     socket of an idle connection has something to read only when the connection is gone
     (or a notice came): then the round trip decides. A connection that died silently (no
@@ -52,19 +52,19 @@ class ConnectionCheck:
 
     def __init__(self, idle_s: float):
         self.idle_s = idle_s
-        self._returned: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        # when each connection was last handed out (not a ``reset`` callback on return:
+        # with one, psycopg_pool returns every connection through its worker threads)
+        self._used: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
     def __call__(self, conn: psycopg.Connection) -> None:
+        now = time.monotonic()
         with self._lock:
-            returned = self._returned.get(conn)
-        if (returned is None or time.monotonic() - returned > self.idle_s or conn.closed
-                or _readable(conn)):
+            used = self._used.get(conn)
+        if used is None or now - used > self.idle_s or conn.closed or _readable(conn):
             ConnectionPool.check_connection(conn)
-
-    def returned(self, conn: psycopg.Connection) -> None:
         with self._lock:
-            self._returned[conn] = time.monotonic()
+            self._used[conn] = now
 
 
 def _readable(conn: psycopg.Connection) -> bool:
@@ -79,7 +79,6 @@ def _readable(conn: psycopg.Connection) -> bool:
 
 def make_pool(settings: Settings, *, min_size: int | None = None, max_size: int | None = None,
               name: str = "memoria") -> ConnectionPool:
-    check = ConnectionCheck(settings.db_pool_check_idle_s)
     pool = ConnectionPool(
         settings.database_url,
         min_size=min_size if min_size is not None else settings.db_pool_min,
@@ -89,8 +88,7 @@ def make_pool(settings: Settings, *, min_size: int | None = None, max_size: int 
         # a connection is checked before it is handed out: after a Postgres
         # restart the pool reconnects instead of handing out dead connections
         # (a round trip only for one idle longer than db_pool_check_idle_s: ConnectionCheck)
-        check=check,
-        reset=check.returned,
+        check=ConnectionCheck(settings.db_pool_check_idle_s),
         reconnect_timeout=settings.db_reconnect_timeout,
         timeout=settings.db_pool_timeout,
         name=name,

@@ -89,9 +89,8 @@ def test_a_new_or_closed_connection_gets_the_round_trip():
     try:
         ConnectionPool.check_connection = staticmethod(calls.append)
         c = Conn()
-        check(c)                 # never returned to the pool yet: the round trip
-        check.returned(c)
-        check(c)                 # returned just now, but its socket cannot be read: the round trip
+        check(c)                 # never handed out yet: the round trip
+        check(c)                 # handed out just now, but its socket cannot be read: the round trip
         assert calls == [c, c]
     finally:
         ConnectionPool.check_connection = orig
