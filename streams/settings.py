@@ -62,6 +62,10 @@ class Settings(BaseSettings):
     # Seconds to wait for a free (or re-established) connection; then the caller
     # sees Postgres as unavailable (consumers stall and retry, visibly).
     db_pool_timeout: float = 5.0
+    # A pooled connection last used longer ago than this is checked with a round trip before it is
+    # handed out; one used more recently only by a look at its socket (streams/store/db.py
+    # ConnectionCheck). 0: a round trip every time.
+    db_pool_check_idle_s: float = 2.0
 
     # --- Qdrant ----------------------------------------------------------
     qdrant_url: str | None = Field(

@@ -11,7 +11,8 @@ import json
 import logging
 import re
 import time
-from typing import Any, Callable, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Mapping, Sequence
 from uuid import UUID
 
 import numpy as np
@@ -45,14 +46,26 @@ class PostgresConversationStore:
         self.unit: UnitOfWorkFactory = uow or (lambda: PostgresUnitOfWork(pool))
 
     def receive(self, msg: InboundMessage, history: int) -> ConversationContext | None:
-        """``store_inbound`` then ``load_context`` on one pooled connection (one checkout, the
-        context's two reads in one round trip); None when there is nothing to answer."""
+        """``store_inbound`` then ``load_context`` on one pooled connection in pipeline mode
+        (one checkout; BEGIN, the contact's lock and erasure check in one round trip, the
+        inbound writes in one, COMMIT, the context's two reads in one); None when there is
+        nothing to answer."""
         if self.pool is None:  # the in-memory unit of work (unit tests): nothing to share
             return self.load_context(msg, history) if self.store_inbound(msg) else None
-        with self.pool.connection() as conn:
+        with self.pool.connection() as conn, conn.pipeline():
             if not self._store_inbound(PostgresUnitOfWork(conn=conn), msg):
                 return None
             return self._context(conn, msg, history)
+
+    @contextmanager
+    def _unit_pipelined(self) -> Iterator[Any]:
+        """A unit of work (not yet entered) whose statements go out in pipeline mode: those
+        whose results nobody reads before the commit share its round trip."""
+        if self.pool is None:
+            yield self.unit()
+            return
+        with self.pool.connection() as conn, conn.pipeline():
+            yield PostgresUnitOfWork(conn=conn)
 
     def store_inbound(self, msg: InboundMessage) -> bool:
         return self._store_inbound(self.unit(), msg)
@@ -82,7 +95,7 @@ class PostgresConversationStore:
     def mark_published(self, replies: Sequence[OutboundReply]) -> None:
         if not replies:
             return
-        with self.unit() as uow:
+        with self._unit_pipelined() as unit, unit as uow:
             uow.conversations.mark_published([r.reply_id for r in replies])
             uow.commit()
 
@@ -137,7 +150,7 @@ class PostgresConversationStore:
         stored = json.loads(reply.model_dump_json())
         if recall_ms is not None:
             stored["recall_ms"] = round(recall_ms, 3)   # the unit reports' recall P99
-        with self.unit() as uow:
+        with self._unit_pipelined() as unit, unit as uow:
             uow.conversations.save_reply(reply, stored, lead_state, (model_call, *embedding_calls))
             uow.commit()
 

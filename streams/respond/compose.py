@@ -217,9 +217,17 @@ def _read(chunk_text: str, rank: int = 0, heading: str = "") -> tuple[list[Unit]
     return units, head_fragment, tail_cut
 
 
+@functools.lru_cache(maxsize=16384)
+def _read_cached(chunk_text: str, rank: int, heading: str) -> tuple[tuple[Unit, ...], str, tuple[str, bool] | None]:
+    """``_read`` once per chunk text: the same chunks are read for message after message
+    (units are frozen; callers get their own list)."""
+    units, head, tail = _read(chunk_text, rank, heading)
+    return tuple(units), head, tail
+
+
 def answer_units(chunk_text: str, rank: int = 0, heading: str = "") -> list[Unit]:
     """The quotable units of one chunk, in reading order."""
-    return _read(chunk_text, rank, heading)[0]
+    return list(_read_cached(chunk_text, rank, heading)[0])
 
 
 def units_of_chunks(texts: Sequence[str], documents: Sequence[object] | None = None) -> list[Unit]:
@@ -245,7 +253,7 @@ def units_of_chunks(texts: Sequence[str], documents: Sequence[object] | None = N
         out.append(u)
 
     for rank, t in enumerate(texts):
-        units, head, tail = _read(t, rank)
+        units, head, tail = _read_cached(t, rank, "")
         for u in units:
             add(u)
         if documents is not None:
@@ -349,11 +357,16 @@ def expanded_focus(message: str) -> set[str]:
 
 
 def question_words(message: str) -> tuple[set[str], set[str]]:
-    """(all content stems, focus stems) of a customer's message."""
+    """(all content stems, focus stems) of a customer's message (sets of the caller's own)."""
+    all_stems, focus = _question_words(message)
+    return set(all_stems), set(focus)
+
+
+@functools.lru_cache(maxsize=1024)
+def _question_words(message: str) -> tuple[frozenset[str], frozenset[str]]:
+    # one message is read here a dozen times while its reply is made
     tokens = [t for t in _measures(normalize_chat(message)).split() if t not in STOPWORDS and len(t) > 1]
-    all_stems = {stem(t) for t in tokens}
-    focus = {stem(t) for t in tokens if t not in GENERIC and not t.isdigit()}
-    return all_stems, focus
+    return frozenset(stem(t) for t in tokens), frozenset(stem(t) for t in tokens if t not in GENERIC and not t.isdigit())
 
 
 _DEAL = re.compile(r"\b(desconto|promoc\w*|metade do preco|gratis|de graca|em dobro|fidelidade|cupom|"
@@ -535,11 +548,13 @@ def is_yes_no(message: str) -> bool:
     return not _WH.search(normalize_chat(message))
 
 
-def _stems(text: str) -> set[str]:
-    return {stem(t) for t in _measures(fold(text)).split() if t not in STOPWORDS and len(t) > 1}
+@functools.lru_cache(maxsize=32768)
+def _stems(text: str) -> frozenset[str]:
+    """Cached: knowledge units and chunks are stemmed for message after message."""
+    return frozenset(stem(t) for t in _measures(fold(text)).split() if t not in STOPWORDS and len(t) > 1)
 
 
-def chunk_words(text: str) -> set[str]:
+def chunk_words(text: str) -> frozenset[str]:
     """The stems a knowledge text offers to ``question_words`` (same stemming)."""
     return _stems(text)
 
@@ -588,27 +603,74 @@ def range_fit(question_norm: str, unit_folded: str) -> bool | None:
     return any(lo <= v <= hi for v, lo, hi in same)
 
 
+@dataclass(frozen=True)
+class _Asked:
+    """What kinds of answer a question asks for (read once per question)."""
+
+    price: bool
+    timed: bool
+    yes_no: bool
+    duration: bool
+    hours: bool
+    deadline: bool
+    day: bool
+    address: bool
+    amounts: bool
+
+
+@functools.lru_cache(maxsize=1024)
+def _asked(q: str) -> _Asked:
+    deadline = bool(_DEADLINE_Q.search(q))
+    duration = bool(_DURATION_Q.search(q))
+    return _Asked(price=bool(_PRICE_Q.search(q)), timed=deadline or duration, yes_no=not _WH.search(q),
+                  duration=duration and not deadline, hours=bool(_HOURS_Q.search(q)), deadline=deadline,
+                  day=bool(_DAY_Q.search(q)), address=bool(_ADDRESS_Q.search(q)), amounts=bool(_Q_AMOUNT.search(q)))
+
+
+@dataclass(frozen=True)
+class _Carried:
+    """What kinds of answer a text carries (read once per text: the same chunks and units
+    are scored for message after message)."""
+
+    amount: bool     # "R$"
+    quote: bool      # "sob orçamento"
+    free: bool       # "sem custo", "grátis"
+    duration: bool
+    hours: bool
+    deadline: bool
+    day: bool
+    address: bool
+
+
+@functools.lru_cache(maxsize=32768)
+def _carried(text: str) -> _Carried:
+    folded = fold(text)
+    return _Carried(amount="R$" in text, quote=bool(_QUOTE_A.search(folded)), free=bool(_FREE_A.search(folded)),
+                    duration=bool(_DURATION_A.search(folded)), hours=bool(_HOURS_A.search(folded)),
+                    deadline=bool(_DEADLINE_A.search(folded)), day=bool(_DAY_A.search(folded)),
+                    address=bool(_ADDRESS_A.search(folded)))
+
+
 def attribute_bonus(question_norm: str, text: str, wants_price: bool = False) -> float:
     """How well ``text`` carries the kind of answer the question asks for: an
     amount for a price, hours for "que horas", a weekday for "qual dia", an
     address for "onde fica", a range holding the quantity asked ("5 km")."""
-    folded = fold(text)
+    q, a = _asked(question_norm), _carried(text)
     bonus = 0.0
-    timed = _DEADLINE_Q.search(question_norm) or _DURATION_Q.search(question_norm)
-    if (wants_price or _PRICE_Q.search(question_norm)) and not timed \
-            and carries_price(text, free_answers=not _WH.search(question_norm)):
-        bonus += 2.0 if "R$" in text else 1.0  # an amount answers more surely than "sob orçamento"
-    if _DURATION_Q.search(question_norm) and not _DEADLINE_Q.search(question_norm) and _DURATION_A.search(folded):
+    # carries_price(text, free_answers=yes/no question)
+    if (wants_price or q.price) and not q.timed and (a.amount or a.quote or (q.yes_no and a.free)):
+        bonus += 2.0 if a.amount else 1.0  # an amount answers more surely than "sob orçamento"
+    if q.duration and a.duration:
         bonus += 1.5
-    if _HOURS_Q.search(question_norm) and _HOURS_A.search(folded):
+    if q.hours and a.hours:
         bonus += 1.5
-    if _DEADLINE_Q.search(question_norm) and _DEADLINE_A.search(folded):
+    if q.deadline and a.deadline:
         bonus += 2.0
-    if _DAY_Q.search(question_norm) and _DAY_A.search(folded):
+    if q.day and a.day:
         bonus += 1.5
-    if _ADDRESS_Q.search(question_norm) and _ADDRESS_A.search(folded):
+    if q.address and a.address:
         bonus += 2.0
-    fit = range_fit(question_norm, folded)
+    fit = range_fit(question_norm, fold(text)) if q.amounts else None
     if fit is not None:  # the range holding the quantity asked, never one that excludes it
         bonus += 3.0 if fit else -3.0
     return bonus
@@ -666,6 +728,11 @@ def score_units(message: str, units: Sequence[Unit], *, wants_price: bool = Fals
     return out
 
 
+@functools.lru_cache(maxsize=32768)
+def _unit_words(text: str, context: str) -> frozenset[str]:
+    return frozenset(_measures(fold(f"{text} {context}")).split())
+
+
 def _asked_stems(asked: Sequence[str]) -> set[str]:
     return {stem(t) for a in asked for t in _measures(fold(a)).split()
             if t not in STOPWORDS and t not in GENERIC and len(t) > 2}
@@ -679,7 +746,7 @@ def _long_stem(word: str) -> str:
 def names_asked(unit: Unit, asked: Sequence[str]) -> bool:
     """Does the unit (or its heading) name one of the words the question is about (``asked``:
     the keywords that decided its intent, or their stems)?"""
-    words = _measures(fold(f"{unit.text} {unit.context}")).split()
+    words = _unit_words(unit.text, unit.context)
     for a in asked:
         for t in _measures(fold(a)).split():
             if t in STOPWORDS or t in GENERIC or len(t) <= 2:
@@ -698,7 +765,7 @@ def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
     _, focus = question_words(message)
     words: set[str] = set()
     for u in units:
-        words |= set(_measures(fold(f"{u.text} {u.context}")).split())
+        words |= _unit_words(u.text, u.context)
     stems = {stem(w) for w in words}
     norm = _measures(normalize_chat(message))
     in_range = {stem(f"{a}{m}") for a, m in _Q_AMOUNT.findall(norm)} \

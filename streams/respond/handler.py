@@ -28,6 +28,7 @@ the same model (same ``name``), the recall vector is reused for retrieval.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import itertools
 import logging
@@ -136,7 +137,13 @@ async def _call(fn: Callable[..., T | Awaitable[T]], *args: Any, **kwargs: Any) 
 
 def reply_id_for(msg: InboundMessage) -> str:
     """Deterministic: a redelivered message maps to the same reply id."""
-    return str(uuid.uuid5(REPLY_NAMESPACE, f"{msg.account_id}:{msg.message_id}"))
+    return _reply_id(msg.account_id, msg.message_id)
+
+
+@functools.lru_cache(maxsize=1024)
+def _reply_id(account_id: int, message_id: str) -> str:
+    # asked for several times while one message is answered (the store, the reply, the ledger)
+    return str(uuid.uuid5(REPLY_NAMESPACE, f"{account_id}:{message_id}"))
 
 
 def _as_chunk(hit: Any) -> KnowledgeChunk:

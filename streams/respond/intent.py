@@ -151,6 +151,9 @@ class IntentResult:
 @dataclass(frozen=True)
 class _Lexicon:
     patterns: tuple[tuple[str, str, float, re.Pattern[str]], ...]  # intent, keyword, weight, regex
+    # per pattern, its longest word: a text without it cannot match (a substring test
+    # spares the ~200 regular expressions most messages have nothing for)
+    literals: tuple[str, ...]
 
 
 def _compile(keyword: str) -> re.Pattern[str] | None:
@@ -194,7 +197,9 @@ def build_lexicon(inbox_keywords: Mapping[str, Any] | None = None) -> _Lexicon:
             seen = best.get((intent, rx.pattern))
             if seen is None or w > seen[1]:
                 best[(intent, rx.pattern)] = (kw, w, rx)
-    return _Lexicon(tuple((intent, kw, w, rx) for (intent, _), (kw, w, rx) in best.items()))
+    patterns = tuple((intent, kw, w, rx) for (intent, _), (kw, w, rx) in best.items())
+    return _Lexicon(patterns, tuple(max(normalize_chat(kw.strip().rstrip("*")).split(), key=len)
+                                    for _, kw, _, _ in patterns))
 
 
 @lru_cache(maxsize=256)
@@ -223,7 +228,9 @@ def detect_intent(text: str, inbox_keywords: Mapping[str, Any] | None = None) ->
     scores: dict[str, float] = {}
     matched: dict[str, list[str]] = {}
     spans: dict[str, list[tuple[int, int]]] = {}
-    for intent, kw, weight, rx in lexicon.patterns:
+    for (intent, kw, weight, rx), literal in zip(lexicon.patterns, lexicon.literals):
+        if literal not in folded:
+            continue
         hits = list(rx.finditer(folded))
         if not hits:
             continue

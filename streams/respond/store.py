@@ -50,15 +50,16 @@ class PostgresConversationRepository:
         return is_erased(self.conn, msg.account_id, contact_id=msg.contact_id, key=erasure_key)
 
     def store_inbound(self, msg, reply_id):
+        # Every statement is sent before any result is read: on a connection in pipeline mode
+        # (PostgresConversationStore) they share one round trip. A tenant mismatch found in
+        # the results raises before the commit, so the unit rolls all of them back.
         conn = self.conn
         conn.execute("INSERT INTO accounts (id) VALUES (%s) ON CONFLICT (id) DO NOTHING", (msg.account_id,))
-        for table, row_id in (("contacts", msg.contact_id), ("inboxes", msg.inbox_id)):
-            row = conn.execute(
-                f"INSERT INTO {table} (id, account_id) VALUES (%s, %s) ON CONFLICT (id) "
-                f"DO UPDATE SET id = EXCLUDED.id RETURNING account_id", (row_id, msg.account_id)).fetchone()
-            if row["account_id"] != msg.account_id:
-                raise TenantMismatch(f"{table[:-1]} {row_id} belongs to another account")
-        conv = conn.execute(
+        owners = [(table, row_id, conn.execute(
+            f"INSERT INTO {table} (id, account_id) VALUES (%s, %s) ON CONFLICT (id) "
+            f"DO UPDATE SET id = EXCLUDED.id RETURNING account_id", (row_id, msg.account_id)))
+            for table, row_id in (("contacts", msg.contact_id), ("inboxes", msg.inbox_id))]
+        conv_cur = conn.execute(
             """INSERT INTO conversations (external_id, account_id, inbox_id, contact_id, unit_id,
                                           last_message_at)
                VALUES (%s, %s, %s, %s, %s, %s)
@@ -66,33 +67,41 @@ class PostgresConversationRepository:
                   SET last_message_at = GREATEST(conversations.last_message_at, EXCLUDED.last_message_at)
                RETURNING id, account_id, contact_id""",
             (msg.conversation_id, msg.account_id, msg.inbox_id, msg.contact_id, msg.unit_id,
-             msg.sent_at)).fetchone()
-        if conv["account_id"] != msg.account_id or conv["contact_id"] != msg.contact_id:
-            raise TenantMismatch(f"conversation {msg.conversation_id} belongs to another account/contact")
+             msg.sent_at))
         inserted = conn.execute(
             """INSERT INTO messages (conversation_id, account_id, role, text, sent_at, channel_message_id,
                                      message_type)
-               VALUES (%s, %s, 'contact', %s, %s, %s, %s) ON CONFLICT (channel_message_id) DO NOTHING""",
-            (conv["id"], msg.account_id, msg.text, msg.sent_at, msg.message_id, msg.message_type)).rowcount
-        if inserted:
+               SELECT id, %s, 'contact', %s, %s, %s, %s FROM conversations WHERE external_id = %s
+               ON CONFLICT (channel_message_id) DO NOTHING RETURNING 1""",
+            (msg.account_id, msg.text, msg.sent_at, msg.message_id, msg.message_type, msg.conversation_id))
+        replied = conn.execute("SELECT 1 FROM messages WHERE channel_message_id = %s", (reply_id,))
+        for table, row_id, cur in owners:
+            if cur.fetchone()["account_id"] != msg.account_id:
+                raise TenantMismatch(f"{table[:-1]} {row_id} belongs to another account")
+        conv = conv_cur.fetchone()
+        if conv["account_id"] != msg.account_id or conv["contact_id"] != msg.contact_id:
+            raise TenantMismatch(f"conversation {msg.conversation_id} belongs to another account/contact")
+        if inserted.fetchone() is not None:
             return True
-        return conn.execute("SELECT 1 FROM messages WHERE channel_message_id = %s", (reply_id,)).fetchone() is None
+        return replied.fetchone() is None
 
     def save_reply(self, reply, stored, lead_state, calls):
         conn = self.conn
         conv = conn.execute("SELECT id FROM conversations WHERE external_id = %s AND account_id = %s",
                             (reply.conversation_id, reply.account_id)).fetchone()
+        # the rest sent before its result is read (one round trip in pipeline mode)
         new = conn.execute(
             """INSERT INTO messages (conversation_id, account_id, role, text, sent_at,
                                      channel_message_id, reply)
-               VALUES (%s, %s, 'agent', %s, %s, %s, %s) ON CONFLICT (channel_message_id) DO NOTHING""",
-            (conv["id"], reply.account_id, reply.text, reply.created_at, reply.reply_id, Jsonb(stored))).rowcount
+               VALUES (%s, %s, 'agent', %s, %s, %s, %s) ON CONFLICT (channel_message_id) DO NOTHING
+               RETURNING 1""",
+            (conv["id"], reply.account_id, reply.text, reply.created_at, reply.reply_id, Jsonb(stored)))
         for call in calls:   # an INSERT only for calls that used tokens
             if call is not None:
                 conn.execute(LEDGER_INSERT, ledger_args(call))
         conn.execute("UPDATE conversations SET lead_state = %s WHERE id = %s",
                      (Jsonb(dict(lead_state or {})), conv["id"]))
-        return bool(new)
+        return new.fetchone() is not None
 
     def mark_published(self, reply_ids):
         self.conn.execute("UPDATE messages SET published_at = now() WHERE channel_message_id = ANY(%s) "

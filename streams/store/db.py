@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import select
+import threading
+import time
+import weakref
 from pathlib import Path
 
 import psycopg
@@ -34,6 +38,45 @@ def connect(settings: Settings, **kw) -> psycopg.Connection:
     return conn
 
 
+class ConnectionCheck:
+    """The pool's ``check`` (before a connection is handed out): a connection last handed
+    out more than ``idle_s`` ago is checked with a round trip
+    (``ConnectionPool.check_connection``); one used more recently only with a look at its
+    socket, which costs no round trip. A server that ends a connection (a
+    restart, ``pg_terminate_backend``, a crash) sends its error and closes the socket, so the
+    socket of an idle connection has something to read only when the connection is gone
+    (or a notice came): then the round trip decides. A connection that died silently (no
+    packet back, e.g. a cut network) within ``idle_s`` is found by its first query, which
+    fails as the outage it is (callers retry on another connection). ``idle_s`` 0: every
+    hand-out checked with a round trip."""
+
+    def __init__(self, idle_s: float):
+        self.idle_s = idle_s
+        # when each connection was last handed out (not a ``reset`` callback on return:
+        # with one, psycopg_pool returns every connection through its worker threads)
+        self._used: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def __call__(self, conn: psycopg.Connection) -> None:
+        now = time.monotonic()
+        with self._lock:
+            used = self._used.get(conn)
+        if used is None or now - used > self.idle_s or conn.closed or _readable(conn):
+            ConnectionPool.check_connection(conn)
+        with self._lock:
+            self._used[conn] = now
+
+
+def _readable(conn: psycopg.Connection) -> bool:
+    """Something (an error, end of file) waits on the idle connection's socket, or it has none."""
+    try:
+        p = select.poll()
+        p.register(conn.fileno(), select.POLLIN)
+        return bool(p.poll(0))
+    except (OSError, ValueError, psycopg.Error):
+        return True
+
+
 def make_pool(settings: Settings, *, min_size: int | None = None, max_size: int | None = None,
               name: str = "memoria") -> ConnectionPool:
     pool = ConnectionPool(
@@ -44,7 +87,8 @@ def make_pool(settings: Settings, *, min_size: int | None = None, max_size: int 
         configure=_configure,
         # a connection is checked before it is handed out: after a Postgres
         # restart the pool reconnects instead of handing out dead connections
-        check=ConnectionPool.check_connection,
+        # (a round trip only for one idle longer than db_pool_check_idle_s: ConnectionCheck)
+        check=ConnectionCheck(settings.db_pool_check_idle_s),
         reconnect_timeout=settings.db_reconnect_timeout,
         timeout=settings.db_pool_timeout,
         name=name,
