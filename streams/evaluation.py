@@ -214,6 +214,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"extractor {meta['version']} was trained on {meta['training']['corpus']}: that column is in-sample; "
               f"its grouped {meta['training']['folds']}-fold cross-validation there: precision {cv['precision']:.3f}, "
               f"recall {cv['recall']:.3f}")
+        xs = (meta.get("cross_source") or {}).get("chosen", {}).get("per_source", {})
+        if xs:
+            print("  cross-source (fit on the other writers; about what an unseen writer gets): " + "; ".join(
+                f"{n} P {r['precision']:.3f} R {r['recall']:.3f}" for n, r in xs.items()))
     failed = sum(c.get("extraction_failed", 0) for c in columns.values())
     if failed:
         print(f"warning: {failed} conversation(s) failed extraction (counted as no facts)", file=sys.stderr)

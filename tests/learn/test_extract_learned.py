@@ -281,6 +281,14 @@ def test_training_is_reproducible(tmp_path, use_embedder):
     cv = a.meta["cross_validated"]
     assert cv["tp"] + cv["fn"] == sum(len(r["gold_facts"]) for r in rows)   # scored on the corpus only
     assert a.meta["training"]["written_conversations"] == 10
+    # Cross-source: each writer predicted by a model fit on the other, every gold fact scored once.
+    xs = a.meta["cross_source"]
+    assert xs == b.meta["cross_source"]
+    assert len(xs["sources"]) == 2 and set(xs["chosen"]["per_source"]) == set(xs["sources"])
+    per = xs["chosen"]["per_source"]
+    assert [r["tp"] + r["fn"] for r in per.values()] == [sum(len(r["gold_facts"]) for r in rows), 27]
+    assert xs["chosen"]["C"] == a.meta["training"]["C"] and xs["chosen"]["length_penalty"] == a.meta["length_penalty"]
+    assert xs["macro_f1_grid"][f"C=1.0 penalty={a.meta['length_penalty']}"] == xs["chosen"]["macro_f1"]
     a.save(tmp_path / "m")
     again = LinearModel.load(tmp_path / "m")
     assert again.meta["training"]["conversations_sha256"] == a.meta["training"]["conversations_sha256"]
