@@ -363,6 +363,12 @@ _KEYWORD_SLOTS: dict[str, list[tuple[str, str]]] = {
 
 
 def slot_key(memory_type: str, text: str) -> str:
+    """The fact's ``memory_key``: a single-valued slot the contradiction lexicon reads in the
+    text first ("agora estou de motorista de aplicativo aqui na cidade" is an occupation, so
+    it meets the "Caminhoneiro" it replaces), else the first keyword slot, else the type."""
+    single = next((s.key for s in S.parse_slots(memory_type, text) if S.single_valued(s.key)), None)
+    if single is not None:
+        return single
     f = fold(text)
     for key, pattern in _KEYWORD_SLOTS.get(memory_type, []):
         if re.search(pattern, f):

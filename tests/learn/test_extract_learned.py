@@ -323,3 +323,13 @@ def test_training_refuses_the_heldout_half(capsys):
     from streams.learn.train_extractor import main
 
     assert main(["--corpus", str(Path(DEV_DIR).parent / "heldout")]) == 2
+
+
+def test_memory_key_is_the_single_valued_slot_the_contradiction_lexicon_reads():
+    from streams.learn.extract_learned import slot_key
+
+    # "aqui na cidade" would have made it a residence; the job is what the next fact replaces
+    text = "Pois é, larguei a estrada. agora to de motorista de aplicativo aqui na cidade mesmo"
+    assert slot_key("contexto_pessoal", text) == "occupation"
+    assert slot_key("contexto_pessoal", "Caminhoneiro") == "occupation"
+    assert slot_key("contexto_pessoal", "a gente mudou de bairro, moro no centro agora") == "residence"
