@@ -83,8 +83,8 @@ def _decisive_words(message: str, intent: str) -> list[str]:
         return []
     lexicon = i.lexicon_for(None)
     norm = i.normalize_chat(message)
-    return [m.group(0) for it, kw, w, rx in lexicon.patterns if it == intent and w >= DECISIVE_WEIGHT
-            for m in rx.finditer(norm)]
+    return [m.group(0) for (it, kw, w, rx), literal in zip(lexicon.patterns, lexicon.literals)
+            if it == intent and w >= DECISIVE_WEIGHT and literal in norm for m in rx.finditer(norm)]
 
 
 def split_sentences(text: str) -> list[str]:
@@ -181,9 +181,10 @@ class OfflineComposer:
         if not units:
             return []
         sims = self._similarities(message, units, query_vector)
+        asked = _decisive_words(message, intent)
         scored = compose.score_units(message, units, wants_price=intent in (i.PRICE, i.OBJECTION),
                                      sims=sims, hint=hint, lexical_weight=self.lexical_weight,
-                                     asked=_decisive_words(message, intent))
+                                     asked=asked)
         _, focus = compose.question_words(message)
         ranked = sorted((s for s in scored if self._eligible(s, intent, focus)),
                         key=lambda s: (-s.score, s.unit.order))
@@ -196,7 +197,6 @@ class OfflineComposer:
         ranked = self._narrow(message, ranked, intent)
         # "da pra parcelar uma castração?": the units on what decided the intent (parcelamento),
         # when there are any, answer it; the things named around it are context
-        asked = _decisive_words(message, intent)
         on_subject = [s for s in ranked if asked and compose.names_asked(s.unit, asked)]
         # ... unless another unit names clearly more of the question ("pode fumar na varanda da
         # vila nova?": "A varanda é área livre de fumo" over a rule on smoking elsewhere)

@@ -356,7 +356,7 @@ async def recall(msg: InboundMessage, p: Plan, deps: Responder) -> list[ScoredFa
         vector.get())
     # a message of several parts recalls a fact for each (their vectors: one batch, only with facts)
     parts = message_parts(msg.text) if facts else []
-    part_vecs = await asyncio.to_thread(deps.memory_embedder.embed_queries, parts) if parts else None
+    part_vecs = await _call(deps.memory_embedder.embed_queries, parts) if parts else None
     return score_memories(vec, facts, msg.unit_id, top_k=deps.top_k_memories,
                           min_score=deps.min_memory_score, query_text=msg.text, part_vecs=part_vecs)
 
