@@ -544,6 +544,36 @@ def question_clauses(message: str) -> list[str]:
     return asked if len(asked) >= 2 else []
 
 
+_ACT_VERB = re.compile(r"^[a-z]{4,}(am|em)$")   # "atendem", "parcelam", "vendem": what the business does
+
+
+def asked_acts(message: str) -> set[str]:
+    """The roots of the acts a yes/no question asks the business about ("atend" of "vcs
+    atendem?", "vend" of "vendem coleira?"): its verbs in the third person plural."""
+    if not is_yes_no(message):
+        return set()
+    return {t[:-2] for t in normalize_chat(question_part(message)).split() if _ACT_VERB.match(t)}
+
+
+def denies_act(text: str, acts: set[str], focus: set[str] = frozenset()) -> bool:
+    """A statement that opens with a denial of one of ``acts`` ("Não temos pronto-socorro nem
+    atendimento 24 horas." for "atend"): the honest "não" to a question about that act. When the
+    act is the denying verb itself ("Não vendemos medicamentos controlados"), what it denies must
+    be what was asked (a stem of ``focus``): another object's denial says nothing of a coleira."""
+    words = fold(text).split()
+    if not acts or not words or words[0] not in ("nao", "nem"):
+        return False
+    for j, w in enumerate(words[1:], start=1):
+        if any(w.startswith(a) for a in acts):
+            if j > 1 or any(stem(x) in focus for x in words[2:6]):
+                return True
+    return False
+
+
+def names_act(text: str, acts: set[str]) -> bool:
+    return any(w.startswith(a) for w in fold(text).split() for a in acts)
+
+
 def is_yes_no(message: str) -> bool:
     return not _WH.search(normalize_chat(message))
 

@@ -202,7 +202,28 @@ class OfflineComposer:
         # vila nova?": "A varanda é área livre de fumo" over a rule on smoking elsewhere)
         if on_subject and max(s.focus_hits for s in on_subject) >= max(s.focus_hits for s in ranked) - 1:
             ranked = on_subject
-        return self._best(ranked)
+        best = self._best(ranked)
+        denial = self._denial_of_act(message, scored, best, intent)
+        return [denial] + best[: self.max_sentences - 1] if denial is not None else best
+
+    def _denial_of_act(self, message: str, scored: Sequence[compose.Scored], best: list[compose.Unit],
+                       intent: str) -> compose.Unit | None:
+        """"emergencia de madrugada, vcs atendem?": the best unit talks around the act asked
+        ("Em caso de emergência ... indicamos o Hospital ...") while another denies that very act
+        ("Não temos pronto-socorro nem atendimento 24 horas."): the denial is the answer, first.
+        Only when the best unit neither names the act nor says no, and the denial scores at least
+        ``fuller_ratio`` of it."""
+        acts = compose.asked_acts(message)
+        if not acts or not best or intent in (i.GENERAL, i.OBJECTION, i.PRICE):
+            return None
+        top = next((s for s in scored if s.unit == best[0]), None)
+        if top is None or compose.names_act(top.unit.text, acts) or compose.says_no(
+                top.unit.text, compose.question_words(message)[1]):
+            return None
+        focus = compose.expanded_focus(message)
+        denials = [s for s in scored if s.unit not in best and compose.denies_act(s.unit.text, acts, focus)
+                   and s.score >= self.fuller_ratio * top.score]
+        return max(denials, key=lambda s: s.score).unit if denials else None
 
     def _similarities(self, message: str, units: Sequence[compose.Unit], query_vector) -> list[float] | None:
         """Cosine similarity of each unit with the message (None without an embedder)."""

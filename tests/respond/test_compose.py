@@ -490,3 +490,37 @@ def test_sentences_after_a_list_item_are_labelled_by_that_item_not_the_first_one
     units = answer_units(promos)
     tail = [u for u in units if u.text.startswith("Só no salão")]
     assert tail and tail[0].label == "Quarta do Rodízio"
+
+
+ON_CALL = ("# Plantão\n\nNão temos plantão nem atendimento aos feriados. Num feriado com urgência, indicamos a "
+           "Clínica Vida, que abre nos feriados.")
+
+
+def test_a_yes_no_question_about_an_act_is_answered_by_the_denial_of_that_act():
+    # the best unit talks around the question (urgência, feriado); the one denying the act asked
+    # ("atendem" → "atendimento") is the honest answer, and comes first
+    text = ask("urgencia no feriado, vcs atendem?", "policy", ON_CALL)
+    assert text.startswith("Não, não temos plantão nem atendimento aos feriados.")
+    assert "Clínica Vida" in text
+    # a question that is not yes/no, or about another act, gets no such denial
+    assert not ask("qual clinica vcs indicam no feriado com urgencia?", "info_request", ON_CALL).startswith("Não")
+
+
+def test_the_denial_of_an_act_must_deny_what_was_asked_when_the_act_is_its_verb():
+    from streams.respond.compose import asked_acts, denies_act
+
+    assert asked_acts("emergencia de madrugada, vcs atendem?") == {"atend"}
+    assert asked_acts("vcs vendem coleira?") == {"vend"}
+    assert asked_acts("quais vcs atendem?") == set()          # not a yes/no question
+    assert denies_act("Não temos pronto-socorro nem atendimento 24 horas.", {"atend"})
+    assert not denies_act("Temos atendimento 24 horas.", {"atend"})   # no denial
+    # "Não vendemos medicamentos controlados" says nothing of a coleira ...
+    assert not denies_act("Não vendemos medicamentos controlados.", {"vend"}, {"colei"})
+    # ... and answers "vendem remédio controlado?" (the object denied is the one asked)
+    assert denies_act("Não vendemos medicamentos controlados.", {"vend"}, {"medic", "contr"})
+
+
+def test_an_offer_of_another_object_is_never_turned_into_a_no():
+    shop = ("# Loja\n\nCães devem estar de coleira e guia na recepção. Não vendemos medicamentos controlados; o "
+            "veterinário entrega a receita.")
+    assert not ask("vcs vendem coleira?", "info_request", shop).startswith("Não")
