@@ -574,6 +574,18 @@ def names_act(text: str, acts: set[str]) -> bool:
     return any(w.startswith(a) for w in fold(text).split() for a in acts)
 
 
+SALE_ACTS = frozenset({"vend", "comercializ"})
+_LIMITS = frozenset({"nao", "nem", "nunca", "so", "somente", "apenas", "exceto"})
+
+
+def answers_a_sale(text: str) -> bool:
+    """Can ``text`` answer "vcs vendem X?": it speaks of selling (vend*), states a price, or denies
+    or limits ("Não trabalhamos com fiado", "Pizza doce só é feita nos tamanhos broto e média").
+    "Cães devem estar de coleira e guia" names a coleira but says nothing of selling one."""
+    words = fold(text).split()
+    return "R$" in text or any(w.startswith(a) for w in words for a in SALE_ACTS) or bool(_LIMITS & set(words))
+
+
 def is_yes_no(message: str) -> bool:
     return not _WH.search(normalize_chat(message))
 

@@ -271,6 +271,8 @@ class OfflineComposer:
         # more of what was asked than any of those ("abrem segunda feira?" → "Segunda-feira: fechado.")
         if carrying and max(s.focus_hits for s in carrying) >= max(s.focus_hits for s in ranked):
             ranked = carrying
+        if compose.asked_acts(message) & compose.SALE_ACTS:  # "vcs vendem coleira?": a sale, or hand over
+            ranked = [s for s in ranked if compose.answers_a_sale(s.unit.text)]
         if intent == i.OBJECTION:  # answer an objection with a deal, or not at all
             ranked = [s for s in ranked if compose.offers_deal(s.unit.text)]
         return ranked

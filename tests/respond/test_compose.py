@@ -524,3 +524,16 @@ def test_an_offer_of_another_object_is_never_turned_into_a_no():
     shop = ("# Loja\n\nCães devem estar de coleira e guia na recepção. Não vendemos medicamentos controlados; o "
             "veterinário entrega a receita.")
     assert not ask("vcs vendem coleira?", "info_request", shop).startswith("Não")
+
+
+def test_do_you_sell_it_wants_a_sale_a_price_or_a_limit_not_a_mention():
+    from streams.respond.compose import answers_a_sale
+
+    shop = "# Recepção\n\nCães devem estar de coleira e guia na recepção. Gatos vêm em caixa de transporte."
+    assert ask("vcs vendem coleira?", "info_request", shop) == FALLBACK_NO_KNOWLEDGE
+    sweets = "# Doces\n\nPizza doce só é feita nos tamanhos broto e média. Temos pizzas grandes de calabresa."
+    assert "broto e média" in ask("vcs vendem pizza doce grande?", "info_request", sweets)
+    assert answers_a_sale("Cerveja long neck: R$ 14,00.")
+    assert answers_a_sale("Não trabalhamos com fiado.")
+    assert answers_a_sale("Vendemos vale-presente de qualquer valor.")
+    assert not answers_a_sale("Cães devem estar de coleira e guia.")
