@@ -547,6 +547,9 @@ def question_clauses(message: str) -> list[str]:
 _ACT_VERB = re.compile(r"^[a-z]{4,}(am|em)$")   # "atendem", "parcelam", "vendem": what the business does
 
 
+_LIMITS = frozenset({"nao", "nem", "nunca", "so", "somente", "apenas", "exceto"})
+
+
 def asked_acts(message: str) -> set[str]:
     """The roots of the acts a yes/no question asks the business about ("atend" of "vcs
     atendem?", "vend" of "vendem coleira?"): its verbs in the third person plural."""
@@ -574,8 +577,27 @@ def names_act(text: str, acts: set[str]) -> bool:
     return any(w.startswith(a) for w in fold(text).split() for a in acts)
 
 
+@functools.lru_cache(maxsize=32768)
+def _pairs(text: str, generic: bool = True) -> frozenset[tuple[str, str]]:
+    """Stems of the content words that follow each other in ``text`` across stopwords ("pizza
+    doce", "pizza de calabresa"): a name of several words. ``generic=False``: neither word is a
+    generic question word."""
+    toks = [t for t in _measures(normalize_chat(text)).split() if t not in STOPWORDS and t.isalnum()]
+    return frozenset((stem(a), stem(b)) for a, b in zip(toks, toks[1:])
+                     if generic or (a not in GENERIC and b not in GENERIC))
+
+
+def phrases_named(message: str, text: str) -> frozenset[tuple[str, str]]:
+    """The question's names of several words ("pizza doce") that ``text`` says as one."""
+    return _pairs(message, False) & _pairs(text)
+
+
+def limits(text: str) -> bool:
+    """A denial or a limit ("não", "só", "somente", "apenas", "exceto")."""
+    return bool(_LIMITS & set(fold(text).split()))
+
+
 SALE_ACTS = frozenset({"vend", "comercializ"})
-_LIMITS = frozenset({"nao", "nem", "nunca", "so", "somente", "apenas", "exceto"})
 
 
 def answers_a_sale(text: str) -> bool:

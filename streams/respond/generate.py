@@ -203,8 +203,28 @@ class OfflineComposer:
         if on_subject and max(s.focus_hits for s in on_subject) >= max(s.focus_hits for s in ranked) - 1:
             ranked = on_subject
         best = self._best(ranked)
+        limit = self._limit_on_name(message, scored, best, intent)
+        if limit is not None:   # the best unit only named the words apart: it answers something else
+            return [limit]
         denial = self._denial_of_act(message, scored, best, intent)
         return [denial] + best[: self.max_sentences - 1] if denial is not None else best
+
+    def _limit_on_name(self, message: str, scored: Sequence[compose.Scored], best: list[compose.Unit],
+                       intent: str) -> compose.Unit | None:
+        """"tem pizza doce grande?": the best unit names the words apart ("Pizza meio a meio só nos
+        tamanhos média, grande e família") while another says the name asked as one and limits it
+        ("Pizza doce só é feita nos tamanhos broto e média."): that limit is the answer, alone.
+        Only for a yes/no question, when it names as much of the question as the best unit and
+        scores at least ``fuller_ratio`` of it."""
+        if not best or intent in (i.GENERAL, i.OBJECTION) or not compose.is_yes_no(message):
+            return None
+        top = next((s for s in scored if s.unit == best[0]), None)
+        if top is None or compose.phrases_named(message, top.unit.text):
+            return None
+        named = [s for s in scored if s.unit != top.unit and compose.phrases_named(message, s.unit.text)
+                 and compose.limits(s.unit.text) and s.focus_hits >= top.focus_hits
+                 and s.score >= self.fuller_ratio * top.score]
+        return max(named, key=lambda s: s.score).unit if named else None
 
     def _denial_of_act(self, message: str, scored: Sequence[compose.Scored], best: list[compose.Unit],
                        intent: str) -> compose.Unit | None:

@@ -537,3 +537,19 @@ def test_do_you_sell_it_wants_a_sale_a_price_or_a_limit_not_a_mention():
     assert answers_a_sale("Não trabalhamos com fiado.")
     assert answers_a_sale("Vendemos vale-presente de qualquer valor.")
     assert not answers_a_sale("Cães devem estar de coleira e guia.")
+
+
+def test_a_limit_on_the_name_asked_answers_a_yes_no_question_before_its_words_apart():
+    from streams.respond.compose import phrases_named
+
+    menu = ("# Tamanhos\n\nPizza meio a meio só nos tamanhos média, grande e família. "
+            "Pizza doce só é feita nos tamanhos broto e média.")
+    text = ask("tem pizza doce grande?", "info_request", menu)
+    assert text == "Pizza doce só é feita nos tamanhos broto e média."
+    assert phrases_named("tem pizza doce grande?", "Pizza doce só é feita") == {("pizza", "doce")}
+    assert phrases_named("tem pizza doce grande?", "Pizza meio a meio só nos tamanhos média, grande") == set()
+    # a place named as one ("Vila Nova") that another rule limits is not what was asked
+    units = ("# Vila Nova\n\nNa varanda aceitamos pets de pequeno porte, com coleira. "
+             "Espaço kids: apenas na unidade Vila Nova, aos sábados.")
+    text = ask("posso levar meu cachorro na vila nova?", "policy", units)
+    assert "Na varanda aceitamos pets" in text and "Espaço kids" not in text
