@@ -597,6 +597,23 @@ def limits(text: str) -> bool:
     return bool(_LIMITS & set(fold(text).split()))
 
 
+def item_name(unit: Unit) -> str:
+    """The proper name a list item is about ("Suíte Lírio" of "Suíte Lírio: piscina aquecida ..."):
+    its label of two or more words, each capitalised; "" otherwise."""
+    if not unit.item:
+        return ""
+    m = _ITEM_LABEL.match(unit.text)
+    name = m.group(1).strip() if m else ""
+    words = name.split()
+    return name if len(words) >= 2 and all(w[0].isupper() for w in words) else ""
+
+
+def refers_to(text: str, unit: Unit) -> bool:
+    """Does ``text`` name the item ``unit`` is about ("a única piscina é a privativa da Suíte Lírio")?"""
+    name = item_name(unit)
+    return bool(name) and not fold(text).startswith(fold(name)) and fold(name) in fold(text)
+
+
 SALE_ACTS = frozenset({"vend", "comercializ"})
 
 

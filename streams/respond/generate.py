@@ -308,6 +308,12 @@ class OfflineComposer:
         # a unit naming more of what was asked than the best ("tem estacionamento na unidade
         # centro?": the general rule, then the line on the Centro unit's parking) joins it, in
         # place of a runner-up naming less
+        # the best unit points to an item by its name ("a única piscina é a privativa da Suíte
+        # Lírio"): that item's own line, when retrieved and about the question, says what it is
+        if len(best) < self.max_sentences:
+            named = [s for s in ranked[1:] if s.focus_hits and compose.refers_to(ranked[0].unit.text, s.unit)]
+            if named:
+                best.append(named[0])
         fuller = [s for s in ranked[1:] if s.focus_hits > ranked[0].focus_hits
                   and s.score >= self.fuller_ratio * ranked[0].score and s not in best]
         if fuller:

@@ -553,3 +553,19 @@ def test_a_limit_on_the_name_asked_answers_a_yes_no_question_before_its_words_ap
              "Espaço kids: apenas na unidade Vila Nova, aos sábados.")
     text = ask("posso levar meu cachorro na vila nova?", "policy", units)
     assert "Na varanda aceitamos pets" in text and "Espaço kids" not in text
+
+
+def test_the_line_of_an_item_the_best_unit_points_to_by_name_joins_it():
+    from streams.respond.compose import answer_units, item_name, refers_to
+
+    house = ("# Estrutura\n\nNão temos piscina coletiva; a única piscina é a da Suíte Safira.\n\n"
+             "- **Suíte Safira**: ofurô aquecido e teto solar. 2h: R$ 180,00.\n"
+             "- **Suíte Jade**: hidromassagem. 2h: R$ 110,00.")
+    text = ask("vcs tem suite com piscina?", "info_request", house)
+    assert "a única piscina é a da Suíte Safira" in text and "ofurô aquecido e teto solar" in text
+    assert "Jade" not in text
+    units = answer_units(house)
+    safira = next(u for u in units if u.text.startswith("Suíte Safira"))
+    assert item_name(safira) == "Suíte Safira"
+    assert refers_to("a única piscina é a da Suíte Safira", safira)
+    assert not refers_to(safira.text, safira)            # its own line does not point to itself
