@@ -26,7 +26,12 @@ is not a generic question word such as "quanto", "tem", "vocês", "fazem") or it
 similarity is high; and when the question names something the retrieved
 knowledge never mentions at all ("catarata", "adestramento"), nothing answers it
 and the composer hands over. A yes/no question whose best unit is a negative
-statement ("Não aceitamos cheque.") is answered "Não, ...".
+statement ("Não aceitamos cheque.") is answered "Não, ..."; one about an act ("vcs atendem?") whose
+best unit only talks around it takes the unit denying that act (``asked_acts``, ``denies_act``);
+one naming a thing of several words ("pizza doce grande") takes the unit saying that name as one
+and limiting it (``phrases_named``, ``limits``) over a unit naming its words apart; "vcs vendem X?"
+needs a unit that sells, prices, denies or limits (``answers_a_sale``); and a unit pointing to an
+item by name brings that item's line (``refers_to``).
 
 The customer's words and the knowledge's words for the same thing meet through the
 shared lexicon (``streams.learn.lexicon.CONCEPTS``, ``concept_forms``): "cachorro" finds
