@@ -12,8 +12,19 @@ import httpx
 from tests.harness import Env, free_port, wait_until
 
 
-def wanted() -> bool:
-    return os.environ.get("BENCH_EMBEDDING_SERVICE", "0") not in ("0", "", "false")
+def wanted(default: bool = False) -> bool:
+    """BENCH_EMBEDDING_SERVICE=1 / 0; unset or empty: ``default``."""
+    value = os.environ.get("BENCH_EMBEDDING_SERVICE", "")
+    return default if value == "" else value not in ("0", "false")
+
+
+def encode_seconds(url: str) -> float:
+    """Seconds the service has spent in model calls so far (all models), from its /metrics."""
+    total = 0.0
+    for line in httpx.get(f"{url}/metrics", timeout=5).text.splitlines():
+        if line.startswith("memoria_embedding_service_encode_seconds_sum"):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
 
 
 def start(env: Env, tmp: Path) -> tuple[subprocess.Popen, str]:

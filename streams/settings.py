@@ -144,6 +144,10 @@ class Settings(BaseSettings):
     chunk_overlap: int = 120       # characters of whole trailing sentences
     ingest_batch_max: int = 256
     ingest_batch_interval: float = 0.2
+    # Texts per embedding-service request when indexing: the service encodes the next parts of a
+    # batch while the worker upserts the one it has (0: one request per batch). In-process
+    # embedding ignores it (one call per batch: README, Performance).
+    ingest_embed_part: int = 64
 
     # --- Outbox relay ----------------------------------------------------
     relay_batch_size: int = 500

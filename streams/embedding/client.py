@@ -47,6 +47,8 @@ class EmbeddingUnavailable(EmbeddingError, DependencyUnavailable):
 
 
 class ServiceEmbedder:
+    out_of_process = True   # the model runs in the service: callers may overlap their calls with other work
+
     def __init__(self, base_url: str, model: str, *, query_timeout_s: float = 2.0,
                  passage_timeout_s: float = 30.0, query_patience_s: float = 0.25,
                  passage_patience_s: float = 15.0, batch_size: int = 256):

@@ -16,12 +16,22 @@ class EmbeddingError(RuntimeError):
 
 
 class Embedder(Protocol):
+    """``name``, ``dim`` and the two encoders. An adapter whose model runs in another process
+    (the embedding service's client) also sets ``out_of_process = True`` (see ``out_of_process``)."""
+
     name: str
     dim: int
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray: ...
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def out_of_process(embedder: Embedder) -> bool:
+    """Whether the model runs in another process, so that concurrent calls encode while this
+    process does other work. In-process models share this process's GIL (USE's tokenizer is
+    pure Python): overlapping their calls with other Python work slows both (README, Performance)."""
+    return bool(getattr(embedder, "out_of_process", False))
 
 
 def normalise(v: np.ndarray) -> np.ndarray:

@@ -18,6 +18,7 @@ from psycopg_pool import ConnectionPool
 from schemas.events import ChunkEvent
 from streams.embedding import Embedder
 from streams.embedding import tokens as embedding_tokens
+from streams.embedding.parts import passages_in_parts
 from streams.embedding.providers import model_slug
 from streams.learn.model import TokenUsage
 from streams.pricing import PriceTable, count_metrics, model_call
@@ -129,12 +130,29 @@ def point_payload(row: dict) -> dict:
             "seq": int(row["seq"]), "content_hash": row["content_hash"].strip()}
 
 
+def embed_and_upsert(rows: Sequence[dict], *, embedder: Embedder, store: VectorStore, collection: str,
+                     part: int = 0) -> tuple[float, float]:
+    """Embed the rows' contents and upsert their points; returns (seconds waiting for vectors,
+    seconds upserting). Through the embedding service, ``part`` rows at a time: the service
+    encodes the next parts while this process upserts the one it has (``passages_in_parts``)."""
+    t = time.perf_counter()
+    upsert_s = 0.0
+    for start, vecs in passages_in_parts(embedder, [r["content"] for r in rows], part):
+        some = rows[start:start + len(vecs)]
+        u = time.perf_counter()
+        store.upsert(collection, [r["id"] for r in some], vecs, [point_payload(r) for r in some])
+        upsert_s += time.perf_counter() - u
+    return time.perf_counter() - t - upsert_s, upsert_s
+
+
 def index_chunks(chunk_ids: Iterable[str], *, pool: ConnectionPool, store: VectorStore,
-                 collection: str, embedder: Embedder, prices: PriceTable | None = None) -> IndexStats:
+                 collection: str, embedder: Embedder, prices: PriceTable | None = None,
+                 embed_part: int = 0) -> IndexStats:
     """Make the collection match Postgres for these chunks (idempotent).
 
     Live chunk → upsert its point (embedding only when the point's
     content_hash differs); tombstoned or missing chunk → delete its point.
+    ``embed_part``: texts per embedding-service request (``embed_and_upsert``; 0: one request).
     """
     t0 = time.perf_counter()
     ids = list(dict.fromkeys(str(i) for i in chunk_ids))
@@ -157,11 +175,8 @@ def index_chunks(chunk_ids: Iterable[str], *, pool: ConnectionPool, store: Vecto
             stats.unchanged += 1
     if to_embed:
         used = embedding_tokens.collect()
-        t = time.perf_counter()
-        vecs = embedder.embed_passages([r["content"] for r in to_embed])
-        stats.embed_seconds = time.perf_counter() - t
-        store.upsert(collection, [r["id"] for r in to_embed], vecs, [point_payload(r) for r in to_embed])
-        stats.upsert_seconds = time.perf_counter() - t - stats.embed_seconds
+        stats.embed_seconds, stats.upsert_seconds = embed_and_upsert(to_embed, embedder=embedder, store=store,
+                                                                     collection=collection, part=embed_part)
         ledger_embeddings(pool, to_embed, used, prices)
         stats.embedded = len(to_embed)
     if to_patch:
@@ -261,7 +276,7 @@ def _count_live(pool: ConnectionPool) -> int:
 
 def reindex(*, pool: ConnectionPool, store: VectorStore, domain: str, embedder: Embedder,
             batch: int = 128, progress: Callable[[int, int], None] | None = None,
-            prices: PriceTable | None = None) -> ReindexResult:
+            prices: PriceTable | None = None, embed_part: int = 0) -> ReindexResult:
     """Blue-green re-embed: build a new collection from Postgres, verify, swap the alias, drop the old.
 
     Searches keep using the old collection until the atomic alias swap.
@@ -283,8 +298,7 @@ def reindex(*, pool: ConnectionPool, store: VectorStore, domain: str, embedder: 
     done = 0
     for rows in _live_chunk_batches(pool, batch):
         used = embedding_tokens.collect()
-        vecs = embedder.embed_passages([r["content"] for r in rows])
-        store.upsert(new, [r["id"] for r in rows], vecs, [point_payload(r) for r in rows])
+        embed_and_upsert(rows, embedder=embedder, store=store, collection=new, part=embed_part)
         ledger_embeddings(pool, rows, used, prices)
         done += len(rows)
         if progress:
@@ -294,7 +308,8 @@ def reindex(*, pool: ConnectionPool, store: VectorStore, domain: str, embedder: 
         changed = [r["id"] for r in conn.execute(
             "SELECT id::text FROM chunks WHERE updated_at >= %s",
             (started - _CATCHUP_MARGIN,)).fetchall()]
-    caught = index_chunks(changed, pool=pool, store=store, collection=new, embedder=embedder, prices=prices)
+    caught = index_chunks(changed, pool=pool, store=store, collection=new, embedder=embedder, prices=prices,
+                          embed_part=embed_part)
     # drop points of chunks that are not live any more
     live_ids = set()
     for rows in _live_chunk_batches(pool, 5000):
@@ -316,7 +331,8 @@ def reindex(*, pool: ConnectionPool, store: VectorStore, domain: str, embedder: 
         late = [r["id"] for r in conn.execute(
             "SELECT id::text FROM chunks WHERE updated_at >= %s", (swap_started - _CATCHUP_MARGIN,)
         ).fetchall()]
-    late_stats = index_chunks(late, pool=pool, store=store, collection=new, embedder=embedder, prices=prices)
+    late_stats = index_chunks(late, pool=pool, store=store, collection=new, embedder=embedder, prices=prices,
+                              embed_part=embed_part)
     if old and old != new:
         store.drop_collection(old)
     return ReindexResult(old, new, done, caught.embedded + caught.deleted + late_stats.embedded

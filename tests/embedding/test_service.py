@@ -226,3 +226,39 @@ def test_the_client_asks_for_base64_and_reads_numbers_from_a_server_that_ignores
         srv.shutdown()
     assert asked[0]["encoding_format"] == "base64" and asked[0]["input_type"] == "passage"
     assert v.shape == (2, 2) and np.allclose(v, [[0.6, 0.8], [0.6, 0.8]])
+
+
+def test_a_batch_in_parts_through_the_service_has_the_local_vectors_and_is_counted_as_encoding(service):
+    """What the ingest worker does through the service (``passages_in_parts``): every part in flight
+    at once, answered in order with the local model's vectors; the benchmark reads the service's
+    encoding time from /metrics."""
+    from benchmarks.service import encode_seconds
+    from streams.embedding.parts import passages_in_parts
+
+    texts = [f"A suíte {i} tem hidromassagem e custa R$ {100 + i}." for i in range(10)]
+    client = ServiceEmbedder(service.url, USE)
+    before = encode_seconds(service.url)
+    def batches() -> float:
+        try:
+            return service.metric('memoria_embedding_service_batch_size_count{model="use-multilingual-v3"}')
+        except KeyError:  # no batch yet
+            return 0.0
+
+    calls = batches()
+    parts = list(passages_in_parts(client, texts, part=4))
+    assert [s for s, _ in parts] == [0, 4, 8]
+    assert np.allclose(np.vstack([v for _, v in parts]), use_embedder().embed_passages(texts), atol=1e-5)
+    # three requests of at most 4 texts: the service encodes 1 to 3 batches (it may group them)
+    assert 1 <= batches() - calls <= 3
+    assert encode_seconds(service.url) > before
+
+
+def test_the_benchmark_embeds_through_the_service_unless_told_not_to(monkeypatch):
+    from benchmarks.service import wanted
+
+    monkeypatch.delenv("BENCH_EMBEDDING_SERVICE", raising=False)
+    assert wanted(default=True) and not wanted()
+    monkeypatch.setenv("BENCH_EMBEDDING_SERVICE", "0")
+    assert not wanted(default=True)
+    monkeypatch.setenv("BENCH_EMBEDDING_SERVICE", "1")
+    assert wanted()

@@ -3,6 +3,7 @@
 import json
 import uuid
 
+import numpy as np
 import pytest
 
 from streams.ingest.documents import write_document
@@ -171,3 +172,53 @@ def test_paid_embeddings_of_an_indexing_batch_are_in_the_cost_ledger_per_account
     assert [(r["account_id"], r["stage"]) for r in rows] == [(1, "embedding"), (2, "embedding")]
     assert rows[0]["prompt_tokens"] + rows[1]["prompt_tokens"] == words[1] + words[2]   # the fake counts words
     assert rows[0]["prompt_tokens"] > rows[1]["prompt_tokens"] > 0
+
+
+class _Remote:
+    """The configured model behind an out-of-process adapter (as the embedding service's client is)."""
+
+    out_of_process = True
+
+    def __init__(self, inner):
+        self.inner, self.name, self.dim = inner, inner.name, inner.dim
+        self.calls: list[int] = []
+
+    def embed_passages(self, texts):
+        self.calls.append(len(texts))
+        return self.inner.embed_passages(texts)
+
+    embed_queries = embed_passages
+
+
+class _CountingStore:
+    def __init__(self, inner):
+        self.inner, self.upserts = inner, []
+
+    def upsert(self, collection, ids, vectors, payloads):
+        self.upserts.append(len(ids))
+        return self.inner.upsert(collection, ids, vectors, payloads)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_through_the_service_a_batch_is_embedded_and_upserted_in_parts_with_the_same_vectors(ctx):
+    env, c, store, _ = ctx
+    remote, counting = _Remote(c.embedder), _CountingStore(store)
+    h = ChunkEventHandler(pool=c.pool, store=counting, domain="t", embedder=remote,
+                          embedder_for=lambda model: remote, embed_part=3)
+    with env.conn() as conn:
+        r = write_document(conn, account_id=1, source="doc.md", text=TEXT, chunk_size=300, chunk_overlap=0)
+    assert r.inserted >= 7
+    assert h(_records(env)) == []
+    assert h.last_stats.embedded == r.inserted
+    assert sorted(remote.calls, reverse=True) == [3] * (r.inserted // 3) + ([r.inserted % 3] if r.inserted % 3 else [])
+    assert counting.upserts == [3] * (r.inserted // 3) + ([r.inserted % 3] if r.inserted % 3 else [])
+    live, points = _state(env, store)
+    assert live == points
+    target = store.alias_target(chunk_alias("t"))
+    rows = env.q("SELECT id::text, content FROM chunks WHERE deleted_at IS NULL ORDER BY id")
+    got = store._c.retrieve(target, ids=[x["id"] for x in rows], with_vectors=True)  # noqa: SLF001
+    by_id = {str(uuid.UUID(str(p.id))): p.vector for p in got}
+    want = c.embedder.embed_passages([x["content"] for x in rows])
+    np.testing.assert_allclose([by_id[x["id"]] for x in rows], want, atol=1e-5)
