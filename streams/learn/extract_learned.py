@@ -312,27 +312,41 @@ class Scored:
     confidence: float
 
 
+def select_type(spans: Sequence[Span], probs: np.ndarray, t: int, name: str, threshold: float,
+                length_penalty: float = 0.0) -> list[Scored]:
+    """One type's facts: candidates at or above ``threshold``, overlapping ones collapsed to the
+    best (probability minus ``length_penalty`` per extra clause: the tightest span that states the
+    fact wins over a window around it). Independent of the other types' thresholds, so threshold
+    tuning computes it once per (type, threshold) and combines (``combine``)."""
+    thr = float(threshold)
+    above = [k for k in range(len(spans)) if probs[k, t] >= thr]
+    above.sort(key=lambda k: -(float(probs[k, t]) - length_penalty * (spans[k].clauses - 1)))
+    kept: list[Span] = []
+    chosen: list[Scored] = []
+    for k in above:
+        p = float(probs[k, t])
+        s = spans[k]
+        if any(o.message_index == s.message_index and _overlap(o.start, o.end, s.start, s.end) > 0 for o in kept):
+            continue
+        kept.append(s)
+        conf = 0.5 + 0.5 * (p - thr) / max(1e-6, 1.0 - thr)
+        chosen.append(Scored(s, name, p, round(min(1.0, conf), 4)))
+    return chosen
+
+
+def combine(per_type: Sequence[list[Scored]], max_facts: int = MAX_FACTS) -> list[Scored]:
+    """The types' facts (in type order), the ``max_facts`` most confident first (stable on ties)."""
+    chosen = [c for cs in per_type for c in cs]
+    chosen.sort(key=lambda c: -c.confidence)
+    return chosen[:max_facts]
+
+
 def select(spans: Sequence[Span], probs: np.ndarray, types: Sequence[str], thresholds: np.ndarray,
            max_facts: int = MAX_FACTS, length_penalty: float = 0.0) -> list[Scored]:
     """Per type: candidates at or above the threshold, overlapping ones collapsed to the
-    best (probability minus ``length_penalty`` per extra clause: the tightest span that
-    states the fact wins over a window around it); then the ``max_facts`` most confident."""
-    chosen: list[Scored] = []
-    for t, name in enumerate(types):
-        thr = float(thresholds[t])
-        above = [k for k in range(len(spans)) if probs[k, t] >= thr]
-        above.sort(key=lambda k: -(float(probs[k, t]) - length_penalty * (spans[k].clauses - 1)))
-        kept: list[Span] = []
-        for k in above:
-            p = float(probs[k, t])
-            s = spans[k]
-            if any(o.message_index == s.message_index and _overlap(o.start, o.end, s.start, s.end) > 0 for o in kept):
-                continue
-            kept.append(s)
-            conf = 0.5 + 0.5 * (p - thr) / max(1e-6, 1.0 - thr)
-            chosen.append(Scored(s, name, p, round(min(1.0, conf), 4)))
-    chosen.sort(key=lambda c: -c.confidence)
-    return chosen[:max_facts]
+    best (``select_type``); then the ``max_facts`` most confident."""
+    return combine([select_type(spans, probs, t, name, thresholds[t], length_penalty)
+                    for t, name in enumerate(types)], max_facts)
 
 
 # ------------------------------------------------------------------ content

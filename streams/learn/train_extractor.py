@@ -45,6 +45,7 @@ Never point ``--corpus`` at ``examples/heldout``: that half is only reported.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import sys
@@ -63,10 +64,12 @@ from streams.learn.extract_learned import (
     N_CUES,
     LinearModel,
     Span,
+    combine,
     featurize,
     message_features,
     rule_hits,
     select,
+    select_type,
     transcript_spans,
     two_stage_probabilities,
 )
@@ -88,6 +91,13 @@ TRAIN_MORE = Path(__file__).resolve().parents[2] / "examples" / "train" / "conve
 WRITTEN_FILES = (WRITTEN, TRAIN_MORE)
 THRESHOLD_GRID = tuple(round(x, 2) for x in np.arange(0.2, 0.96, 0.05))
 MATCH = 0.5
+
+
+@functools.lru_cache(maxsize=200_000)
+def _overlap(a: str, b: str) -> float:
+    """``evidence_overlap``, remembered: threshold tuning matches the same spans to the same gold
+    evidences thousands of times."""
+    return evidence_overlap(a, b)
 
 
 @dataclass
@@ -167,7 +177,7 @@ def probs_of(e: Example, m: Fitted) -> np.ndarray:
 def matched(chosen, gold: list[dict]) -> tuple[set[int], set[int]]:
     """One-to-one matching of chosen facts to gold facts of the same type, best evidence overlap
     first (at least ``MATCH``): the indexes of the matched chosen facts and of the matched gold."""
-    pairs = sorted(((evidence_overlap(c.span.text, g["evidence"]), i, j)
+    pairs = sorted(((_overlap(c.span.text, g["evidence"]), i, j)
                     for i, c in enumerate(chosen) for j, g in enumerate(gold)
                     if c.memory_type == g["memory_type"]), reverse=True)
     used_i: set[int] = set()
@@ -179,12 +189,25 @@ def matched(chosen, gold: list[dict]) -> tuple[set[int], set[int]]:
     return used_i, used_j
 
 
-def score(examples: list[Example], probs: list[np.ndarray], thresholds: np.ndarray, penalty: float = 0.0) -> dict:
-    """Extraction P/R/F1 with the product's selection and one-to-one evidence matching."""
+def score(examples: list[Example], probs: list[np.ndarray], thresholds: np.ndarray, penalty: float = 0.0,
+          memo: dict | None = None) -> dict:
+    """Extraction P/R/F1 with the product's selection and one-to-one evidence matching. ``memo``
+    (one dict per ``examples``/``probs`` pair, as ``tune_thresholds`` keeps) holds each type's
+    selection per threshold, so trying one type's threshold recomputes only that type: the same
+    result as ``select``, in a fraction of the time."""
     tp = fp = fn = 0
     per = Counter()
-    for e, P in zip(examples, probs):
-        chosen = select(e.spans, P, MEMORY_TYPES, thresholds, length_penalty=penalty)
+    for n, (e, P) in enumerate(zip(examples, probs)):
+        if memo is None:
+            chosen = select(e.spans, P, MEMORY_TYPES, thresholds, length_penalty=penalty)
+        else:
+            per_type = []
+            for t, name in enumerate(MEMORY_TYPES):
+                key = (n, t, float(thresholds[t]), penalty)
+                if key not in memo:
+                    memo[key] = select_type(e.spans, P, t, name, thresholds[t], penalty)
+                per_type.append(memo[key])
+            chosen = combine(per_type)
         gold = e.row.get("gold_facts", [])
         used_i, used_j = matched(chosen, gold)
         tp += len(used_i)
@@ -280,15 +303,16 @@ def error_buckets(examples: list[Example], probs: list[np.ndarray], thresholds: 
 
 def tune_thresholds(examples: list[Example], probs: list[np.ndarray], penalty: float = 0.0) -> np.ndarray:
     """Coordinate ascent on F1: one global threshold, then each type's, twice over."""
+    memo: dict = {}
     best = max(THRESHOLD_GRID,
-               key=lambda th: (score(examples, probs, np.full(len(MEMORY_TYPES), th), penalty)["f1"], th))
+               key=lambda th: (score(examples, probs, np.full(len(MEMORY_TYPES), th), penalty, memo)["f1"], th))
     thr = np.full(len(MEMORY_TYPES), best, dtype=np.float32)
     for _ in range(2):
         for t in range(len(MEMORY_TYPES)):
             def f1_with(th, t=t):
                 trial = thr.copy()
                 trial[t] = th
-                return score(examples, probs, trial, penalty)["f1"], th
+                return score(examples, probs, trial, penalty, memo)["f1"], th
             thr[t] = max(THRESHOLD_GRID, key=f1_with)
     return thr
 

@@ -158,6 +158,32 @@ def test_overlapping_spans_of_one_type_collapse():
     assert [c.span.text for c in chosen] == ["b", "c"]
 
 
+def test_memoised_threshold_tuning_scores_exactly_as_the_plain_selection():
+    from streams.learn import train_extractor as T
+
+    rng = np.random.default_rng(7)
+    examples, probs = [], []
+    for n in range(12):
+        spans = [Span(k % 3, 7 * k, 7 * k + 12, f"frase {n} {k}", 1 + k % 2) for k in range(9)]
+        gold = [{"memory_type": MEMORY_TYPES[(n + k) % len(MEMORY_TYPES)], "evidence": f"frase {n} {2 * k}"}
+                for k in range(3)]
+        examples.append(T.Example({"conversation_id": str(n), "gold_facts": gold}, spans,
+                                  np.zeros((9, 1)), np.zeros((9, len(MEMORY_TYPES))), str(n)))
+        probs.append(rng.random((9, len(MEMORY_TYPES))))
+    memo: dict = {}
+    for th in (0.3, 0.5, 0.75):
+        trial = np.full(len(MEMORY_TYPES), th)
+        trial[2] = 0.9
+        assert T.score(examples, probs, trial, 0.05, memo) == T.score(examples, probs, trial, 0.05)
+    assert memo, "the memo holds each type's selection"
+    thr = T.tune_thresholds(examples, probs, 0.05)
+
+    def plain_f1(th):
+        return T.score(examples, probs, th, 0.05)["f1"]
+
+    assert plain_f1(thr) >= max(plain_f1(np.full(len(MEMORY_TYPES), g)) for g in T.THRESHOLD_GRID)
+
+
 # ------------------------------------------------------------- artefact
 def test_shipped_artefact_is_small_and_described():
     model = LinearModel.load()
