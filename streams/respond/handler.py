@@ -135,6 +135,19 @@ async def _call(fn: Callable[..., T | Awaitable[T]], *args: Any, **kwargs: Any) 
     return await asyncio.to_thread(fn, *args, **kwargs)
 
 
+async def _call_all(calls: Sequence[tuple[Callable[..., Any], tuple]]) -> list[Any]:
+    """Several port calls (``(fn, args)``), their results in order. Blocking ones run one after
+    another in one worker thread: one hand-off to a thread and back instead of one per call (each
+    hand-off costs the GIL twice, and under load every GIL hand-off waits its turn; the calls
+    are short and would hold the GIL in turns anyway). Any async port among them: all are
+    awaited side by side, as with ``_call``. The first failure is raised, as ``gather`` does."""
+    if not calls:
+        return []
+    if any(inspect.iscoroutinefunction(fn) for fn, _ in calls):
+        return list(await asyncio.gather(*(_call(fn, *args) for fn, args in calls)))
+    return await asyncio.to_thread(lambda: [fn(*args) for fn, args in calls])
+
+
 def reply_id_for(msg: InboundMessage) -> str:
     """Deterministic: a redelivered message maps to the same reply id."""
     return _reply_id(msg.account_id, msg.message_id)
@@ -351,14 +364,24 @@ async def gather(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps: R
 async def recall(msg: InboundMessage, p: Plan, deps: Responder) -> list[ScoredFact]:
     """The contact's best live facts for this message (embedding and fetch side by side)."""
     vector = p.vector or MessageVector(deps.memory_embedder, msg.text)
-    facts, vec = await asyncio.gather(
-        _call(deps.memory.live_facts, msg.account_id, msg.contact_id, timeout_s=deps.recall_budget_s),
-        vector.get())
-    # a message of several parts recalls a fact for each (their vectors: one batch, only with facts)
-    parts = message_parts(msg.text) if facts else []
-    part_vecs = await _call(deps.memory_embedder.embed_queries, parts) if parts else None
+    if inspect.iscoroutinefunction(deps.memory.live_facts):
+        facts, vec = await asyncio.gather(
+            deps.memory.live_facts(msg.account_id, msg.contact_id, timeout_s=deps.recall_budget_s), vector.get())
+        parts = message_parts(msg.text) if facts else []
+        part_vecs = await _call(deps.memory_embedder.embed_queries, parts) if parts else None
+    else:   # the fetch and the parts' vectors in one hand-off to a worker thread
+        (facts, part_vecs), vec = await asyncio.gather(
+            asyncio.to_thread(_facts_and_parts, deps, msg), vector.get())
     return score_memories(vec, facts, msg.unit_id, top_k=deps.top_k_memories,
                           min_score=deps.min_memory_score, query_text=msg.text, part_vecs=part_vecs)
+
+
+def _facts_and_parts(deps: Responder, msg: InboundMessage) -> tuple[Sequence[Any], Any]:
+    """A blocking recall port's facts and, only when there are some, the vectors of the
+    message's parts (a message of several parts recalls a fact for each; one batch)."""
+    facts = deps.memory.live_facts(msg.account_id, msg.contact_id, timeout_s=deps.recall_budget_s)
+    parts = message_parts(msg.text) if facts else []
+    return facts, (deps.memory_embedder.embed_queries(parts) if parts else None)
 
 
 async def knowledge(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps: Responder,
@@ -380,16 +403,15 @@ async def knowledge(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps
     pool = inbox.rag_max_results * RERANK_POOL
     # "tem elevador? minha esposa tem problema no joelho": the question alone is searched too
     asked = question_part(msg.text)
-    searches = [_call(deps.knowledge.search, vec, msg.account_id, pool, threshold + RESCUE_MARGIN)]
+    searches = [(deps.knowledge.search, (vec, msg.account_id, pool, threshold + RESCUE_MARGIN))]
     if asked != msg.text:
-        searches.append(_call(deps.knowledge.search, await _embed(deps.knowledge_embedder, asked),
-                              msg.account_id, pool, threshold + RESCUE_MARGIN))
+        searches.append(await _search_of(deps, asked, (msg.account_id, pool, threshold + RESCUE_MARGIN)))
     lexical = getattr(deps.knowledge, "lexical_search", None)
     stems = lexical_stems(asked) if lexical is not None else []
     variants = _named_otherwise(asked, stems) if stems else []
     for v in ([stems] + variants if stems else []):
-        searches.append(_call(lexical, msg.account_id, v, pool))
-    found = await asyncio.gather(*searches)
+        searches.append((lexical, (msg.account_id, v, pool)))
+    found = await _call_all(searches)   # every search in one hand-off to a worker thread
     vector_hits = sorted((c for hits in found[: 2 if asked != msg.text else 1] for c in map(_as_chunk, hits)),
                          key=lambda c: c.distance)
     chunks, seen = [], set()
@@ -420,8 +442,10 @@ async def _most_words(msg: InboundMessage, asked: str, stems: list[str], chunks:
     avulso"): the chunks holding all of its words but one (or two, of four), best first."""
     for drop in range(1, max(1, len(stems) - 1)):
         found: dict = {}
-        for keep in itertools.combinations(stems, len(stems) - drop):
-            for c in map(_as_chunk, await _call(lexical, msg.account_id, list(keep), limit * RERANK_POOL)):
+        keeps = [(lexical, (msg.account_id, list(keep), limit * RERANK_POOL))
+                 for keep in itertools.combinations(stems, len(stems) - drop)]
+        for hits in await _call_all(keeps):
+            for c in map(_as_chunk, hits):
                 if answer_units(c.text) and (carries_price(c.text) or not asks_price(asked)):
                     found.setdefault(c.chunk_id, c)
         if found:
@@ -439,8 +463,8 @@ async def _deals(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical) -> 
     for the message first, besides what the vector search found."""
     have = {c.chunk_id for c in chunks}
     found: dict = {}
-    for s in DEAL_STEMS:
-        for c in map(_as_chunk, await _call(lexical, msg.account_id, [s], 2 * MAX_DEAL_CHUNKS)):
+    for hits in await _call_all([(lexical, (msg.account_id, [s], 2 * MAX_DEAL_CHUNKS)) for s in DEAL_STEMS]):
+        for c in map(_as_chunk, hits):
             if c.chunk_id not in have and any(offers_deal(u.text) for u in answer_units(c.text)):
                 found.setdefault(c.chunk_id, c)
     return rerank(msg.text, list(found.values()))[:MAX_DEAL_CHUNKS]
@@ -464,14 +488,19 @@ async def _cover_missing_word(msg: InboundMessage, chunks: list[KnowledgeChunk],
     have = {c.chunk_id for c in chunks}
     options = []   # each missing word's few chunks: the best of them all for the message wins
     covers: dict = {}
+    # the word itself first, then its other names (the most specific one wins): every word's
+    # every form searched in one hand-off (``_call_all``)
+    asks = [(word, n, form) for word in missing
+            for n, form in enumerate(sorted(forms.get(word, {word}), key=lambda f: (f != word, f)))
+            if len(form) >= 4 and not form.isdigit()]
+    hits_of = await _call_all([(lexical, (msg.account_id, form.split(), MAX_MISSING_WORD_CHUNKS + 1))
+                               for _, _, form in asks])
     for word in missing:
-        per_form = []   # the word itself first, then its other names, the most specific one wins
-        for n, form in enumerate(sorted(forms.get(word, {word}), key=lambda f: (f != word, f))):
-            if len(form) < 4 or form.isdigit():
+        per_form = []
+        for (w, n, _), hits in zip(asks, hits_of):
+            if w != word:
                 continue
-            found = [c for c in map(_as_chunk, await _call(lexical, msg.account_id, form.split(),
-                                                           MAX_MISSING_WORD_CHUNKS + 1))
-                     if c.chunk_id not in have and answer_units(c.text)]
+            found = [c for c in map(_as_chunk, hits) if c.chunk_id not in have and answer_units(c.text)]
             if 0 < len(found) <= MAX_MISSING_WORD_CHUNKS:
                 per_form.append((n > 0, len(found), n, found))
         if per_form:
@@ -674,6 +703,20 @@ def rerank(message: str, chunks: Sequence[KnowledgeChunk]) -> list[KnowledgeChun
                     for t in query & bags[i] if df[t]) + attribute_bonus(norm, chunks[i].text)
         return chunks[i].distance - LEXICAL_WEIGHT * bonus
     return [chunks[i] for i in sorted(range(n), key=lambda i: (score(i), chunks[i].distance))]
+
+
+async def _search_of(deps: Responder, text: str, args: tuple) -> tuple[Callable[..., Any], tuple]:
+    """The knowledge search for ``text`` as a ``_call_all`` entry: a blocking search embeds
+    ``text`` in its own worker thread (no hand-off of its own); an async one gets the vector."""
+    search = deps.knowledge.search
+    if inspect.iscoroutinefunction(search):
+        return search, (await _embed(deps.knowledge_embedder, text), *args)
+    return _search_embedded, (search, deps.knowledge_embedder, text, *args)
+
+
+def _search_embedded(search: Callable[..., Any], embedder: Embedder, text: str, *args: Any) -> Any:
+    """A blocking knowledge search for ``text``, embedded first (in the same worker thread)."""
+    return search(np.asarray(embedder.embed_queries([text])[0], dtype=np.float32), *args)
 
 
 async def _embed(embedder: Embedder, text: str) -> np.ndarray:
