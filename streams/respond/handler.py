@@ -28,6 +28,7 @@ the same model (same ``name``), the recall vector is reused for retrieval.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import inspect
 import itertools
@@ -219,6 +220,10 @@ async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None
         g = await gather(msg, ctx, p, deps)
     finally:
         p.close()
+    if not (inspect.iscoroutinefunction(deps.generator.generate)
+            or inspect.iscoroutinefunction(deps.store.save_reply)):
+        # blocking ports: the generation and the reply's record in one hand-off to a worker thread
+        return await asyncio.to_thread(_compose_and_record, msg, ctx, p, g, deps, t0, embed_tokens)
     c = await compose(msg, ctx, p, g, deps)
     return await record(msg, ctx, p, g, c, deps, t0=t0, embed_tokens=embed_tokens)
 
@@ -530,27 +535,45 @@ async def compose(msg: InboundMessage, ctx: ConversationContext, p: Plan, g: Gat
     """The reply text: a fixed sentence when knowledge is required and missing (or the
     conversation is over its retrievals), else the generator's, guarded (never a price
     the chunks do not state, never against a tool's answer)."""
+    c, request = _to_generate(msg, ctx, p, g)
+    if request is None:
+        return c
+    try:
+        generation, error = await _call(deps.generator.generate, request), None
+    except Exception as e:
+        generation, error = None, e
+    return _generated(msg, p, g, c, generation, error)
+
+
+def _to_generate(msg: InboundMessage, ctx: ConversationContext, p: Plan,
+                 g: Gathered) -> tuple[Composed, ReplyRequest | None]:
+    """``compose`` before the generator: a fixed sentence (no request), or the request."""
     if p.over_limit and p.strategy.retrieval == "required" and g.tool_chunk is None:
-        return Composed(FALLBACK_LOOP, degraded=["retrieval_limit"])
+        return Composed(FALLBACK_LOOP, degraded=["retrieval_limit"]), None
     if p.strategy.retrieval == "required" and not g.chunks:
-        return Composed(FALLBACK_NO_KNOWLEDGE)
+        return Composed(FALLBACK_NO_KNOWLEDGE), None
     c = Composed("", memories=g.memories, chunks=g.chunks)
     inbox = ctx.inbox
     messages = build_messages(msg.text, system_prompt=inbox.system_prompt, playbook=inbox.playbook_prompt,
                               lead_state=ctx.lead_state, memories=c.memories,
                               chunks=c.chunks if p.retrieve else None, history=ctx.history)
-    request = ReplyRequest(messages=messages, message=msg.text, intent=p.intent.intent,
+    return c, ReplyRequest(messages=messages, message=msg.text, intent=p.intent.intent,
                            retrieval=p.strategy.retrieval, chunks=tuple(c.chunks), memories=tuple(c.memories),
                            model=inbox.model, temperature=inbox.temperature, **g.query)
-    try:
-        c.generation = await _call(deps.generator.generate, request)
+
+
+def _generated(msg: InboundMessage, p: Plan, g: Gathered, c: Composed, generation: Generation | None,
+               error: Exception | None) -> Composed:
+    """``compose`` after the generator (which answered ``generation`` or raised ``error``): the guards."""
+    if error is None:
+        c.generation = generation
         c.text = c.generation.text.strip()
         if not c.text:
             c.degraded.append("empty_generation")
             c.text = FALLBACK_NO_KNOWLEDGE
-    except Exception as e:
+    else:
         c.degraded.append("generation_error")
-        log.warning("generation error conversation_id=%s error=%r", msg.conversation_id, e)
+        log.warning("generation error conversation_id=%s error=%r", msg.conversation_id, error)
         c.text = FALLBACK_NO_KNOWLEDGE
     tool = p.act.tool if p.act is not None else None
     if tool is not None:  # never contradicts the tool
@@ -568,6 +591,32 @@ async def record(msg: InboundMessage, ctx: ConversationContext, p: Plan, g: Gath
                  embed_tokens: dict[str, int] | None = None) -> RespondOutcome:
     """The OutboundReply (deterministic ``reply_id``), the next lead state, the cost-ledger
     entries: saved in one store call (idempotent on the reply id)."""
+    o = _to_record(msg, ctx, p, g, c, deps, embed_tokens)
+    await _call(deps.store.save_reply, o.reply, o.lead_state, model_call=o.model_call, recall_ms=g.recall_ms,
+                embedding_calls=o.embedding_calls)
+    return _recorded(msg, p, c, o, t0)
+
+
+def _compose_and_record(msg: InboundMessage, ctx: ConversationContext, p: Plan, g: Gathered, deps: Responder,
+                        t0: float, embed_tokens: dict[str, int]) -> RespondOutcome:
+    """``compose`` then ``record`` with a blocking generator and store, in the worker thread
+    that runs this: one hand-off for both (``respond``)."""
+    c, request = _to_generate(msg, ctx, p, g)
+    if request is not None:
+        try:
+            generation, error = deps.generator.generate(request), None
+        except Exception as e:
+            generation, error = None, e
+        c = _generated(msg, p, g, c, generation, error)
+    o = _to_record(msg, ctx, p, g, c, deps, embed_tokens)
+    deps.store.save_reply(o.reply, o.lead_state, model_call=o.model_call, recall_ms=g.recall_ms,
+                          embedding_calls=o.embedding_calls)
+    return _recorded(msg, p, c, o, t0)
+
+
+def _to_record(msg: InboundMessage, ctx: ConversationContext, p: Plan, g: Gathered, c: Composed,
+               deps: Responder, embed_tokens: dict[str, int] | None) -> RespondOutcome:
+    """What ``record`` saves (``total_ms`` not yet known)."""
     now = deps.clock.now()
     degraded = [*p.degraded, *g.degraded, *c.degraded]
     reply = OutboundReply(
@@ -582,16 +631,19 @@ async def record(msg: InboundMessage, ctx: ConversationContext, p: Plan, g: Gath
     call = model_call(msg.account_id, "reply", generation.model, generation.usage, ref=reply.reply_id,
                       table=deps.prices)
     embeds = embedding_calls(msg.account_id, reply.reply_id, embed_tokens or {}, deps.prices)
-    await _call(deps.store.save_reply, reply, lead_state, model_call=call, recall_ms=g.recall_ms,
-                embedding_calls=embeds)
+    return RespondOutcome(reply=reply, lead_state=lead_state, usage=generation.usage,
+                          provider=generation.provider, model=generation.model,
+                          recall_ms=g.recall_ms, total_ms=0.0, memories=tuple(c.memories),
+                          chunks=tuple(c.chunks), model_call=call, embedding_calls=embeds)
+
+
+def _recorded(msg: InboundMessage, p: Plan, c: Composed, o: RespondOutcome, t0: float | None) -> RespondOutcome:
+    """The saved reply's outcome and its log line."""
     total_ms = (time.perf_counter() - t0) * 1000 if t0 is not None else 0.0
     log.info("reply conversation_id=%s intent=%s strategy=%s chunks=%d memories=%d degraded=%s ms=%.1f",
              msg.conversation_id, p.intent.intent, p.strategy.retrieval, len(c.chunks), len(c.memories),
-             degraded, total_ms)
-    return RespondOutcome(reply=reply, lead_state=lead_state, usage=generation.usage,
-                          provider=generation.provider, model=generation.model,
-                          recall_ms=g.recall_ms, total_ms=total_ms, memories=tuple(c.memories),
-                          chunks=tuple(c.chunks), model_call=call, embedding_calls=embeds)
+             o.reply.degraded, total_ms)
+    return dataclasses.replace(o, total_ms=total_ms)
 
 
 async def _fixed_reply(msg: InboundMessage, ctx: ConversationContext, fixed: tuple[str, str], deps: Responder,

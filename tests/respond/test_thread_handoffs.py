@@ -121,3 +121,58 @@ def test_receive_is_one_hand_off(monkeypatch):
     threads = CountingThreads(monkeypatch)
     deps = deps_for()
     assert asyncio.run(receive(inbound("Oi"), deps)) is not None and threads.calls == 1
+
+
+class AsyncPorts:
+    """The same generator and store behind async methods (awaited, no worker thread)."""
+
+    def __init__(self, port, method):
+        self._port, self._method = port, method
+
+    def __getattr__(self, name):
+        attr = getattr(self._port, name)
+        if name != self._method:
+            return attr
+
+        async def awaited(*args, **kwargs):
+            return attr(*args, **kwargs)
+        return awaited
+
+
+class FailingGenerator:
+    def generate(self, request):
+        raise TimeoutError("model down")
+
+
+def _reply(deps, text, message_id):
+    from streams.respond.handler import respond
+
+    out = asyncio.run(respond(inbound(text, message_id=message_id), deps))
+    return out.reply.text, out.reply.degraded, out.reply.memory_ids, out.reply.chunk_ids, out.total_ms
+
+
+def test_a_reply_is_composed_and_recorded_in_one_hand_off(monkeypatch):
+    """With blocking ports: receive, the message's vector, recall, knowledge, then the
+    generation and the reply's record together: five hand-offs per reply."""
+    threads = CountingThreads(monkeypatch)
+    deps = deps_for()
+    text, degraded, memories, chunks, total_ms = _reply(deps, "Quanto custa o pernoite na suíte Luxo?", "m1")
+    assert "R$ 240" in text and degraded == [] and memories == [1] and chunks and total_ms > 0
+    assert threads.calls == 5
+    assert [r.text for r in deps.store.replies] == [text]          # recorded once, in that hand-off
+
+
+def test_composing_in_one_hand_off_answers_as_the_async_steps_do(monkeypatch):
+    """The blocking path and the awaited one (async generator or store) give the same reply,
+    the generator's failure included (a fallback, never an error)."""
+    q = "Quanto custa o pernoite na suíte Luxo?"
+    for generator in (None, FailingGenerator()):
+        blocking = deps_for(generator=generator)
+        awaited_gen = deps_for(generator=generator)
+        awaited_gen.generator = AsyncPorts(awaited_gen.generator, "generate")
+        awaited_store = deps_for(generator=generator)
+        awaited_store.store = AsyncPorts(awaited_store.store, "save_reply")
+        got = [_reply(d, q, "m1")[:4] for d in (blocking, awaited_gen, awaited_store)]
+        assert got[0] == got[1] == got[2]
+        assert (got[0][1] == ["generation_error"]) == (generator is not None)
+        assert len(awaited_store.store._port.replies) == 1
