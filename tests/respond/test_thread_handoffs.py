@@ -176,3 +176,66 @@ def test_composing_in_one_hand_off_answers_as_the_async_steps_do(monkeypatch):
         assert got[0] == got[1] == got[2]
         assert (got[0][1] == ["generation_error"]) == (generator is not None)
         assert len(awaited_store.store._port.replies) == 1
+
+
+class RecordingConn:
+    """A pooled connection that records whether pipeline mode was entered."""
+
+    def __init__(self):
+        self.pipelines = 0
+
+    def pipeline(self):
+        conn = self
+
+        class Pipe:
+            def __enter__(self):
+                conn.pipelines += 1
+
+            def __exit__(self, *exc):
+                return False
+        return Pipe()
+
+    def transaction(self):
+        return Pipe0()
+
+    def execute(self, sql, args=None, **kw):
+        return self
+
+    def fetchall(self):
+        return []
+
+
+class Pipe0:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+class OnePool:
+    def __init__(self, conn):
+        self.conn = conn
+
+    def connection(self):
+        conn = self.conn
+
+        class Checkout:
+            def __enter__(self):
+                return conn
+
+            def __exit__(self, *exc):
+                return False
+        return Checkout()
+
+
+def test_recall_uses_pipeline_mode_only_when_the_setting_says_so():
+    from streams.respond.adapters import PostgresMemoryRecall
+    from streams.settings import Settings
+
+    assert Settings().db_pipeline is False            # plain mode unless MEMORIA_DB_PIPELINE=1
+    for on in (False, True):
+        conn = RecordingConn()
+        assert PostgresMemoryRecall(OnePool(conn), "m", pipeline=on).live_facts(1, 2, timeout_s=0.1) == []
+        assert conn.pipelines == int(on)
+
