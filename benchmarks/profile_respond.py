@@ -16,6 +16,11 @@ after another and prints
 Sampling stands in for py-spy (not installed here); the sampler costs the process some
 CPU itself (its own thread is not charged), so take the CPU figure from a run without it
 (BENCH_SAMPLE=0).
+
+BENCH_CONCURRENCY=8 answers the messages that many at a time (as the worker does, one
+conversation per task, blocking ports in a 32-thread executor) and prints the messages per
+second this process answered that way: the threads then share the GIL, which one message
+at a time never shows (thread hand-offs, GIL waits). No Kafka: an upper bound of the worker.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ MESSAGES = int(os.environ.get("BENCH_MESSAGES", "400"))
 WARM = int(os.environ.get("BENCH_WARM", "300"))
 SAMPLE = os.environ.get("BENCH_SAMPLE", "1") not in ("0", "false")
 TOP = int(os.environ.get("BENCH_TOP", "40"))
+CONCURRENCY = max(1, int(os.environ.get("BENCH_CONCURRENCY", "1")))
 
 
 class Sampler(threading.Thread):
@@ -118,18 +124,26 @@ def main() -> int:
         questions = [q.format(s=s) for q in QUESTIONS for s in SUITES]
 
         async def run(tag: str, n: int) -> list[float]:
+            from concurrent.futures import ThreadPoolExecutor
+
+            asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(32))   # as the worker's
             out = []
-            for i in range(n):
-                contact = rnd.choice(b.contacts)[0]
-                account = contact % 10 + 1
-                m = InboundMessage(message_id=f"{tag}-{i}", account_id=account, inbox_id=account,
-                                   conversation_id=f"{tag}-{contact}-{i // 5}", contact_id=contact,
-                                   unit_id=rnd.randint(1, 3), channel="bench", text=rnd.choice(questions),
-                                   sent_at=datetime.now(timezone.utc))
-                t0 = time.perf_counter()
-                if await respond(m, deps) is None:
-                    raise RuntimeError(f"message {m.message_id} taken for a duplicate")
-                out.append((time.perf_counter() - t0) * 1000)
+            todo = iter(range(n))
+
+            async def one_at_a_time():
+                for i in todo:
+                    contact = rnd.choice(b.contacts)[0]
+                    account = contact % 10 + 1
+                    m = InboundMessage(message_id=f"{tag}-{i}", account_id=account, inbox_id=account,
+                                       conversation_id=f"{tag}-{contact}-{i // 5}", contact_id=contact,
+                                       unit_id=rnd.randint(1, 3), channel="bench", text=rnd.choice(questions),
+                                       sent_at=datetime.now(timezone.utc))
+                    t0 = time.perf_counter()
+                    if await respond(m, deps) is None:
+                        raise RuntimeError(f"message {m.message_id} taken for a duplicate")
+                    out.append((time.perf_counter() - t0) * 1000)
+
+            await asyncio.gather(*(one_at_a_time() for _ in range(CONCURRENCY)))
             return out
 
         asyncio.run(run("warm", WARM))
@@ -137,16 +151,18 @@ def main() -> int:
         if sampler:
             sampler.start()
         load0 = os.getloadavg()[0]
-        c0 = time.process_time()
+        c0, w0 = time.process_time(), time.perf_counter()
         wall = asyncio.run(run("prof", MESSAGES))
         cpu_ms = (time.process_time() - c0) * 1000 / MESSAGES
+        rate = MESSAGES / (time.perf_counter() - w0)
         if sampler:
             sampler.stop()
-        print(f"{FACTS} facts, {CHUNKS} chunks, {MESSAGES} messages one at a time (after {WARM} warm-up); "
+        print(f"{FACTS} facts, {CHUNKS} chunks, {MESSAGES} messages "
+              f"{'one at a time' if CONCURRENCY == 1 else f'{CONCURRENCY} at a time'} (after {WARM} warm-up); "
               f"load average {(load0 + os.getloadavg()[0]) / 2:.1f} on {os.cpu_count()} cores"
               f"{'; sampling on' if sampler else ''}")
         print(f"CPU per message (this process, all threads): {cpu_ms:.2f} ms; respond() wall p50 "
-              f"{pct(wall, 50):.1f} / p95 {pct(wall, 95):.1f} ms")
+              f"{pct(wall, 50):.1f} / p95 {pct(wall, 95):.1f} ms; {rate:.1f} messages/s")
         if sampler:
             n = max(1e-9, sampler.total)
             print(f"\n{sampler.total * 1000 / MESSAGES:.2f} ms of thread CPU per message sampled; top {TOP} self:")

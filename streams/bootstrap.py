@@ -355,8 +355,9 @@ class Container:
         store = self.vector_store  # the worker owns the local store: never its HTTP proxy
         knowledge_embedder = CollectionEmbedder(store, s.vector_domain, self.embedder_for, self.embedder)
         return Responder(
-            store=PostgresConversationStore(self.pool, erasure_key=self.erasure_key),
-            memory=PostgresMemoryRecall(self.pool, memory_embedder.name, inject_delay_s=s.recall_inject_delay_s),
+            store=PostgresConversationStore(self.pool, erasure_key=self.erasure_key, pipeline=s.db_pipeline),
+            memory=PostgresMemoryRecall(self.pool, memory_embedder.name, inject_delay_s=s.recall_inject_delay_s,
+                                        pipeline=s.db_pipeline),
             knowledge=ChunkKnowledgeSearch(self.pool, store, s.vector_domain, self.embedder_for,
                                            query_model=lambda: knowledge_embedder.name),
             memory_embedder=memory_embedder, knowledge_embedder=knowledge_embedder,

@@ -66,6 +66,11 @@ class Settings(BaseSettings):
     # handed out; one used more recently only by a look at its socket (streams/store/db.py
     # ConnectionCheck). 0: a round trip every time.
     db_pool_check_idle_s: float = 2.0
+    # The responder's store and recall send a transaction's statements in libpq pipeline mode
+    # (fewer round trips: worth it with a distant Postgres). Off by default: in the worker every
+    # statement in pipeline mode is one more GIL hand-off, and the same transaction costs more CPU
+    # than in plain mode (README "Performance", issue 12).
+    db_pipeline: bool = False
 
     # --- Qdrant ----------------------------------------------------------
     qdrant_url: str | None = Field(

@@ -11,7 +11,7 @@ import json
 import logging
 import re
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, Callable, Iterator, Mapping, Sequence
 from uuid import UUID
 
@@ -39,32 +39,33 @@ REDUCED_WEIGHT = 0.7
 
 class PostgresConversationStore:
     def __init__(self, pool: ConnectionPool | None, *, erasure_key: str | None = None,
-                 uow: UnitOfWorkFactory | None = None):
+                 uow: UnitOfWorkFactory | None = None, pipeline: bool = False):
         self.pool = pool
         self.erasure_key = erasure_key
+        self.pipeline = pipeline   # libpq pipeline mode (Settings.db_pipeline)
         # the writes go through a unit of work (the in-memory fake in unit tests)
         self.unit: UnitOfWorkFactory = uow or (lambda: PostgresUnitOfWork(pool))
 
     def receive(self, msg: InboundMessage, history: int) -> ConversationContext | None:
-        """``store_inbound`` then ``load_context`` on one pooled connection in pipeline mode
-        (one checkout; BEGIN, the contact's lock and erasure check in one round trip, the
+        """``store_inbound`` then ``load_context`` on one pooled connection (one checkout; in
+        pipeline mode BEGIN, the contact's lock and erasure check in one round trip, the
         inbound writes in one, COMMIT, the context's two reads in one); None when there is
         nothing to answer."""
         if self.pool is None:  # the in-memory unit of work (unit tests): nothing to share
             return self.load_context(msg, history) if self.store_inbound(msg) else None
-        with self.pool.connection() as conn, conn.pipeline():
+        with self.pool.connection() as conn, pipelined(conn, self.pipeline):
             if not self._store_inbound(PostgresUnitOfWork(conn=conn), msg):
                 return None
             return self._context(conn, msg, history)
 
     @contextmanager
     def _unit_pipelined(self) -> Iterator[Any]:
-        """A unit of work (not yet entered) whose statements go out in pipeline mode: those
-        whose results nobody reads before the commit share its round trip."""
+        """A unit of work (not yet entered) on a pooled connection; in pipeline mode the
+        statements whose results nobody reads before the commit share its round trip."""
         if self.pool is None:
             yield self.unit()
             return
-        with self.pool.connection() as conn, conn.pipeline():
+        with self.pool.connection() as conn, pipelined(conn, self.pipeline):
             yield PostgresUnitOfWork(conn=conn)
 
     def store_inbound(self, msg: InboundMessage) -> bool:
@@ -104,7 +105,7 @@ class PostgresConversationStore:
             return self._context(conn, msg, history)
 
     def _context(self, conn, msg: InboundMessage, history: int) -> ConversationContext:
-        with conn.pipeline():  # both reads in one round trip
+        with pipelined(conn, self.pipeline):  # in pipeline mode both reads in one round trip
             head = conn.execute(
                 """SELECT a.settings, i.system_prompt, i.playbook_prompt, i.rag_distance_threshold,
                           i.rag_max_results, i.model, i.temperature, i.intent_keywords,
@@ -163,10 +164,12 @@ class PostgresMemoryRecall:
     ``inject_delay_s`` (tests and drills only) adds ``pg_sleep`` to the query.
     """
 
-    def __init__(self, pool: ConnectionPool, embedding_model: str, *, inject_delay_s: float = 0.0):
+    def __init__(self, pool: ConnectionPool, embedding_model: str, *, inject_delay_s: float = 0.0,
+                 pipeline: bool = False):
         self.pool = pool
         self.embedding_model = embedding_model
         self.inject_delay_s = inject_delay_s
+        self.pipeline = pipeline   # libpq pipeline mode (Settings.db_pipeline)
 
     def live_facts(self, account_id: int, contact_id: int, *, timeout_s: float) -> Sequence[MemoryFact]:
         ms = max(1, int(timeout_s * 1000))
@@ -183,8 +186,8 @@ class PostgresMemoryRecall:
         args: tuple = (REDUCED_WEIGHT, account_id, contact_id, self.embedding_model, list(REDUCE_WEIGHT_TYPES))
         if self.inject_delay_s:
             args = (self.inject_delay_s,) + args
-        # one round trip (pipeline: BEGIN, SET LOCAL, SELECT, COMMIT), vectors in binary
-        with self.pool.connection() as conn, conn.pipeline(), conn.transaction():
+        # vectors in binary; in pipeline mode BEGIN, SET LOCAL, SELECT, COMMIT in one round trip
+        with self.pool.connection() as conn, pipelined(conn, self.pipeline), conn.transaction():
             conn.execute(f"SET LOCAL statement_timeout = {ms}")
             cur = conn.execute(sql, args, binary=True)
             rows = cur.fetchall()
@@ -193,6 +196,14 @@ class PostgresMemoryRecall:
                            source_unit_id=r["source_unit_id"], weight=float(r["weight"]),
                            embedding=_vec(r["embedding"]))
                 for r in rows]
+
+
+def pipelined(conn, on: bool):
+    """``conn.pipeline()`` when ``on``, else nothing: the same statements, one round trip each.
+    Pipeline mode saves round trips; in a worker whose threads share the GIL it costs more:
+    every statement polls the socket (one more GIL hand-off), and a transaction of a few
+    statements took ~1.5 × the CPU of plain mode next to a busy thread (README "Performance")."""
+    return conn.pipeline() if on else nullcontext()
 
 
 def _vec(v) -> np.ndarray:

@@ -28,6 +28,7 @@ the same model (same ``name``), the recall vector is reused for retrieval.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import inspect
 import itertools
@@ -135,6 +136,19 @@ async def _call(fn: Callable[..., T | Awaitable[T]], *args: Any, **kwargs: Any) 
     return await asyncio.to_thread(fn, *args, **kwargs)
 
 
+async def _call_all(calls: Sequence[tuple[Callable[..., Any], tuple]]) -> list[Any]:
+    """Several port calls (``(fn, args)``), their results in order. Blocking ones run one after
+    another in one worker thread: one hand-off to a thread and back instead of one per call (each
+    hand-off costs the GIL twice, and under load every GIL hand-off waits its turn; the calls
+    are short and would hold the GIL in turns anyway). Any async port among them: all are
+    awaited side by side, as with ``_call``. The first failure is raised, as ``gather`` does."""
+    if not calls:
+        return []
+    if any(inspect.iscoroutinefunction(fn) for fn, _ in calls):
+        return list(await asyncio.gather(*(_call(fn, *args) for fn, args in calls)))
+    return await asyncio.to_thread(lambda: [fn(*args) for fn, args in calls])
+
+
 def reply_id_for(msg: InboundMessage) -> str:
     """Deterministic: a redelivered message maps to the same reply id."""
     return _reply_id(msg.account_id, msg.message_id)
@@ -206,6 +220,10 @@ async def respond(msg: InboundMessage, deps: Responder) -> RespondOutcome | None
         g = await gather(msg, ctx, p, deps)
     finally:
         p.close()
+    if not (inspect.iscoroutinefunction(deps.generator.generate)
+            or inspect.iscoroutinefunction(deps.store.save_reply)):
+        # blocking ports: the generation and the reply's record in one hand-off to a worker thread
+        return await asyncio.to_thread(_compose_and_record, msg, ctx, p, g, deps, t0, embed_tokens)
     c = await compose(msg, ctx, p, g, deps)
     return await record(msg, ctx, p, g, c, deps, t0=t0, embed_tokens=embed_tokens)
 
@@ -351,14 +369,24 @@ async def gather(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps: R
 async def recall(msg: InboundMessage, p: Plan, deps: Responder) -> list[ScoredFact]:
     """The contact's best live facts for this message (embedding and fetch side by side)."""
     vector = p.vector or MessageVector(deps.memory_embedder, msg.text)
-    facts, vec = await asyncio.gather(
-        _call(deps.memory.live_facts, msg.account_id, msg.contact_id, timeout_s=deps.recall_budget_s),
-        vector.get())
-    # a message of several parts recalls a fact for each (their vectors: one batch, only with facts)
-    parts = message_parts(msg.text) if facts else []
-    part_vecs = await _call(deps.memory_embedder.embed_queries, parts) if parts else None
+    if inspect.iscoroutinefunction(deps.memory.live_facts):
+        facts, vec = await asyncio.gather(
+            deps.memory.live_facts(msg.account_id, msg.contact_id, timeout_s=deps.recall_budget_s), vector.get())
+        parts = message_parts(msg.text) if facts else []
+        part_vecs = await _call(deps.memory_embedder.embed_queries, parts) if parts else None
+    else:   # the fetch and the parts' vectors in one hand-off to a worker thread
+        (facts, part_vecs), vec = await asyncio.gather(
+            asyncio.to_thread(_facts_and_parts, deps, msg), vector.get())
     return score_memories(vec, facts, msg.unit_id, top_k=deps.top_k_memories,
                           min_score=deps.min_memory_score, query_text=msg.text, part_vecs=part_vecs)
+
+
+def _facts_and_parts(deps: Responder, msg: InboundMessage) -> tuple[Sequence[Any], Any]:
+    """A blocking recall port's facts and, only when there are some, the vectors of the
+    message's parts (a message of several parts recalls a fact for each; one batch)."""
+    facts = deps.memory.live_facts(msg.account_id, msg.contact_id, timeout_s=deps.recall_budget_s)
+    parts = message_parts(msg.text) if facts else []
+    return facts, (deps.memory_embedder.embed_queries(parts) if parts else None)
 
 
 async def knowledge(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps: Responder,
@@ -380,16 +408,15 @@ async def knowledge(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps
     pool = inbox.rag_max_results * RERANK_POOL
     # "tem elevador? minha esposa tem problema no joelho": the question alone is searched too
     asked = question_part(msg.text)
-    searches = [_call(deps.knowledge.search, vec, msg.account_id, pool, threshold + RESCUE_MARGIN)]
+    searches = [(deps.knowledge.search, (vec, msg.account_id, pool, threshold + RESCUE_MARGIN))]
     if asked != msg.text:
-        searches.append(_call(deps.knowledge.search, await _embed(deps.knowledge_embedder, asked),
-                              msg.account_id, pool, threshold + RESCUE_MARGIN))
+        searches.append(await _search_of(deps, asked, (msg.account_id, pool, threshold + RESCUE_MARGIN)))
     lexical = getattr(deps.knowledge, "lexical_search", None)
     stems = lexical_stems(asked) if lexical is not None else []
     variants = _named_otherwise(asked, stems) if stems else []
     for v in ([stems] + variants if stems else []):
-        searches.append(_call(lexical, msg.account_id, v, pool))
-    found = await asyncio.gather(*searches)
+        searches.append((lexical, (msg.account_id, v, pool)))
+    found = await _call_all(searches)   # every search in one hand-off to a worker thread
     vector_hits = sorted((c for hits in found[: 2 if asked != msg.text else 1] for c in map(_as_chunk, hits)),
                          key=lambda c: c.distance)
     chunks, seen = [], set()
@@ -420,8 +447,10 @@ async def _most_words(msg: InboundMessage, asked: str, stems: list[str], chunks:
     avulso"): the chunks holding all of its words but one (or two, of four), best first."""
     for drop in range(1, max(1, len(stems) - 1)):
         found: dict = {}
-        for keep in itertools.combinations(stems, len(stems) - drop):
-            for c in map(_as_chunk, await _call(lexical, msg.account_id, list(keep), limit * RERANK_POOL)):
+        keeps = [(lexical, (msg.account_id, list(keep), limit * RERANK_POOL))
+                 for keep in itertools.combinations(stems, len(stems) - drop)]
+        for hits in await _call_all(keeps):
+            for c in map(_as_chunk, hits):
                 if answer_units(c.text) and (carries_price(c.text) or not asks_price(asked)):
                     found.setdefault(c.chunk_id, c)
         if found:
@@ -439,8 +468,8 @@ async def _deals(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical) -> 
     for the message first, besides what the vector search found."""
     have = {c.chunk_id for c in chunks}
     found: dict = {}
-    for s in DEAL_STEMS:
-        for c in map(_as_chunk, await _call(lexical, msg.account_id, [s], 2 * MAX_DEAL_CHUNKS)):
+    for hits in await _call_all([(lexical, (msg.account_id, [s], 2 * MAX_DEAL_CHUNKS)) for s in DEAL_STEMS]):
+        for c in map(_as_chunk, hits):
             if c.chunk_id not in have and any(offers_deal(u.text) for u in answer_units(c.text)):
                 found.setdefault(c.chunk_id, c)
     return rerank(msg.text, list(found.values()))[:MAX_DEAL_CHUNKS]
@@ -464,14 +493,19 @@ async def _cover_missing_word(msg: InboundMessage, chunks: list[KnowledgeChunk],
     have = {c.chunk_id for c in chunks}
     options = []   # each missing word's few chunks: the best of them all for the message wins
     covers: dict = {}
+    # the word itself first, then its other names (the most specific one wins): every word's
+    # every form searched in one hand-off (``_call_all``)
+    asks = [(word, n, form) for word in missing
+            for n, form in enumerate(sorted(forms.get(word, {word}), key=lambda f: (f != word, f)))
+            if len(form) >= 4 and not form.isdigit()]
+    hits_of = await _call_all([(lexical, (msg.account_id, form.split(), MAX_MISSING_WORD_CHUNKS + 1))
+                               for _, _, form in asks])
     for word in missing:
-        per_form = []   # the word itself first, then its other names, the most specific one wins
-        for n, form in enumerate(sorted(forms.get(word, {word}), key=lambda f: (f != word, f))):
-            if len(form) < 4 or form.isdigit():
+        per_form = []
+        for (w, n, _), hits in zip(asks, hits_of):
+            if w != word:
                 continue
-            found = [c for c in map(_as_chunk, await _call(lexical, msg.account_id, form.split(),
-                                                           MAX_MISSING_WORD_CHUNKS + 1))
-                     if c.chunk_id not in have and answer_units(c.text)]
+            found = [c for c in map(_as_chunk, hits) if c.chunk_id not in have and answer_units(c.text)]
             if 0 < len(found) <= MAX_MISSING_WORD_CHUNKS:
                 per_form.append((n > 0, len(found), n, found))
         if per_form:
@@ -501,27 +535,45 @@ async def compose(msg: InboundMessage, ctx: ConversationContext, p: Plan, g: Gat
     """The reply text: a fixed sentence when knowledge is required and missing (or the
     conversation is over its retrievals), else the generator's, guarded (never a price
     the chunks do not state, never against a tool's answer)."""
+    c, request = _to_generate(msg, ctx, p, g)
+    if request is None:
+        return c
+    try:
+        generation, error = await _call(deps.generator.generate, request), None
+    except Exception as e:
+        generation, error = None, e
+    return _generated(msg, p, g, c, generation, error)
+
+
+def _to_generate(msg: InboundMessage, ctx: ConversationContext, p: Plan,
+                 g: Gathered) -> tuple[Composed, ReplyRequest | None]:
+    """``compose`` before the generator: a fixed sentence (no request), or the request."""
     if p.over_limit and p.strategy.retrieval == "required" and g.tool_chunk is None:
-        return Composed(FALLBACK_LOOP, degraded=["retrieval_limit"])
+        return Composed(FALLBACK_LOOP, degraded=["retrieval_limit"]), None
     if p.strategy.retrieval == "required" and not g.chunks:
-        return Composed(FALLBACK_NO_KNOWLEDGE)
+        return Composed(FALLBACK_NO_KNOWLEDGE), None
     c = Composed("", memories=g.memories, chunks=g.chunks)
     inbox = ctx.inbox
     messages = build_messages(msg.text, system_prompt=inbox.system_prompt, playbook=inbox.playbook_prompt,
                               lead_state=ctx.lead_state, memories=c.memories,
                               chunks=c.chunks if p.retrieve else None, history=ctx.history)
-    request = ReplyRequest(messages=messages, message=msg.text, intent=p.intent.intent,
+    return c, ReplyRequest(messages=messages, message=msg.text, intent=p.intent.intent,
                            retrieval=p.strategy.retrieval, chunks=tuple(c.chunks), memories=tuple(c.memories),
                            model=inbox.model, temperature=inbox.temperature, **g.query)
-    try:
-        c.generation = await _call(deps.generator.generate, request)
+
+
+def _generated(msg: InboundMessage, p: Plan, g: Gathered, c: Composed, generation: Generation | None,
+               error: Exception | None) -> Composed:
+    """``compose`` after the generator (which answered ``generation`` or raised ``error``): the guards."""
+    if error is None:
+        c.generation = generation
         c.text = c.generation.text.strip()
         if not c.text:
             c.degraded.append("empty_generation")
             c.text = FALLBACK_NO_KNOWLEDGE
-    except Exception as e:
+    else:
         c.degraded.append("generation_error")
-        log.warning("generation error conversation_id=%s error=%r", msg.conversation_id, e)
+        log.warning("generation error conversation_id=%s error=%r", msg.conversation_id, error)
         c.text = FALLBACK_NO_KNOWLEDGE
     tool = p.act.tool if p.act is not None else None
     if tool is not None:  # never contradicts the tool
@@ -539,6 +591,32 @@ async def record(msg: InboundMessage, ctx: ConversationContext, p: Plan, g: Gath
                  embed_tokens: dict[str, int] | None = None) -> RespondOutcome:
     """The OutboundReply (deterministic ``reply_id``), the next lead state, the cost-ledger
     entries: saved in one store call (idempotent on the reply id)."""
+    o = _to_record(msg, ctx, p, g, c, deps, embed_tokens)
+    await _call(deps.store.save_reply, o.reply, o.lead_state, model_call=o.model_call, recall_ms=g.recall_ms,
+                embedding_calls=o.embedding_calls)
+    return _recorded(msg, p, c, o, t0)
+
+
+def _compose_and_record(msg: InboundMessage, ctx: ConversationContext, p: Plan, g: Gathered, deps: Responder,
+                        t0: float, embed_tokens: dict[str, int]) -> RespondOutcome:
+    """``compose`` then ``record`` with a blocking generator and store, in the worker thread
+    that runs this: one hand-off for both (``respond``)."""
+    c, request = _to_generate(msg, ctx, p, g)
+    if request is not None:
+        try:
+            generation, error = deps.generator.generate(request), None
+        except Exception as e:
+            generation, error = None, e
+        c = _generated(msg, p, g, c, generation, error)
+    o = _to_record(msg, ctx, p, g, c, deps, embed_tokens)
+    deps.store.save_reply(o.reply, o.lead_state, model_call=o.model_call, recall_ms=g.recall_ms,
+                          embedding_calls=o.embedding_calls)
+    return _recorded(msg, p, c, o, t0)
+
+
+def _to_record(msg: InboundMessage, ctx: ConversationContext, p: Plan, g: Gathered, c: Composed,
+               deps: Responder, embed_tokens: dict[str, int] | None) -> RespondOutcome:
+    """What ``record`` saves (``total_ms`` not yet known)."""
     now = deps.clock.now()
     degraded = [*p.degraded, *g.degraded, *c.degraded]
     reply = OutboundReply(
@@ -553,16 +631,19 @@ async def record(msg: InboundMessage, ctx: ConversationContext, p: Plan, g: Gath
     call = model_call(msg.account_id, "reply", generation.model, generation.usage, ref=reply.reply_id,
                       table=deps.prices)
     embeds = embedding_calls(msg.account_id, reply.reply_id, embed_tokens or {}, deps.prices)
-    await _call(deps.store.save_reply, reply, lead_state, model_call=call, recall_ms=g.recall_ms,
-                embedding_calls=embeds)
+    return RespondOutcome(reply=reply, lead_state=lead_state, usage=generation.usage,
+                          provider=generation.provider, model=generation.model,
+                          recall_ms=g.recall_ms, total_ms=0.0, memories=tuple(c.memories),
+                          chunks=tuple(c.chunks), model_call=call, embedding_calls=embeds)
+
+
+def _recorded(msg: InboundMessage, p: Plan, c: Composed, o: RespondOutcome, t0: float | None) -> RespondOutcome:
+    """The saved reply's outcome and its log line."""
     total_ms = (time.perf_counter() - t0) * 1000 if t0 is not None else 0.0
     log.info("reply conversation_id=%s intent=%s strategy=%s chunks=%d memories=%d degraded=%s ms=%.1f",
              msg.conversation_id, p.intent.intent, p.strategy.retrieval, len(c.chunks), len(c.memories),
-             degraded, total_ms)
-    return RespondOutcome(reply=reply, lead_state=lead_state, usage=generation.usage,
-                          provider=generation.provider, model=generation.model,
-                          recall_ms=g.recall_ms, total_ms=total_ms, memories=tuple(c.memories),
-                          chunks=tuple(c.chunks), model_call=call, embedding_calls=embeds)
+             o.reply.degraded, total_ms)
+    return dataclasses.replace(o, total_ms=total_ms)
 
 
 async def _fixed_reply(msg: InboundMessage, ctx: ConversationContext, fixed: tuple[str, str], deps: Responder,
@@ -674,6 +755,20 @@ def rerank(message: str, chunks: Sequence[KnowledgeChunk]) -> list[KnowledgeChun
                     for t in query & bags[i] if df[t]) + attribute_bonus(norm, chunks[i].text)
         return chunks[i].distance - LEXICAL_WEIGHT * bonus
     return [chunks[i] for i in sorted(range(n), key=lambda i: (score(i), chunks[i].distance))]
+
+
+async def _search_of(deps: Responder, text: str, args: tuple) -> tuple[Callable[..., Any], tuple]:
+    """The knowledge search for ``text`` as a ``_call_all`` entry: a blocking search embeds
+    ``text`` in its own worker thread (no hand-off of its own); an async one gets the vector."""
+    search = deps.knowledge.search
+    if inspect.iscoroutinefunction(search):
+        return search, (await _embed(deps.knowledge_embedder, text), *args)
+    return _search_embedded, (search, deps.knowledge_embedder, text, *args)
+
+
+def _search_embedded(search: Callable[..., Any], embedder: Embedder, text: str, *args: Any) -> Any:
+    """A blocking knowledge search for ``text``, embedded first (in the same worker thread)."""
+    return search(np.asarray(embedder.embed_queries([text])[0], dtype=np.float32), *args)
 
 
 async def _embed(embedder: Embedder, text: str) -> np.ndarray:

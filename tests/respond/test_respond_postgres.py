@@ -41,13 +41,13 @@ def msg(text, mid, *, account=1, contact=100, conversation="c-1", unit=None, inb
                           sent_at=datetime.now(timezone.utc))
 
 
-def responder(pool, *, delay=0.0, knowledge_docs=(), budget=0.5):
+def responder(pool, *, delay=0.0, knowledge_docs=(), budget=0.5, pipeline=False):
     from tests.support.embedders import shared_container
 
     mem = shared_container().memory_embedder
     kemb = BagOfWordsEmbedder()
-    return Responder(store=PostgresConversationStore(pool, erasure_key=KEY),
-                     memory=PostgresMemoryRecall(pool, mem.name, inject_delay_s=delay),
+    return Responder(store=PostgresConversationStore(pool, erasure_key=KEY, pipeline=pipeline),
+                     memory=PostgresMemoryRecall(pool, mem.name, inject_delay_s=delay, pipeline=pipeline),
                      knowledge=FakeKnowledge(kemb, list(knowledge_docs)), memory_embedder=mem,
                      knowledge_embedder=kemb, generator=OfflineComposer(), recall_budget_s=budget)
 
@@ -106,10 +106,15 @@ def test_other_embedding_model_deleted_superseded_invisible(env, pool):
     assert facts[aged].weight == pytest.approx(0.7)
 
 
-def test_slow_database_reply_goes_out_without_memory_within_budget(env, pool):
+# Settings.db_pipeline: the same guarantees with and without libpq pipeline mode
+PIPELINE = pytest.mark.parametrize("pipeline", [False, True], ids=["plain", "pipeline"])
+
+
+@PIPELINE
+def test_slow_database_reply_goes_out_without_memory_within_budget(env, pool, pipeline):
     enable_recall(env, 1)
     add_fact(env, 1, 100, "Prefere suíte com piscina")
-    deps = responder(pool, delay=3.0)
+    deps = responder(pool, delay=3.0, pipeline=pipeline)
     t0 = time.perf_counter()
     out = asyncio.run(respond(msg("Oi, boa noite! Quero a suíte com piscina", "m-slow"), deps))
     elapsed = time.perf_counter() - t0
@@ -121,12 +126,14 @@ def test_slow_database_reply_goes_out_without_memory_within_budget(env, pool):
                     "AND state = 'active' AND pid <> pg_backend_pid()")
     assert running[0]["n"] == 0
     # and the same ports answer with memory once the database is fast again
-    out = asyncio.run(respond(msg("Oi, boa noite! Quero a suíte com piscina", "m-fast"), responder(pool)))
+    out = asyncio.run(respond(msg("Oi, boa noite! Quero a suíte com piscina", "m-fast"),
+                              responder(pool, pipeline=pipeline)))
     assert out.reply.memory_ids and out.reply.degraded == []
 
 
-def test_duplicate_message_stored_once_and_answered_once(env, pool):
-    deps = responder(pool)
+@PIPELINE
+def test_duplicate_message_stored_once_and_answered_once(env, pool, pipeline):
+    deps = responder(pool, pipeline=pipeline)
     m = msg("Oi, tudo bem?", "wamid.dup")
     first = asyncio.run(respond(m, deps))
     assert first is not None
@@ -149,9 +156,10 @@ def test_crash_between_inbound_and_reply_is_answered_on_redelivery(env, pool):
     assert out is not None
 
 
-def test_loop_protection_after_five_retrievals_and_lead_state_size(env, pool):
+@PIPELINE
+def test_loop_protection_after_five_retrievals_and_lead_state_size(env, pool, pipeline):
     docs = [(1, "precos", "O pernoite na suíte Luxo custa R$ 240.")]
-    deps = responder(pool, knowledge_docs=docs)
+    deps = responder(pool, knowledge_docs=docs, pipeline=pipeline)
     env.q("INSERT INTO accounts (id) VALUES (1)")
     env.q("INSERT INTO inboxes (id, account_id, rag_distance_threshold) VALUES (10, 1, 0.9)")
     replies = []
@@ -169,10 +177,11 @@ def test_loop_protection_after_five_retrievals_and_lead_state_size(env, pool):
     assert row["lead_state"]["stage"] == "cotacao"
 
 
-def test_tenant_mismatch_is_refused(env, pool):
+@PIPELINE
+def test_tenant_mismatch_is_refused(env, pool, pipeline):
     from streams.respond.adapters import TenantMismatch
 
-    store = PostgresConversationStore(pool, erasure_key=KEY)
+    store = PostgresConversationStore(pool, erasure_key=KEY, pipeline=pipeline)
     store.store_inbound(msg("Oi", "a-1", account=1, contact=100, conversation="shared"))
     with pytest.raises(TenantMismatch):
         store.store_inbound(msg("Oi", "b-1", account=2, contact=100, conversation="other"))
@@ -237,8 +246,9 @@ def test_paid_embeddings_of_a_reply_are_in_the_cost_ledger_once(env, pool):
     assert rows[0]["ref"] == f"{out.reply.reply_id}:{paid.name}"
 
 
-def test_receive_stores_once_and_reads_the_conversation_on_the_same_connection(env, pool):
-    store = PostgresConversationStore(pool, erasure_key=KEY)
+@PIPELINE
+def test_receive_stores_once_and_reads_the_conversation_on_the_same_connection(env, pool, pipeline):
+    store = PostgresConversationStore(pool, erasure_key=KEY, pipeline=pipeline)
     env.q("INSERT INTO accounts (id, settings) VALUES (1, '{\"memory_recall_enabled\": true}')")
     env.q("INSERT INTO inboxes (id, account_id, rag_max_results, temperature) VALUES (10, 1, 4, 0.2)")
     first = store.receive(msg("Oi", "r-1"), 10)
@@ -285,3 +295,15 @@ def test_lexical_search_finds_live_chunks_by_word_prefixes_whatever_the_accents(
     assert texts(["castr"]) == ["Castração de gata: R$ 520,00."]  # "castr" meets "Castração"
     assert texts(["gata", "chopp"]) == [] and texts(["opp"]) == []  # a word's start, every stem
     assert all(c.distance == 1.0 for c in search.lexical_search(1, ["chopp"], 10))
+
+
+@PIPELINE
+def test_the_container_builds_the_responder_with_the_pipeline_setting(env, pipeline):
+    from tests.support.embedders import shared_container
+
+    c = shared_container(env.settings.model_copy(update={"db_pipeline": pipeline}))
+    try:
+        deps = c.responder()
+        assert deps.store.pipeline is pipeline and deps.memory.pipeline is pipeline
+    finally:
+        c.close()
