@@ -569,3 +569,29 @@ def test_the_line_of_an_item_the_best_unit_points_to_by_name_joins_it():
     assert item_name(safira) == "Suíte Safira"
     assert refers_to("a única piscina é a da Suíte Safira", safira)
     assert not refers_to(safira.text, safira)            # its own line does not point to itself
+
+
+NOISE = """# Banho e tosa
+
+Pets com medo de barulho são secos com toalha e secador silencioso, mediante aviso.
+
+Servimos ração premium sem custo no hotel; o tutor pode trazer a ração do pet."""
+
+
+def test_an_unknown_word_the_best_unit_says_in_other_words_is_not_an_unknown_item(use_embedder):
+    from streams.respond.evaluate_answers import CachedEmbedder
+
+    emb = CachedEmbedder(use_embedder)
+    question = "o meu gato tem pavor do secador, da pra secar de outro jeito?"
+
+    def reply(composer, message):
+        req = ReplyRequest(messages=[], message=message, intent="info_request", retrieval="required",
+                           chunks=(chunk(NOISE),))
+        return composer.generate(req).text
+
+    # "pavor" is never in the knowledge, but "medo" is: the embedder reads one word as the other
+    assert "secador silencioso" in reply(OfflineComposer(embedder=emb), question)
+    # off (no word is close enough): the unknown word vetoes the answer, as before
+    assert reply(OfflineComposer(embedder=emb, synonym_similarity=1.01), question) == FALLBACK_NO_KNOWLEDGE
+    # an item the knowledge never names stays unknown: a brand is not a synonym of "ração"
+    assert reply(OfflineComposer(embedder=emb), "vcs vendem ração golden formula?") == FALLBACK_NO_KNOWLEDGE
