@@ -159,13 +159,16 @@ class OfflineComposer:
 
     def _each_question(self, r: ReplyRequest, picked: list[compose.Unit], query_vector) -> list[compose.Unit]:
         """A message asking two things ("vcs entregam no jardim europa? e qnto é a taxa") gets the
-        best unit for each question too, besides the best for the whole (at most ``MAX_UNITS``)."""
+        best unit for each question too, besides the best for the whole (at most ``MAX_UNITS``).
+        A choice between two options ("o que sai mais barato, a broto doce ou a tradicional?") is
+        one question per option, asked with the whole message's intent."""
         clauses = compose.question_clauses(r.message)
-        if not clauses or r.intent in (i.OBJECTION, i.GENERAL):
+        options = [] if clauses else compose.option_questions(r.message)
+        if not (clauses or options) or r.intent in (i.OBJECTION, i.GENERAL):
             return picked
         out = list(picked)
-        for clause in clauses:
-            intent = i.detect_intent(clause).intent
+        for clause in clauses or options:
+            intent = r.intent if options else i.detect_intent(clause).intent
             got = self.pick_sentences(clause, r.chunks, intent if intent != i.GENERAL else r.intent)
             if got and got[0] not in out and len(out) < self.MAX_UNITS:
                 out.append(got[0])

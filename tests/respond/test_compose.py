@@ -595,3 +595,17 @@ def test_an_unknown_word_the_best_unit_says_in_other_words_is_not_an_unknown_ite
     assert reply(OfflineComposer(embedder=emb, synonym_similarity=1.01), question) == FALLBACK_NO_KNOWLEDGE
     # an item the knowledge never names stays unknown: a brand is not a synonym of "ração"
     assert reply(OfflineComposer(embedder=emb), "vcs vendem ração golden formula?") == FALLBACK_NO_KNOWLEDGE
+
+
+def test_a_choice_between_two_options_is_asked_of_each():
+    from streams.respond.compose import option_questions
+
+    assert option_questions("o que sai mais barato, a Jade ou a Safira?") == [
+        "o que sai mais barato, a Jade?", "o que sai mais barato, a Safira?"]
+    assert option_questions("aceita pix ou não?") == []
+    assert option_questions("tem vaga?") == []
+    # each option gets its own line, though the first one's section names the second's word too
+    salty = "## Salgadas\n\nMussarela e Calabresa.\n\n- Pequena: R$ 32,00\n- Média: R$ 46,00"
+    sweet = "## Doces\n\nBrigadeiro e Paçoca.\n\n- Pequena doce: R$ 34,00\n- Média doce: R$ 49,00"
+    text = ask("o que fica mais barato, uma media doce ou uma media salgada?", "price_question", salty, sweet)
+    assert "R$ 49,00" in text and "R$ 46,00" in text
