@@ -161,14 +161,17 @@ class OfflineComposer:
         """A message asking two things ("vcs entregam no jardim europa? e qnto é a taxa") gets the
         best unit for each question too, besides the best for the whole (at most ``MAX_UNITS``).
         A choice between two options ("o que sai mais barato, a broto doce ou a tradicional?") is
-        one question per option, asked with the whole message's intent."""
+        one question per option, each with its own intent ("ta incluso na pernoite?" is not a
+        price question), or the whole message's when its own reads as a complaint or small talk."""
         clauses = compose.question_clauses(r.message)
         options = [] if clauses else compose.option_questions(r.message)
         if not (clauses or options) or r.intent in (i.OBJECTION, i.GENERAL):
             return picked
         out = list(picked)
         for clause in clauses or options:
-            intent = r.intent if options else i.detect_intent(clause).intent
+            intent = i.detect_intent(clause).intent
+            if options and intent in (i.OBJECTION, i.GENERAL):  # "o que sai mais barato, X?": not a complaint
+                intent = r.intent
             got = self.pick_sentences(clause, r.chunks, intent if intent != i.GENERAL else r.intent)
             if got and got[0] not in out and len(out) < self.MAX_UNITS:
                 out.append(got[0])

@@ -609,3 +609,9 @@ def test_a_choice_between_two_options_is_asked_of_each():
     sweet = "## Doces\n\nBrigadeiro e Paçoca.\n\n- Pequena doce: R$ 34,00\n- Média doce: R$ 49,00"
     text = ask("o que fica mais barato, uma media doce ou uma media salgada?", "price_question", salty, sweet)
     assert "R$ 49,00" in text and "R$ 46,00" in text
+
+
+def test_each_option_is_asked_with_its_own_intent():
+    # read as a price question ("paga"), the whole wants an amount, which the knowledge never states
+    text = ask("o estacionamento ta incluso na diaria ou paga a parte?", "price_question", "# Hospedagem\n\nO estacionamento coberto está incluso na diária, para um carro.")
+    assert "incluso na diária" in text
