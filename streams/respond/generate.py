@@ -276,8 +276,8 @@ class OfflineComposer:
     def _said_otherwise(self, message: str, stems: set[str], text: str) -> bool:
         """Whether every word of the message with one of these stems means a word of ``text``:
         its cosine similarity with that word alone, by the knowledge embedder, is at least
-        ``synonym_similarity`` ("pavor" → "medo", "lugar" → "vaga", "completo" → "tudo"; not
-        "nutella" → "doce"). False without an embedder."""
+        ``synonym_similarity`` ("pavor" → "medo", "lugar" → "vaga"; not "nutella" → "doce";
+        stopwords of ``text`` are left out). False without an embedder."""
         if self.embedder is None or not stems:
             return False
         asked = sorted({t for t in compose.normalize_chat(message).split() if compose.stem(t) in stems})
