@@ -549,6 +549,29 @@ def question_clauses(message: str) -> list[str]:
     return asked if len(asked) >= 2 else []
 
 
+_OPTIONS = re.compile(r"^(.*?),?\s+ou\s+([^?,;.!]+?)\s*\?\s*$", re.S)
+
+
+def option_questions(message: str) -> list[str]:
+    """A question between two options ("o que sai mais barato, uma broto doce ou uma broto
+    tradicional?"): the question asked of each, the second option put in the place of the
+    first, which is as many words as the second (["o que sai mais barato, uma broto doce?", "o
+    que sai mais barato, uma broto tradicional?"]); [] when the message offers no such choice
+    ("... ou não?", a second option longer than four words)."""
+    asked = question_part(message).strip()
+    m = _OPTIONS.match(asked)
+    if not m:
+        return []
+    before, second = m.group(1).rstrip(" ,"), m.group(2).split()
+    if not 1 <= len(second) <= 4 or fold(second[0]) in {"nao", "n", "sim"}:
+        return []
+    words = before.split()
+    if len(words) <= len(second):
+        return []
+    head = " ".join(words[: -len(second)])
+    return [f"{before}?", f"{head} {' '.join(second)}?"]
+
+
 _ACT_VERB = re.compile(r"^[a-z]{4,}(am|em)$")   # "atendem", "parcelam", "vendem": what the business does
 
 

@@ -109,7 +109,8 @@ class OfflineComposer:
 
     def __init__(self, max_sentences: int = 2, min_overlap: float = 1.0, embedder=None,
                  min_similarity: float = 0.25, lexical_weight: float = 0.1,
-                 strong_similarity: float = 0.3, second_ratio: float = 0.85):
+                 strong_similarity: float = 0.3, second_ratio: float = 0.85,
+                 synonym_similarity: float = 0.54):
         self.max_sentences = max_sentences
         self.min_overlap = min_overlap
         self.embedder = embedder
@@ -117,6 +118,7 @@ class OfflineComposer:
         self.lexical_weight = lexical_weight
         self.strong_similarity = strong_similarity
         self.second_ratio = second_ratio
+        self.synonym_similarity = synonym_similarity
         self.fuller_ratio = 0.5
         self.cache_size = 20_000
         self._cache: dict[str, OrderedDict] = {}
@@ -157,13 +159,19 @@ class OfflineComposer:
 
     def _each_question(self, r: ReplyRequest, picked: list[compose.Unit], query_vector) -> list[compose.Unit]:
         """A message asking two things ("vcs entregam no jardim europa? e qnto é a taxa") gets the
-        best unit for each question too, besides the best for the whole (at most ``MAX_UNITS``)."""
+        best unit for each question too, besides the best for the whole (at most ``MAX_UNITS``).
+        A choice between two options ("o que sai mais barato, a broto doce ou a tradicional?") is
+        one question per option, each with its own intent ("ta incluso na pernoite?" is not a
+        price question), or the whole message's when its own reads as a complaint or small talk."""
         clauses = compose.question_clauses(r.message)
-        if not clauses or r.intent in (i.OBJECTION, i.GENERAL):
+        options = [] if clauses else compose.option_questions(r.message)
+        if not (clauses or options) or r.intent in (i.OBJECTION, i.GENERAL):
             return picked
         out = list(picked)
-        for clause in clauses:
+        for clause in clauses or options:
             intent = i.detect_intent(clause).intent
+            if options and intent in (i.OBJECTION, i.GENERAL):  # "o que sai mais barato, X?": not a complaint
+                intent = r.intent
             got = self.pick_sentences(clause, r.chunks, intent if intent != i.GENERAL else r.intent)
             if got and got[0] not in out and len(out) < self.MAX_UNITS:
                 out.append(got[0])
@@ -192,7 +200,8 @@ class OfflineComposer:
             # a question about one thing ("aceita pix?"): a unit naming it ("Pix, cartão...") beats
             # one only sounding like it ("Não aceitamos cheque.")
             ranked = [s for s in ranked if s.focus_hits]
-        if not ranked or self._mostly_uncovered(compose.question_part(message), units, focus, ranked[0], intent):
+        if not ranked or self._mostly_uncovered(compose.question_part(message), units, focus, ranked[0], intent,
+                                                self._said_otherwise):
             return []
         ranked = self._narrow(message, ranked, intent)
         # "da pra parcelar uma castração?": the units on what decided the intent (parcelamento),
@@ -264,14 +273,36 @@ class OfflineComposer:
             return s.focus_hits > 0 or strong
         return s.lexical >= self.min_overlap or (s.similarity or 0.0) >= self.min_similarity
 
+    def _said_otherwise(self, message: str, stems: set[str], text: str) -> bool:
+        """Whether every word of the message with one of these stems means a word of ``text``:
+        its cosine similarity with that word alone, by the knowledge embedder, is at least
+        ``synonym_similarity`` ("pavor" → "medo", "lugar" → "vaga"; not "nutella" → "doce";
+        stopwords of ``text`` are left out). False without an embedder."""
+        if self.embedder is None or not stems:
+            return False
+        asked = sorted({t for t in compose.normalize_chat(message).split() if compose.stem(t) in stems})
+        if {compose.stem(t) for t in asked} != set(stems):
+            return False
+        words = sorted({w for w in re.findall(r"[a-zà-ÿ]{3,}", text.lower()) if fold(w) not in compose.STOPWORDS})
+        if not words:
+            return False
+        q = self.embedder.embed_queries(asked)
+        sims = q @ self._sentence_vectors(words).T
+        return bool((sims.max(axis=1) >= self.synonym_similarity).all())
+
     @staticmethod
     def _mostly_uncovered(message: str, units: Sequence[compose.Unit], focus, top: compose.Scored,
-                          intent: str) -> bool:
+                          intent: str, said_otherwise=None) -> bool:
         """The question is mostly about things the knowledge never mentions, or it
-        asks whether they offer an item the knowledge never names ("royal canin")."""
-        if intent not in (i.GENERAL, i.OBJECTION) and (compose.unknown_object(message, units)
-                                                       or compose.unknown_kind(message, units)):
-            return True
+        asks whether they offer an item the knowledge never names ("royal canin").
+
+        An unknown word is no unknown item when ``said_otherwise(message, stems, text)`` finds
+        that the best unit says it in other words ("tem pavor do secador" → "pets com medo de
+        barulho"; "somos em 3, tem problema" is not said by "Máximo de 2 pessoas")."""
+        if intent not in (i.GENERAL, i.OBJECTION):
+            unknown = compose.unknown_object(message, units) or compose.unknown_kind(message, units)
+            if unknown and not (said_otherwise and said_otherwise(message, unknown, top.unit.text)):
+                return True
         uncovered = compose.uncovered_focus(message, units)
         focus = focus & compose.question_words(message)[1]
         return (len(uncovered) >= 2 and 3 * len(uncovered) >= 2 * len(focus) and top.focus_hits < 2

@@ -139,6 +139,8 @@ DEFAULT_KEYWORDS: dict[str, dict[str, float]] = {
 
 
 _ASKS_WHICH = re.compile(r"\b(qual|quais|quanto|quanta|quantos|quantas)\b")
+# "o que sai mais barato, a broto doce ou a tradicional?": a choice between two named options
+_ASKS_CHOICE = re.compile(r"\b(o que|que)\b.*\b(mais|menos)\b.*\bou\b")
 
 
 @dataclass(frozen=True)
@@ -240,7 +242,7 @@ def detect_intent(text: str, inbox_keywords: Mapping[str, Any] | None = None) ->
     if not scores:
         return IntentResult(GENERAL, 0.0, ())
     best = sorted(scores, key=lambda i: (-scores[i], _rank(i)))[0]
-    if best == OBJECTION and _ASKS_WHICH.search(folded):
+    if best == OBJECTION and (_ASKS_WHICH.search(folded) or ("?" in text and _ASKS_CHOICE.search(folded))):
         # "qual a suíte mais barata?": asking for the cheaper option is a price question
         return IntentResult(PRICE, scores[best], tuple(matched[best]))
     if best in SMALL_TALK:

@@ -569,3 +569,49 @@ def test_the_line_of_an_item_the_best_unit_points_to_by_name_joins_it():
     assert item_name(safira) == "Suíte Safira"
     assert refers_to("a única piscina é a da Suíte Safira", safira)
     assert not refers_to(safira.text, safira)            # its own line does not point to itself
+
+
+NOISE = """# Banho e tosa
+
+Pets com medo de barulho são secos com toalha e secador silencioso, mediante aviso.
+
+Servimos ração premium sem custo no hotel; o tutor pode trazer a ração do pet."""
+
+
+def test_an_unknown_word_the_best_unit_says_in_other_words_is_not_an_unknown_item(use_embedder):
+    from streams.respond.evaluate_answers import CachedEmbedder
+
+    emb = CachedEmbedder(use_embedder)
+    question = "o meu gato tem pavor do secador, da pra secar de outro jeito?"
+
+    def reply(composer, message):
+        req = ReplyRequest(messages=[], message=message, intent="info_request", retrieval="required",
+                           chunks=(chunk(NOISE),))
+        return composer.generate(req).text
+
+    # "pavor" is never in the knowledge, but "medo" is: the embedder reads one word as the other
+    assert "secador silencioso" in reply(OfflineComposer(embedder=emb), question)
+    # off (no word is close enough): the unknown word vetoes the answer, as before
+    assert reply(OfflineComposer(embedder=emb, synonym_similarity=1.01), question) == FALLBACK_NO_KNOWLEDGE
+    # an item the knowledge never names stays unknown: a brand is not a synonym of "ração"
+    assert reply(OfflineComposer(embedder=emb), "vcs vendem ração golden formula?") == FALLBACK_NO_KNOWLEDGE
+
+
+def test_a_choice_between_two_options_is_asked_of_each():
+    from streams.respond.compose import option_questions
+
+    assert option_questions("o que sai mais barato, a Jade ou a Safira?") == [
+        "o que sai mais barato, a Jade?", "o que sai mais barato, a Safira?"]
+    assert option_questions("aceita pix ou não?") == []
+    assert option_questions("tem vaga?") == []
+    # each option gets its own line, though the first one's section names the second's word too
+    salty = "## Salgadas\n\nMussarela e Calabresa.\n\n- Pequena: R$ 32,00\n- Média: R$ 46,00"
+    sweet = "## Doces\n\nBrigadeiro e Paçoca.\n\n- Pequena doce: R$ 34,00\n- Média doce: R$ 49,00"
+    text = ask("o que fica mais barato, uma media doce ou uma media salgada?", "price_question", salty, sweet)
+    assert "R$ 49,00" in text and "R$ 46,00" in text
+
+
+def test_each_option_is_asked_with_its_own_intent():
+    # read as a price question ("paga"), the whole wants an amount, which the knowledge never states
+    text = ask("o estacionamento ta incluso na diaria ou paga a parte?", "price_question", "# Hospedagem\n\nO estacionamento coberto está incluso na diária, para um carro.")
+    assert "incluso na diária" in text

@@ -65,3 +65,11 @@ def test_strategy_table():
     assert decide("greeting").retrieval == decide("confirmation").retrieval == "none"
     assert decide("booking").retrieval == "optional"  # an inbox-defined intent
     assert not decide("greeting").retrieves and decide("general").retrieves
+
+
+def test_a_choice_between_two_options_by_price_is_a_price_question_not_a_complaint():
+    assert detect_intent("o que fica mais barato, o banho ou a tosa?").intent == "price_question"
+    assert detect_intent("que sai mais em conta, a media ou a grande?").intent == "price_question"
+    # a complaint with no choice asked stays one
+    assert detect_intent("na pizzaria do lado é bem mais barato ou igual, viu").intent == "objection"
+    assert detect_intent("o que vcs cobram é mais caro que o vizinho, é mais barato ir la").intent == "objection"
