@@ -122,6 +122,7 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
         live.append((k, sim, sim + (evidence[k] if evidence is not None else 0.0)))
     if query_text and not talks_payment(query_text):
         live = [(k, sim, b - PAYMENT_OFF if is_payment_fact(facts[k]) else b) for k, sim, b in live]
+    live = [(k, sim, b - HISTORY_OFF if is_history(facts[k].content) else b) for k, sim, b in live]
     if query_text and talks_place(query_text):
         live = [(k, sim, b + PLACE_BONUS if is_place_fact(facts[k].content) else b) for k, sim, b in live]
     if query_text and asks_usual(query_text):
@@ -176,6 +177,18 @@ def is_place_fact(content: str) -> bool:
     return bool(PLACE_FACT_WORDS.search(fold(content)))
 
 
+_PAST = re.compile(r"\b(?:\w{3,}avam?|era|eram|tinha|tinham|antigamente|ex)\b")
+
+
+@functools.lru_cache(maxsize=16384)
+def is_history(content: str) -> bool:
+    """A fact told in the past imperfect or about an ex ("Morava no Centro", "Trabalhava de
+    caminhoneiro", "A Paula gostava de balões brancos", "Era vegana"): a state that held before,
+    kept as history, not what the customer is now. "Não ... mais"/"Parou de" facts are current
+    states ("Parou de beber álcool") and do not count."""
+    return bool(_PAST.search(fold(content)))
+
+
 def fact_passage_text(memory_type: str, content: str) -> str:
     """The text a fact is embedded from (learning and ranking must agree).
 
@@ -193,6 +206,7 @@ for _w in _SPECIES_OF:
     _ROLE_OF.setdefault(_w, "pet")
 NAME_BONUS = 0.15      # a name the customer typed, found in the fact
 PAYMENT_OFF = 0.1      # a payment fact when the message says nothing about paying
+HISTORY_OFF = 0.1      # a fact told in the past imperfect or about an ex: a superseded state (``is_history``)
 OTHER_PARTY = 0.08     # the customer refers to someone, and the fact is about another person or pet
 ANCHOR_LIFT = 0.5      # share of the gap to the best fact about a person that the fact introducing them closes
 ANCHOR_MIN = 0.15      # ... when that fact itself matches the message at least this well
@@ -324,6 +338,23 @@ def _profile(content: str) -> _Profile:
                     frozenset(_SPECIES_OF[w] for w in words if w in _SPECIES_OF), pet_gender(words))
 
 
+def resolve_roles(profiles: Sequence["_Profile"], fact_names: list[frozenset[str]],
+                  all_names: frozenset[str]) -> list[frozenset[str]]:
+    """Each fact's names, with the person an unnamed relation word stands for ("O marido é
+    diabético" is about Otávio when "Casada com o Otávio" is the one partner the facts name):
+    a role that exactly one introduced person holds resolves to that person's name."""
+    holders: dict[str, set[str]] = {}
+    for f in profiles:
+        for name in introduced(f.words, all_names):
+            for role in f.roles:
+                holders.setdefault(role, set()).add(name)
+    out = []
+    for f, names in zip(profiles, fact_names):
+        extra = set() if names else {n for r in f.roles if len(holders.get(r, ())) == 1 for n in holders[r]}
+        out.append(names | extra)
+    return out
+
+
 def word_evidence(query_text: str, contents: Sequence[str]) -> list[float]:
     """Per fact, the bonus the customer's words give it (see ``ROLES``)."""
 
@@ -350,6 +381,7 @@ def word_evidence(query_text: str, contents: Sequence[str]) -> list[float]:
     # it is found in any position ("Casado com a Renata" / "Renata não come glúten")
     all_names = frozenset().union(*(f.names for f in profiles)) if contents else frozenset()
     fact_names = [f.wordset & all_names for f in profiles]
+    fact_names = resolve_roles(profiles, fact_names, all_names)
     df: dict[str, int] = {}
     for f in profiles:
         for st in f.stems:
