@@ -339,15 +339,15 @@ def _profile(content: str) -> _Profile:
 
 
 def resolve_roles(profiles: Sequence["_Profile"], fact_names: list[frozenset[str]],
-                  all_names: frozenset[str]) -> list[frozenset[str]]:
+                  intros: Sequence[set[str]]) -> list[frozenset[str]]:
     """Each fact's names, with the person an unnamed relation word stands for ("O marido é
     diabético" is about Otávio when "Casada com o Otávio" is the one partner the facts name):
-    a role that exactly one introduced person holds resolves to that person's name."""
+    a role that exactly one introduced person holds resolves to that person's name.
+    ``intros``: per fact, the names it introduces (``introduced``)."""
     holders: dict[str, set[str]] = {}
-    for f in profiles:
-        for name in introduced(f.words, all_names):
-            for role in f.roles:
-                holders.setdefault(role, set()).add(name)
+    for f, names in zip(profiles, intros):
+        for role in f.roles:
+            holders.setdefault(role, set()).update(names)
     out = []
     for f, names in zip(profiles, fact_names):
         extra = set() if names else {n for r in f.roles if len(holders.get(r, ())) == 1 for n in holders[r]}
@@ -381,7 +381,8 @@ def word_evidence(query_text: str, contents: Sequence[str]) -> list[float]:
     # it is found in any position ("Casado com a Renata" / "Renata não come glúten")
     all_names = frozenset().union(*(f.names for f in profiles)) if contents else frozenset()
     fact_names = [f.wordset & all_names for f in profiles]
-    fact_names = resolve_roles(profiles, fact_names, all_names)
+    intros = [introduced(f.words, all_names) for f in profiles]
+    fact_names = resolve_roles(profiles, fact_names, intros)
     df: dict[str, int] = {}
     for f in profiles:
         for st in f.stems:
@@ -396,7 +397,7 @@ def word_evidence(query_text: str, contents: Sequence[str]) -> list[float]:
     near = set().union(*(f.roles for f, names in zip(profiles, fact_names) if names & linked)) - {"pet"}
     # the people and pets the facts introduce ("Casado com a Renata", "Tem um gato chamado Sushi"):
     # when the customer refers to someone, a fact about another of them is about someone else
-    people = set().union(*(introduced(f.words, all_names) for f in profiles)) if contents else set()
+    people = set().union(*intros) if contents else set()
     refers = bool(q_roles or (q_words & all_names))
     out = []
     rare = max(1, max(1, len(contents)) // 3)
