@@ -14,13 +14,18 @@ the customer types ("vou levar o Vitor") and the people behind relation words
 ("a patroa", "o véio", "os meninos", "meu bebê de quatro patas" → the spouse,
 the children, the pet, and every fact naming them); when the customer refers to someone,
 a fact about another person or pet the facts introduce scores a little less (``OTHER_PARTY``:
-"minha cachorrinha" is not the cat, "minha peluda" not "um gato"). Then three rules of
+"minha cachorrinha" is not the cat, "minha peluda" not "um gato"); a fact naming someone only by
+relation ("O marido é diabético") is about the one person of that relation the facts introduce
+("Casada com o Otávio": ``resolve_roles``), so "uma doce pro otavio" finds it. Then rules of
 kind: a payment fact (``vinculo_comercial``) scores less when the message says nothing
 about paying (``talks_payment``); a fact about where the customer lives or goes scores
 more when the message is about a place (``talks_place``: "onde deixo", "entrega aqui",
-"tem ... aí?"); and the fact that says who someone is ("Tem um labrador chamado Thor",
+"tem ... aí?"); the fact that says who someone is ("Tem um labrador chamado Thor",
 "Tem um filho de 4 anos chamado Miguel") comes along with a well-matched fact about them
-(``anchor_lift``). Measured on ``examples/train`` and ``examples/dev`` recall cases (never
+(``anchor_lift``); and a fact told in the past imperfect or about an ex ("Morava no Centro",
+"Trabalhava de caminhoneiro", "A Paula gostava de balões brancos") is history, kept below the
+current ones (``is_history``, ``HISTORY_OFF``; "Parou de beber" and "Não é mais vegana" are
+current). Measured on the ``examples/`` recall cases of dev, train, probe_a and probe_c (never
 held-out). Vectors are L2-normalised by the embedders, but we normalise again
 so a store returning raw pgvector values cannot skew the ranking.
 
