@@ -14,13 +14,18 @@ the customer types ("vou levar o Vitor") and the people behind relation words
 ("a patroa", "o véio", "os meninos", "meu bebê de quatro patas" → the spouse,
 the children, the pet, and every fact naming them); when the customer refers to someone,
 a fact about another person or pet the facts introduce scores a little less (``OTHER_PARTY``:
-"minha cachorrinha" is not the cat, "minha peluda" not "um gato"). Then three rules of
+"minha cachorrinha" is not the cat, "minha peluda" not "um gato"); a fact naming someone only by
+relation ("O marido é diabético") is about the one person of that relation the facts introduce
+("Casada com o Otávio": ``resolve_roles``), so "uma doce pro otavio" finds it. Then rules of
 kind: a payment fact (``vinculo_comercial``) scores less when the message says nothing
 about paying (``talks_payment``); a fact about where the customer lives or goes scores
 more when the message is about a place (``talks_place``: "onde deixo", "entrega aqui",
-"tem ... aí?"); and the fact that says who someone is ("Tem um labrador chamado Thor",
+"tem ... aí?"); the fact that says who someone is ("Tem um labrador chamado Thor",
 "Tem um filho de 4 anos chamado Miguel") comes along with a well-matched fact about them
-(``anchor_lift``). Measured on ``examples/train`` and ``examples/dev`` recall cases (never
+(``anchor_lift``); and a fact told in the past imperfect or about an ex ("Morava no Centro",
+"Trabalhava de caminhoneiro", "A Paula gostava de balões brancos") is history, kept below the
+current ones (``is_history``, ``HISTORY_OFF``; "Parou de beber" and "Não é mais vegana" are
+current). Measured on the ``examples/`` recall cases of dev, train, probe_a and probe_c (never
 held-out). Vectors are L2-normalised by the embedders, but we normalise again
 so a store returning raw pgvector values cannot skew the ranking.
 
@@ -122,6 +127,7 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
         live.append((k, sim, sim + (evidence[k] if evidence is not None else 0.0)))
     if query_text and not talks_payment(query_text):
         live = [(k, sim, b - PAYMENT_OFF if is_payment_fact(facts[k]) else b) for k, sim, b in live]
+    live = [(k, sim, b - HISTORY_OFF if is_history(facts[k].content) else b) for k, sim, b in live]
     if query_text and talks_place(query_text):
         live = [(k, sim, b + PLACE_BONUS if is_place_fact(facts[k].content) else b) for k, sim, b in live]
     if query_text and asks_usual(query_text):
@@ -176,6 +182,18 @@ def is_place_fact(content: str) -> bool:
     return bool(PLACE_FACT_WORDS.search(fold(content)))
 
 
+_PAST = re.compile(r"\b(?:\w{3,}avam?|era|eram|tinha|tinham|antigamente|ex)\b")
+
+
+@functools.lru_cache(maxsize=16384)
+def is_history(content: str) -> bool:
+    """A fact told in the past imperfect or about an ex ("Morava no Centro", "Trabalhava de
+    caminhoneiro", "A Paula gostava de balões brancos", "Era vegana"): a state that held before,
+    kept as history, not what the customer is now. "Não ... mais"/"Parou de" facts are current
+    states ("Parou de beber álcool") and do not count."""
+    return bool(_PAST.search(fold(content)))
+
+
 def fact_passage_text(memory_type: str, content: str) -> str:
     """The text a fact is embedded from (learning and ranking must agree).
 
@@ -193,6 +211,7 @@ for _w in _SPECIES_OF:
     _ROLE_OF.setdefault(_w, "pet")
 NAME_BONUS = 0.15      # a name the customer typed, found in the fact
 PAYMENT_OFF = 0.1      # a payment fact when the message says nothing about paying
+HISTORY_OFF = 0.1      # a fact told in the past imperfect or about an ex: a superseded state (``is_history``)
 OTHER_PARTY = 0.08     # the customer refers to someone, and the fact is about another person or pet
 ANCHOR_LIFT = 0.5      # share of the gap to the best fact about a person that the fact introducing them closes
 ANCHOR_MIN = 0.15      # ... when that fact itself matches the message at least this well
@@ -324,6 +343,23 @@ def _profile(content: str) -> _Profile:
                     frozenset(_SPECIES_OF[w] for w in words if w in _SPECIES_OF), pet_gender(words))
 
 
+def resolve_roles(profiles: Sequence["_Profile"], fact_names: list[frozenset[str]],
+                  intros: Sequence[set[str]]) -> list[frozenset[str]]:
+    """Each fact's names, with the person an unnamed relation word stands for ("O marido é
+    diabético" is about Otávio when "Casada com o Otávio" is the one partner the facts name):
+    a role that exactly one introduced person holds resolves to that person's name.
+    ``intros``: per fact, the names it introduces (``introduced``)."""
+    holders: dict[str, set[str]] = {}
+    for f, names in zip(profiles, intros):
+        for role in f.roles:
+            holders.setdefault(role, set()).update(names)
+    out = []
+    for f, names in zip(profiles, fact_names):
+        extra = set() if names else {n for r in f.roles if len(holders.get(r, ())) == 1 for n in holders[r]}
+        out.append(names | extra)
+    return out
+
+
 def word_evidence(query_text: str, contents: Sequence[str]) -> list[float]:
     """Per fact, the bonus the customer's words give it (see ``ROLES``)."""
 
@@ -350,6 +386,8 @@ def word_evidence(query_text: str, contents: Sequence[str]) -> list[float]:
     # it is found in any position ("Casado com a Renata" / "Renata não come glúten")
     all_names = frozenset().union(*(f.names for f in profiles)) if contents else frozenset()
     fact_names = [f.wordset & all_names for f in profiles]
+    intros = [introduced(f.words, all_names) for f in profiles]
+    fact_names = resolve_roles(profiles, fact_names, intros)
     df: dict[str, int] = {}
     for f in profiles:
         for st in f.stems:
@@ -364,7 +402,7 @@ def word_evidence(query_text: str, contents: Sequence[str]) -> list[float]:
     near = set().union(*(f.roles for f, names in zip(profiles, fact_names) if names & linked)) - {"pet"}
     # the people and pets the facts introduce ("Casado com a Renata", "Tem um gato chamado Sushi"):
     # when the customer refers to someone, a fact about another of them is about someone else
-    people = set().union(*(introduced(f.words, all_names) for f in profiles)) if contents else set()
+    people = set().union(*intros) if contents else set()
     refers = bool(q_roles or (q_words & all_names))
     out = []
     rare = max(1, max(1, len(contents)) // 3)

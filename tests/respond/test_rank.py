@@ -170,3 +170,30 @@ def test_a_message_of_several_parts_recalls_a_fact_for_each():
     top = [s.fact.id for s in score_memories(whole, facts, None, top_k=2)]
     top_parts = [s.fact.id for s in score_memories(whole, facts, None, top_k=2, part_vecs=parts)]
     assert top == [0, 1] and top_parts == [0, 3]
+
+
+def test_an_unnamed_relation_resolves_to_the_one_person_of_that_role():
+    from streams.respond.recall import word_evidence
+
+    facts = ["Casada com o Otávio", "O marido é diabético", "Gosta de pizza sem cebola", "O ex-marido é alérgico a camarão"]
+    ev = word_evidence("domingo vou pedir uma doce pro otavio", facts)
+    assert ev[1] > 0 and ev[2] == 0  # "o marido" is Otávio: the fact comes with his name
+    assert ev[3] <= 0  # an ex holds no role, so it is not Otávio
+    # two children named: "o filho" could be either, so it is not resolved to one of them
+    facts = ["Tem um filho chamado Caio", "Tem um filho chamado Davi", "O filho é alérgico a ovo"]
+    ev = word_evidence("o Caio vem jantar", facts)
+    assert ev[2] <= 0 < ev[0]
+
+
+def test_history_facts_rank_below_current_ones():
+    from streams.respond.recall import is_history, score_memories
+
+    assert is_history("Morava no Centro") and is_history("A Paula gostava de balões brancos")
+    assert is_history("Era vegetariana") and is_history("O ex-namorado Caio não bebe álcool")
+    assert not is_history("Parou de beber álcool") and not is_history("Não é mais vegana")
+    assert not is_history("Mora no Jardim Europa") and not is_history("Lava o carro aos sábados")
+    facts = _facts(("contexto_pessoal", "Trabalhava de caminhoneiro"), ("contexto_pessoal", "Trabalha de motorista"))
+    for f in facts:  # same vector: only the history rule tells them apart
+        assert f.embedding == facts[0].embedding
+    top = score_memories([1.0, 0.0], facts, None, query_text="sai do trabalho agora")
+    assert [s.fact.id for s in top] == [1, 0]
