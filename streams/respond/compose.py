@@ -982,6 +982,8 @@ def unknown_attribute(message: str, units: Sequence[Unit]) -> set[str]:
     if m is None:
         return set()
     word = m.group(1)
+    if word == "nome":  # a name is answered by a unit naming someone (``names_someone``), not by the word
+        return set()
     words: set[str] = set()
     for u in units:
         words |= _unit_words(u.text, u.context)
