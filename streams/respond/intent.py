@@ -30,13 +30,14 @@ vector the responder computes anyway), by :class:`IntentExamples`:
 
 * with the **learnt classifier** (:class:`LearntIntent`, ``data/intent_model.*``,
   ``make train`` → ``streams.respond.train_intent``): a multinomial logistic
-  regression trained on the example phrases (``data/intent_examples.json``) and
-  the dev questions. It decides when the dictionary says ``general`` or rests
-  only on weak hints (total weight below the artefact's ``strong``, chosen by
-  cross-validation; "cachorro" alone is a hint, "quanto custa" or any inbox
-  keyword, weight 3 by default, is decisive) and its most probable intent
-  reaches the artefact's ``floor``. An inbox's own intents and decisive matches
-  stay the dictionary's;
+  regression trained on the example phrases (``data/intent_examples.json``), the
+  dev questions and the training questions. With ``keyword_scale`` > 0 its input is
+  the embedding plus what the default dictionary says (``keyword_features``: each
+  intent's keyword total and the verdict), so it learns when a keyword misleads.
+  It decides when the dictionary says ``general`` or its total weight is below
+  the artefact's ``strong`` (chosen by cross-validation; it may be above any
+  total) and its most probable intent reaches the artefact's ``floor``. An
+  inbox's own intents and any inbox keyword match stay the dictionary's;
 * without it (another embedder, or custom example phrases): the nearest example
   phrase, if its similarity clears ``EXAMPLE_THRESHOLD``, and only for what the
   dictionary leaves ``general``.
