@@ -971,6 +971,28 @@ def unknown_kind(message: str, units: Sequence[Unit]) -> set[str]:
     return out
 
 
+_WHICH_ATTRIBUTE = re.compile(r"\bqua(?:l|is)(?: (?:e|eh|era|seria))? (?:o|a|os|as) ([a-z]{3,}) (?:d[oa]s?|de)\b")
+
+
+def unknown_attribute(message: str, units: Sequence[Unit]) -> set[str]:
+    """In a "qual é o X de Y" question ("qual a marca da ração premium?", "qual a senha do
+    wifi?"), the attribute X when no retrieved unit mentions it, not even by prefix: the
+    knowledge talks about Y but never says its X, so quoting it would answer another question."""
+    m = _WHICH_ATTRIBUTE.search(normalize_chat(message))
+    if m is None:
+        return set()
+    word = m.group(1)
+    if word == "nome":  # a name is answered by a unit naming someone (``names_someone``), not by the word
+        return set()
+    words: set[str] = set()
+    for u in units:
+        words |= _unit_words(u.text, u.context)
+    # the word itself or its plural: "marca" is not "marcada"
+    if {word, word + "s", word + "es", word[:-1] if word.endswith("s") else word} & words:
+        return set()
+    return {stem(word)} & question_words(message)[1]
+
+
 def _named_heads(units: Sequence[Unit]) -> set[str]:
     """Stems of the words the knowledge follows with a proper name ("Suíte Brisa", "Pacote Pétalas")."""
     out = set()

@@ -300,7 +300,8 @@ class OfflineComposer:
         that the best unit says it in other words ("tem pavor do secador" → "pets com medo de
         barulho"; "somos em 3, tem problema" is not said by "Máximo de 2 pessoas")."""
         if intent not in (i.GENERAL, i.OBJECTION):
-            unknown = compose.unknown_object(message, units) or compose.unknown_kind(message, units)
+            unknown = (compose.unknown_object(message, units) or compose.unknown_kind(message, units)
+                       or (compose.unknown_attribute(message, units) if intent in (i.INFO, i.POLICY) else set()))
             if unknown and not (said_otherwise and said_otherwise(message, unknown, top.unit.text)):
                 return True
         uncovered = compose.uncovered_focus(message, units)

@@ -68,7 +68,7 @@ from streams.respond.generate import (
     LOCATION_REPLY,
     unsupported_prices,
 )
-from streams.respond.intent import GENERAL, OBJECTION, IntentExamples, IntentResult, detect_intent, refine_intent
+from streams.respond.intent import OBJECTION, IntentExamples, IntentResult, detect_intent, refine_intent
 from streams.respond.lead import next_lead_state
 from streams.respond.model import ConversationContext, Generation, KnowledgeChunk, ReplyRequest, Usage
 from streams.respond.ports import Clock, ConversationStore, Embedder, Generator, KnowledgeSearch, MemoryRecall
@@ -300,10 +300,11 @@ async def plan(msg: InboundMessage, ctx: ConversationContext, deps: Responder) -
         detected = IntentResult(act.intent, detected.score, detected.matched)
     vector: MessageVector | None = None
     examples = deps.intent_examples
-    if (detected.intent == GENERAL and examples is not None and not (act is not None and act.intent)
+    if (examples is not None and not (act is not None and act.intent) and examples.decides(detected)
             and examples.model == deps.memory_embedder.name):
-        # "general" retrieves anyway, so the vector is needed regardless: use it first
-        # to read the intent from example phrases (no second embedding)
+        # what the dictionary leaves open ("general", or with the learnt classifier a
+        # verdict it may overrule) is read from the message's vector, which recall and
+        # retrieval use afterwards (no second embedding)
         vector = MessageVector(deps.memory_embedder, msg.text).start()
         try:
             detected = refine_intent(detected, await vector.get(), examples, msg.text)

@@ -30,13 +30,14 @@ vector the responder computes anyway), by :class:`IntentExamples`:
 
 * with the **learnt classifier** (:class:`LearntIntent`, ``data/intent_model.*``,
   ``make train`` → ``streams.respond.train_intent``): a multinomial logistic
-  regression trained on the example phrases (``data/intent_examples.json``) and
-  the dev questions. It decides when the dictionary says ``general`` or rests
-  only on weak hints (total weight below the artefact's ``strong``, chosen by
-  cross-validation; "cachorro" alone is a hint, "quanto custa" or any inbox
-  keyword, weight 3 by default, is decisive) and its most probable intent
-  reaches the artefact's ``floor``. An inbox's own intents and decisive matches
-  stay the dictionary's;
+  regression trained on the example phrases (``data/intent_examples.json``), the
+  dev questions and the training questions. With ``keyword_scale`` > 0 its input is
+  the embedding plus what the default dictionary says (``keyword_features``: each
+  intent's keyword total and the verdict), so it learns when a keyword misleads.
+  It decides when the dictionary says ``general`` or its total weight is below
+  the artefact's ``strong`` (chosen by cross-validation; it may be above any
+  total) and its most probable intent reaches the artefact's ``floor``. An
+  inbox's own intents and any inbox keyword match stay the dictionary's;
 * without it (another embedder, or custom example phrases): the nearest example
   phrase, if its similarity clears ``EXAMPLE_THRESHOLD``, and only for what the
   dictionary leaves ``general``.
@@ -223,6 +224,25 @@ def _rank(intent: str) -> int:
     return PRIORITY.index(intent) if intent in PRIORITY else -1  # custom intents first
 
 
+#: Keyword totals above this count as this much in the learnt classifier's features.
+KEYWORD_CAP = 6.0
+
+
+def keyword_features(text: str, detected: IntentResult | None = None) -> np.ndarray:
+    """What the default dictionary says about ``text``, as features for the learnt classifier:
+    per intent (``INTENTS`` order) its keyword total (capped at ``KEYWORD_CAP``, over 3), then
+    the dictionary's verdict one-hot. The classifier learns how far to trust each."""
+    folded = normalize_chat(text)
+    lexicon = lexicon_for(None)
+    totals = dict.fromkeys(INTENTS, 0.0)
+    for (intent, _kw, weight, rx), literal in zip(lexicon.patterns, lexicon.literals):
+        if literal in folded and rx.search(folded):
+            totals[intent] += weight
+    verdict = (detected or detect_intent(text)).intent
+    return np.asarray([min(totals[i], KEYWORD_CAP) / 3.0 for i in INTENTS]
+                      + [1.0 if verdict == i else 0.0 for i in INTENTS], dtype=np.float32)
+
+
 def detect_intent(text: str, inbox_keywords: Mapping[str, Any] | None = None) -> IntentResult:
     """The message's intent, or ``general`` when no keyword matches."""
     folded = normalize_chat(text)
@@ -285,23 +305,41 @@ class LearntIntent:
     strong: float                # a dictionary verdict at or above this weight stands
     meta: dict
     floor: float = 0.0           # below this probability the dictionary's verdict stands
+    # > 0: the dictionary's per-intent totals and verdict (``keyword_features``), times this,
+    # follow the embedding in the classifier's input; 0: the embedding alone
+    keyword_scale: float = 0.0
 
     def decides(self, detected: IntentResult) -> bool:
         if detected.intent == GENERAL:
             return True
-        return detected.intent in self.classes and detected.score < self.strong
+        if detected.intent not in self.classes:
+            return False  # an inbox's own intent
+        defaults = DEFAULT_KEYWORDS.get(detected.intent, {})
+        if any(kw not in defaults for kw in detected.matched):
+            return False  # an inbox keyword matched: the operator's word stands
+        return detected.score < self.strong
 
-    def probabilities(self, vector) -> np.ndarray | None:
+    def features(self, vector, text: str | None = None, detected: IntentResult | None = None) -> np.ndarray:
         v = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if v.shape[0] != self.weights.shape[1]:
+        if self.keyword_scale <= 0:
+            return v
+        if text is None:
+            raise ValueError("this intent classifier reads the message's keywords too: pass its text")
+        return np.concatenate([v, keyword_features(text, detected) * np.float32(self.keyword_scale)])
+
+    def probabilities(self, vector, text: str | None = None, detected: IntentResult | None = None) -> np.ndarray | None:
+        v = np.asarray(vector, dtype=np.float32).reshape(-1)
+        width = self.weights.shape[1] - (2 * len(INTENTS) if self.keyword_scale > 0 else 0)
+        if v.shape[0] != width:
             return None
-        z = self.weights @ v + self.bias
+        z = self.weights @ self.features(v, text, detected) + self.bias
         e = np.exp(z - z.max())
         return e / e.sum()
 
-    def classify(self, vector, exclude: str | None = None) -> IntentResult | None:
+    def classify(self, vector, exclude: str | None = None, text: str | None = None,
+                 detected: IntentResult | None = None) -> IntentResult | None:
         """The most probable intent (``exclude``: the most probable other than it, floor aside)."""
-        p = self.probabilities(vector)
+        p = self.probabilities(vector, text, detected)
         if p is None:
             return None
         if exclude is not None and exclude in self.classes and len(self.classes) > 1:
@@ -317,7 +355,8 @@ class LearntIntent:
     def save(self, path: Path = INTENT_MODEL) -> None:
         np.savez_compressed(path.with_suffix(".npz"), weights=self.weights.astype(np.float16),
                             bias=self.bias.astype(np.float32))
-        meta = dict(self.meta, classes=list(self.classes), strong=self.strong, floor=self.floor)
+        meta = dict(self.meta, classes=list(self.classes), strong=self.strong, floor=self.floor,
+                    keyword_scale=self.keyword_scale)
         path.with_suffix(".json").write_text(json.dumps(meta, ensure_ascii=False, indent=1) + "\n")
 
     @classmethod
@@ -328,7 +367,8 @@ class LearntIntent:
         meta = json.loads(js.read_text())
         with np.load(npz) as z:
             return cls(z["weights"].astype(np.float32), z["bias"].astype(np.float32), list(meta["classes"]),
-                       float(meta["strong"]), meta, float(meta.get("floor", 0.0)))
+                       float(meta["strong"]), meta, float(meta.get("floor", 0.0)),
+                       float(meta.get("keyword_scale", 0.0)))
 
 
 class IntentExamples:
@@ -388,12 +428,14 @@ class IntentExamples:
             return self.learnt.decides(detected)
         return detected.intent == GENERAL
 
-    def classify(self, vector, exclude: str | None = None) -> IntentResult | None:
+    def classify(self, vector, exclude: str | None = None, text: str | None = None,
+                 detected: IntentResult | None = None) -> IntentResult | None:
         """The embedding's verdict; None when the learnt classifier is unsure (below its floor)
         or cannot read the vector: the dictionary's verdict then stands. ``exclude``: the best
-        verdict other than that intent."""
+        verdict other than that intent. ``text``/``detected``: the message and the default
+        dictionary's verdict, which a classifier with ``keyword_scale`` reads too."""
         if self.learnt is not None:
-            return self.learnt.classify(vector, exclude)
+            return self.learnt.classify(vector, exclude, text, detected)
         if exclude is not None:
             m, labels = self._ensure()
             v = np.asarray(vector, dtype=np.float32).reshape(-1)
@@ -436,10 +478,11 @@ def refine_intent(detected: IntentResult, vector, examples: "IntentExamples | Le
     takes the embedding's best other intent (questions are never small talk)."""
     if examples is None or vector is None or not examples.decides(detected):
         return detected
-    got = examples.classify(vector)
+    default = detect_intent(text) if text is not None else None  # what the features describe
+    got = examples.classify(vector, text=text, detected=default)
     out = detected if got is None else got
     if out.intent == GENERAL and text is not None and asks_a_question(text):
-        other = examples.classify(vector, exclude=GENERAL)
+        other = examples.classify(vector, exclude=GENERAL, text=text, detected=default)
         if other is not None:
             return other
     return out

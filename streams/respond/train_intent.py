@@ -39,16 +39,23 @@ from streams.respond.intent import (
     INTENT_MODEL,
     LearntIntent,
     detect_intent,
+    keyword_features,
     load_examples,
     refine_intent,
 )
 
 C_GRID = (1.0, 4.0, 16.0)
-STRONG_GRID = (1.5, 2.0, 2.5, 3.0, 4.0)
+STRONG_GRID = (1.5, 2.0, 2.5, 3.0, 4.0, 6.0, 99.0)
 FLOOR_GRID = (0.0, 0.3, 0.4, 0.5)
+#: How much the dictionary's keyword totals and verdict weigh next to the embedding (0: not read).
+SCALE_GRID = (0.0, 0.5, 1.0, 2.0)
 FOLDS = 5
 #: Questions written for the project outside the corpus (never the held-out half).
-WRITTEN = Path(__file__).resolve().parents[2] / "tests" / "respond" / "data" / "questions_written.jsonl"
+ROOT = Path(__file__).resolve().parents[2]
+WRITTEN = ROOT / "tests" / "respond" / "data" / "questions_written.jsonl"
+#: Questions written for training (``examples/train/``, labelled by docs/intent-labels.md).
+TRAIN_QUESTIONS = ROOT / "examples" / "train" / "questions.jsonl"
+WRITTEN_FILES = (WRITTEN, TRAIN_QUESTIONS)
 
 
 def _questions(folder: Path) -> list[dict]:
@@ -64,25 +71,51 @@ def fit(X: np.ndarray, y: list[str], C: float) -> tuple[np.ndarray, np.ndarray, 
 
 
 def cross_validate(questions: list[dict], Q: np.ndarray, E: np.ndarray, ex_labels: list[str],
-                   c_grid=C_GRID, strong_grid=STRONG_GRID, floor_grid=FLOOR_GRID, folds: int = FOLDS) -> dict:
+                   c_grid=C_GRID, strong_grid=STRONG_GRID, floor_grid=FLOOR_GRID, folds: int = FOLDS,
+                   ex_texts: list[str] | None = None, scale_grid=SCALE_GRID) -> dict:
+    """Accuracy of every (C, strong, floor, keyword scale) over ``folds`` folds of the questions
+    (the example phrases always on the training side); the best, ties to the larger ``strong``
+    and ``floor``, the smaller keyword scale and the smaller ``C``."""
     order = sorted(range(len(questions)), key=lambda k: questions[k]["question_id"])
     parts = [order[f::folds] for f in range(folds)]
-    base = [detect_intent(q["text"]) for q in questions]
-    right = {(C, s, f): 0 for C in c_grid for s in strong_grid for f in floor_grid}
+    texts = [q["text"] for q in questions]
+    base = [detect_intent(t) for t in texts]
+    if ex_texts is None:
+        scale_grid = (0.0,)
+    KQ = np.vstack([keyword_features(t, b) for t, b in zip(texts, base)]) if any(scale_grid) else None
+    KE = np.vstack([keyword_features(t) for t in ex_texts]) if any(scale_grid) else None
+    right = {(C, s, f, sc): 0 for C in c_grid for s in strong_grid for f in floor_grid for sc in scale_grid}
     for test in parts:
         train = [k for k in order if k not in set(test)]
-        X = np.vstack([E, Q[train]])
         y = ex_labels + [questions[k]["intent"] for k in train]
-        for C in c_grid:
-            W, b, classes = fit(X, y, C)
-            for s in strong_grid:
-                for fl in floor_grid:
-                    model = LearntIntent(W, b, classes, strong=s, meta={}, floor=fl)
-                    for k in test:
-                        right[(C, s, fl)] += refine_intent(base[k], Q[k], model).intent == questions[k]["intent"]
+        for sc in scale_grid:
+            X = np.vstack([_inputs(E, KE, sc), _inputs(Q[train], None if KQ is None else KQ[train], sc)])
+            for C in c_grid:
+                W, b, classes = fit(X, y, C)
+                for s in strong_grid:
+                    for fl in floor_grid:
+                        model = LearntIntent(W, b, classes, strong=s, meta={}, floor=fl, keyword_scale=sc)
+                        for k in test:
+                            got = refine_intent(base[k], Q[k], model, texts[k])
+                            right[(C, s, fl, sc)] += got.intent == questions[k]["intent"]
     acc = {k: v / len(questions) for k, v in right.items()}
-    best = max(acc, key=lambda k: (acc[k], k[1], k[2], -k[0]))
-    return {"accuracy": acc, "C": best[0], "strong": best[1], "floor": best[2], "cv_accuracy": acc[best]}
+    best = max(acc, key=lambda k: (acc[k], k[1], k[2], -k[3], -k[0]))
+    return {"accuracy": acc, "C": best[0], "strong": best[1], "floor": best[2], "keyword_scale": best[3],
+            "cv_accuracy": acc[best]}
+
+
+def _inputs(vectors: np.ndarray, keywords: np.ndarray | None, scale: float) -> np.ndarray:
+    """The classifier's input: the embeddings, then (``scale`` > 0) the keyword features times it."""
+    if scale <= 0 or keywords is None:
+        return vectors
+    return np.hstack([vectors, keywords * np.float32(scale)])
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
 
 
 def sha256_of(paths) -> str:
@@ -92,7 +125,7 @@ def sha256_of(paths) -> str:
     return h.hexdigest()
 
 
-def train(corpus: Path = DEV_DIR, embedder=None, log=print, written: Path | None = WRITTEN) -> LearntIntent:
+def train(corpus: Path = DEV_DIR, embedder=None, log=print, written=WRITTEN_FILES) -> LearntIntent:
     from streams.respond.rank import build_configured_embedder
 
     embedder = embedder or build_configured_embedder()
@@ -101,24 +134,33 @@ def train(corpus: Path = DEV_DIR, embedder=None, log=print, written: Path | None
     ex_labels = [i for i, phrases in examples.items() for _ in phrases]
     dev = _questions(corpus)
     extra: list[dict] = []
-    if written is not None and Path(written).exists():
-        extra = [json.loads(x) for x in Path(written).read_text(encoding="utf-8").splitlines() if x.strip()]
+    used: list[Path] = []
+    for path in ([written] if isinstance(written, (str, Path)) else list(written or ())):
+        if Path(path).exists():
+            used.append(Path(path))
+            extra += [json.loads(x) for x in Path(path).read_text(encoding="utf-8").splitlines() if x.strip()]
     questions = dev + extra
     E = np.asarray(embedder.embed_queries(ex_texts), dtype=np.float32)
     Q = np.asarray(embedder.embed_queries([q["text"] for q in questions]), dtype=np.float32)
-    cv = cross_validate(questions, Q, E, ex_labels)
-    for (C, s, fl), a in sorted(cv["accuracy"].items()):  # over dev + written
-        log(f"  C={C} strong={s} floor={fl}: cross-validated accuracy {a:.3f}")
-    W, b, classes = fit(np.vstack([E, Q]), ex_labels + [q["intent"] for q in questions], cv["C"])
-    files = [EXAMPLES_FILE, Path(corpus) / "questions.jsonl"] + ([Path(written)] if extra else [])
+    cv = cross_validate(questions, Q, E, ex_labels, ex_texts=ex_texts)
+    for (C, s, fl, sc), a in sorted(cv["accuracy"].items()):  # over dev + written
+        log(f"  C={C} strong={s} floor={fl} keyword_scale={sc}: cross-validated accuracy {a:.3f}")
+    sc = cv["keyword_scale"]
+    KE = np.vstack([keyword_features(t) for t in ex_texts]) if sc > 0 else None
+    KQ = np.vstack([keyword_features(q["text"]) for q in questions]) if sc > 0 else None
+    W, b, classes = fit(np.vstack([_inputs(E, KE, sc), _inputs(Q, KQ, sc)]),
+                        ex_labels + [q["intent"] for q in questions], cv["C"])
+    files = [EXAMPLES_FILE, Path(corpus) / "questions.jsonl"] + used
     meta = {"embedder": embedder.name, "classes": classes, "C": cv["C"], "strong": cv["strong"], "floor": cv["floor"],
-            "cv_accuracy": round(cv["cv_accuracy"], 4), "folds": FOLDS, "examples": len(ex_texts),
-            "questions": len(dev), "written_questions": len(extra), "training_sha256": sha256_of(files),
+            "keyword_scale": sc, "cv_accuracy": round(cv["cv_accuracy"], 4), "folds": FOLDS,
+            "examples": len(ex_texts), "questions": len(dev), "written_questions": len(extra),
+            "training_sha256": sha256_of(files),
             "trained_on": ["streams/respond/data/intent_examples.json", "examples/dev/questions.jsonl"]
-            + (["tests/respond/data/questions_written.jsonl"] if extra else [])}
+            + [_relative(p) for p in used]}
     log(f"intent classifier: {len(ex_texts)} example phrases + {len(dev)} dev + {len(extra)} written questions, "
-        f"chosen C={cv['C']} strong={cv['strong']} floor={cv['floor']}, cross-validated accuracy {cv['cv_accuracy']:.3f}")
-    return LearntIntent(W, b, classes, strong=cv["strong"], meta=meta, floor=cv["floor"])
+        f"chosen C={cv['C']} strong={cv['strong']} floor={cv['floor']} keyword_scale={sc}, "
+        f"cross-validated accuracy {cv['cv_accuracy']:.3f}")
+    return LearntIntent(W, b, classes, strong=cv["strong"], meta=meta, floor=cv["floor"], keyword_scale=sc)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.check:
         shipped = LearntIntent.load(a.out)
         same = shipped is not None and all(shipped.meta.get(k) == model.meta[k]
-                                           for k in ("cv_accuracy", "training_sha256", "C", "strong", "floor", "embedder"))
+                                           for k in ("cv_accuracy", "training_sha256", "C", "strong", "floor", "keyword_scale", "embedder"))
         print("artefact is up to date" if same else "artefact differs from a fresh training: run make train")
         return 0 if same else 1
     model.save(a.out)

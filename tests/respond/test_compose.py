@@ -615,3 +615,14 @@ def test_each_option_is_asked_with_its_own_intent():
     # read as a price question ("paga"), the whole wants an amount, which the knowledge never states
     text = ask("o estacionamento ta incluso na diaria ou paga a parte?", "price_question", "# Hospedagem\n\nO estacionamento coberto está incluso na diária, para um carro.")
     assert "incluso na diária" in text
+
+
+def test_which_attribute_the_knowledge_never_states_is_handed_over():
+    """"qual a marca da ração premium?": the knowledge talks about the ração premium but never
+    names its brand; quoting the ração sentence would answer another question."""
+    hotel = "O tutor pode trazer a ração do pet; se não trouxer, servimos ração premium sem custo."
+    assert ask("qual a marca da racao premium q vcs dao no hotel?", "info_request", hotel) == FALLBACK_NO_KNOWLEDGE
+    # "marca" is not "marcada"; an attribute the knowledge does state is answered
+    vets = "Atendemos cães e gatos com hora marcada. O horário da clínica é das 8h às 19h."
+    assert ask("qual a marca da vacina de vcs?", "info_request", vets) == FALLBACK_NO_KNOWLEDGE
+    assert "8h às 19h" in ask("qual o horário da clínica?", "info_request", vets)

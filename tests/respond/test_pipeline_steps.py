@@ -135,7 +135,7 @@ class NearestExample:
     def decides(self, detected):
         return detected.intent == "general"
 
-    def classify(self, vector):
+    def classify(self, vector, exclude=None, text=None, detected=None):
         self.vectors.append(vector)
         return IntentResult("policy", 0.9, ("example",))
 
