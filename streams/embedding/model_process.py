@@ -12,8 +12,9 @@ of the parent's threads or sockets), talking to the service over one pipe, one b
 
 Lifetime: the child exits when the parent closes its end of the pipe, which the kernel does when
 the parent dies by any means (SIGKILL included: the child was given no other copy of that end),
-so a killed service leaves no orphan. The child ignores SIGINT: a Ctrl-C in a terminal reaches the
-whole process group, and the service, not the child, decides when its workers stop.
+so a killed service leaves no orphan. The child ignores SIGINT and SIGTERM: a Ctrl-C in a terminal
+and ``infra/localstack.py down`` (SIGTERM to the process group) reach the whole group, and the
+service, not the child, decides when its workers stop (it stops them on its way out).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class WorkerDied(EmbeddingError):
 def _serve(factory: Callable[[], Embedder], conn) -> None:
     """The child's main: build the embedder, report ready, then encode batches until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     pid = os.getpid()
     try:
         embedder = factory()
@@ -132,7 +134,7 @@ class ModelProcess:
         return value, pid
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Ask the child to exit; terminate it, then kill it, if it does not in time."""
+        """Ask the child to exit; kill it if it does not in time (it ignores SIGTERM)."""
         proc, conn = self._proc, self._conn
         self._proc = self._conn = None
         if conn is not None:
@@ -144,9 +146,6 @@ class ModelProcess:
         if proc is None:
             return
         proc.join(timeout)
-        if proc.is_alive():
-            proc.terminate()
-            proc.join(timeout)
         if proc.is_alive():
             proc.kill()
             proc.join(timeout)

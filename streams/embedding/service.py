@@ -109,6 +109,7 @@ class ModelBatcher:
         self._procs: list[ModelProcess] = []
         self._locks: list[asyncio.Lock] = []           # a process is encoding or being replaced
         self._encode_s = 0.005  # moving average of one batch, for Retry-After
+        self._stopping = False
 
     async def start(self) -> None:
         """Spawn the worker processes and wait until each has loaded its model (seconds)."""
@@ -126,6 +127,7 @@ class ModelBatcher:
         self._tasks += [asyncio.create_task(self._watch(i)) for i in range(self.workers)]
 
     async def stop(self) -> None:
+        self._stopping = True  # no replacement from here on
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -145,7 +147,7 @@ class ModelBatcher:
     async def _ensure(self, i: int) -> None:
         """Replace worker ``i``'s process if it is gone (the caller holds its lock)."""
         p = self._procs[i]
-        if p.alive:
+        if p.alive or self._stopping:
             return
         log.error("model worker died model=%s pid=%s exit=%s: replacing it", self.name, p.pid,
                   p.exitcode)
