@@ -265,13 +265,18 @@ def test_the_benchmark_embeds_through_the_service_unless_told_not_to(monkeypatch
 
 
 # ------------------------------------------------------------------ model workers as processes
+def _stat(pid: int) -> list[str]:
+    """/proc/<pid>/stat after the command name: state, ppid, ... (utime, stime at 11, 12)."""
+    from pathlib import Path
+
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
 def _gone(pid: int) -> bool:
     """The process has exited (a zombie waiting for its reaper counts as exited)."""
-    import psutil
-
     try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
+        return _stat(pid)[0] in ("Z", "X")
+    except FileNotFoundError:
         return True
 
 
@@ -280,22 +285,20 @@ def _workers(url: str) -> list[int]:
 
 
 def _cpu(pid: int) -> float:
-    import psutil
+    import os
 
-    t = psutil.Process(pid).cpu_times()
-    return t.user + t.system
+    fields = _stat(pid)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def test_the_model_encodes_in_worker_processes_of_its_own(service):
     import os
 
-    import psutil
-
     from streams.embedding.model_process import ModelProcess
 
     pids = _workers(service.url)
     assert len(pids) == 1 and pids[0] != os.getpid()
-    assert psutil.Process(pids[0]).ppid() == os.getpid()  # the service (a thread here) spawned it
+    assert int(_stat(pids[0])[1]) == os.getpid()  # the service (a thread here) spawned it
     # the encoding's CPU is spent in the worker process
     before = _cpu(pids[0])
     texts = [f"A suíte {i} tem hidromassagem e custa R$ {100 + i}." for i in range(300)]
