@@ -76,7 +76,8 @@ def main() -> int:
 
         # ---- pipeline: 5,000 chunks end to end through relay + ingest worker
         worker = env.start_worker("relay,ingest", extra_env=worker_env)
-        pids = [worker.pid] + ([service.pid] if service is not None else [])
+        pids = [worker.pid] + (bench_service.pids(service, worker_env["MEMORIA_EMBEDDING_SERVICE_URL"])
+                               if service is not None else [])
         store = env.vector_store()
         cpu0, worker_cpu0 = cpu_seconds(pids), cpu_seconds([worker.pid])
         enc0 = bench_service.encode_seconds(worker_env["MEMORIA_EMBEDDING_SERVICE_URL"]) if service else 0.0

@@ -278,7 +278,8 @@ def main() -> int:
         log_before = len(env.worker_log())
         console.print(f"sending {RATE:.0f} msg/s for {SECONDS:.0f}s ... (load average {os.getloadavg()[0]:.1f})")
         load0 = os.getloadavg()[0]
-        pids = [p.pid for p in env.workers] + ([service.pid] if service is not None else [])
+        pids = [p.pid for p in env.workers] + (bench_service.pids(service, worker_env["MEMORIA_EMBEDDING_SERVICE_URL"])
+                                               if service is not None else [])
         cpu0, done0 = cpu_seconds(pids), processed(env)
         lat, lost = asyncio.run(drive(env.settings, N_CONTACTS // N_ACCOUNTS))
         cpu1, done1 = cpu_seconds(pids), processed(env)

@@ -27,6 +27,12 @@ def encode_seconds(url: str) -> float:
     return total
 
 
+def pids(proc: subprocess.Popen, url: str) -> list[int]:
+    """The service's process and its model worker processes (from /health), whose CPU is the service's."""
+    models = httpx.get(f"{url}/health", timeout=5).json().get("models", {})
+    return [proc.pid] + [pid for m in models.values() for pid in m.get("workers", []) if pid]
+
+
 def start(env: Env, tmp: Path) -> tuple[subprocess.Popen, str]:
     """Start the service on a free port; returns the process and its URL."""
     port = free_port()

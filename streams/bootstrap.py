@@ -11,6 +11,7 @@ so importing this module stays cheap (``memoria --help``).
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from functools import cached_property
@@ -93,10 +94,11 @@ def faust_config(settings: Settings, group_id: str, client_id: str) -> dict:
 
 
 def embedder_factories(config) -> dict:
-    """The embedding service's model constructors (``ServiceConfig.models``: name → provider), loaded
-    in this process: the service is where the in-process models run (one instance per model worker,
-    so these build a new one on every call)."""
-    return {name: (lambda p=provider, m=name: build_embedder(p, m, threads=config.threads))
+    """The embedding service's model constructors (``ServiceConfig.models``: name → provider): the
+    service is where the in-process models run, one instance in each model worker process (so these
+    build a new one on every call). Each is a ``functools.partial`` of ``build_embedder``:
+    the service sends it to its model worker processes (``spawn``), so it must pickle."""
+    return {name: functools.partial(build_embedder, provider, name, threads=config.threads)
             for name, provider in config.models.items()}
 
 

@@ -108,7 +108,7 @@ class Settings(BaseSettings):
     embedding_service_url: str | None = None
     embedding_service_host: str = "127.0.0.1"
     embedding_service_port: int = 6081
-    embedding_service_workers: int = 1        # model workers (one model instance each) per model
+    embedding_service_workers: int = 1        # model worker processes (one model instance each) per model
     embedding_service_max_batch: int = 64     # texts per model call
     embedding_service_max_wait_ms: float = 2.0  # how long a batch waits for more requests
     embedding_service_max_queue: int = 2048   # texts queued per model before 429 + Retry-After

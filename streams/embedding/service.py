@@ -15,9 +15,10 @@ Routes
 
 Requests of one model are micro-batched: a batcher takes what is queued, waits
 at most ``max_wait_ms`` for more (up to ``max_batch`` texts), encodes once in a
-model worker thread and answers every request of the batch. The queue is
+model worker process and answers every request of the batch. The queue is
 bounded (``max_queue`` texts per model): when full the request is refused at
-once with 429 and ``Retry-After``, never queued without limit.
+once with 429 and ``Retry-After``, never queued without limit. The model workers are
+child processes (``model_process.py``): the encode does not share this process's GIL.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from pydantic import BaseModel, Field
 
+from streams.embedding.model_process import ModelProcess, WorkerDied
 from streams.embedding.port import Embedder
 from streams.embedding.providers import MODEL_PROVIDERS, model_slug, served_name
 
@@ -78,47 +80,93 @@ class ServiceMetrics:
         self.texts = Counter("memoria_embedding_service_texts", "Texts embedded", ["model"], registry=r)
         self.rejected = Counter("memoria_embedding_service_rejected", "Requests refused",
                                 ["model", "reason"], registry=r)
+        self.restarts = Counter("memoria_embedding_service_worker_restarts", "Model worker processes replaced",
+                                ["model"], registry=r)
 
 
 class ModelBatcher:
     """Micro-batching over one model: a bounded queue and ``workers`` model workers.
 
-    Each worker owns an embedder instance (``factory()``) and its own thread,
-    so two workers encode in parallel when the model releases the GIL.
+    Each worker is a process of its own (``model_process.ModelProcess``) with its own embedder
+    instance (``factory()``, called in the child, so the factory must be picklable): the encode
+    runs outside this process's GIL, and two workers encode on two cores. A worker process that
+    dies is replaced (the batch it held fails with ``WorkerDied``, 503 to its callers); a watcher
+    notices a death between batches within ``watch_s``.
     """
 
     def __init__(self, name: str, factory: Callable[[], Embedder], *, workers: int = 1, max_batch: int = 64,
-                 max_wait_ms: float = 2.0, max_queue: int = 1024, metrics: ServiceMetrics):
+                 max_wait_ms: float = 2.0, max_queue: int = 1024, metrics: ServiceMetrics, watch_s: float = 0.5):
         self.name, self.factory = name, factory
         self.workers, self.max_batch, self.max_wait_s = max(1, workers), max(1, max_batch), max_wait_ms / 1000
         self.max_queue = max_queue
         self.metrics = metrics
+        self.watch_s = watch_s
         self.dim = 0
         self._queue: asyncio.Queue[_Job] | None = None
         self._pending = 0  # texts queued, not yet taken by a worker
         self._tasks: list[asyncio.Task] = []
-        self._pool: ThreadPoolExecutor | None = None
-        self._embedders: list[Embedder] = []
+        self._pool: ThreadPoolExecutor | None = None   # threads that wait on the worker processes
+        self._procs: list[ModelProcess] = []
+        self._locks: list[asyncio.Lock] = []           # a process is encoding or being replaced
         self._encode_s = 0.005  # moving average of one batch, for Retry-After
-
-    def load(self) -> None:
-        """Load one embedder per worker (blocking: models take seconds)."""
-        self._embedders = [self.factory() for _ in range(self.workers)]
-        self.dim = int(self._embedders[0].dim)
+        self._stopping = False
 
     async def start(self) -> None:
-        if not self._embedders:
-            await asyncio.to_thread(self.load)
+        """Spawn the worker processes and wait until each has loaded its model (seconds)."""
+        self._procs = [ModelProcess(self.name, self.factory) for _ in range(self.workers)]
+        try:
+            await asyncio.gather(*(asyncio.to_thread(p.start) for p in self._procs))
+        except BaseException:
+            await asyncio.gather(*(asyncio.to_thread(p.stop) for p in self._procs))
+            raise
+        self.dim = self._procs[0].dim
+        self._locks = [asyncio.Lock() for _ in self._procs]
         self._queue = asyncio.Queue()
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix=f"embed-{self.name}")
-        self._tasks = [asyncio.create_task(self._worker(e)) for e in self._embedders]
+        self._tasks = [asyncio.create_task(self._worker(i)) for i in range(self.workers)]
+        self._tasks += [asyncio.create_task(self._watch(i)) for i in range(self.workers)]
 
     async def stop(self) -> None:
+        self._stopping = True  # no replacement from here on
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*(asyncio.to_thread(p.stop) for p in self._procs))
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
+
+    @property
+    def pids(self) -> list[int | None]:
+        """The worker processes' pids (None: not running)."""
+        return [p.pid if p.alive else None for p in self._procs]
+
+    @property
+    def healthy(self) -> bool:
+        return bool(self._procs) and all(p.alive for p in self._procs)
+
+    async def _ensure(self, i: int) -> None:
+        """Replace worker ``i``'s process if it is gone (the caller holds its lock)."""
+        p = self._procs[i]
+        if p.alive or self._stopping:
+            return
+        log.error("model worker died model=%s pid=%s exit=%s: replacing it", self.name, p.pid,
+                  p.exitcode)
+        self.metrics.restarts.labels(self.name).inc()
+        await asyncio.to_thread(p.stop)
+        await asyncio.to_thread(p.start)
+
+    async def _watch(self, i: int) -> None:
+        """Notice a worker process that died between batches and replace it."""
+        while True:
+            await asyncio.sleep(self.watch_s)
+            if self._procs[i].alive:
+                continue
+            async with self._locks[i]:
+                try:
+                    await self._ensure(i)
+                except Exception:  # noqa: BLE001 - could not load the model: health fails, try again
+                    log.exception("model worker of %s could not be replaced; retrying", self.name)
+                    await asyncio.sleep(max(1.0, self.watch_s))
 
     @property
     def pending(self) -> int:
@@ -166,7 +214,7 @@ class ModelBatcher:
             n += len(job.texts)
         return jobs
 
-    async def _worker(self, embedder: Embedder) -> None:
+    async def _worker(self, i: int) -> None:
         loop = asyncio.get_running_loop()
         carry: list[_Job] = []
         while True:
@@ -178,10 +226,12 @@ class ModelBatcher:
             if not jobs:
                 continue
             texts = [t for j in jobs for t in j.texts]
-            encode = embedder.embed_queries if jobs[0].kind == "query" else embedder.embed_passages
             t0 = time.perf_counter()
             try:
-                vecs = await loop.run_in_executor(self._pool, encode, texts)
+                async with self._locks[i]:
+                    await self._ensure(i)
+                    t0 = time.perf_counter()
+                    vecs, _pid = await loop.run_in_executor(self._pool, self._procs[i].encode, jobs[0].kind, texts)
             except Exception as e:  # noqa: BLE001 - the callers get the error, the worker lives on
                 for j in jobs:
                     if not j.future.done():
@@ -192,12 +242,11 @@ class ModelBatcher:
             self.metrics.encode.labels(self.name).observe(dt)
             self.metrics.batch_size.labels(self.name).observe(n)
             self.metrics.texts.labels(self.name).inc(n)
-            vecs = np.asarray(vecs, dtype=np.float32)
-            i = 0
+            i0 = 0
             for j in jobs:
                 if not j.future.done():
-                    j.future.set_result(vecs[i:i + len(j.texts)])
-                i += len(j.texts)
+                    j.future.set_result(vecs[i0:i0 + len(j.texts)])
+                i0 += len(j.texts)
 
 
 # ------------------------------------------------------------------ config
@@ -288,6 +337,9 @@ async def _embed(b: ModelBatcher, texts: list[str], kind: str, route: str,
     except QueueFull as e:
         return JSONResponse({"error": {"message": str(e), "type": "queue_full"}}, status_code=429,
                             headers={"Retry-After": str(max(1, round(e.retry_after_s)))})
+    except WorkerDied as e:  # the process is being replaced: the caller retries
+        return JSONResponse({"error": {"message": str(e), "type": "worker_died"}}, status_code=503,
+                            headers={"Retry-After": "1"})
     metrics.latency.labels(b.name, route).observe(time.perf_counter() - t0)
     return vecs
 
@@ -365,7 +417,12 @@ def build_service(config: ServiceConfig, *, factories: dict[str, Callable[[], Em
 
     @app.get("/health")
     async def health():
-        return {"status": "ok", "models": {n: {"dimension": b.dim, "queue": b.pending} for n, b in batchers.items()}}
+        """200 while every model worker process runs; 503 while one is gone (it is being replaced)."""
+        ok = all(b.healthy for b in batchers.values())
+        body = {"status": "ok" if ok else "degraded",
+                "models": {n: {"dimension": b.dim, "queue": b.pending, "workers": b.pids}
+                           for n, b in batchers.items()}}
+        return JSONResponse(body, status_code=200 if ok else 503)
 
     @app.get("/metrics")
     async def prometheus():

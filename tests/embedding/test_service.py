@@ -262,3 +262,123 @@ def test_the_benchmark_embeds_through_the_service_unless_told_not_to(monkeypatch
     assert not wanted(default=True)
     monkeypatch.setenv("BENCH_EMBEDDING_SERVICE", "1")
     assert wanted()
+
+
+# ------------------------------------------------------------------ model workers as processes
+def _stat(pid: int) -> list[str]:
+    """/proc/<pid>/stat after the command name: state, ppid, ... (utime, stime at 11, 12)."""
+    from pathlib import Path
+
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def _gone(pid: int) -> bool:
+    """The process has exited (a zombie waiting for its reaper counts as exited)."""
+    try:
+        return _stat(pid)[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+def _workers(url: str) -> list[int]:
+    return httpx.get(f"{url}/health", timeout=5).json()["models"][USE]["workers"]
+
+
+def _cpu(pid: int) -> float:
+    import os
+
+    fields = _stat(pid)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_the_model_encodes_in_worker_processes_of_its_own(service):
+    import os
+
+    from streams.embedding.model_process import ModelProcess
+
+    pids = _workers(service.url)
+    assert len(pids) == 1 and pids[0] != os.getpid()
+    assert int(_stat(pids[0])[1]) == os.getpid()  # the service (a thread here) spawned it
+    # the encoding's CPU is spent in the worker process
+    before = _cpu(pids[0])
+    texts = [f"A suíte {i} tem hidromassagem e custa R$ {100 + i}." for i in range(300)]
+    r = httpx.post(f"{service.url}/v1/embeddings", json={"model": USE, "input": texts}, timeout=60)
+    assert r.status_code == 200 and len(r.json()["data"]) == 300
+    assert _cpu(pids[0]) > before
+    # a worker reports which process encoded each batch: its own, not the caller's
+    p = ModelProcess(USE, embedder_factories(config())[USE])
+    p.start()
+    try:
+        vecs, pid = p.encode("query", ["quanto custa o pernoite?"])
+        assert pid == p.pid != os.getpid()
+        assert np.allclose(vecs, use_embedder().embed_queries(["quanto custa o pernoite?"]), atol=1e-5)
+    finally:
+        p.stop()
+    assert _gone(pid)
+
+
+def test_a_worker_process_that_dies_fails_its_batch_and_is_replaced():
+    import signal
+
+    with Server(config()) as s:
+        old = _workers(s.url)[0]
+        # killed while encoding: that request gets 503 worker_died (the client retries it) ...
+        big = [f"mensagem longa número {i} sobre a suíte e o pernoite" for i in range(3000)]
+        box: dict = {}
+        t = threading.Thread(target=lambda: box.update(r=httpx.post(
+            f"{s.url}/v1/embeddings", json={"model": USE, "input": big}, timeout=120)))
+        busy0 = _cpu(old)
+        t.start()
+        wait_until(lambda: _cpu(old) > busy0 + 0.3, 60, interval=0.05, what="the worker encoding")
+        import os
+
+        os.kill(old, signal.SIGKILL)
+        t.join(60)
+        assert box["r"].status_code == 503 and box["r"].json()["error"]["type"] == "worker_died"
+        assert box["r"].headers["Retry-After"] == "1"
+        # ... the service lives on: a new process replaces it, health is ok again, and it encodes
+        new = wait_until(lambda: httpx.get(f"{s.url}/health").status_code == 200 and _workers(s.url)[0], 120,
+                         what="a replacement worker")
+        assert new != old and _gone(old)
+        v = ServiceEmbedder(s.url, USE).embed_queries(["quanto custa o pernoite?"])
+        assert np.allclose(v, use_embedder().embed_queries(["quanto custa o pernoite?"]), atol=1e-5)
+        # killed between batches: noticed without any request (health 503 until it is back)
+        os.kill(new, signal.SIGKILL)
+        newer = wait_until(lambda: httpx.get(f"{s.url}/health").status_code == 200 and _workers(s.url)[0], 120,
+                           what="a second replacement")
+        assert newer not in (old, new)
+        assert s.metric('memoria_embedding_service_worker_restarts_total{model="use-multilingual-v3"}') == 2
+
+
+def test_no_worker_process_outlives_the_service(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    # stopped: the workers are stopped with it
+    with Server(config(embedding_service_workers=2)) as s:
+        pids = _workers(s.url)
+        assert len(set(pids)) == 2
+    assert all(_gone(p) for p in pids)
+    # killed (SIGKILL, no shutdown code runs): the workers see their pipe close and exit
+    port = free_port()
+    repo = str(Path(__file__).resolve().parents[2])
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "memoria"), "embedding-service", "--port", str(port),
+                             "--workers", "2"], env={**os.environ, "PYTHONPATH": repo},
+                            stdout=open(tmp_path / "service.log", "wb"), stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_until(lambda: proc.poll() is None and httpx.get(f"{url}/health", timeout=1).status_code == 200, 120,
+                   what="the embedding service")
+        pids = _workers(url)
+        assert len(set(pids)) == 2
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+        wait_until(lambda: all(_gone(p) for p in pids), 30, what="the orphaned workers exiting")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
