@@ -286,7 +286,7 @@ def main() -> int:
         load_run = (load0 + os.getloadavg()[0]) / 2
         cpu_ms = (cpu1 - cpu0) * 1000 / max(1.0, done1 - done0)
         log = env.worker_log()[log_before:]
-        recall = [float(x) for x in re.findall(r"recall conversation_id=bench-\S+ .*? ms=([\d.]+)", log)]
+        recall = [float(x) for x in re.findall(r"reply conversation_id=bench-\S+ .*? recall_ms=([\d.]+)", log)]
         handler = [float(x) for x in re.findall(r"reply conversation_id=bench-\S+ .*? ms=([\d.]+)", log)]
         degraded = len(re.findall(r"recall timeout", log))
         lat_ms = [x * 1000 for x in lat]

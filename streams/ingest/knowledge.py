@@ -22,6 +22,7 @@ from streams.embedding.parts import passages_in_parts
 from streams.embedding.providers import model_slug
 from streams.learn.model import TokenUsage
 from streams.pricing import PriceTable, count_metrics, model_call
+from streams.store.db import autocommit
 from streams.store.uow import PostgresUnitOfWork, UnitOfWork, joined
 from streams.vectors.port import Hit, VectorStore
 
@@ -228,7 +229,7 @@ def search_chunks(query: str | None, *, account_id: int, pool: ConnectionPool, s
                 raise
     if not hits:
         return []
-    with pool.connection() as conn:
+    with pool.connection() as conn, autocommit(conn):   # a read: no BEGIN/COMMIT round trips
         rows = conn.execute(
             "SELECT c.id::text, c.content, c.document_id::text, c.seq, d.source FROM chunks c "
             "JOIN documents d ON d.id = c.document_id "

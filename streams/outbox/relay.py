@@ -52,6 +52,7 @@ class OutboxRelay:
         self.stats = RelayStats()
         self._wake = asyncio.Event()
         self._last_cleanup = 0.0
+        self._last_lag = float("-inf")   # when the lag gauge was last observed (time.monotonic)
 
     # ------------------------------------------------------------ one round
     async def drain_once(self, conn: psycopg.AsyncConnection) -> int:
@@ -164,7 +165,11 @@ class OutboxRelay:
                             if time.time() - self._last_cleanup > 60:
                                 self._last_cleanup = time.time()
                                 await self.cleanup(conn)
-                            await self.observe_lag(conn)
+                            if time.monotonic() - self._last_lag >= self.s.relay_poll_interval:
+                                # a gauge: once per poll interval, not once per wake-up (a busy
+                                # responder wakes the relay for every reply)
+                                self._last_lag = time.monotonic()
+                                await self.observe_lag(conn)
                             try:
                                 await asyncio.wait_for(self._wake.wait(), self.s.relay_poll_interval)
                             except asyncio.TimeoutError:

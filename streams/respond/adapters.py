@@ -26,6 +26,7 @@ from streams.respond.handler import SystemClock, reply_id_for  # noqa: F401  (Cl
 from streams.respond.model import ConversationContext, HistoryMessage, InboxConfig, KnowledgeChunk
 from streams.respond.recall import MemoryFact
 from streams.respond.store import TenantMismatch  # noqa: F401  (raised by the writes; importers use this name)
+from streams.store.db import autocommit
 from streams.store.uow import PostgresUnitOfWork, UnitOfWorkFactory
 
 log = logging.getLogger(__name__)
@@ -105,7 +106,8 @@ class PostgresConversationStore:
             return self._context(conn, msg, history)
 
     def _context(self, conn, msg: InboundMessage, history: int) -> ConversationContext:
-        with pipelined(conn, self.pipeline):  # in pipeline mode both reads in one round trip
+        # reads only: no transaction (no BEGIN/COMMIT round trips); in pipeline mode both in one
+        with autocommit(conn), pipelined(conn, self.pipeline):
             head = conn.execute(
                 """SELECT a.settings, i.system_prompt, i.playbook_prompt, i.rag_distance_threshold,
                           i.rag_max_results, i.model, i.temperature, i.intent_keywords,
@@ -268,7 +270,7 @@ class ChunkKnowledgeSearch:
         if not stems:
             return []
         where = " AND ".join(["content ~* %s"] * len(stems))
-        with self.pool.connection() as conn:
+        with self.pool.connection() as conn, autocommit(conn):
             rows = conn.execute(
                 f"SELECT id, document_id, content FROM chunks WHERE account_id = %s AND deleted_at IS NULL "
                 f"AND {where} ORDER BY document_id, seq LIMIT %s",

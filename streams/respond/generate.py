@@ -286,7 +286,7 @@ class OfflineComposer:
         words = sorted({w for w in re.findall(r"[a-zà-ÿ]{3,}", text.lower()) if fold(w) not in compose.STOPWORDS})
         if not words:
             return False
-        q = self.embedder.embed_queries(asked)
+        q = self._query_vectors(asked)
         sims = q @ self._sentence_vectors(words).T
         return bool((sims.max(axis=1) >= self.synonym_similarity).all())
 
@@ -358,15 +358,23 @@ class OfflineComposer:
 
     def _sentence_vectors(self, sentences: list[str]):
         """Chunk sentences repeat across replies: embed each once (bounded LRU per model)."""
+        return self._cached_vectors(sentences, self.embedder.embed_passages, "passage")
+
+    def _query_vectors(self, words: list[str]):
+        """The message's words as queries (the synonym check): words repeat across messages far
+        more than messages do, so they are cached like the sentences (their own LRU per model)."""
+        return self._cached_vectors(words, self.embedder.embed_queries, "query")
+
+    def _cached_vectors(self, sentences: list[str], embed, kind: str):
         import numpy as np
 
-        name = self.embedder.name
+        name = f"{kind}:{self.embedder.name}"
         with self._cache_lock:  # replies are composed in several threads at once
             cache = self._cache.setdefault(name, OrderedDict())
             have = {s: cache[s] for s in sentences if s in cache}
         missing = [s for s in dict.fromkeys(sentences) if s not in have]
         if missing:  # embedded outside the lock: other replies use the cache meanwhile
-            have.update(zip(missing, self.embedder.embed_passages(missing)))
+            have.update(zip(missing, embed(missing)))
         with self._cache_lock:
             for s in sentences:
                 cache[s] = have[s]

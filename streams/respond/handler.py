@@ -352,8 +352,9 @@ async def gather(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps: R
             g.degraded.append("recall_error")
             log.warning("recall error conversation_id=%s error=%r", msg.conversation_id, e)
         g.recall_ms = (time.perf_counter() - recall_started) * 1000
-        log.info("recall conversation_id=%s contact_id=%s memory_ids=%s ms=%.1f", msg.conversation_id,
-                 msg.contact_id, [m.fact.id for m in g.memories], g.recall_ms)
+        # the reply's one INFO line carries recall_ms and memory_ids (a log line costs the event loop)
+        log.debug("recall conversation_id=%s contact_id=%s memory_ids=%s ms=%.1f", msg.conversation_id,
+                  msg.contact_id, [m.fact.id for m in g.memories], g.recall_ms)
     if knowledge_task is not None:
         g.retrieval_count += 1
         try:
@@ -641,9 +642,10 @@ def _to_record(msg: InboundMessage, ctx: ConversationContext, p: Plan, g: Gather
 def _recorded(msg: InboundMessage, p: Plan, c: Composed, o: RespondOutcome, t0: float | None) -> RespondOutcome:
     """The saved reply's outcome and its log line."""
     total_ms = (time.perf_counter() - t0) * 1000 if t0 is not None else 0.0
-    log.info("reply conversation_id=%s intent=%s strategy=%s chunks=%d memories=%d degraded=%s ms=%.1f",
-             msg.conversation_id, p.intent.intent, p.strategy.retrieval, len(c.chunks), len(c.memories),
-             o.reply.degraded, total_ms)
+    log.info("reply conversation_id=%s intent=%s strategy=%s chunks=%d memory_ids=%s degraded=%s recall_ms=%s "
+             "ms=%.1f", msg.conversation_id, p.intent.intent, p.strategy.retrieval, len(c.chunks),
+             ",".join(str(m.fact.id) for m in c.memories) or "-", ",".join(o.reply.degraded) or "-",
+             "-" if o.recall_ms is None else f"{o.recall_ms:.1f}", total_ms)
     return dataclasses.replace(o, total_ms=total_ms)
 
 

@@ -38,6 +38,53 @@ class ConversationRepository(Protocol):
         """Kafka acknowledged these replies (the first acknowledgement's time is kept)."""
 
 
+# The inbound message in one statement (data-modifying CTEs; the foreign keys are checked at
+# its end, once every row is in). ``DO UPDATE SET id = EXCLUDED.id`` makes an existing contact,
+# inbox or conversation return its owner for the tenant check.
+STORE_INBOUND = """
+WITH account AS (
+    INSERT INTO accounts (id) VALUES (%(account)s) ON CONFLICT (id) DO NOTHING
+), contact AS (
+    INSERT INTO contacts (id, account_id) VALUES (%(contact)s, %(account)s)
+    ON CONFLICT (id) DO UPDATE SET id = EXCLUDED.id RETURNING account_id
+), inbox AS (
+    INSERT INTO inboxes (id, account_id) VALUES (%(inbox)s, %(account)s)
+    ON CONFLICT (id) DO UPDATE SET id = EXCLUDED.id RETURNING account_id
+), conversation AS (
+    INSERT INTO conversations (external_id, account_id, inbox_id, contact_id, unit_id, last_message_at)
+    VALUES (%(conversation)s, %(account)s, %(inbox)s, %(contact)s, %(unit)s, %(sent_at)s)
+    ON CONFLICT (external_id) DO UPDATE
+       SET last_message_at = GREATEST(conversations.last_message_at, EXCLUDED.last_message_at)
+    RETURNING id, account_id, contact_id
+), message AS (
+    INSERT INTO messages (conversation_id, account_id, role, text, sent_at, channel_message_id, message_type)
+    SELECT id, %(account)s, 'contact', %(text)s, %(sent_at)s, %(message_id)s, %(message_type)s FROM conversation
+    ON CONFLICT (channel_message_id) DO NOTHING RETURNING 1
+)
+SELECT (SELECT account_id FROM contact) AS contact_account,
+       (SELECT account_id FROM inbox) AS inbox_account,
+       c.account_id AS conversation_account, c.contact_id AS conversation_contact,
+       EXISTS (SELECT 1 FROM message) AS inserted,
+       EXISTS (SELECT 1 FROM messages WHERE channel_message_id = %(reply_id)s) AS replied
+FROM conversation c
+"""
+
+
+# The reply once (by its id) and the conversation's lead state, in one statement.
+SAVE_REPLY = """
+WITH conversation AS (
+    SELECT id FROM conversations WHERE external_id = %(conversation)s AND account_id = %(account)s
+), message AS (
+    INSERT INTO messages (conversation_id, account_id, role, text, sent_at, channel_message_id, reply)
+    SELECT id, %(account)s, 'agent', %(text)s, %(created_at)s, %(reply_id)s, %(reply)s FROM conversation
+    ON CONFLICT (channel_message_id) DO NOTHING RETURNING 1
+), lead AS (
+    UPDATE conversations SET lead_state = %(lead_state)s WHERE id = (SELECT id FROM conversation)
+)
+SELECT EXISTS (SELECT 1 FROM message) AS new FROM conversation
+"""
+
+
 class PostgresConversationRepository:
     def __init__(self, uow: "UnitOfWork"):
         self.conn = uow.conn
@@ -50,58 +97,36 @@ class PostgresConversationRepository:
         return is_erased(self.conn, msg.account_id, contact_id=msg.contact_id, key=erasure_key)
 
     def store_inbound(self, msg, reply_id):
-        # Every statement is sent before any result is read: on a connection in pipeline mode
-        # (PostgresConversationStore) they share one round trip. A tenant mismatch found in
-        # the results raises before the commit, so the unit rolls all of them back.
-        conn = self.conn
-        conn.execute("INSERT INTO accounts (id) VALUES (%s) ON CONFLICT (id) DO NOTHING", (msg.account_id,))
-        owners = [(table, row_id, conn.execute(
-            f"INSERT INTO {table} (id, account_id) VALUES (%s, %s) ON CONFLICT (id) "
-            f"DO UPDATE SET id = EXCLUDED.id RETURNING account_id", (row_id, msg.account_id)))
-            for table, row_id in (("contacts", msg.contact_id), ("inboxes", msg.inbox_id))]
-        conv_cur = conn.execute(
-            """INSERT INTO conversations (external_id, account_id, inbox_id, contact_id, unit_id,
-                                          last_message_at)
-               VALUES (%s, %s, %s, %s, %s, %s)
-               ON CONFLICT (external_id) DO UPDATE
-                  SET last_message_at = GREATEST(conversations.last_message_at, EXCLUDED.last_message_at)
-               RETURNING id, account_id, contact_id""",
-            (msg.conversation_id, msg.account_id, msg.inbox_id, msg.contact_id, msg.unit_id,
-             msg.sent_at))
-        inserted = conn.execute(
-            """INSERT INTO messages (conversation_id, account_id, role, text, sent_at, channel_message_id,
-                                     message_type)
-               SELECT id, %s, 'contact', %s, %s, %s, %s FROM conversations WHERE external_id = %s
-               ON CONFLICT (channel_message_id) DO NOTHING RETURNING 1""",
-            (msg.account_id, msg.text, msg.sent_at, msg.message_id, msg.message_type, msg.conversation_id))
-        replied = conn.execute("SELECT 1 FROM messages WHERE channel_message_id = %s", (reply_id,))
-        for table, row_id, cur in owners:
-            if cur.fetchone()["account_id"] != msg.account_id:
+        # One statement (one round trip, pipeline mode or not): the account, contact and inbox
+        # rows upserted, the conversation upserted, the message inserted once, and whether the
+        # reply is already stored. A tenant mismatch found in its result raises before the
+        # commit, so the unit rolls all of it back.
+        row = self.conn.execute(STORE_INBOUND, {
+            "account": msg.account_id, "contact": msg.contact_id, "inbox": msg.inbox_id,
+            "conversation": msg.conversation_id, "unit": msg.unit_id, "sent_at": msg.sent_at,
+            "text": msg.text, "message_id": msg.message_id, "message_type": msg.message_type,
+            "reply_id": reply_id}).fetchone()
+        for table, row_id, owner in (("contacts", msg.contact_id, row["contact_account"]),
+                                     ("inboxes", msg.inbox_id, row["inbox_account"])):
+            if owner != msg.account_id:
                 raise TenantMismatch(f"{table[:-1]} {row_id} belongs to another account")
-        conv = conv_cur.fetchone()
-        if conv["account_id"] != msg.account_id or conv["contact_id"] != msg.contact_id:
+        if row["conversation_account"] != msg.account_id or row["conversation_contact"] != msg.contact_id:
             raise TenantMismatch(f"conversation {msg.conversation_id} belongs to another account/contact")
-        if inserted.fetchone() is not None:
-            return True
-        return replied.fetchone() is None
+        return row["inserted"] or not row["replied"]
 
     def save_reply(self, reply, stored, lead_state, calls):
-        conn = self.conn
-        conv = conn.execute("SELECT id FROM conversations WHERE external_id = %s AND account_id = %s",
-                            (reply.conversation_id, reply.account_id)).fetchone()
-        # the rest sent before its result is read (one round trip in pipeline mode)
-        new = conn.execute(
-            """INSERT INTO messages (conversation_id, account_id, role, text, sent_at,
-                                     channel_message_id, reply)
-               VALUES (%s, %s, 'agent', %s, %s, %s, %s) ON CONFLICT (channel_message_id) DO NOTHING
-               RETURNING 1""",
-            (conv["id"], reply.account_id, reply.text, reply.created_at, reply.reply_id, Jsonb(stored)))
-        for call in calls:   # an INSERT only for calls that used tokens
+        # the reply and the lead state in one statement; the ledger's rows (only for calls that
+        # used tokens) in the same transaction
+        row = self.conn.execute(SAVE_REPLY, {
+            "conversation": reply.conversation_id, "account": reply.account_id, "text": reply.text,
+            "created_at": reply.created_at, "reply_id": reply.reply_id, "reply": Jsonb(stored),
+            "lead_state": Jsonb(dict(lead_state or {}))}).fetchone()
+        if row is None:
+            raise LookupError(f"conversation {reply.conversation_id} of account {reply.account_id} is not stored")
+        for call in calls:
             if call is not None:
-                conn.execute(LEDGER_INSERT, ledger_args(call))
-        conn.execute("UPDATE conversations SET lead_state = %s WHERE id = %s",
-                     (Jsonb(dict(lead_state or {})), conv["id"]))
-        return new.fetchone() is not None
+                self.conn.execute(LEDGER_INSERT, ledger_args(call))
+        return row["new"]
 
     def mark_published(self, reply_ids):
         self.conn.execute("UPDATE messages SET published_at = now() WHERE channel_message_id = ANY(%s) "

@@ -1,7 +1,8 @@
 """The respond role: a Faust agent on ``channel.inbound.messages``.
 
     decode → ``respond(msg, deps)`` → send the OutboundReply (key = conversation
-    id) and wait for Kafka's ack → mark it published → only then ack the offsets.
+    id) and wait for Kafka's ack → the batch's sent replies marked published in one
+    store call → only then ack the offsets.
 
 Errors by kind (``streams.kafka.errors``): malformed, oversized or
 wrong-tenant records go to ``channel.inbound.messages.dlq`` with their reason;
@@ -36,7 +37,7 @@ from streams.kafka.agent import edges_ready, record_of, settle
 from streams.kafka.consume import DeadLetter, Record, oversized
 from streams.kafka.topics import INBOUND, OUTBOUND, qualified
 from streams.pricing import count_metrics
-from streams.respond.handler import Responder, RespondOutcome, respond
+from streams.respond.handler import Responder, RespondOutcome, reply_id_for, respond
 
 log = logging.getLogger(__name__)
 
@@ -77,22 +78,28 @@ class RespondRunner:
             else:
                 by_conversation[m.conversation_id].append((r, m))
         sem = asyncio.Semaphore(PARALLEL_CONVERSATIONS)
+        published: list[OutboundReply] = []   # sent to Kafka: marked in the store once per batch
 
         async def conversation(items):
             async with sem:
                 for r, m in items:  # in order within a conversation
-                    d = await self._one(r, m)
+                    d = await self._one(r, m, published)
                     if d is not None:
                         dead.append(d)
 
         await asyncio.gather(*(conversation(v) for v in by_conversation.values()))
+        if published:  # retried on its own: a database hiccup here must not send the replies again
+            await errors.until_available(self.outbound_topic,
+                                         lambda: asyncio.to_thread(self.deps.store.mark_published, published),
+                                         base=self.base_delay, cap=self.max_delay)
         if dead:
             await errors.until_available(records[0].topic, lambda: self.dlq.write(dead), base=self.base_delay,
                                          cap=self.max_delay)
         if records:
             metrics.EVENTS_PROCESSED.labels(records[0].topic).inc(len(records) - len(dead))
 
-    async def _one(self, record: Record, msg: InboundMessage) -> DeadLetter | None:
+    async def _one(self, record: Record, msg: InboundMessage,
+                   published: list[OutboundReply]) -> DeadLetter | None:
         t0 = time.perf_counter()
 
         async def attempt() -> None:
@@ -105,12 +112,16 @@ class RespondRunner:
                 if msg.message_type == "reaction":  # stored, never answered
                     return
                 metrics.EVENTS_DUPLICATE.labels(record.topic).inc()
+                if any(r.reply_id == reply_id_for(msg) for r in published):
+                    return   # a copy of a message this batch answered: its reply is sent, not yet marked
                 reply = await asyncio.to_thread(self.deps.store.unpublished_reply, msg)
                 if reply is not None:
                     log.info("re-emitting stored reply reply_id=%s", reply.reply_id)
                     await self._emit(reply)
+                    published.append(reply)
                 return
             await self._emit(outcome.reply)
+            published.append(outcome.reply)
             self._observe(outcome, time.perf_counter() - t0)
 
         try:  # a dependency that is down: the same message again, until it recovers
@@ -123,12 +134,11 @@ class RespondRunner:
         return None
 
     async def _emit(self, reply: OutboundReply) -> None:
+        """Send the reply and wait for Kafka's ack; ``handle`` marks the batch's sent replies published
+        in one store call (a crash before that: the redelivered messages re-emit their stored
+        replies, same ``reply_id``, as after a crash between the send and the mark before)."""
         await self.producer.send_and_wait(self.outbound_topic, key=reply.conversation_id.encode(),
                                           value=reply.model_dump_json().encode())
-        # retried on its own: a database hiccup here must not send the reply again
-        await errors.until_available(self.outbound_topic,
-                                     lambda: asyncio.to_thread(self.deps.store.mark_published, [reply]),
-                                     base=self.base_delay, cap=self.max_delay)
 
     def _observe(self, o: RespondOutcome, seconds: float) -> None:
         metrics.REPLY_LATENCY.observe(seconds)

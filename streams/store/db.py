@@ -8,7 +8,9 @@ import select
 import threading
 import time
 import weakref
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import psycopg
 from pgvector.psycopg import register_vector
@@ -21,6 +23,24 @@ log = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = REPO_ROOT / "infra" / "migrations"
 _LOCK_KEY = 0x6D656D6F  # "memo": serialises concurrent migration runners
+
+
+@contextmanager
+def autocommit(conn: psycopg.Connection) -> Iterator[psycopg.Connection]:
+    """Reads only, on a pooled connection: each statement its own transaction, so no BEGIN and
+    no COMMIT round trips (two per checkout otherwise). Under READ COMMITTED a transaction of
+    reads gives them nothing more: every statement takes its own snapshot. The connection goes
+    back to the pool as it came (a connection left in another state is discarded by the pool)."""
+    if (not isinstance(conn, psycopg.Connection) or conn.autocommit
+            or conn.pgconn.transaction_status != psycopg.pq.TransactionStatus.IDLE):
+        yield conn   # not a psycopg connection, already autocommit, or in a transaction: as it is
+        return
+    conn.autocommit = True
+    try:
+        yield conn
+    finally:
+        if not conn.closed and conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+            conn.autocommit = False
 
 
 def _configure(conn: psycopg.Connection) -> None:
