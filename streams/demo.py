@@ -67,14 +67,13 @@ def seed(conn) -> None:
 
 
 def ingest_knowledge(conn, settings) -> int:
-    from streams.ingest.documents import write_document
+    from streams.ingest.documents import document_body, write_document
 
     docs = [json.loads(x) for x in KNOWLEDGE_FILE.read_text(encoding="utf-8").splitlines() if x.strip()]
     touched = 0
     for d in docs:
         r = write_document(conn, account_id=d["account_id"], source=f"examples/{d['document_id']}",
-                           title=d["title"], text=d["text"] if d["text"].lstrip().startswith("#")
-                           else f"# {d['title']}\n\n{d['text']}",
+                           title=d["title"], text=document_body(d["title"], d["text"]),
                            chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap)
         touched += r.inserted + r.moved + r.tombstoned
     return len(docs)

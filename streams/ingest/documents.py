@@ -46,6 +46,15 @@ def _chunk_event(type_: str, chunk_id: str, account_id: int, doc_id: str) -> tup
     return type_, ChunkEvent(chunk_id=chunk_id, account_id=account_id, document_id=doc_id)
 
 
+def document_body(title: str, text: str) -> str:
+    """The text a titled document is chunked as: its own text when it opens with a Markdown
+    heading, else its title as one (so the first chunk says what the document is about; a
+    title repeated above the text's own heading would be a chunk of its own, holding nothing)."""
+    if not title or text.lstrip().startswith("#"):
+        return text
+    return f"# {title}\n\n{text}"
+
+
 def write_document(target: "UnitOfWork | psycopg.Connection", *, account_id: int, source: str, text: str,
                    title: str = "", chunk_size: int = 800, chunk_overlap: int = 120) -> IngestResult:
     """Upsert one document: its chunks and their events in one unit of work (``target``:

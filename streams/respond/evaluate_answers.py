@@ -35,6 +35,7 @@ import numpy as np
 
 from schemas.events import InboundMessage
 from streams.ingest.chunking import chunk_text
+from streams.ingest.documents import document_body
 from streams.learn.fixtures import FIXTURES_DIR, knowledge_file
 from streams.respond.generate import (
     FALLBACK_LOOP,
@@ -127,8 +128,8 @@ def load(path: Path) -> list[dict]:
 def build_index(embedder, docs: Sequence[dict], chunk_size=800, overlap=120) -> Index:
     idx = Index()
     for d in docs:
-        body = f"# {d['title']}\n\n{d['text']}" if d.get("title") else d["text"]
-        for c in chunk_text(body, chunk_size, overlap):
+        # chunked as the demo ingests it (``document_body``), so the figures are the product's
+        for c in chunk_text(document_body(d.get("title", ""), d["text"]), chunk_size, overlap):
             idx.rows.append((d["account_id"], d["document_id"], c.content))
     idx.vecs = np.asarray(embedder.embed_passages([r[2] for r in idx.rows]), dtype=np.float32)
     return idx
