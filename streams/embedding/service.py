@@ -226,7 +226,6 @@ class ModelBatcher:
             if not jobs:
                 continue
             texts = [t for j in jobs for t in j.texts]
-            t0 = time.perf_counter()
             try:
                 async with self._locks[i]:
                     await self._ensure(i)
