@@ -35,6 +35,7 @@ import asyncio
 import json
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Callable
 
@@ -179,6 +180,35 @@ def format_misses(columns: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+def failure_kind(f: dict) -> str:
+    """Where an answer failure happened, for counting (``--kinds``): an unanswerable question
+    answered; an answerable one handed over or answered wrongly, each split by whether the
+    expected document was among the retrieved chunks (retrieval or composition)."""
+    if not f["answerable"]:
+        return "unanswerable answered"
+    where = "document retrieved" if f["document_found"] else "document not retrieved"
+    return f"{'handed over' if f['handed_over'] else 'wrong answer'}, {where}"
+
+
+def format_kinds(columns: dict[str, dict]) -> str:
+    """Counts only, no sentence: answer failures by kind (and how many of them also have the wrong
+    intent), intent misses by (gold → detected) pair. Safe to print for a reserved set."""
+    lines = []
+    for name, col in columns.items():
+        details = col.get("answer_failure_details", [])
+        if details:
+            kinds = Counter(failure_kind(f) for f in details)
+            wrong_intent = Counter(failure_kind(f) for f in details if f["intent"] != f["gold_intent"])
+            lines.append(f"[{name}] answer failures by kind ({len(details)}): " + "; ".join(
+                f"{k} {n} (wrong intent {wrong_intent[k]})" for k, n in kinds.most_common()))
+        misses = col.get("intent_misses", [])
+        if misses:
+            pairs = Counter(f"{m['gold']}→{m['intent']}" for m in misses)
+            lines.append(f"[{name}] intent misses ({len(misses)}): " + ", ".join(
+                f"{k} {n}" for k, n in pairs.most_common()))
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m streams.evaluation", description=__doc__.split("\n\n")[0])
     ap.add_argument("--provider", default="rules", help="rules (offline) | openai: extraction, contradiction, replies")
@@ -188,6 +218,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--misses", action="store_true",
                     help="list each folder's answer failures and recall@3 misses (for tuning folders: never "
                          "read held-out's)")
+    ap.add_argument("--kinds", action="store_true",
+                    help="count each folder's answer failures by kind and its intent misses by label pair "
+                         "(counts only, no sentence: fit for reserved sets)")
     a = ap.parse_args(argv)
     folders = a.corpus or [DEV_DIR, HELDOUT_DIR]
     t0 = time.perf_counter()
@@ -221,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     failed = sum(c.get("extraction_failed", 0) for c in columns.values())
     if failed:
         print(f"warning: {failed} conversation(s) failed extraction (counted as no facts)", file=sys.stderr)
+    if a.kinds:
+        print(format_kinds(columns))
     if a.misses:
         print(format_misses(columns))
     if a.json:

@@ -180,7 +180,9 @@ async def run_grid(embedder, questions, docs, thresholds, max_results: int, chun
                 res["failures"].append(q["question_id"])
                 res["failure_details"].append(
                     {"question_id": q["question_id"], "text": q["text"], "gold_intent": q["intent"],
-                     "intent": o.reply.intent,
+                     "intent": o.reply.intent, "answerable": q["answerable"],
+                     "handed_over": FALLBACK_NO_KNOWLEDGE in o.reply.text or FALLBACK_LOOP in o.reply.text,
+                     "document_found": bool(got_docs & set(q["expected_document_ids"])),
                      "expected": q["expected_answer_contains"] if q["answerable"] else "(hand-over)",
                      "reply": o.reply.text})
         res["accuracy"] = (res["ans_ok"] + res["unans_ok"]) / max(1, res["ans_n"] + res["unans_n"])
