@@ -66,7 +66,9 @@ def extraction_metrics(folder: Path, extractor) -> dict:
     p, r, _ = prf(tp, fp, fn)
     return {"extraction_precision": p, "extraction_recall": r, "extraction_counts": f"{tp + fn}/{tp + fp}",
             "non_verbatim": stats["non_verbatim"], "instruction_facts": stats["instruction_facts"],
-            "extraction_failed": stats["failed"]}
+            "extraction_failed": stats["failed"],
+            "extraction_by_type": {t: (stats["tp"].get(t, 0), stats["fp"].get(t, 0), stats["fn"].get(t, 0))
+                                   for t in sorted(set(stats["tp"]) | set(stats["fp"]) | set(stats["fn"]))}}
 
 
 # ------------------------------------------------------------ contradiction
@@ -191,10 +193,15 @@ def failure_kind(f: dict) -> str:
 
 
 def format_kinds(columns: dict[str, dict]) -> str:
-    """Counts only, no sentence: answer failures by kind (and how many of them also have the wrong
-    intent), intent misses by (gold → detected) pair. Safe to print for a reserved set."""
+    """Counts only, no sentence: extraction by memory type, answer failures by kind (and how many
+    of them also have the wrong intent), intent misses by (gold → detected) pair. Safe to print for
+    a reserved set."""
     lines = []
     for name, col in columns.items():
+        by_type = col.get("extraction_by_type")
+        if by_type:
+            lines.append(f"[{name}] extraction by memory type (right / false / missed): " + ", ".join(
+                f"{t} {tp}/{fp}/{fn}" for t, (tp, fp, fn) in by_type.items()))
         details = col.get("answer_failure_details", [])
         if details:
             kinds = Counter(failure_kind(f) for f in details)

@@ -27,3 +27,8 @@ def test_counts_without_any_sentence():
     assert "handed over, document retrieved 1 (wrong intent 0)" in out
     assert "policy→info_request 1" in out
     assert "SECRET" not in out
+
+
+def test_extraction_counted_by_memory_type():
+    out = format_kinds({"probe": {"extraction_by_type": {"preferencia": (3, 1, 2), "restricao": (0, 0, 1)}}})
+    assert "preferencia 3/1/2, restricao 0/0/1" in out
