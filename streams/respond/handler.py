@@ -52,6 +52,8 @@ from streams.respond.compose import (
     carries_price,
     chunk_words,
     concept_forms,
+    extreme_item,
+    extreme_price,
     offers_deal,
     question_part,
     question_words,
@@ -433,13 +435,48 @@ async def knowledge(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps
                     chunks.append(c)
                     seen.add(c.chunk_id)
     chunks = rerank(msg.text, chunks)[: inbox.rag_max_results]
-    if lexical is not None and stems and not any(answer_units(c.text) for c in chunks):
-        chunks = await _most_words(msg, asked, stems, chunks, lexical, inbox.rag_max_results)
-    if lexical is not None and chunks:
-        chunks = await _cover_missing_word(msg, chunks, lexical, inbox.rag_max_results)
-    if lexical is not None and p.intent.intent == OBJECTION:
-        chunks += await _deals(msg, chunks, lexical)
+    if lexical is not None:
+        chunks = await _by_words(msg, p, asked, stems, chunks, lexical, inbox.rag_max_results)
     return chunks
+
+
+async def _by_words(msg: InboundMessage, p: Plan, asked: str, stems: list[str], chunks: list[KnowledgeChunk],
+                    lexical, limit: int) -> list[KnowledgeChunk]:
+    """What the lexical search adds to the retrieved chunks: the chunks with most of the words when
+    nothing found can answer, a chunk naming a specific word none names, an objection's deals and
+    the item a superlative price question asks for."""
+    if stems and not any(answer_units(c.text) for c in chunks):
+        chunks = await _most_words(msg, asked, stems, chunks, lexical, limit)
+    if chunks:
+        chunks = await _cover_missing_word(msg, chunks, lexical, limit)
+    if p.intent.intent == OBJECTION:
+        chunks += await _deals(msg, chunks, lexical)
+    return await _extreme_of_kind(msg, asked, chunks, lexical, limit)
+
+
+async def _extreme_of_kind(msg: InboundMessage, asked: str, chunks: list[KnowledgeChunk], lexical,
+                           limit: int) -> list[KnowledgeChunk]:
+    """"qual a suíte mais baratinha?": the cheapest (or dearest) of a kind is a comparison over
+    every priced item of that kind, and a vector search finds the list, not its cheapest line.
+    The account's chunks naming the kind (``extreme_price``) are read, the items of that kind
+    compared by price (``extreme_item``), and the chunk holding the answer takes the first place
+    when it was not retrieved. A question with no kind named compares what was retrieved."""
+    extreme = extreme_price(asked)
+    if extreme is None or not extreme[1]:
+        return chunks
+    found: dict = {c.chunk_id: c for c in chunks}
+    for hits in await _call_all([(lexical, (msg.account_id, [k], limit * RERANK_POOL)) for k in sorted(extreme[1])]):
+        for c in map(_as_chunk, hits):
+            found.setdefault(c.chunk_id, c)
+    holder = {}
+    for c in found.values():
+        for u in answer_units(c.text):
+            holder.setdefault(u.text, c)
+    best = extreme_item(asked, units_of_chunks([c.text for c in found.values()]))
+    chunk = holder.get(best.text) if best is not None else None
+    if chunk is None or any(c.chunk_id == chunk.chunk_id for c in chunks):
+        return chunks
+    return [chunk] + chunks[: max(0, limit - 1)]
 
 
 async def _most_words(msg: InboundMessage, asked: str, stems: list[str], chunks: list[KnowledgeChunk], lexical,

@@ -626,3 +626,32 @@ def test_which_attribute_the_knowledge_never_states_is_handed_over():
     vets = "Atendemos cães e gatos com hora marcada. O horário da clínica é das 8h às 19h."
     assert ask("qual a marca da vacina de vcs?", "info_request", vets) == FALLBACK_NO_KNOWLEDGE
     assert "8h às 19h" in ask("qual o horário da clínica?", "info_request", vets)
+
+
+KITS = """# Kits de festa
+
+- **Kit Festa Infantil** — R$ 250,00: bolo, balões e mesa decorada com o tema escolhido.
+- **Kit Festa Adulto** — R$ 300,00: bolo, espumante e painel de fotos com luzes."""
+
+
+def test_the_cheapest_or_dearest_of_a_kind_compares_the_prices_of_its_items():
+    from streams.respond.compose import extreme_price
+
+    # Topázio's lowest price (R$ 95,00) is the lowest of all; Safira's highest (R$ 390,00) the highest
+    assert ask("qual a suite mais barata?", "price_question", SUITES).startswith("Suíte Topázio")
+    assert ask("e qual a suíte mais cara de vcs?", "price_question", SUITES).startswith("Suíte Safira")
+    assert ask("qual é o mais em conta?", "price_question", SUITES).startswith("Suíte Topázio")   # no kind said
+    assert extreme_price("qual dos kits é o mais caro?") == ("max", frozenset({"kit"}))
+    assert extreme_price("qual a pizza menos cara?")[0] == "min"
+    # comparisons are not superlatives: they are answered by both options (``option_questions``)
+    assert extreme_price("a jade é mais cara que a safira?") is None
+    assert extreme_price("o que sai mais barato, a jade ou a safira?") is None
+    assert extreme_price("é mais caro?") is None
+
+
+def test_an_unknown_qualifier_gives_way_when_the_best_unit_identifies_the_item_by_every_other_word():
+    # "inteiro" is said of no kit, but "kit", "festa", "painel" and "fotos" name the Adulto one
+    assert "R$ 300,00" in ask("qnto sai o kit inteiro de festa com painel de fotos?", "price_question", KITS)
+    # the kind's head alone, or with one more word, does not identify an item: still an unknown variant
+    assert ask("qnto sai o kit luxo?", "price_question", KITS) == FALLBACK_NO_KNOWLEDGE
+    assert ask("qnto sai o kit luxo com painel?", "price_question", KITS) == FALLBACK_NO_KNOWLEDGE
