@@ -640,9 +640,14 @@ def item_name(unit: Unit) -> str:
 
 
 def refers_to(text: str, unit: Unit) -> bool:
-    """Does ``text`` name the item ``unit`` is about ("a única piscina é a privativa da Suíte Lírio")?"""
+    """Does ``text`` name the item ``unit`` is about ("a única piscina é a privativa da Suíte Lírio"),
+    in full or by its proper name alone, capitalised ("Suíte Coral: tudo o que a Brisa tem" names
+    "Suíte Brisa")?"""
     name = item_name(unit)
-    return bool(name) and not fold(text).startswith(fold(name)) and fold(name) in fold(text)
+    if not name or fold(text).startswith(fold(name)):
+        return False
+    proper = name.split()[1:]
+    return fold(name) in fold(text) or all(re.search(rf"\b{re.escape(w)}\b", text) for w in proper)
 
 
 SALE_ACTS = frozenset({"vend", "comercializ"})

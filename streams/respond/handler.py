@@ -33,6 +33,7 @@ import functools
 import inspect
 import itertools
 import logging
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -54,6 +55,7 @@ from streams.respond.compose import (
     concept_forms,
     extreme_item,
     extreme_price,
+    item_name,
     offers_deal,
     question_part,
     question_words,
@@ -77,7 +79,7 @@ from streams.respond.ports import Clock, ConversationStore, Embedder, Generator,
 from streams.respond.prompt import HISTORY_MESSAGES, build_messages
 from streams.respond.recall import TOP_K, ScoredFact, message_parts, score_memories
 from streams.respond.strategy import Strategy, decide
-from streams.respond.text import normalize_chat
+from streams.respond.text import fold, normalize_chat
 
 log = logging.getLogger(__name__)
 
@@ -451,7 +453,34 @@ async def _by_words(msg: InboundMessage, p: Plan, asked: str, stems: list[str], 
         chunks = await _cover_missing_word(msg, chunks, lexical, limit)
     if p.intent.intent == OBJECTION:
         chunks += await _deals(msg, chunks, lexical)
+    if chunks:
+        chunks = await _named_item_line(msg, asked, chunks, lexical, limit)
     return await _extreme_of_kind(msg, asked, chunks, lexical, limit)
+
+
+_MENTIONED_NAME = re.compile(r"(?<![.!?:\n*] )(?<!^)\b([A-ZÀ-Ý][a-zà-ÿ]{3,})\b")
+
+
+async def _named_item_line(msg: InboundMessage, asked: str, chunks: list[KnowledgeChunk], lexical,
+                           limit: int) -> list[KnowledgeChunk]:
+    """"qual a diferença de preço da brisa pra coral?": the question names an item that the
+    retrieved chunks only mention inside another item's line ("Suíte Coral: tudo o que a Brisa
+    tem ..."), never as a line of its own; its own line ("Suíte Brisa: ... R$ 89,00") is found by
+    its name and takes the last place, so the composer can quote both (``compose.refers_to``)."""
+    words = {w for w in normalize_chat(asked).split() if len(w) >= 4}
+    labelled = {fold(w) for u in units_of_chunks([c.text for c in chunks]) for w in item_name(u).split()}
+    names = sorted({fold(m.group(1)) for c in chunks for m in _MENTIONED_NAME.finditer(c.text)}
+                   & words - labelled)
+    if not names or limit < 2:
+        return chunks
+    have = {c.chunk_id for c in chunks}
+    for name, hits in zip(names, await _call_all([(lexical, (msg.account_id, [n], limit * RERANK_POOL))
+                                                  for n in names])):
+        for c in map(_as_chunk, hits):
+            if c.chunk_id not in have and any(name in fold(item_name(u)).split() and fold(u.text).startswith(
+                    fold(item_name(u))) for u in answer_units(c.text)):
+                return chunks[: limit - 1] + [c]
+    return chunks
 
 
 async def _extreme_of_kind(msg: InboundMessage, asked: str, chunks: list[KnowledgeChunk], lexical,

@@ -655,3 +655,10 @@ def test_an_unknown_qualifier_gives_way_when_the_best_unit_identifies_the_item_b
     # the kind's head alone, or with one more word, does not identify an item: still an unknown variant
     assert ask("qnto sai o kit luxo?", "price_question", KITS) == FALLBACK_NO_KNOWLEDGE
     assert ask("qnto sai o kit luxo com painel?", "price_question", KITS) == FALLBACK_NO_KNOWLEDGE
+
+
+def test_a_line_naming_another_item_by_its_proper_name_brings_that_items_line():
+    plans = ("# Planos\n\n- **Plano Ouro**: tudo o que o Prata tem, mais banho semanal. Mensal: R$ 180,00.\n"
+             "- **Plano Prata**: consulta e vacinas. Mensal: R$ 120,00.\n- **Plano Bronze**: consulta. Mensal: R$ 70,00.")
+    got = ask("qual a diferença de preço do prata pro ouro?", "price_question", plans)
+    assert "R$ 180,00" in got and "R$ 120,00" in got and "R$ 70,00" not in got
