@@ -662,3 +662,10 @@ def test_a_line_naming_another_item_by_its_proper_name_brings_that_items_line():
              "- **Plano Prata**: consulta e vacinas. Mensal: R$ 120,00.\n- **Plano Bronze**: consulta. Mensal: R$ 70,00.")
     got = ask("qual a diferença de preço do prata pro ouro?", "price_question", plans)
     assert "R$ 180,00" in got and "R$ 120,00" in got and "R$ 70,00" not in got
+
+
+def test_being_and_a_problem_are_how_a_question_is_put_not_what_it_asks_about():
+    # "somos em 10 pessoas, tem problema?" asks whether ten people may come: "pessoas" is the focus
+    tables = "# Mesas\n\nReservamos mesas para até 8 pessoas. Grupos maiores não são aceitos no salão."
+    for q in ("somos em 10 pessoas, tem problema?", "estamos em 10 pessoas, tem algum problema?"):
+        assert "até 8 pessoas" in ask(q, "policy", tables)
