@@ -332,8 +332,13 @@ class OfflineComposer:
             ranked = carrying
         if compose.asked_acts(message) & compose.SALE_ACTS:  # "vcs vendem coleira?": a sale, or hand over
             ranked = [s for s in ranked if compose.answers_a_sale(s.unit.text)]
-        if intent == i.OBJECTION:  # answer an objection with a deal, or not at all
-            ranked = [s for s in ranked if compose.offers_deal(s.unit.text)]
+        if intent == i.OBJECTION:  # answer an objection with a deal, or not at all ...
+            # ... unless it asks yes or no about one deal ("se eu indicar um amigo ganho desconto?")
+            # and a unit naming that deal denies it ("... nem desconto por indicação"): the answer
+            asked_deal = compose.is_yes_no(message)
+            ranked = [s for s in ranked if compose.offers_deal(s.unit.text)
+                      or (asked_deal and s.focus_hits >= 2 and compose.offers_deal(message)
+                          and compose.limits(s.unit.text))]
         return ranked
 
     def _best(self, ranked: list[compose.Scored]) -> list[compose.Unit]:

@@ -669,3 +669,12 @@ def test_being_and_a_problem_are_how_a_question_is_put_not_what_it_asks_about():
     tables = "# Mesas\n\nReservamos mesas para até 8 pessoas. Grupos maiores não são aceitos no salão."
     for q in ("somos em 10 pessoas, tem problema?", "estamos em 10 pessoas, tem algum problema?"):
         assert "até 8 pessoas" in ask(q, "policy", tables)
+
+
+def test_a_yes_no_question_about_one_deal_is_answered_by_its_denial_even_as_an_objection():
+    deals = ("# Promoções\n\nTerça em dobro: duas pizzas grandes pelo preço de uma.\n\n"
+             "Não temos desconto para aniversariante nem cupom de primeira compra.")
+    got = ask("se for meu aniversario eu ganho desconto?", "objection", deals)
+    assert "desconto para aniversariante" in got and "Terça em dobro" not in got
+    # a plain objection still gets the deal
+    assert "Terça em dobro" in ask("ta caro demais, nao tem desconto?", "objection", deals)
