@@ -458,7 +458,8 @@ async def _by_words(msg: InboundMessage, p: Plan, asked: str, stems: list[str], 
     return await _extreme_of_kind(msg, asked, chunks, lexical, limit)
 
 
-_MENTIONED_NAME = re.compile(r"(?<![.!?:\n*] )(?<!^)\b([A-ZÀ-Ý][a-zà-ÿ]{3,})\b")
+# a proper name used in a sentence, after an article or a preposition ("tudo o que a Brisa tem")
+_MENTIONED_NAME = re.compile(r"\b(?:[ao]s?|d[ao]s?|n[ao]s?|pel[ao]s?)\s+([A-ZÀ-Ý][a-zà-ÿ]{3,})\b")
 
 
 async def _named_item_line(msg: InboundMessage, asked: str, chunks: list[KnowledgeChunk], lexical,
