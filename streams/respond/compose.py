@@ -39,8 +39,11 @@ shared lexicon (``streams.learn.lexicon.CONCEPTS``, ``concept_forms``): "cachorr
 "natal" "25/12"; a verb is covered by its noun ("cortam" / "corte"). A price question about
 a kind or a named item the knowledge never names ("cirurgia de catarata", "suíte
 presidencial" where the suites have names) is handed over (``unknown_kind``): another
-kind's price would be wrong. A question about what the business offers is answered as one
-(or handed over) even when the intent says ``general`` (``asks_the_business``).
+kind's price would be wrong, unless the best unit identifies the item by every other word
+(``identifies_item``: "o pacote completo com aquele letreiro"). A question about what the business
+offers is answered as one (or handed over) even when the intent says ``general``
+(``asks_the_business``). The cheapest or dearest of a kind ("qual a suíte mais baratinha") is the
+item of that kind whose prices are lowest (highest) among the units (``extreme_item``).
 """
 
 from __future__ import annotations
@@ -287,6 +290,7 @@ hora horas horario abre abrem fecha fecham funciona funcionam dia dias semana un
 ate ai la sobre gostaria saber informar informacao ola oi gente favor ainda tipo sei nossa hein
 entao mesmo assim tambem agora depois antes hoje amanha seu sua meu minha ele ela eles elas
 tempo antecedencia prazo durante pedir moro mora morar
+sou somos estou estamos era eram problema problemas
 """.split())
 
 _PRICE_Q = re.compile(r"\b(quanto|quanta|valor|valores|preco|precos|custa|custam|cobra|cobram|taxa|sai por|orcamento)\b")
@@ -637,9 +641,14 @@ def item_name(unit: Unit) -> str:
 
 
 def refers_to(text: str, unit: Unit) -> bool:
-    """Does ``text`` name the item ``unit`` is about ("a única piscina é a privativa da Suíte Lírio")?"""
+    """Does ``text`` name the item ``unit`` is about ("a única piscina é a privativa da Suíte Lírio"),
+    in full or by its proper name alone, capitalised ("Suíte Coral: tudo o que a Brisa tem" names
+    "Suíte Brisa")?"""
     name = item_name(unit)
-    return bool(name) and not fold(text).startswith(fold(name)) and fold(name) in fold(text)
+    if not name or fold(text).startswith(fold(name)):
+        return False
+    proper = name.split()[1:]
+    return fold(name) in fold(text) or all(re.search(rf"\b{re.escape(w)}\b", text) for w in proper)
 
 
 SALE_ACTS = frozenset({"vend", "comercializ"})
@@ -971,6 +980,21 @@ def unknown_kind(message: str, units: Sequence[Unit]) -> set[str]:
     return out
 
 
+IDENTIFYING_WORDS = 3   # focus words one unit must name to identify an item without the unknown qualifier
+
+
+def identifies_item(message: str, units: Sequence[Unit], top: Unit) -> bool:
+    """The best unit names every focus word of the question that the retrieved knowledge names,
+    at least ``IDENTIFYING_WORDS`` of them ("qnto fica o pacote completo com aquele letreiro, pro
+    pedido de casamento?": "Pacote Pedido de Casamento — R$ 390,00: ... letreiro luminoso"): the
+    item is identified by the kind's head and the other words said of it, so an unknown qualifier
+    ("completo") describes it rather than names another variant. "a suíte presidencial" (the head
+    alone) or "cirurgia de catarata no gato" (two words) stay unknown kinds (``unknown_kind``)."""
+    _, focus = question_words(message)
+    missing = uncovered_focus(message, [top])
+    return missing == uncovered_focus(message, units) and len(focus - missing) >= IDENTIFYING_WORDS
+
+
 _WHICH_ATTRIBUTE = re.compile(r"\bqua(?:l|is)(?: (?:e|eh|era|seria))? (?:o|a|os|as) ([a-z]{3,}) (?:d[oa]s?|de)\b")
 
 
@@ -991,6 +1015,69 @@ def unknown_attribute(message: str, units: Sequence[Unit]) -> set[str]:
     if {word, word + "s", word + "es", word[:-1] if word.endswith("s") else word} & words:
         return set()
     return {stem(word)} & question_words(message)[1]
+
+
+# "qual a suíte mais baratinha", "o mais em conta", "qual dos pacotes é o mais caro": the extreme of
+# a kind by price (a determiner before "mais", not a comparison "mais barato que" / "X ou Y")
+_EXTREME_PRICE = re.compile(r"\b(?:o|a|os|as|qual|quais)((?: [a-z]+){0,3}) (?:mais|menos) (barat[a-z]*|em conta|economic[a-z]*|"
+                            r"acessive[a-z]*|car[oa]s?|salgad[oa]s?)\b(?: (?:d[oa]s?|de) ([a-z]{3,}))?(?! (?:que|do que)\b)")
+_AMONG = re.compile(r"\bqua(?:l|is) d[oa]s ([a-z]{3,})")
+_CHEAP = ("barat", "em conta", "economic", "acessive")
+_AMOUNT = re.compile(r"R\$\s*(\d+(?:\.\d{3})*(?:,\d{1,2})?)")
+
+
+def extreme_price(message: str) -> tuple[str, frozenset[str]] | None:
+    """("min" | "max", the stems of the kind asked) when the question asks for the cheapest or
+    the dearest of a kind ("qual a suíte mais baratinha" → min, {suite}; "o mais em conta" → min,
+    no kind; "qual dos pacotes é o mais caro" → max, {pacot}); "menos caro" is the cheapest. None
+    for a comparison ("é mais caro que...?", "a broto ou a média?") or no superlative at all."""
+    norm = normalize_chat(question_part(message))
+    if " ou " in f" {norm} ":
+        return None
+    m = _EXTREME_PRICE.search(norm)
+    if m is None:
+        return None
+    cheap = m.group(2).startswith(_CHEAP)   # else "caro", "salgado" (price slang): the dearest
+    direction = "min" if cheap != (" menos " in m.group(0)) else "max"
+    among = _AMONG.search(norm)   # "qual dos pacotes é o mais caro"
+    words = (m.group(1) or "").split() + [g for g in (m.group(3), among and among.group(1)) if g]
+    kind = frozenset(stem(w) for w in words if w not in STOPWORDS and w not in GENERIC and len(w) > 2)
+    return direction, kind
+
+
+def _amounts(text: str) -> list[float]:
+    return [float(a.replace(".", "").replace(",", ".")) for a in _AMOUNT.findall(text)]
+
+
+def item_head(unit: Unit) -> str:
+    """The stem of the first word of a list item's label ("suite" of "Suíte Brisa: ...", "pacot"
+    of "Pacote Pétalas — R$ 120,00: ..."); "" for prose."""
+    if not unit.item:
+        return ""
+    words = re.findall(r"[A-Za-zÀ-ÿ]+", unit.text[:40])
+    return stem(fold(words[0])) if words else ""
+
+
+def extreme_item(message: str, units: Sequence[Unit]) -> Unit | None:
+    """The cheapest (or dearest) item of the kind asked among ``units`` (``extreme_price``): the
+    priced list items whose label opens with the kind ("Suíte Brisa ... 2h: R$ 89,00"), each
+    compared by its lowest price for the cheapest and its highest for the dearest. With no kind
+    said, the priced items of one kind only (all their labels open alike). None unless two or
+    more such items are there to compare: one item is no answer to "which is the cheapest"."""
+    asked = extreme_price(message)
+    if asked is None:
+        return None
+    direction, kind = asked
+    priced = [(u, item_head(u), _amounts(u.text)) for u in units]
+    priced = [(u, h, a) for u, h, a in priced if h and a]
+    if kind:
+        priced = [(u, h, a) for u, h, a in priced if h in kind]
+    elif len({h for _, h, _ in priced}) != 1:
+        return None
+    if len(priced) < 2:
+        return None
+    key = (lambda x: (min(x[2]), x[0].order)) if direction == "min" else (lambda x: (-max(x[2]), x[0].order))
+    return min(priced, key=key)[0]
 
 
 def _named_heads(units: Sequence[Unit]) -> set[str]:

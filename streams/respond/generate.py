@@ -188,6 +188,9 @@ class OfflineComposer:
         units = compose.units_of_chunks([c.text for c in chunks], [c.document_id for c in chunks])
         if not units:
             return []
+        extreme = compose.extreme_item(message, units)
+        if extreme is not None:   # "qual a suíte mais baratinha": the items compared, the cheapest one
+            return [extreme]
         sims = self._similarities(message, units, query_vector)
         asked = _decisive_words(message, intent)
         scored = compose.score_units(message, units, wants_price=intent in (i.PRICE, i.OBJECTION),
@@ -300,7 +303,11 @@ class OfflineComposer:
         that the best unit says it in other words ("tem pavor do secador" → "pets com medo de
         barulho"; "somos em 3, tem problema" is not said by "Máximo de 2 pessoas")."""
         if intent not in (i.GENERAL, i.OBJECTION):
-            unknown = (compose.unknown_object(message, units) or compose.unknown_kind(message, units)
+            unknown = (compose.unknown_object(message, units)
+                       # an unknown qualifier of a kind, unless the best unit identifies the item by
+                       # every other word ("o pacote completo com aquele letreiro": ``identifies_item``)
+                       or (compose.unknown_kind(message, units)
+                           if not compose.identifies_item(message, units, top.unit) else set())
                        or (compose.unknown_attribute(message, units) if intent in (i.INFO, i.POLICY) else set()))
             if unknown and not (said_otherwise and said_otherwise(message, unknown, top.unit.text)):
                 return True
@@ -325,8 +332,13 @@ class OfflineComposer:
             ranked = carrying
         if compose.asked_acts(message) & compose.SALE_ACTS:  # "vcs vendem coleira?": a sale, or hand over
             ranked = [s for s in ranked if compose.answers_a_sale(s.unit.text)]
-        if intent == i.OBJECTION:  # answer an objection with a deal, or not at all
-            ranked = [s for s in ranked if compose.offers_deal(s.unit.text)]
+        if intent == i.OBJECTION:  # answer an objection with a deal, or not at all ...
+            # ... unless it asks yes or no about one deal ("se eu indicar um amigo ganho desconto?")
+            # and a unit naming that deal denies it ("... nem desconto por indicação"): the answer
+            asked_deal = compose.is_yes_no(message)
+            ranked = [s for s in ranked if compose.offers_deal(s.unit.text)
+                      or (asked_deal and s.focus_hits >= 2 and compose.offers_deal(message)
+                          and compose.limits(s.unit.text))]
         return ranked
 
     def _best(self, ranked: list[compose.Scored]) -> list[compose.Unit]:

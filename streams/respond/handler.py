@@ -33,6 +33,7 @@ import functools
 import inspect
 import itertools
 import logging
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -52,6 +53,9 @@ from streams.respond.compose import (
     carries_price,
     chunk_words,
     concept_forms,
+    extreme_item,
+    extreme_price,
+    item_name,
     offers_deal,
     question_part,
     question_words,
@@ -75,7 +79,7 @@ from streams.respond.ports import Clock, ConversationStore, Embedder, Generator,
 from streams.respond.prompt import HISTORY_MESSAGES, build_messages
 from streams.respond.recall import TOP_K, ScoredFact, message_parts, score_memories
 from streams.respond.strategy import Strategy, decide
-from streams.respond.text import normalize_chat
+from streams.respond.text import fold, normalize_chat
 
 log = logging.getLogger(__name__)
 
@@ -433,13 +437,76 @@ async def knowledge(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps
                     chunks.append(c)
                     seen.add(c.chunk_id)
     chunks = rerank(msg.text, chunks)[: inbox.rag_max_results]
-    if lexical is not None and stems and not any(answer_units(c.text) for c in chunks):
-        chunks = await _most_words(msg, asked, stems, chunks, lexical, inbox.rag_max_results)
-    if lexical is not None and chunks:
-        chunks = await _cover_missing_word(msg, chunks, lexical, inbox.rag_max_results)
-    if lexical is not None and p.intent.intent == OBJECTION:
-        chunks += await _deals(msg, chunks, lexical)
+    if lexical is not None:
+        chunks = await _by_words(msg, p, asked, stems, chunks, lexical, inbox.rag_max_results)
     return chunks
+
+
+async def _by_words(msg: InboundMessage, p: Plan, asked: str, stems: list[str], chunks: list[KnowledgeChunk],
+                    lexical, limit: int) -> list[KnowledgeChunk]:
+    """What the lexical search adds to the retrieved chunks: the chunks with most of the words when
+    nothing found can answer, a chunk naming a specific word none names, an objection's deals and
+    the item a superlative price question asks for."""
+    if stems and not any(answer_units(c.text) for c in chunks):
+        chunks = await _most_words(msg, asked, stems, chunks, lexical, limit)
+    if chunks:
+        chunks = await _cover_missing_word(msg, chunks, lexical, limit)
+    if p.intent.intent == OBJECTION:
+        chunks += await _deals(msg, chunks, lexical)
+    if chunks:
+        chunks = await _named_item_line(msg, asked, chunks, lexical, limit)
+    return await _extreme_of_kind(msg, asked, chunks, lexical, limit)
+
+
+# a proper name used in a sentence, after an article or a preposition ("tudo o que a Brisa tem")
+_MENTIONED_NAME = re.compile(r"\b(?:[ao]s?|d[ao]s?|n[ao]s?|pel[ao]s?)\s+([A-ZÀ-Ý][a-zà-ÿ]{3,})\b")
+
+
+async def _named_item_line(msg: InboundMessage, asked: str, chunks: list[KnowledgeChunk], lexical,
+                           limit: int) -> list[KnowledgeChunk]:
+    """"qual a diferença de preço da brisa pra coral?": the question names an item that the
+    retrieved chunks only mention inside another item's line ("Suíte Coral: tudo o que a Brisa
+    tem ..."), never as a line of its own; its own line ("Suíte Brisa: ... R$ 89,00") is found by
+    its name and takes the last place, so the composer can quote both (``compose.refers_to``)."""
+    words = {w for w in normalize_chat(asked).split() if len(w) >= 4}
+    labelled = {fold(w) for u in units_of_chunks([c.text for c in chunks]) for w in item_name(u).split()}
+    names = sorted({fold(m.group(1)) for c in chunks for m in _MENTIONED_NAME.finditer(c.text)}
+                   & words - labelled)
+    if not names or limit < 2:
+        return chunks
+    have = {c.chunk_id for c in chunks}
+    for name, hits in zip(names, await _call_all([(lexical, (msg.account_id, [n], limit * RERANK_POOL))
+                                                  for n in names])):
+        for c in map(_as_chunk, hits):
+            if c.chunk_id not in have and any(name in fold(item_name(u)).split() and fold(u.text).startswith(
+                    fold(item_name(u))) for u in answer_units(c.text)):
+                return chunks[: limit - 1] + [c]
+    return chunks
+
+
+async def _extreme_of_kind(msg: InboundMessage, asked: str, chunks: list[KnowledgeChunk], lexical,
+                           limit: int) -> list[KnowledgeChunk]:
+    """"qual a suíte mais baratinha?": the cheapest (or dearest) of a kind is a comparison over
+    every priced item of that kind, and a vector search finds the list, not its cheapest line.
+    The account's chunks naming the kind (``extreme_price``) are read, the items of that kind
+    compared by price (``extreme_item``), and the chunk holding the answer takes the first place
+    when it was not retrieved. A question with no kind named compares what was retrieved."""
+    extreme = extreme_price(asked)
+    if extreme is None or not extreme[1]:
+        return chunks
+    found: dict = {c.chunk_id: c for c in chunks}
+    for hits in await _call_all([(lexical, (msg.account_id, [k], limit * RERANK_POOL)) for k in sorted(extreme[1])]):
+        for c in map(_as_chunk, hits):
+            found.setdefault(c.chunk_id, c)
+    holder = {}
+    for c in found.values():
+        for u in answer_units(c.text):
+            holder.setdefault(u.text, c)
+    best = extreme_item(asked, units_of_chunks([c.text for c in found.values()]))
+    chunk = holder.get(best.text) if best is not None else None
+    if chunk is None or any(c.chunk_id == chunk.chunk_id for c in chunks):
+        return chunks
+    return [chunk] + chunks[: max(0, limit - 1)]
 
 
 async def _most_words(msg: InboundMessage, asked: str, stems: list[str], chunks: list[KnowledgeChunk], lexical,

@@ -626,3 +626,55 @@ def test_which_attribute_the_knowledge_never_states_is_handed_over():
     vets = "Atendemos cães e gatos com hora marcada. O horário da clínica é das 8h às 19h."
     assert ask("qual a marca da vacina de vcs?", "info_request", vets) == FALLBACK_NO_KNOWLEDGE
     assert "8h às 19h" in ask("qual o horário da clínica?", "info_request", vets)
+
+
+KITS = """# Kits de festa
+
+- **Kit Festa Infantil** — R$ 250,00: bolo, balões e mesa decorada com o tema escolhido.
+- **Kit Festa Adulto** — R$ 300,00: bolo, espumante e painel de fotos com luzes."""
+
+
+def test_the_cheapest_or_dearest_of_a_kind_compares_the_prices_of_its_items():
+    from streams.respond.compose import extreme_price
+
+    # Topázio's lowest price (R$ 95,00) is the lowest of all; Safira's highest (R$ 390,00) the highest
+    assert ask("qual a suite mais barata?", "price_question", SUITES).startswith("Suíte Topázio")
+    assert ask("e qual a suíte mais cara de vcs?", "price_question", SUITES).startswith("Suíte Safira")
+    assert ask("qual é o mais em conta?", "price_question", SUITES).startswith("Suíte Topázio")   # no kind said
+    assert extreme_price("qual dos kits é o mais caro?") == ("max", frozenset({"kit"}))
+    assert extreme_price("qual a pizza menos cara?")[0] == "min"
+    # comparisons are not superlatives: they are answered by both options (``option_questions``)
+    assert extreme_price("a jade é mais cara que a safira?") is None
+    assert extreme_price("o que sai mais barato, a jade ou a safira?") is None
+    assert extreme_price("é mais caro?") is None
+
+
+def test_an_unknown_qualifier_gives_way_when_the_best_unit_identifies_the_item_by_every_other_word():
+    # "inteiro" is said of no kit, but "kit", "festa", "painel" and "fotos" name the Adulto one
+    assert "R$ 300,00" in ask("qnto sai o kit inteiro de festa com painel de fotos?", "price_question", KITS)
+    # the kind's head alone, or with one more word, does not identify an item: still an unknown variant
+    assert ask("qnto sai o kit luxo?", "price_question", KITS) == FALLBACK_NO_KNOWLEDGE
+    assert ask("qnto sai o kit luxo com painel?", "price_question", KITS) == FALLBACK_NO_KNOWLEDGE
+
+
+def test_a_line_naming_another_item_by_its_proper_name_brings_that_items_line():
+    plans = ("# Planos\n\n- **Plano Ouro**: tudo o que o Prata tem, mais banho semanal. Mensal: R$ 180,00.\n"
+             "- **Plano Prata**: consulta e vacinas. Mensal: R$ 120,00.\n- **Plano Bronze**: consulta. Mensal: R$ 70,00.")
+    got = ask("qual a diferença de preço do prata pro ouro?", "price_question", plans)
+    assert "R$ 180,00" in got and "R$ 120,00" in got and "R$ 70,00" not in got
+
+
+def test_being_and_a_problem_are_how_a_question_is_put_not_what_it_asks_about():
+    # "somos em 10 pessoas, tem problema?" asks whether ten people may come: "pessoas" is the focus
+    tables = "# Mesas\n\nReservamos mesas para até 8 pessoas. Grupos maiores não são aceitos no salão."
+    for q in ("somos em 10 pessoas, tem problema?", "estamos em 10 pessoas, tem algum problema?"):
+        assert "até 8 pessoas" in ask(q, "policy", tables)
+
+
+def test_a_yes_no_question_about_one_deal_is_answered_by_its_denial_even_as_an_objection():
+    deals = ("# Promoções\n\nTerça em dobro: duas pizzas grandes pelo preço de uma.\n\n"
+             "Não temos desconto para aniversariante nem cupom de primeira compra.")
+    got = ask("se for meu aniversario eu ganho desconto?", "objection", deals)
+    assert "desconto para aniversariante" in got and "Terça em dobro" not in got
+    # a plain objection still gets the deal
+    assert "Terça em dobro" in ask("ta caro demais, nao tem desconto?", "objection", deals)

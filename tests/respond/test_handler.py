@@ -175,3 +175,52 @@ def test_a_word_of_the_question_may_be_in_a_chunk_by_another_name():
     assert ["banho", "gato"] in _named_otherwise(msg, lexical_stems(msg))
     assert lexically_sure(msg, "Gatos: banho R$ 90,00, somente com hora marcada.")
     assert not lexically_sure(msg, "Gatos: banho somente com hora marcada.")   # a price is asked
+
+
+def test_the_cheapest_of_a_kind_brings_the_chunk_of_that_item_when_the_search_missed_it():
+    from uuid import NAMESPACE_URL as NS
+    from uuid import uuid5
+
+    from streams.respond.handler import _as_chunk, _extreme_of_kind
+    from streams.respond.text import fold
+
+    found = (uuid5(NS, "k"), uuid5(NS, "kits"), 0.4, "# Kits\n\n- **Kit Festa** — R$ 250,00: bolo e balões, na suíte.")
+    suites = ["- **Suíte Mar**: ofurô. 2h: R$ 140,00 · Pernoite: R$ 300,00.",
+              "- **Suíte Sol**: cama king. 2h: R$ 90,00 · Pernoite: R$ 210,00.",
+              "- **Suíte Lua**: sauna. 2h: R$ 120,00 · Pernoite: R$ 260,00."]
+
+    def lexical(account_id, stems, limit):
+        return [(uuid5(NS, t), uuid5(NS, "suites"), 1.0, t) for t in suites + [found[3]]
+                if all(any(w.startswith(s) for w in fold(t).split()) for s in stems)][:limit]
+
+    msg = inbound("qual a suite mais baratinha? to sem grana")
+    got = asyncio.run(_extreme_of_kind(msg, "qual a suite mais baratinha?", [_as_chunk(found)], lexical, 3))
+    assert [c.text for c in got] == [suites[1], found[3]]
+    # not a superlative: the chunks are left as they were
+    same = asyncio.run(_extreme_of_kind(msg, "a suite sol é mais barata que a lua?", [_as_chunk(found)], lexical, 3))
+    assert [c.text for c in same] == [found[3]]
+
+
+def test_an_item_only_mentioned_inside_another_items_line_brings_its_own_line():
+    from uuid import NAMESPACE_URL as NS
+    from uuid import uuid5
+
+    from streams.respond.handler import _as_chunk, _named_item_line
+    from streams.respond.text import fold
+
+    ouro = (uuid5(NS, "o"), uuid5(NS, "planos"), 0.3, "- **Plano Ouro**: tudo o que o Prata tem, mais banho. Mensal: R$ 180,00.")
+    other = (uuid5(NS, "x"), uuid5(NS, "faq"), 0.4, "Aceitamos Pix e cartão.")
+    texts = ["Consultas: o Prata e o Ouro cobrem vacinas.",           # mentions Prata, not its line
+             "- **Plano Prata**: consulta e vacinas. Mensal: R$ 120,00."]
+
+    def lexical(account_id, stems, limit):
+        return [(uuid5(NS, t), uuid5(NS, "planos"), 1.0, t) for t in texts
+                if all(any(w.startswith(s) for w in fold(t).split()) for s in stems)][:limit]
+
+    msg = inbound("qual a diferença do prata pro ouro?")
+    got = asyncio.run(_named_item_line(msg, msg.text, [_as_chunk(ouro), _as_chunk(other)], lexical, 2))
+    assert [c.text for c in got] == [ouro[3], texts[1]]
+    # a name the question does not say brings nothing
+    msg = inbound("quanto custa o ouro?")
+    got = asyncio.run(_named_item_line(msg, msg.text, [_as_chunk(ouro), _as_chunk(other)], lexical, 2))
+    assert [c.text for c in got] == [ouro[3], other[3]]

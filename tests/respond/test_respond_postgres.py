@@ -297,6 +297,30 @@ def test_lexical_search_finds_live_chunks_by_word_prefixes_whatever_the_accents(
     assert all(c.distance == 1.0 for c in search.lexical_search(1, ["chopp"], 10))
 
 
+def test_the_cheapest_of_a_kind_is_found_by_the_real_word_search(env, pool):
+    """``_extreme_of_kind`` over ``ChunkKnowledgeSearch.lexical_search``: the account's chunks naming
+    the kind ("Suíte", accented, matched by "suite") are compared and the cheapest one's chunk comes first."""
+    import uuid
+
+    from streams.respond.adapters import ChunkKnowledgeSearch
+    from streams.respond.handler import _extreme_of_kind
+
+    doc = uuid.uuid4()
+    env.q("INSERT INTO accounts (id) VALUES (3) ON CONFLICT DO NOTHING")
+    env.q("INSERT INTO documents (id, account_id, source) VALUES (%s, 3, 'suites.md')", doc)
+    texts = ["- **Suíte Mar**: ofurô. 2h: R$ 140,00 · Pernoite: R$ 300,00.",
+             "- **Suíte Sol**: cama king. 2h: R$ 90,00 · Pernoite: R$ 210,00.",
+             "Decoração na suíte: R$ 120,00."]
+    for seq, text in enumerate(texts):
+        env.q("INSERT INTO chunks (id, account_id, document_id, seq, content, content_hash) "
+              "VALUES (%s, 3, %s, %s, %s, %s)", uuid.uuid4(), doc, seq, text, "0" * 64)
+    search = ChunkKnowledgeSearch(pool, store=None, domain="test", embedder_for=None, query_model=lambda: "x")
+    retrieved = [c for c in search.lexical_search(3, ["decor"], 3)]
+    m = msg("qual a suite mais barata?", "m-cheap", account=3)
+    got = asyncio.run(_extreme_of_kind(m, m.text, retrieved, search.lexical_search, 3))
+    assert [c.text for c in got] == [texts[1], texts[2]]
+
+
 @PIPELINE
 def test_the_container_builds_the_responder_with_the_pipeline_setting(env, pipeline):
     from tests.support.embedders import shared_container
