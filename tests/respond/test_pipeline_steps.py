@@ -326,3 +326,21 @@ def test_an_objection_brings_the_accounts_deals_found_by_their_words():
     assert asyncio.run(_deals(inbound("86 reais numa pizza? ta caro demais"), got, lexical)) == [promo]
     assert offers_deal("Tarde Aurora: 20% de desconto nos períodos de 2h e 4h.")
     assert not offers_deal("Fora isso, não oferecemos outros descontos.") and not offers_deal(rules.text)
+
+
+def test_a_message_vector_waited_for_in_a_thread_is_embedded_once_by_whoever_comes_first():
+    """A worker thread takes the vector without the event loop (``wait``): a job not yet begun
+    (still queued in the executor) is embedded by the waiting thread itself, never twice."""
+    import threading
+
+    emb = BagOfWordsEmbedder()
+
+    async def go():
+        v = MessageVector(emb, "pernoite").start()   # its job not submitted yet: the loop has not turned
+        waited = await asyncio.to_thread(v.wait)       # so this thread embeds it
+        return waited, await v.get(), threading.get_ident()
+
+    waited, got, _ = run(go())
+    assert waited is got and emb.calls == 1
+    never_started = MessageVector(emb, "outra")
+    assert never_started.wait() is never_started.wait() and emb.calls == 2
