@@ -57,6 +57,11 @@ class Settings(BaseSettings):
     )
     db_pool_min: int = 1
     db_pool_max: int = 8
+    # The responder's recall has a pool of its own (its statement timeout is a session setting of
+    # these connections: one round trip per recall instead of four). 0: recall shares the pool above
+    # (SET LOCAL in a transaction), e.g. behind PgBouncer in transaction mode, where a session
+    # setting would reach other clients.
+    db_recall_pool_max: int = 8
     # Seconds a pooled connection may wait for a reconnect before the pool gives up.
     db_reconnect_timeout: float = 300.0
     # Seconds to wait for a free (or re-established) connection; then the caller

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import time
+import weakref
 from contextlib import contextmanager, nullcontext
 from typing import Any, Callable, Iterator, Mapping, Sequence
 from uuid import UUID
@@ -161,17 +163,24 @@ class PostgresMemoryRecall:
     """The contact's live facts embedded with ``embedding_model`` (others are
     invisible: their vectors live in another space).
 
-    The query is bounded by ``SET LOCAL statement_timeout`` = the remaining
-    budget, so an abandoned thread's query is cancelled by the server too.
+    The query is bounded by ``statement_timeout`` = the remaining budget, so an abandoned
+    thread's query is cancelled by the server too. On a shared pool it is ``SET LOCAL`` in a
+    transaction (BEGIN, SET, SELECT, COMMIT: four round trips). On a pool only recall uses
+    (``own_pool``, the composition root's ``recall_pool``) it is the connection's session setting,
+    set once per connection (again only when the budget changes), and the SELECT runs alone
+    without a transaction: one round trip.
     ``inject_delay_s`` (tests and drills only) adds ``pg_sleep`` to the query.
     """
 
     def __init__(self, pool: ConnectionPool, embedding_model: str, *, inject_delay_s: float = 0.0,
-                 pipeline: bool = False):
+                 pipeline: bool = False, own_pool: bool = False):
         self.pool = pool
         self.embedding_model = embedding_model
         self.inject_delay_s = inject_delay_s
         self.pipeline = pipeline   # libpq pipeline mode (Settings.db_pipeline)
+        self.own_pool = own_pool   # nobody else uses the pool's connections: session timeouts are safe
+        self._timeouts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # connection → its timeout (ms)
+        self._lock = threading.Lock()
 
     def live_facts(self, account_id: int, contact_id: int, *, timeout_s: float) -> Sequence[MemoryFact]:
         ms = max(1, int(timeout_s * 1000))
@@ -188,16 +197,30 @@ class PostgresMemoryRecall:
         args: tuple = (REDUCED_WEIGHT, account_id, contact_id, self.embedding_model, list(REDUCE_WEIGHT_TYPES))
         if self.inject_delay_s:
             args = (self.inject_delay_s,) + args
-        # vectors in binary; in pipeline mode BEGIN, SET LOCAL, SELECT, COMMIT in one round trip
-        with self.pool.connection() as conn, pipelined(conn, self.pipeline), conn.transaction():
-            conn.execute(f"SET LOCAL statement_timeout = {ms}")
-            cur = conn.execute(sql, args, binary=True)
-            rows = cur.fetchall()
+        # vectors in binary
+        if self.own_pool:
+            rows = self._select_alone(ms, sql, args)
+        else:   # in pipeline mode BEGIN, SET LOCAL, SELECT, COMMIT in one round trip
+            with self.pool.connection() as conn, pipelined(conn, self.pipeline), conn.transaction():
+                conn.execute(f"SET LOCAL statement_timeout = {ms}")
+                rows = conn.execute(sql, args, binary=True).fetchall()
         return [MemoryFact(id=r["id"], memory_type=r["memory_type"], content=r["content"],
                            confidence=float(r["confidence"]), scope=r["scope"],
                            source_unit_id=r["source_unit_id"], weight=float(r["weight"]),
                            embedding=_vec(r["embedding"]))
                 for r in rows]
+
+    def _select_alone(self, ms: int, sql: str, args: tuple) -> list:
+        """The query on a connection of recall's own pool: no transaction, the timeout a session
+        setting of the connection (set when it is new to this recall or the budget changed)."""
+        with self.pool.connection() as conn, autocommit(conn):
+            with self._lock:
+                current = self._timeouts.get(conn)
+            if current != ms:
+                conn.execute(f"SET statement_timeout = {ms}")
+                with self._lock:
+                    self._timeouts[conn] = ms
+            return conn.execute(sql, args, binary=True).fetchall()
 
 
 def pipelined(conn, on: bool):
