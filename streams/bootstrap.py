@@ -327,15 +327,16 @@ class Container:
         return LearnPorts(**kw)
 
     # --- replies (docs/architecture.md §4C) ----------------------------------
-    def generator(self, provider: str | None = None, embedder: Embedder | None = None):
+    def generator(self, provider: str | None = None, embedder: Embedder | None = None, sentences=None):
         """The generator a configuration names: ``offline`` (optionally with the
-        knowledge embedder, for sentence choice) or ``openai``."""
+        knowledge embedder, for sentence choice, and ``sentences``: the sentence vectors stored
+        with the chunks, ``ChunkKnowledgeSearch.sentence_vectors``) or ``openai``."""
         from streams.respond.generate import OfflineComposer, OpenAIChatGenerator
 
         s = self.settings
         provider = provider or s.reply_provider
         if provider in ("offline", "rules"):
-            return OfflineComposer(embedder=embedder)
+            return OfflineComposer(embedder=embedder, sentences=sentences)
         if provider == "openai":
             return OpenAIChatGenerator(s.llm_model, base_url=s.openai_base_url, api_key=s.openai_api_key,
                                        timeout=s.llm_timeout, max_retries=s.llm_max_retries,
@@ -369,16 +370,18 @@ class Container:
         memory_embedder = self.memory_embedder
         store = self.vector_store  # the worker owns the local store: never its HTTP proxy
         knowledge_embedder = CollectionEmbedder(store, s.vector_domain, self.embedder_for, self.embedder)
+        knowledge = ChunkKnowledgeSearch(self.pool, store, s.vector_domain, self.embedder_for,
+                                         query_model=lambda: knowledge_embedder.name)
         return Responder(
             store=PostgresConversationStore(self.pool, erasure_key=self.erasure_key, pipeline=s.db_pipeline),
             memory=PostgresMemoryRecall(self.recall_pool, memory_embedder.name,
                                         inject_delay_s=s.recall_inject_delay_s, pipeline=s.db_pipeline,
                                         own_pool=self._owns_recall_pool),
-            knowledge=ChunkKnowledgeSearch(self.pool, store, s.vector_domain, self.embedder_for,
-                                           query_model=lambda: knowledge_embedder.name),
+            knowledge=knowledge,
             memory_embedder=memory_embedder, knowledge_embedder=knowledge_embedder,
             intent_examples=IntentExamples(memory_embedder),
-            generator=self.generator(embedder=knowledge_embedder if s.reply_provider == "offline" else None),
+            generator=self.generator(embedder=knowledge_embedder if s.reply_provider == "offline" else None,
+                                     sentences=knowledge.sentence_vectors),
             acts=self.acts(memory_embedder), prices=self.prices)
 
     def close(self) -> None:

@@ -158,6 +158,10 @@ class Settings(BaseSettings):
     # batch while the worker upserts the one it has (0: one request per batch). In-process
     # embedding ignores it (one call per batch: README, Performance).
     ingest_embed_part: int = 64
+    # The indexer also embeds each chunk's quotable sentences for the offline composer and stores
+    # them with the chunk (a reply then embeds only the question). Off: the composer embeds them
+    # at reply time (an LLM reply provider never reads them).
+    chunk_sentence_vectors: bool = True
 
     # --- Outbox relay ----------------------------------------------------
     relay_batch_size: int = 500

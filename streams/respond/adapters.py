@@ -300,6 +300,24 @@ class ChunkKnowledgeSearch:
                 (account_id, *[word_prefix_pattern(s) for s in stems], limit)).fetchall()
         return [KnowledgeChunk(UUID(str(r["id"])), UUID(str(r["document_id"])), 1.0, r["content"]) for r in rows]
 
+    def sentence_vectors(self, account_id: int, chunk_ids: Sequence[UUID], model: str) -> dict[str, np.ndarray]:
+        """The sentence vectors stored with these live chunks of the account by ``model``'s
+        indexer (``streams.ingest.knowledge.store_sentences``): {sentence: float32 vector}."""
+        if not chunk_ids:
+            return {}
+        with self.pool.connection() as conn, autocommit(conn):
+            rows = conn.execute(
+                "SELECT sentence_texts, sentence_vectors FROM chunks WHERE account_id = %s AND id = ANY(%s) "
+                "AND deleted_at IS NULL AND sentence_model = %s AND sentence_vectors IS NOT NULL",
+                (account_id, list(chunk_ids), model), binary=True).fetchall()
+        out: dict[str, np.ndarray] = {}
+        for r in rows:
+            texts = r["sentence_texts"] or []
+            if texts:
+                vecs = np.frombuffer(bytes(r["sentence_vectors"]), dtype=np.float32).reshape(len(texts), -1)
+                out.update(zip(texts, vecs))
+        return out
+
 
 _ACCENTED = {"a": "aáàâãä", "e": "eéèêë", "i": "iíìîï", "o": "oóòôõö", "u": "uúùûü", "c": "cç", "n": "nñ"}
 

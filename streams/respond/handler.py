@@ -652,7 +652,8 @@ def _to_generate(msg: InboundMessage, ctx: ConversationContext, p: Plan,
                               chunks=c.chunks if p.retrieve else None, history=ctx.history)
     return c, ReplyRequest(messages=messages, message=msg.text, intent=p.intent.intent,
                            retrieval=p.strategy.retrieval, chunks=tuple(c.chunks), memories=tuple(c.memories),
-                           model=inbox.model, temperature=inbox.temperature, **g.query)
+                           model=inbox.model, temperature=inbox.temperature, account_id=msg.account_id,
+                           **g.query)
 
 
 def _generated(msg: InboundMessage, p: Plan, g: Gathered, c: Composed, generation: Generation | None,
