@@ -159,9 +159,11 @@ class Settings(BaseSettings):
     # embedding ignores it (one call per batch: README, Performance).
     ingest_embed_part: int = 64
     # The indexer also embeds each chunk's quotable sentences for the offline composer and stores
-    # them with the chunk (a reply then embeds only the question). Off: the composer embeds them
-    # at reply time (an LLM reply provider never reads them).
-    chunk_sentence_vectors: bool = True
+    # them with the chunk (a reply then embeds only the question; an LLM reply provider never reads
+    # them). Off by default: it doubles the indexer's CPU per chunk (bench-ingest 0.75 → 0.39 × raw,
+    # lag p95 0.8 → 3.2 s at 50 chunks/s; README "Performance"); the composer embeds them at reply
+    # time, once per process (its cache).
+    chunk_sentence_vectors: bool = False
 
     # --- Outbox relay ----------------------------------------------------
     relay_batch_size: int = 500

@@ -24,7 +24,7 @@ class ChunkEventHandler:
 
     def __init__(self, *, pool: ConnectionPool, store: VectorStore, domain: str,
                  embedder: Embedder, embedder_for: EmbedderFor, prices: PriceTable | None = None,
-                 embed_part: int = 0, sentences: bool = True):
+                 embed_part: int = 0, sentences: bool = False):
         self.pool, self.store, self.domain = pool, store, domain
         self.sentences = sentences    # the composer's sentence vectors too (settings.chunk_sentence_vectors)
         self.embed_part = embed_part  # texts per embedding-service request (settings.ingest_embed_part)

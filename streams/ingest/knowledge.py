@@ -175,7 +175,7 @@ def store_sentences(pool: ConnectionPool, rows: Sequence[dict], embedder: Embedd
 
 def index_chunks(chunk_ids: Iterable[str], *, pool: ConnectionPool, store: VectorStore,
                  collection: str, embedder: Embedder, prices: PriceTable | None = None,
-                 embed_part: int = 0, sentences: bool = True) -> IndexStats:
+                 embed_part: int = 0, sentences: bool = False) -> IndexStats:
     """Make the collection match Postgres for these chunks (idempotent).
 
     Live chunk → upsert its point (embedding only when the point's
@@ -309,7 +309,7 @@ def _count_live(pool: ConnectionPool) -> int:
 
 def reindex(*, pool: ConnectionPool, store: VectorStore, domain: str, embedder: Embedder,
             batch: int = 128, progress: Callable[[int, int], None] | None = None,
-            prices: PriceTable | None = None, embed_part: int = 0, sentences: bool = True) -> ReindexResult:
+            prices: PriceTable | None = None, embed_part: int = 0, sentences: bool = False) -> ReindexResult:
     """Blue-green re-embed: build a new collection from Postgres, verify, swap the alias, drop the old.
     With ``sentences`` every chunk's sentence vectors are re-derived with ``embedder`` too.
 

@@ -152,9 +152,8 @@ def test_paid_embeddings_of_an_indexing_batch_are_in_the_cost_ledger_per_account
         store = QdrantStore(path=":memory:")
         c = shared_container(env.settings, vector_store=store)
         try:
-            # the chunks' own embeddings (the composer's sentence vectors are paid too, billed the same way)
             h = ChunkEventHandler(pool=c.pool, store=store, domain="t", embedder=paid,
-                                  embedder_for=lambda model: paid, sentences=False)
+                                  embedder_for=lambda model: paid)
             with env.conn() as conn:
                 write_document(conn, account_id=1, source="a.md", text=TEXT, chunk_size=300, chunk_overlap=0)
                 write_document(conn, account_id=2, source="b.md", text="A suíte Jade custa R$ 300.", chunk_size=300,
@@ -207,7 +206,7 @@ def test_through_the_service_a_batch_is_embedded_and_upserted_in_parts_with_the_
     env, c, store, _ = ctx
     remote, counting = _Remote(c.embedder), _CountingStore(store)
     h = ChunkEventHandler(pool=c.pool, store=counting, domain="t", embedder=remote,
-                          embedder_for=lambda model: remote, embed_part=3, sentences=False)   # the chunks' parts
+                          embedder_for=lambda model: remote, embed_part=3)
     with env.conn() as conn:
         r = write_document(conn, account_id=1, source="doc.md", text=TEXT, chunk_size=300, chunk_overlap=0)
     assert r.inserted >= 7
@@ -238,7 +237,9 @@ def test_indexing_stores_each_chunks_sentence_vectors_for_the_composer_and_reind
     from streams.respond.adapters import ChunkKnowledgeSearch
     from streams.respond.compose import answer_units
 
-    env, c, store, h = ctx
+    env, c, store, _ = ctx
+    h = ChunkEventHandler(pool=c.pool, store=store, domain="t", embedder=c.embedder, embedder_for=c.embedder_for,
+                          sentences=True)   # settings.chunk_sentence_vectors (off by default)
     with env.conn() as conn:
         write_document(conn, account_id=1, source="doc.md", text=TEXT, chunk_size=300, chunk_overlap=0)
     h(_records(env))
@@ -256,7 +257,16 @@ def test_indexing_stores_each_chunks_sentence_vectors_for_the_composer_and_reind
     assert search.sentence_vectors(2, [uuid.UUID(i) for i in some], c.embedder.name) == {}   # another account's
     assert search.sentence_vectors(1, [uuid.UUID(i) for i in some], "another-model") == {}
     env.q("UPDATE chunks SET sentence_model = NULL, sentence_texts = NULL, sentence_vectors = NULL")
-    reindex(pool=c.pool, store=store, domain="t", embedder=c.embedder, batch=3)
+    reindex(pool=c.pool, store=store, domain="t", embedder=c.embedder, batch=3, sentences=True)
     again = _sentences(env)
     assert {i: (r["sentence_model"], r["sentence_texts"]) for i, r in again.items()} == \
         {i: (r["sentence_model"], r["sentence_texts"]) for i, r in rows.items()}
+
+
+def test_without_the_setting_no_sentence_vectors_are_stored(ctx):
+    env, c, store, h = ctx   # the handler as the settings build it by default
+    with env.conn() as conn:
+        write_document(conn, account_id=1, source="doc.md", text=TEXT, chunk_size=300, chunk_overlap=0)
+    h(_records(env))
+    assert h.last_stats.embedded and h.last_stats.sentences == 0
+    assert all(r["sentence_model"] is None for r in _sentences(env).values())
