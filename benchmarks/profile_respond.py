@@ -123,6 +123,8 @@ def main() -> int:
         rnd = random.Random(11)
         questions = [q.format(s=s) for q in QUESTIONS for s in SUITES]
 
+        recalls: list[float] = []   # recall_ms of the measured messages (recall on)
+
         async def run(tag: str, n: int) -> list[float]:
             from concurrent.futures import ThreadPoolExecutor
 
@@ -139,9 +141,12 @@ def main() -> int:
                                        unit_id=rnd.randint(1, 3), channel="bench", text=rnd.choice(questions),
                                        sent_at=datetime.now(timezone.utc))
                     t0 = time.perf_counter()
-                    if await respond(m, deps) is None:
+                    outcome = await respond(m, deps)
+                    if outcome is None:
                         raise RuntimeError(f"message {m.message_id} taken for a duplicate")
                     out.append((time.perf_counter() - t0) * 1000)
+                    if tag == "prof" and outcome.recall_ms is not None:
+                        recalls.append(outcome.recall_ms)
 
             await asyncio.gather(*(one_at_a_time() for _ in range(CONCURRENCY)))
             return out
@@ -163,6 +168,9 @@ def main() -> int:
               f"{'; sampling on' if sampler else ''}")
         print(f"CPU per message (this process, all threads): {cpu_ms:.2f} ms; respond() wall p50 "
               f"{pct(wall, 50):.1f} / p95 {pct(wall, 95):.1f} ms; {rate:.1f} messages/s")
+        if recalls:
+            print(f"recall (embed + fetch + score, as the reply logs it) p50 {pct(recalls, 50):.1f} / p95 "
+                  f"{pct(recalls, 95):.1f} ms over {len(recalls)} messages")
         if sampler:
             n = max(1e-9, sampler.total)
             print(f"\n{sampler.total * 1000 / MESSAGES:.2f} ms of thread CPU per message sampled; top {TOP} self:")

@@ -68,6 +68,7 @@ class ScaleBench:
         self.facts = 0
         self.chunks = 0
         self.chunk_vecs = None
+        self.sentence_rows = None   # the composer's sentence vectors of the 2,000 chunk texts (_store_sentences)
 
     # ------------------------------------------------------------ loading
     def templates(self) -> None:
@@ -180,8 +181,32 @@ class ScaleBench:
             part = rows[i:i + 1000]
             store.upsert(collection, [r["id"] for r in part], self.chunk_vecs[[k_of[r["content_hash"].strip()] for r in part]],
                          [point_payload(r) for r in part])
+        if self.env.settings.chunk_sentence_vectors:   # as the indexer stores them (store_sentences)
+            self._store_sentences(texts, emb)
         self.chunks += len(rows)
         return time.perf_counter() - t0
+
+    def _store_sentences(self, texts: list[str], emb) -> None:
+        """The composer's sentence vectors of the chunks, as the indexer stores them: embedded once
+        per distinct text here (the chunks repeat 2,000 texts), written to every chunk holding it."""
+        import hashlib
+
+        import numpy as np
+
+        from streams.respond.compose import answer_units
+
+        if self.sentence_rows is None:
+            units = [[u.text for u in answer_units(t)] for t in texts]
+            flat = [u for us in units for u in us]
+            vecs = np.asarray(emb.embed_passages(flat), dtype=np.float32) if flat else None
+            self.sentence_rows, k = [], 0
+            for t, us in zip(texts, units):
+                self.sentence_rows.append((emb.name, us, vecs[k:k + len(us)].tobytes() if us else b"",
+                                           hashlib.md5(t.encode()).hexdigest() * 2))
+                k += len(us)
+        with self.env.conn() as conn, conn.cursor() as cur:
+            cur.executemany("UPDATE chunks SET sentence_model = %s, sentence_texts = %s, sentence_vectors = %s "
+                            "WHERE content_hash = %s AND sentence_model IS NULL", self.sentence_rows)
 
     # ---------------------------------------------------------- measuring
     def recall(self, n: int, heavy_only: bool = False) -> tuple[list[float], list[float]]:

@@ -161,7 +161,8 @@ def build_app(settings: Settings, roles: Sequence[str], container: Container | N
 
             return ChunkEventHandler(pool=c.pool, store=c.vector_store, domain=settings.vector_domain,
                                      embedder=c.embedder, embedder_for=c.embedder_for, prices=c.prices,
-                                     embed_part=settings.ingest_embed_part)
+                                     embed_part=settings.ingest_embed_part,
+                                     sentences=settings.chunk_sentence_vectors)
 
         batch_agent(outbox_topic("chunk"), make_ingest, name="ingest")
 

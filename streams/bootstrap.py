@@ -146,12 +146,25 @@ class Container:
         if pool is not None:  # a pool the caller owns (and closes)
             self.__dict__["pool"] = pool
         self._owns_pool = pool is None
+        self._owns_recall_pool = self._owns_pool and self.settings.db_recall_pool_max > 0
 
     @cached_property
     def pool(self) -> ConnectionPool:
         from streams.store.db import make_pool
 
         return make_pool(self.settings, name=self.pool_name)
+
+    @cached_property
+    def recall_pool(self) -> ConnectionPool:
+        """Recall's own connections (``db_recall_pool_max``): its statement timeout is their session
+        setting, so a recall is one round trip (``PostgresMemoryRecall``). The shared pool when the
+        container was given one or ``db_recall_pool_max`` is 0 (the timeout then per transaction)."""
+        if not self._owns_recall_pool:
+            return self.pool
+        from streams.store.db import make_pool
+
+        return make_pool(self.settings, min_size=1, max_size=self.settings.db_recall_pool_max,
+                         name=f"{self.pool_name}-recall")
 
     @property
     def vector_store(self) -> VectorStore:
@@ -314,15 +327,16 @@ class Container:
         return LearnPorts(**kw)
 
     # --- replies (docs/architecture.md §4C) ----------------------------------
-    def generator(self, provider: str | None = None, embedder: Embedder | None = None):
+    def generator(self, provider: str | None = None, embedder: Embedder | None = None, sentences=None):
         """The generator a configuration names: ``offline`` (optionally with the
-        knowledge embedder, for sentence choice) or ``openai``."""
+        knowledge embedder, for sentence choice, and ``sentences``: the sentence vectors stored
+        with the chunks, ``ChunkKnowledgeSearch.sentence_vectors``) or ``openai``."""
         from streams.respond.generate import OfflineComposer, OpenAIChatGenerator
 
         s = self.settings
         provider = provider or s.reply_provider
         if provider in ("offline", "rules"):
-            return OfflineComposer(embedder=embedder)
+            return OfflineComposer(embedder=embedder, sentences=sentences)
         if provider == "openai":
             return OpenAIChatGenerator(s.llm_model, base_url=s.openai_base_url, api_key=s.openai_api_key,
                                        timeout=s.llm_timeout, max_retries=s.llm_max_retries,
@@ -356,19 +370,24 @@ class Container:
         memory_embedder = self.memory_embedder
         store = self.vector_store  # the worker owns the local store: never its HTTP proxy
         knowledge_embedder = CollectionEmbedder(store, s.vector_domain, self.embedder_for, self.embedder)
+        knowledge = ChunkKnowledgeSearch(self.pool, store, s.vector_domain, self.embedder_for,
+                                         query_model=lambda: knowledge_embedder.name)
         return Responder(
             store=PostgresConversationStore(self.pool, erasure_key=self.erasure_key, pipeline=s.db_pipeline),
-            memory=PostgresMemoryRecall(self.pool, memory_embedder.name, inject_delay_s=s.recall_inject_delay_s,
-                                        pipeline=s.db_pipeline),
-            knowledge=ChunkKnowledgeSearch(self.pool, store, s.vector_domain, self.embedder_for,
-                                           query_model=lambda: knowledge_embedder.name),
+            memory=PostgresMemoryRecall(self.recall_pool, memory_embedder.name,
+                                        inject_delay_s=s.recall_inject_delay_s, pipeline=s.db_pipeline,
+                                        own_pool=self._owns_recall_pool),
+            knowledge=knowledge,
             memory_embedder=memory_embedder, knowledge_embedder=knowledge_embedder,
             intent_examples=IntentExamples(memory_embedder),
-            generator=self.generator(embedder=knowledge_embedder if s.reply_provider == "offline" else None),
+            generator=self.generator(embedder=knowledge_embedder if s.reply_provider == "offline" else None,
+                                     sentences=knowledge.sentence_vectors),
             acts=self.acts(memory_embedder), prices=self.prices)
 
     def close(self) -> None:
         if self._owns_pool and "pool" in self.__dict__:
             self.pool.close()
+        if self._owns_recall_pool and "recall_pool" in self.__dict__:
+            self.recall_pool.close()
         if self._owns_store and self._store is not None and hasattr(self._store, "close"):
             self._store.close()

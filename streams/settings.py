@@ -57,6 +57,11 @@ class Settings(BaseSettings):
     )
     db_pool_min: int = 1
     db_pool_max: int = 8
+    # The responder's recall has a pool of its own (its statement timeout is a session setting of
+    # these connections: one round trip per recall instead of four). 0: recall shares the pool above
+    # (SET LOCAL in a transaction), e.g. behind PgBouncer in transaction mode, where a session
+    # setting would reach other clients.
+    db_recall_pool_max: int = 8
     # Seconds a pooled connection may wait for a reconnect before the pool gives up.
     db_reconnect_timeout: float = 300.0
     # Seconds to wait for a free (or re-established) connection; then the caller
@@ -153,6 +158,12 @@ class Settings(BaseSettings):
     # batch while the worker upserts the one it has (0: one request per batch). In-process
     # embedding ignores it (one call per batch: README, Performance).
     ingest_embed_part: int = 64
+    # The indexer also embeds each chunk's quotable sentences for the offline composer and stores
+    # them with the chunk (a reply then embeds only the question; an LLM reply provider never reads
+    # them). Off by default: it doubles the indexer's CPU per chunk (bench-ingest 0.75 → 0.39 × raw,
+    # lag p95 0.8 → 3.2 s at 50 chunks/s; README "Performance"); the composer embeds them at reply
+    # time, once per process (its cache).
+    chunk_sentence_vectors: bool = False
 
     # --- Outbox relay ----------------------------------------------------
     relay_batch_size: int = 500

@@ -33,7 +33,7 @@ BUILDERS = {"build_embedder", "EmbedderCache", "make_pool", "ConnectionPool", "O
 
 # path → references to a dependency constructor allowed there, and why
 BUILDS = {
-    "streams/bootstrap.py": 13,          # the composition root (with its embedder cache)
+    "streams/bootstrap.py": 14,          # the composition root (with its embedder cache and recall's own pool)
     "streams/store/db.py": 1,            # make_pool itself
     "streams/vectors/store.py": 3,       # the Qdrant adapter opens its client
     "streams/embedding/providers.py": 1,  # the OpenAI embeddings adapter opens its client

@@ -158,7 +158,7 @@ def reindex(
         with Progress(console=console) as progress:
             task = progress.add_task(f"re-embedding with {emb.name}", total=None)
             res = run(pool=c.pool, store=c.vector_store, domain=c.settings.vector_domain, embedder=emb, prices=c.prices,
-                      embed_part=c.settings.ingest_embed_part,
+                      embed_part=c.settings.ingest_embed_part, sentences=c.settings.chunk_sentence_vectors,
                       progress=lambda done, total: progress.update(task, completed=done, total=total))
     finally:
         c.close()

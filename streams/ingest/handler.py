@@ -24,8 +24,9 @@ class ChunkEventHandler:
 
     def __init__(self, *, pool: ConnectionPool, store: VectorStore, domain: str,
                  embedder: Embedder, embedder_for: EmbedderFor, prices: PriceTable | None = None,
-                 embed_part: int = 0):
+                 embed_part: int = 0, sentences: bool = False):
         self.pool, self.store, self.domain = pool, store, domain
+        self.sentences = sentences    # the composer's sentence vectors too (settings.chunk_sentence_vectors)
         self.embed_part = embed_part  # texts per embedding-service request (settings.ingest_embed_part)
         self.prices = prices  # the cost table (Container.prices)
         self.embedder, self.embedder_for = embedder, embedder_for
@@ -52,7 +53,8 @@ class ChunkEventHandler:
             with metrics.EMBEDDING_LATENCY.labels("chunks").time():
                 stats = index_chunks([str(e.payload.chunk_id) for e in todo], pool=self.pool,
                                      store=self.store, collection=collection, embedder=embedder,
-                                     prices=self.prices, embed_part=self.embed_part)
+                                     prices=self.prices, embed_part=self.embed_part,
+                                     sentences=self.sentences)
             self.last_stats = stats
             metrics.CHUNKS_EMBEDDED.inc(stats.embedded)
             metrics.CHUNK_POINTS_DELETED.inc(stats.deleted)

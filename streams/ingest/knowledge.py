@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Callable, Iterable, Sequence
 
+import numpy as np
 from psycopg_pool import ConnectionPool
 
 from schemas.events import ChunkEvent
@@ -89,6 +90,8 @@ class IndexStats:
     seconds: float = 0.0
     embed_seconds: float = 0.0   # of which the embedding model
     upsert_seconds: float = 0.0  # of which writing the points
+    sentences: int = 0           # the composer's sentences embedded and stored (``store_sentences``)
+    sentence_seconds: float = 0.0
 
 
 def _load_chunks(pool: ConnectionPool, ids: Sequence[str]) -> dict[str, dict]:
@@ -146,13 +149,38 @@ def embed_and_upsert(rows: Sequence[dict], *, embedder: Embedder, store: VectorS
     return time.perf_counter() - t - upsert_s, upsert_s
 
 
+def store_sentences(pool: ConnectionPool, rows: Sequence[dict], embedder: Embedder, part: int = 0) -> int:
+    """The offline composer's sentence vectors of these chunks, written to their rows: each
+    chunk's quotable units (``compose.answer_units``, as the composer reads a chunk) embedded
+    as passages by the collection's embedder, with its name (``sentence_model``). Only for the
+    content they were computed from (``content_hash``); the row's ``updated_at`` and outbox are
+    untouched (derived data, like the point). Returns the sentences embedded."""
+    from streams.respond.compose import answer_units  # pure text reading, no responder state
+
+    texts = [[u.text for u in answer_units(r["content"])] for r in rows]
+    flat = [t for ts in texts for t in ts]
+    vecs = np.zeros((0, 0), dtype=np.float32)
+    if flat:
+        vecs = np.concatenate([np.asarray(v, dtype=np.float32).reshape(len(v), -1)
+                               for _, v in passages_in_parts(embedder, flat, part)])
+    out, k = [], 0
+    for r, ts in zip(rows, texts):
+        out.append((embedder.name, ts, vecs[k:k + len(ts)].tobytes(), r["id"], r["content_hash"]))
+        k += len(ts)
+    with pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+        cur.executemany("UPDATE chunks SET sentence_model = %s, sentence_texts = %s, sentence_vectors = %s "
+                        "WHERE id = %s::uuid AND content_hash = %s", out)
+    return len(flat)
+
+
 def index_chunks(chunk_ids: Iterable[str], *, pool: ConnectionPool, store: VectorStore,
                  collection: str, embedder: Embedder, prices: PriceTable | None = None,
-                 embed_part: int = 0) -> IndexStats:
+                 embed_part: int = 0, sentences: bool = False) -> IndexStats:
     """Make the collection match Postgres for these chunks (idempotent).
 
     Live chunk → upsert its point (embedding only when the point's
-    content_hash differs); tombstoned or missing chunk → delete its point.
+    content_hash differs) and, with ``sentences``, its sentence vectors (``store_sentences``);
+    tombstoned or missing chunk → delete its point.
     ``embed_part``: texts per embedding-service request (``embed_and_upsert``; 0: one request).
     """
     t0 = time.perf_counter()
@@ -178,6 +206,10 @@ def index_chunks(chunk_ids: Iterable[str], *, pool: ConnectionPool, store: Vecto
         used = embedding_tokens.collect()
         stats.embed_seconds, stats.upsert_seconds = embed_and_upsert(to_embed, embedder=embedder, store=store,
                                                                      collection=collection, part=embed_part)
+        if sentences:
+            s0 = time.perf_counter()
+            stats.sentences = store_sentences(pool, to_embed, embedder, embed_part)
+            stats.sentence_seconds = time.perf_counter() - s0
         ledger_embeddings(pool, to_embed, used, prices)
         stats.embedded = len(to_embed)
     if to_patch:
@@ -277,8 +309,9 @@ def _count_live(pool: ConnectionPool) -> int:
 
 def reindex(*, pool: ConnectionPool, store: VectorStore, domain: str, embedder: Embedder,
             batch: int = 128, progress: Callable[[int, int], None] | None = None,
-            prices: PriceTable | None = None, embed_part: int = 0) -> ReindexResult:
+            prices: PriceTable | None = None, embed_part: int = 0, sentences: bool = False) -> ReindexResult:
     """Blue-green re-embed: build a new collection from Postgres, verify, swap the alias, drop the old.
+    With ``sentences`` every chunk's sentence vectors are re-derived with ``embedder`` too.
 
     Searches keep using the old collection until the atomic alias swap.
     Changes committed during the backfill are caught up before the swap.
@@ -300,6 +333,8 @@ def reindex(*, pool: ConnectionPool, store: VectorStore, domain: str, embedder: 
     for rows in _live_chunk_batches(pool, batch):
         used = embedding_tokens.collect()
         embed_and_upsert(rows, embedder=embedder, store=store, collection=new, part=embed_part)
+        if sentences:
+            store_sentences(pool, rows, embedder, embed_part)
         ledger_embeddings(pool, rows, used, prices)
         done += len(rows)
         if progress:
@@ -310,7 +345,7 @@ def reindex(*, pool: ConnectionPool, store: VectorStore, domain: str, embedder: 
             "SELECT id::text FROM chunks WHERE updated_at >= %s",
             (started - _CATCHUP_MARGIN,)).fetchall()]
     caught = index_chunks(changed, pool=pool, store=store, collection=new, embedder=embedder, prices=prices,
-                          embed_part=embed_part)
+                          embed_part=embed_part, sentences=sentences)
     # drop points of chunks that are not live any more
     live_ids = set()
     for rows in _live_chunk_batches(pool, 5000):
@@ -333,7 +368,7 @@ def reindex(*, pool: ConnectionPool, store: VectorStore, domain: str, embedder: 
             "SELECT id::text FROM chunks WHERE updated_at >= %s", (swap_started - _CATCHUP_MARGIN,)
         ).fetchall()]
     late_stats = index_chunks(late, pool=pool, store=store, collection=new, embedder=embedder, prices=prices,
-                              embed_part=embed_part)
+                              embed_part=embed_part, sentences=sentences)
     if old and old != new:
         store.drop_collection(old)
     return ReindexResult(old, new, done, caught.embedded + caught.deleted + late_stats.embedded

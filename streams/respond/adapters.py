@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import time
+import weakref
 from contextlib import contextmanager, nullcontext
 from typing import Any, Callable, Iterator, Mapping, Sequence
 from uuid import UUID
@@ -161,17 +163,24 @@ class PostgresMemoryRecall:
     """The contact's live facts embedded with ``embedding_model`` (others are
     invisible: their vectors live in another space).
 
-    The query is bounded by ``SET LOCAL statement_timeout`` = the remaining
-    budget, so an abandoned thread's query is cancelled by the server too.
+    The query is bounded by ``statement_timeout`` = the remaining budget, so an abandoned
+    thread's query is cancelled by the server too. On a shared pool it is ``SET LOCAL`` in a
+    transaction (BEGIN, SET, SELECT, COMMIT: four round trips). On a pool only recall uses
+    (``own_pool``, the composition root's ``recall_pool``) it is the connection's session setting,
+    set once per connection (again only when the budget changes), and the SELECT runs alone
+    without a transaction: one round trip.
     ``inject_delay_s`` (tests and drills only) adds ``pg_sleep`` to the query.
     """
 
     def __init__(self, pool: ConnectionPool, embedding_model: str, *, inject_delay_s: float = 0.0,
-                 pipeline: bool = False):
+                 pipeline: bool = False, own_pool: bool = False):
         self.pool = pool
         self.embedding_model = embedding_model
         self.inject_delay_s = inject_delay_s
         self.pipeline = pipeline   # libpq pipeline mode (Settings.db_pipeline)
+        self.own_pool = own_pool   # nobody else uses the pool's connections: session timeouts are safe
+        self._timeouts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # connection → its timeout (ms)
+        self._lock = threading.Lock()
 
     def live_facts(self, account_id: int, contact_id: int, *, timeout_s: float) -> Sequence[MemoryFact]:
         ms = max(1, int(timeout_s * 1000))
@@ -188,16 +197,30 @@ class PostgresMemoryRecall:
         args: tuple = (REDUCED_WEIGHT, account_id, contact_id, self.embedding_model, list(REDUCE_WEIGHT_TYPES))
         if self.inject_delay_s:
             args = (self.inject_delay_s,) + args
-        # vectors in binary; in pipeline mode BEGIN, SET LOCAL, SELECT, COMMIT in one round trip
-        with self.pool.connection() as conn, pipelined(conn, self.pipeline), conn.transaction():
-            conn.execute(f"SET LOCAL statement_timeout = {ms}")
-            cur = conn.execute(sql, args, binary=True)
-            rows = cur.fetchall()
+        # vectors in binary
+        if self.own_pool:
+            rows = self._select_alone(ms, sql, args)
+        else:   # in pipeline mode BEGIN, SET LOCAL, SELECT, COMMIT in one round trip
+            with self.pool.connection() as conn, pipelined(conn, self.pipeline), conn.transaction():
+                conn.execute(f"SET LOCAL statement_timeout = {ms}")
+                rows = conn.execute(sql, args, binary=True).fetchall()
         return [MemoryFact(id=r["id"], memory_type=r["memory_type"], content=r["content"],
                            confidence=float(r["confidence"]), scope=r["scope"],
                            source_unit_id=r["source_unit_id"], weight=float(r["weight"]),
                            embedding=_vec(r["embedding"]))
                 for r in rows]
+
+    def _select_alone(self, ms: int, sql: str, args: tuple) -> list:
+        """The query on a connection of recall's own pool: no transaction, the timeout a session
+        setting of the connection (set when it is new to this recall or the budget changed)."""
+        with self.pool.connection() as conn, autocommit(conn):
+            with self._lock:
+                current = self._timeouts.get(conn)
+            if current != ms:
+                conn.execute(f"SET statement_timeout = {ms}")
+                with self._lock:
+                    self._timeouts[conn] = ms
+            return conn.execute(sql, args, binary=True).fetchall()
 
 
 def pipelined(conn, on: bool):
@@ -276,6 +299,24 @@ class ChunkKnowledgeSearch:
                 f"AND {where} ORDER BY document_id, seq LIMIT %s",
                 (account_id, *[word_prefix_pattern(s) for s in stems], limit)).fetchall()
         return [KnowledgeChunk(UUID(str(r["id"])), UUID(str(r["document_id"])), 1.0, r["content"]) for r in rows]
+
+    def sentence_vectors(self, account_id: int, chunk_ids: Sequence[UUID], model: str) -> dict[str, np.ndarray]:
+        """The sentence vectors stored with these live chunks of the account by ``model``'s
+        indexer (``streams.ingest.knowledge.store_sentences``): {sentence: float32 vector}."""
+        if not chunk_ids:
+            return {}
+        with self.pool.connection() as conn, autocommit(conn):
+            rows = conn.execute(
+                "SELECT sentence_texts, sentence_vectors FROM chunks WHERE account_id = %s AND id = ANY(%s) "
+                "AND deleted_at IS NULL AND sentence_model = %s AND sentence_vectors IS NOT NULL",
+                (account_id, list(chunk_ids), model), binary=True).fetchall()
+        out: dict[str, np.ndarray] = {}
+        for r in rows:
+            texts = r["sentence_texts"] or []
+            if texts:
+                vecs = np.frombuffer(bytes(r["sentence_vectors"]), dtype=np.float32).reshape(len(texts), -1)
+                out.update(zip(texts, vecs))
+        return out
 
 
 _ACCENTED = {"a": "aáàâãä", "e": "eéèêë", "i": "iíìîï", "o": "oóòôõö", "u": "uúùûü", "c": "cç", "n": "nñ"}

@@ -110,10 +110,13 @@ class OfflineComposer:
     def __init__(self, max_sentences: int = 2, min_overlap: float = 1.0, embedder=None,
                  min_similarity: float = 0.25, lexical_weight: float = 0.1,
                  strong_similarity: float = 0.3, second_ratio: float = 0.85,
-                 synonym_similarity: float = 0.54):
+                 synonym_similarity: float = 0.54, sentences=None):
         self.max_sentences = max_sentences
         self.min_overlap = min_overlap
         self.embedder = embedder
+        # ``(account_id, chunk_ids, model) -> {sentence: vector}``: the vectors the indexer stored with
+        # the chunks (``ChunkKnowledgeSearch.sentence_vectors``); None: every sentence embedded here
+        self.sentences = sentences
         self.min_similarity = min_similarity
         self.lexical_weight = lexical_weight
         self.strong_similarity = strong_similarity
@@ -129,6 +132,7 @@ class OfflineComposer:
                           provider="offline")
 
     def compose(self, r: ReplyRequest) -> str:
+        self._stored_sentences(r)
         if r.intent == i.GREETING:
             return self._with_memory(GREETING_REPLY, r.memories, r.chunks)
         if r.intent == i.CONFIRMATION:
@@ -367,6 +371,30 @@ class OfflineComposer:
             elif best[-1].focus_hits < pick.focus_hits:
                 best[-1] = pick
         return [s.unit for s in best]
+
+    def _stored_sentences(self, r: ReplyRequest) -> None:
+        """Put the vectors the indexer stored for the request's chunks in the sentence cache, when
+        some of their sentences are not there (one read; nothing to read when all are cached). A
+        sentence with none stored (an old chunk, another model, two halves of a cut sentence
+        joined) is embedded when needed, as before."""
+        if self.sentences is None or self.embedder is None or not r.chunks or r.account_id is None:
+            return
+        name = f"passage:{self.embedder.name}"
+        with self._cache_lock:
+            cache = self._cache.get(name, {})
+            wanted = [c for c in r.chunks if any(u.text not in cache for u in compose.answer_units(c.text))]
+        if not wanted:
+            return
+        found = self.sentences(r.account_id, [c.chunk_id for c in wanted], self.embedder.name)
+        if not found:
+            return
+        with self._cache_lock:
+            cache = self._cache.setdefault(name, OrderedDict())
+            for s, v in found.items():
+                if s not in cache:
+                    cache[s] = v
+            while len(cache) > self.cache_size:
+                cache.popitem(last=False)
 
     def _sentence_vectors(self, sentences: list[str]):
         """Chunk sentences repeat across replies: embed each once (bounded LRU per model)."""

@@ -28,17 +28,20 @@ the same model (same ``name``), the recall vector is reused for retrieval.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
 import functools
 import inspect
 import itertools
 import logging
 import re
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Awaitable, Callable, Sequence, TypeVar
+from typing import Generator as Steps
 
 import numpy as np
 
@@ -248,20 +251,45 @@ async def receive(msg: InboundMessage, deps: Responder) -> ConversationContext |
 
 class MessageVector:
     """The message's vector, embedded at most once (a task started on first use) and
-    shared by the intent fallback, recall, knowledge and the composer."""
+    shared by the intent fallback, recall, knowledge and the composer.
+
+    Awaited on the event loop (``get``) or waited for in a worker thread (``wait``): recall
+    and the knowledge search take it in the thread that uses it, so the vector reaches them
+    without a turn of the event loop (under load a turn waits behind the other messages'
+    work). A thread that waits for a vector whose embedding has not started yet (its job is
+    still queued in the executor) embeds it itself, so a waiting thread never waits for a
+    job queued behind it, and the message is still embedded once."""
 
     def __init__(self, embedder: Embedder, text: str):
         self.embedder, self.text = embedder, text
         self._task: asyncio.Task[np.ndarray] | None = None
+        self._ready: concurrent.futures.Future = concurrent.futures.Future()
+        self._claimed = False
+        self._lock = threading.Lock()
 
     def start(self) -> "MessageVector":
         if self._task is None:
-            self._task = asyncio.create_task(_embed(self.embedder, self.text))
+            self._task = asyncio.create_task(asyncio.to_thread(self._embedded))
         return self
+
+    def _embedded(self) -> np.ndarray:
+        """The vector, embedded by the first thread that needs it (the others wait for it)."""
+        with self._lock:
+            first, self._claimed = not self._claimed, True
+        if first:
+            try:
+                self._ready.set_result(np.asarray(self.embedder.embed_queries([self.text])[0], dtype=np.float32))
+            except BaseException as e:
+                self._ready.set_exception(e)
+        return self._ready.result()
 
     async def get(self) -> np.ndarray:
         """The vector (shielded: a caller's timeout does not cancel it for the others)."""
         return await asyncio.shield(self.start()._task)
+
+    def wait(self) -> np.ndarray:
+        """The vector, in a worker thread (``start`` was called on the loop)."""
+        return self._embedded()
 
     def close(self) -> None:
         """Cancel it if nobody waited for it; a failure was already reported by whoever used it."""
@@ -380,19 +408,26 @@ async def recall(msg: InboundMessage, p: Plan, deps: Responder) -> list[ScoredFa
             deps.memory.live_facts(msg.account_id, msg.contact_id, timeout_s=deps.recall_budget_s), vector.get())
         parts = message_parts(msg.text) if facts else []
         part_vecs = await _call(deps.memory_embedder.embed_queries, parts) if parts else None
-    else:   # the fetch and the parts' vectors in one hand-off to a worker thread
-        (facts, part_vecs), vec = await asyncio.gather(
-            asyncio.to_thread(_facts_and_parts, deps, msg), vector.get())
+    else:   # the fetch, the parts' vectors and the scoring in one hand-off to a worker thread
+        return await asyncio.to_thread(_recall_here, deps, msg, vector)
     return score_memories(vec, facts, msg.unit_id, top_k=deps.top_k_memories,
                           min_score=deps.min_memory_score, query_text=msg.text, part_vecs=part_vecs)
 
 
-def _facts_and_parts(deps: Responder, msg: InboundMessage) -> tuple[Sequence[Any], Any]:
-    """A blocking recall port's facts and, only when there are some, the vectors of the
-    message's parts (a message of several parts recalls a fact for each; one batch)."""
+def _recall_here(deps: Responder, msg: InboundMessage, vector: MessageVector) -> list[ScoredFact]:
+    """Recall with a blocking port, in the worker thread that runs this: the facts, only when
+    there are some the vectors of the message's parts (a message of several parts recalls a
+    fact for each; one batch), the message's vector (embedded meanwhile in another thread) and
+    the scoring — no work left for the event loop, whose turns wait behind other messages."""
     facts = deps.memory.live_facts(msg.account_id, msg.contact_id, timeout_s=deps.recall_budget_s)
     parts = message_parts(msg.text) if facts else []
-    return facts, (deps.memory_embedder.embed_queries(parts) if parts else None)
+    part_vecs = deps.memory_embedder.embed_queries(parts) if parts else None
+    vec = vector.wait()
+    return score_memories(vec, facts, msg.unit_id, top_k=deps.top_k_memories,
+                          min_score=deps.min_memory_score, query_text=msg.text, part_vecs=part_vecs)
+
+
+Calls = list[tuple[Callable[..., Any], tuple]]
 
 
 async def knowledge(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps: Responder,
@@ -400,11 +435,52 @@ async def knowledge(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps
     """The account's chunks within the inbox's cut-off (or rescued by the question's words),
     re-ranked, at most ``rag_max_results``; a specific word of the question that none of them
     names brings a chunk that does (``_cover_missing_word``), and an objection brings the
-    account's deals (``_deals``). ``query`` receives the vector used."""
-    if p.vector is not None and deps.memory_embedder.name == deps.knowledge_embedder.name:
-        vec = await p.vector.get()
-    else:
-        vec = await _embed(deps.knowledge_embedder, msg.text)
+    account's deals (``_deals``). ``query`` receives the vector used.
+
+    With blocking ports (search, word search, embedder) all of it — the message's vector, every
+    search, the re-ranking and the follow-up searches — runs in **one** worker thread: the event
+    loop only starts it and takes the result. With an async port the same steps
+    (``_knowledge_steps``) are driven from the loop, their calls through ``_call_all``."""
+    shared = p.vector is not None and deps.memory_embedder.name == deps.knowledge_embedder.name
+    lexical = getattr(deps.knowledge, "lexical_search", None)
+    if not any(inspect.iscoroutinefunction(f) for f in (deps.knowledge.search, lexical,
+                                                          deps.knowledge_embedder.embed_queries)):
+        vector = p.vector if shared else MessageVector(deps.knowledge_embedder, msg.text)
+        return await asyncio.to_thread(_knowledge_here, msg, ctx, p, deps, vector, query)
+    vec = await p.vector.get() if shared else await _embed(deps.knowledge_embedder, msg.text)
+    return await _steps_on_loop(_knowledge_steps(msg, ctx, p, deps, vec, query))
+
+
+def _knowledge_here(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps: Responder,
+                    vector: MessageVector, query: dict[str, Any] | None) -> list[KnowledgeChunk]:
+    """``knowledge`` with blocking ports, in the worker thread that runs this."""
+    return _steps_here(_knowledge_steps(msg, ctx, p, deps, vector.wait(), query))
+
+
+async def _steps_on_loop(steps: Steps[Calls, list[Any], T]) -> T:
+    """Drive ``steps`` from the event loop: each batch of port calls through ``_call_all``."""
+    try:
+        calls = next(steps)
+        while True:
+            calls = steps.send(await _call_all(calls))
+    except StopIteration as done:
+        return done.value
+
+
+def _steps_here(steps: Steps[Calls, list[Any], T]) -> T:
+    """Drive ``steps`` in this (worker) thread: each batch of port calls one after another."""
+    try:
+        calls = next(steps)
+        while True:
+            calls = steps.send([fn(*args) for fn, args in calls])
+    except StopIteration as done:
+        return done.value
+
+
+def _knowledge_steps(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps: Responder, vec: np.ndarray,
+                     query: dict[str, Any] | None) -> Steps[Calls, list[Any], list[KnowledgeChunk]]:
+    """``knowledge`` as steps: yields the port calls it needs (a list of ``(fn, args)``), is sent
+    their results in order, and returns the chunks."""
     if query is not None:
         query.update(query_vector=vec, query_model=deps.knowledge_embedder.name)
     inbox = ctx.inbox
@@ -414,15 +490,15 @@ async def knowledge(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps
     pool = inbox.rag_max_results * RERANK_POOL
     # "tem elevador? minha esposa tem problema no joelho": the question alone is searched too
     asked = question_part(msg.text)
-    searches = [(deps.knowledge.search, (vec, msg.account_id, pool, threshold + RESCUE_MARGIN))]
+    searches: Calls = [(deps.knowledge.search, (vec, msg.account_id, pool, threshold + RESCUE_MARGIN))]
     if asked != msg.text:
-        searches.append(await _search_of(deps, asked, (msg.account_id, pool, threshold + RESCUE_MARGIN)))
+        searches.append(_search_of(deps, asked, (msg.account_id, pool, threshold + RESCUE_MARGIN)))
     lexical = getattr(deps.knowledge, "lexical_search", None)
     stems = lexical_stems(asked) if lexical is not None else []
     variants = _named_otherwise(asked, stems) if stems else []
     for v in ([stems] + variants if stems else []):
         searches.append((lexical, (msg.account_id, v, pool)))
-    found = await _call_all(searches)   # every search in one hand-off to a worker thread
+    found = yield searches   # every search in one batch (one hand-off to a worker thread, or none)
     vector_hits = sorted((c for hits in found[: 2 if asked != msg.text else 1] for c in map(_as_chunk, hits)),
                          key=lambda c: c.distance)
     chunks, seen = [], set()
@@ -438,24 +514,24 @@ async def knowledge(msg: InboundMessage, ctx: ConversationContext, p: Plan, deps
                     seen.add(c.chunk_id)
     chunks = rerank(msg.text, chunks)[: inbox.rag_max_results]
     if lexical is not None:
-        chunks = await _by_words(msg, p, asked, stems, chunks, lexical, inbox.rag_max_results)
+        chunks = yield from _by_words_steps(msg, p, asked, stems, chunks, lexical, inbox.rag_max_results)
     return chunks
 
 
-async def _by_words(msg: InboundMessage, p: Plan, asked: str, stems: list[str], chunks: list[KnowledgeChunk],
-                    lexical, limit: int) -> list[KnowledgeChunk]:
+def _by_words_steps(msg: InboundMessage, p: Plan, asked: str, stems: list[str], chunks: list[KnowledgeChunk],
+                    lexical, limit: int) -> Steps[Calls, list[Any], list[KnowledgeChunk]]:
     """What the lexical search adds to the retrieved chunks: the chunks with most of the words when
     nothing found can answer, a chunk naming a specific word none names, an objection's deals and
     the item a superlative price question asks for."""
     if stems and not any(answer_units(c.text) for c in chunks):
-        chunks = await _most_words(msg, asked, stems, chunks, lexical, limit)
+        chunks = yield from _most_words_steps(msg, asked, stems, chunks, lexical, limit)
     if chunks:
-        chunks = await _cover_missing_word(msg, chunks, lexical, limit)
+        chunks = yield from _cover_missing_word_steps(msg, chunks, lexical, limit)
     if p.intent.intent == OBJECTION:
-        chunks += await _deals(msg, chunks, lexical)
+        chunks += yield from _deals_steps(msg, chunks, lexical)
     if chunks:
-        chunks = await _named_item_line(msg, asked, chunks, lexical, limit)
-    return await _extreme_of_kind(msg, asked, chunks, lexical, limit)
+        chunks = yield from _named_item_line_steps(msg, asked, chunks, lexical, limit)
+    return (yield from _extreme_of_kind_steps(msg, asked, chunks, lexical, limit))
 
 
 # a proper name used in a sentence, after an article or a preposition ("tudo o que a Brisa tem")
@@ -464,6 +540,11 @@ _MENTIONED_NAME = re.compile(r"\b(?:[ao]s?|d[ao]s?|n[ao]s?|pel[ao]s?)\s+([A-ZÀ-
 
 async def _named_item_line(msg: InboundMessage, asked: str, chunks: list[KnowledgeChunk], lexical,
                            limit: int) -> list[KnowledgeChunk]:
+    return await _steps_on_loop(_named_item_line_steps(msg, asked, chunks, lexical, limit))
+
+
+def _named_item_line_steps(msg: InboundMessage, asked: str, chunks: list[KnowledgeChunk], lexical,
+                           limit: int) -> Steps[Calls, list[Any], list[KnowledgeChunk]]:
     """"qual a diferença de preço da brisa pra coral?": the question names an item that the
     retrieved chunks only mention inside another item's line ("Suíte Coral: tudo o que a Brisa
     tem ..."), never as a line of its own; its own line ("Suíte Brisa: ... R$ 89,00") is found by
@@ -475,8 +556,7 @@ async def _named_item_line(msg: InboundMessage, asked: str, chunks: list[Knowled
     if not names or limit < 2:
         return chunks
     have = {c.chunk_id for c in chunks}
-    for name, hits in zip(names, await _call_all([(lexical, (msg.account_id, [n], limit * RERANK_POOL))
-                                                  for n in names])):
+    for name, hits in zip(names, (yield [(lexical, (msg.account_id, [n], limit * RERANK_POOL)) for n in names])):
         for c in map(_as_chunk, hits):
             if c.chunk_id not in have and any(name in fold(item_name(u)).split() and fold(u.text).startswith(
                     fold(item_name(u))) for u in answer_units(c.text)):
@@ -486,6 +566,11 @@ async def _named_item_line(msg: InboundMessage, asked: str, chunks: list[Knowled
 
 async def _extreme_of_kind(msg: InboundMessage, asked: str, chunks: list[KnowledgeChunk], lexical,
                            limit: int) -> list[KnowledgeChunk]:
+    return await _steps_on_loop(_extreme_of_kind_steps(msg, asked, chunks, lexical, limit))
+
+
+def _extreme_of_kind_steps(msg: InboundMessage, asked: str, chunks: list[KnowledgeChunk], lexical,
+                           limit: int) -> Steps[Calls, list[Any], list[KnowledgeChunk]]:
     """"qual a suíte mais baratinha?": the cheapest (or dearest) of a kind is a comparison over
     every priced item of that kind, and a vector search finds the list, not its cheapest line.
     The account's chunks naming the kind (``extreme_price``) are read, the items of that kind
@@ -495,7 +580,7 @@ async def _extreme_of_kind(msg: InboundMessage, asked: str, chunks: list[Knowled
     if extreme is None or not extreme[1]:
         return chunks
     found: dict = {c.chunk_id: c for c in chunks}
-    for hits in await _call_all([(lexical, (msg.account_id, [k], limit * RERANK_POOL)) for k in sorted(extreme[1])]):
+    for hits in (yield [(lexical, (msg.account_id, [k], limit * RERANK_POOL)) for k in sorted(extreme[1])]):
         for c in map(_as_chunk, hits):
             found.setdefault(c.chunk_id, c)
     holder = {}
@@ -511,6 +596,11 @@ async def _extreme_of_kind(msg: InboundMessage, asked: str, chunks: list[Knowled
 
 async def _most_words(msg: InboundMessage, asked: str, stems: list[str], chunks: list[KnowledgeChunk], lexical,
                       limit: int) -> list[KnowledgeChunk]:
+    return await _steps_on_loop(_most_words_steps(msg, asked, stems, chunks, lexical, limit))
+
+
+def _most_words_steps(msg: InboundMessage, asked: str, stems: list[str], chunks: list[KnowledgeChunk], lexical,
+                      limit: int) -> Steps[Calls, list[Any], list[KnowledgeChunk]]:
     """Nothing found can answer (no chunk, or only a heading: "# Leva e traz"), and no chunk holds
     every word of the question ("cortam a unha avulso?": the knowledge says "Corte de unhas
     avulso"): the chunks holding all of its words but one (or two, of four), best first."""
@@ -518,7 +608,7 @@ async def _most_words(msg: InboundMessage, asked: str, stems: list[str], chunks:
         found: dict = {}
         keeps = [(lexical, (msg.account_id, list(keep), limit * RERANK_POOL))
                  for keep in itertools.combinations(stems, len(stems) - drop)]
-        for hits in await _call_all(keeps):
+        for hits in (yield keeps):
             for c in map(_as_chunk, hits):
                 if answer_units(c.text) and (carries_price(c.text) or not asks_price(asked)):
                     found.setdefault(c.chunk_id, c)
@@ -532,12 +622,17 @@ MAX_DEAL_CHUNKS = 2
 
 
 async def _deals(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical) -> list[KnowledgeChunk]:
+    return await _steps_on_loop(_deals_steps(msg, chunks, lexical))
+
+
+def _deals_steps(msg: InboundMessage, chunks: list[KnowledgeChunk],
+                 lexical) -> Steps[Calls, list[Any], list[KnowledgeChunk]]:
     """An objection ("tá caro") is answered with a deal, and a deal is found by its words, not by
     the meaning of a complaint: the account's chunks that offer one (``compose.offers_deal``), best
     for the message first, besides what the vector search found."""
     have = {c.chunk_id for c in chunks}
     found: dict = {}
-    for hits in await _call_all([(lexical, (msg.account_id, [s], 2 * MAX_DEAL_CHUNKS)) for s in DEAL_STEMS]):
+    for hits in (yield [(lexical, (msg.account_id, [s], 2 * MAX_DEAL_CHUNKS)) for s in DEAL_STEMS]):
         for c in map(_as_chunk, hits):
             if c.chunk_id not in have and any(offers_deal(u.text) for u in answer_units(c.text)):
                 found.setdefault(c.chunk_id, c)
@@ -549,6 +644,11 @@ MAX_MISSING_WORD_CHUNKS = 3   # a word found in more chunks than this is not spe
 
 async def _cover_missing_word(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical,
                               limit: int) -> list[KnowledgeChunk]:
+    return await _steps_on_loop(_cover_missing_word_steps(msg, chunks, lexical, limit))
+
+
+def _cover_missing_word_steps(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical,
+                              limit: int) -> Steps[Calls, list[Any], list[KnowledgeChunk]]:
     """When a specific word of the question ("gripe" of "a vacina de gripe qnto é?"), or the
     knowledge's word for it ("drinks" for "caipirinha"), is in none of the retrieved chunks but in
     a few chunks of the account, the best of those takes the last place: a short question names
@@ -567,8 +667,8 @@ async def _cover_missing_word(msg: InboundMessage, chunks: list[KnowledgeChunk],
     asks = [(word, n, form) for word in missing
             for n, form in enumerate(sorted(forms.get(word, {word}), key=lambda f: (f != word, f)))
             if len(form) >= 4 and not form.isdigit()]
-    hits_of = await _call_all([(lexical, (msg.account_id, form.split(), MAX_MISSING_WORD_CHUNKS + 1))
-                               for _, _, form in asks])
+    hits_of = yield [(lexical, (msg.account_id, form.split(), MAX_MISSING_WORD_CHUNKS + 1))
+                     for _, _, form in asks]
     for word in missing:
         per_form = []
         for (w, n, _), hits in zip(asks, hits_of):
@@ -628,7 +728,8 @@ def _to_generate(msg: InboundMessage, ctx: ConversationContext, p: Plan,
                               chunks=c.chunks if p.retrieve else None, history=ctx.history)
     return c, ReplyRequest(messages=messages, message=msg.text, intent=p.intent.intent,
                            retrieval=p.strategy.retrieval, chunks=tuple(c.chunks), memories=tuple(c.memories),
-                           model=inbox.model, temperature=inbox.temperature, **g.query)
+                           model=inbox.model, temperature=inbox.temperature, account_id=msg.account_id,
+                           **g.query)
 
 
 def _generated(msg: InboundMessage, p: Plan, g: Gathered, c: Composed, generation: Generation | None,
@@ -827,13 +928,18 @@ def rerank(message: str, chunks: Sequence[KnowledgeChunk]) -> list[KnowledgeChun
     return [chunks[i] for i in sorted(range(n), key=lambda i: (score(i), chunks[i].distance))]
 
 
-async def _search_of(deps: Responder, text: str, args: tuple) -> tuple[Callable[..., Any], tuple]:
-    """The knowledge search for ``text`` as a ``_call_all`` entry: a blocking search embeds
-    ``text`` in its own worker thread (no hand-off of its own); an async one gets the vector."""
-    search = deps.knowledge.search
-    if inspect.iscoroutinefunction(search):
-        return search, (await _embed(deps.knowledge_embedder, text), *args)
-    return _search_embedded, (search, deps.knowledge_embedder, text, *args)
+def _search_of(deps: Responder, text: str, args: tuple) -> tuple[Callable[..., Any], tuple]:
+    """The knowledge search for ``text`` as a ``_call_all`` entry that embeds ``text`` first, in
+    the same call: a blocking search in its worker thread (no hand-off of its own), an async
+    one awaited after the embedding."""
+    if inspect.iscoroutinefunction(deps.knowledge.search):
+        return _search_embedded_async, (deps.knowledge.search, deps.knowledge_embedder, text, *args)
+    return _search_embedded, (deps.knowledge.search, deps.knowledge_embedder, text, *args)
+
+
+async def _search_embedded_async(search: Callable[..., Any], embedder: Embedder, text: str, *args: Any) -> Any:
+    """An async knowledge search for ``text``, embedded first (in a worker thread)."""
+    return await search(await _embed(embedder, text), *args)
 
 
 def _search_embedded(search: Callable[..., Any], embedder: Embedder, text: str, *args: Any) -> Any:

@@ -91,3 +91,4 @@ class ReplyRequest:
     # composer does not embed the message a second time
     query_vector: Any = None
     query_model: str | None = None
+    account_id: int | None = None   # whose chunks (the composer's stored sentence vectors are read by account)

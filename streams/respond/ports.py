@@ -68,6 +68,11 @@ class KnowledgeSearch(Protocol):
     # embed far from the list that answers them; their words do not. The handler uses it
     # when the adapter has it (``ChunkKnowledgeSearch``: one SQL query, beside the vector search).
 
+    # Optional: ``sentence_vectors(account_id, chunk_ids, model)`` — the sentence vectors the
+    # indexer stored with these chunks of the account (``store_sentences``), as {sentence: vector},
+    # only those embedded by ``model``; the offline composer reads them instead of embedding the
+    # sentences at reply time (a sentence missing there is embedded as before).
+
 
 class Generator(Protocol):
     def generate(self, request: ReplyRequest) -> Generation: ...

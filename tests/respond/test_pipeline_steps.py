@@ -326,3 +326,61 @@ def test_an_objection_brings_the_accounts_deals_found_by_their_words():
     assert asyncio.run(_deals(inbound("86 reais numa pizza? ta caro demais"), got, lexical)) == [promo]
     assert offers_deal("Tarde Aurora: 20% de desconto nos períodos de 2h e 4h.")
     assert not offers_deal("Fora isso, não oferecemos outros descontos.") and not offers_deal(rules.text)
+
+
+def test_a_message_vector_waited_for_in_a_thread_is_embedded_once_by_whoever_comes_first():
+    """A worker thread takes the vector without the event loop (``wait``): a job not yet begun
+    (still queued in the executor) is embedded by the waiting thread itself, never twice."""
+    import threading
+
+    emb = BagOfWordsEmbedder()
+
+    async def go():
+        v = MessageVector(emb, "pernoite").start()   # its job not submitted yet: the loop has not turned
+        waited = await asyncio.to_thread(v.wait)       # so this thread embeds it
+        return waited, await v.get(), threading.get_ident()
+
+    waited, got, _ = run(go())
+    assert waited is got and emb.calls == 1
+    never_started = MessageVector(emb, "outra")
+    assert never_started.wait() is never_started.wait() and emb.calls == 2
+
+
+def test_the_composer_reads_the_sentence_vectors_stored_with_the_chunks_and_embeds_only_the_rest():
+    """With the indexer's sentence vectors (``sentences``) the offline composer embeds no stored
+    sentence, and answers as it does embedding them itself; a sentence with none stored (another
+    model, an old chunk) is embedded at reply time as before."""
+    from streams.respond.compose import answer_units
+    from streams.respond.model import ReplyRequest
+
+    text = "O pernoite na suíte Luxo custa R$ 240. A suíte Master custa R$ 320. Check-out ao meio-dia."
+    chunk = KnowledgeChunk(uuid.UUID(int=5), uuid.UUID(int=6), 0.2, text)
+    units = [u.text for u in answer_units(text)]
+
+    class Passages(BagOfWordsEmbedder):
+        def __init__(self):
+            super().__init__()
+            self.passages: list[str] = []
+
+        def embed_passages(self, texts):
+            self.passages += list(texts)
+            return super().embed_passages(texts)
+
+    def ask(sentences, emb):
+        composer = OfflineComposer(embedder=emb, sentences=sentences)
+        q = "Quanto custa o pernoite na suíte Luxo?"
+        return composer.generate(ReplyRequest(messages=[], message=q, intent="price_question", retrieval="required",
+                                              chunks=(chunk,), account_id=1101)).text
+
+    asked: list = []
+
+    def stored(account_id, chunk_ids, model):
+        asked.append((account_id, list(chunk_ids), model))
+        vecs = BagOfWordsEmbedder().embed_passages(units[:-1])   # the last sentence has none stored
+        return dict(zip(units[:-1], vecs))
+
+    plain, reading = Passages(), Passages()
+    assert ask(None, plain) == ask(stored, reading) and "R$ 240" in ask(None, Passages())
+    # (the fake embeds its queries as passages too: only the chunk's sentences are looked at)
+    assert set(units) <= set(plain.passages) and [p for p in reading.passages if p in units] == units[-1:]
+    assert asked == [(1101, [chunk.chunk_id], reading.name)]

@@ -41,13 +41,17 @@ def msg(text, mid, *, account=1, contact=100, conversation="c-1", unit=None, inb
                           sent_at=datetime.now(timezone.utc))
 
 
-def responder(pool, *, delay=0.0, knowledge_docs=(), budget=0.5, pipeline=False):
+def responder(pool, *, delay=0.0, knowledge_docs=(), budget=0.5, pipeline=False, recall_pool=None):
+    """``recall_pool``: recall on a pool of its own (``own_pool``: the timeout a session setting)."""
     from tests.support.embedders import shared_container
 
     mem = shared_container().memory_embedder
     kemb = BagOfWordsEmbedder()
+    recall = (PostgresMemoryRecall(recall_pool, mem.name, inject_delay_s=delay, own_pool=True)
+              if recall_pool is not None else
+              PostgresMemoryRecall(pool, mem.name, inject_delay_s=delay, pipeline=pipeline))
     return Responder(store=PostgresConversationStore(pool, erasure_key=KEY, pipeline=pipeline),
-                     memory=PostgresMemoryRecall(pool, mem.name, inject_delay_s=delay, pipeline=pipeline),
+                     memory=recall,
                      knowledge=FakeKnowledge(kemb, list(knowledge_docs)), memory_embedder=mem,
                      knowledge_embedder=kemb, generator=OfflineComposer(), recall_budget_s=budget)
 
@@ -106,15 +110,63 @@ def test_other_embedding_model_deleted_superseded_invisible(env, pool):
     assert facts[aged].weight == pytest.approx(0.7)
 
 
-# Settings.db_pipeline: the same guarantees with and without libpq pipeline mode
+@pytest.fixture
+def own_pool(env):
+    from streams.store.db import make_pool
+
+    p = make_pool(env.settings, min_size=1, max_size=2, name="memoria-recall")
+    yield p
+    p.close()
+
+
+def test_recall_on_its_own_pool_is_one_statement_and_finds_the_same_facts(env, pool, own_pool, monkeypatch):
+    """On a pool only recall uses, the statement timeout is set once per connection (a session
+    setting) and each recall is its SELECT alone: no BEGIN, SET LOCAL, COMMIT."""
+    import psycopg
+
+    from tests.support.embedders import shared_container
+
+    emb = shared_container().memory_embedder
+    ids = {add_fact(env, 1, 100, t) for t in ("Prefere suíte com piscina", "Alérgico a camarão")}
+    add_fact(env, 1, 101, "Gosta de vinho")
+    shared = {f.id: f.weight for f in PostgresMemoryRecall(pool, emb.name).live_facts(1, 100, timeout_s=2)}
+    sent: list[str] = []
+    execute, exec_command = psycopg.Connection.execute, psycopg.Connection._exec_command
+
+    def counted(self, query, *args, **kwargs):
+        sent.extend(str(query).split()[:1])   # the pool's check sends an empty query
+        return execute(self, query, *args, **kwargs)
+
+    def command(self, command, *args, **kwargs):   # BEGIN and COMMIT of conn.transaction()
+        sent.extend(w.decode() for w in bytes(command).split()[:1])
+        return exec_command(self, command, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Connection, "execute", counted)
+    monkeypatch.setattr(psycopg.Connection, "_exec_command", command)
+    recall = PostgresMemoryRecall(own_pool, emb.name, own_pool=True)
+    runs = [{f.id: f.weight for f in recall.live_facts(1, 100, timeout_s=2)} for _ in range(4)]
+    assert all(r == shared for r in runs) and set(shared) == ids
+    assert sent.count("SELECT") == 4 and "BEGIN" not in sent and "COMMIT" not in sent
+    assert 1 <= sent.count("SET") <= 2          # once per connection of the pool (max 2), not per recall
+    with own_pool.connection() as conn:        # the setting is the session's
+        assert conn.execute("SHOW statement_timeout").fetchone()["statement_timeout"] == "2s"
+    sent.clear()
+    recall.live_facts(1, 100, timeout_s=0.25)   # another budget: set again
+    assert sent[0] == "SET" and sent.count("SELECT") == 1
+
+
+# Settings.db_pipeline: the same guarantees with and without libpq pipeline mode (and with recall
+# on a pool of its own: its statement timeout a session setting)
 PIPELINE = pytest.mark.parametrize("pipeline", [False, True], ids=["plain", "pipeline"])
 
 
-@PIPELINE
-def test_slow_database_reply_goes_out_without_memory_within_budget(env, pool, pipeline):
+@pytest.mark.parametrize("pipeline", [False, True, "own_pool"], ids=["plain", "pipeline", "own_pool"])
+def test_slow_database_reply_goes_out_without_memory_within_budget(env, pool, own_pool, pipeline):
     enable_recall(env, 1)
     add_fact(env, 1, 100, "Prefere suíte com piscina")
-    deps = responder(pool, delay=3.0, pipeline=pipeline)
+    recall_pool = own_pool if pipeline == "own_pool" else None
+    pipeline = pipeline is True
+    deps = responder(pool, delay=3.0, pipeline=pipeline, recall_pool=recall_pool)
     t0 = time.perf_counter()
     out = asyncio.run(respond(msg("Oi, boa noite! Quero a suíte com piscina", "m-slow"), deps))
     elapsed = time.perf_counter() - t0
@@ -127,7 +179,7 @@ def test_slow_database_reply_goes_out_without_memory_within_budget(env, pool, pi
     assert running[0]["n"] == 0
     # and the same ports answer with memory once the database is fast again
     out = asyncio.run(respond(msg("Oi, boa noite! Quero a suíte com piscina", "m-fast"),
-                              responder(pool, pipeline=pipeline)))
+                              responder(pool, pipeline=pipeline, recall_pool=recall_pool)))
     assert out.reply.memory_ids and out.reply.degraded == []
 
 

@@ -239,3 +239,41 @@ def test_recall_uses_pipeline_mode_only_when_the_setting_says_so():
         assert PostgresMemoryRecall(OnePool(conn), "m", pipeline=on).live_facts(1, 2, timeout_s=0.1) == []
         assert conn.pipelines == int(on)
 
+
+
+def test_recall_and_knowledge_score_in_their_worker_threads_not_on_the_loop(monkeypatch):
+    """The scoring of the facts and the re-ranking of the chunks run in the hand-offs that fetch
+    them: the event loop (which every message and the Kafka client share) does none of it."""
+    import streams.respond.handler as handler
+
+    where: dict[str, set[int]] = {"score": set(), "rerank": set()}
+    score, rerank = handler.score_memories, handler.rerank
+
+    def scored(*args, **kwargs):
+        where["score"].add(threading.get_ident())
+        return score(*args, **kwargs)
+
+    def reranked(*args, **kwargs):
+        where["rerank"].add(threading.get_ident())
+        return rerank(*args, **kwargs)
+
+    monkeypatch.setattr(handler, "score_memories", scored)
+    monkeypatch.setattr(handler, "rerank", reranked)
+    deps = deps_for(knowledge=None)
+    deps.knowledge = LexicalKnowledge(deps.memory_embedder, DOCS)
+    msg = inbound("Quanto custa o pernoite na suíte Luxo?")
+
+    async def go():
+        ctx = ctx_of()
+        p = await plan(msg, ctx, deps)
+        threads.calls = 0
+        try:
+            return await gather(msg, ctx, p, deps), threading.get_ident()
+        finally:
+            p.close()
+
+    threads = CountingThreads(monkeypatch)
+    g, loop_thread = asyncio.run(go())
+    assert [m.fact.id for m in g.memories] == [1] and g.chunks
+    assert where["score"] and where["rerank"] and loop_thread not in where["score"] | where["rerank"]
+    assert threads.calls == 3   # the message's vector, recall, knowledge: as before

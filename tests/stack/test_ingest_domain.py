@@ -222,3 +222,51 @@ def test_through_the_service_a_batch_is_embedded_and_upserted_in_parts_with_the_
     by_id = {str(uuid.UUID(str(p.id))): p.vector for p in got}
     want = c.embedder.embed_passages([x["content"] for x in rows])
     np.testing.assert_allclose([by_id[x["id"]] for x in rows], want, atol=1e-5)
+
+
+def _sentences(env):
+    return {r["id"]: r for r in env.q("SELECT id::text, content, sentence_model, sentence_texts, sentence_vectors "
+                                      "FROM chunks WHERE deleted_at IS NULL")}
+
+
+def test_indexing_stores_each_chunks_sentence_vectors_for_the_composer_and_reindex_rederives_them(ctx):
+    """The composer's sentences of a chunk (its quotable units) are embedded as passages when the chunk
+    is indexed and stored with it, with the model's name, read back by account and model; a
+    re-embed derives them again (here from nothing: chunks indexed before they existed)."""
+    from streams.ingest.knowledge import reindex
+    from streams.respond.adapters import ChunkKnowledgeSearch
+    from streams.respond.compose import answer_units
+
+    env, c, store, _ = ctx
+    h = ChunkEventHandler(pool=c.pool, store=store, domain="t", embedder=c.embedder, embedder_for=c.embedder_for,
+                          sentences=True)   # settings.chunk_sentence_vectors (off by default)
+    with env.conn() as conn:
+        write_document(conn, account_id=1, source="doc.md", text=TEXT, chunk_size=300, chunk_overlap=0)
+    h(_records(env))
+    rows = _sentences(env)
+    assert rows and h.last_stats.sentences == sum(len(answer_units(r["content"])) for r in rows.values())
+    for r in rows.values():
+        texts = [u.text for u in answer_units(r["content"])]
+        assert r["sentence_model"] == c.embedder.name and r["sentence_texts"] == texts
+        got = np.frombuffer(bytes(r["sentence_vectors"]), dtype=np.float32).reshape(len(texts), -1)
+        np.testing.assert_allclose(got, c.embedder.embed_passages(texts), atol=1e-5)
+    search = ChunkKnowledgeSearch(c.pool, store, "t", c.embedder_for, query_model=lambda: c.embedder.name)
+    some = list(rows)[:2]
+    found = search.sentence_vectors(1, [uuid.UUID(i) for i in some], c.embedder.name)
+    assert set(found) == {t for i in some for t in rows[i]["sentence_texts"]}
+    assert search.sentence_vectors(2, [uuid.UUID(i) for i in some], c.embedder.name) == {}   # another account's
+    assert search.sentence_vectors(1, [uuid.UUID(i) for i in some], "another-model") == {}
+    env.q("UPDATE chunks SET sentence_model = NULL, sentence_texts = NULL, sentence_vectors = NULL")
+    reindex(pool=c.pool, store=store, domain="t", embedder=c.embedder, batch=3, sentences=True)
+    again = _sentences(env)
+    assert {i: (r["sentence_model"], r["sentence_texts"]) for i, r in again.items()} == \
+        {i: (r["sentence_model"], r["sentence_texts"]) for i, r in rows.items()}
+
+
+def test_without_the_setting_no_sentence_vectors_are_stored(ctx):
+    env, c, store, h = ctx   # the handler as the settings build it by default
+    with env.conn() as conn:
+        write_document(conn, account_id=1, source="doc.md", text=TEXT, chunk_size=300, chunk_overlap=0)
+    h(_records(env))
+    assert h.last_stats.embedded and h.last_stats.sentences == 0
+    assert all(r["sentence_model"] is None for r in _sentences(env).values())
