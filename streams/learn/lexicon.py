@@ -787,6 +787,12 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "gatos": ("pets", "animais"), "gatas": ("gatos", "pets", "animais"),
     "gatinho": ("gato", "pet"), "gatinha": ("gata", "gato", "femea", "pet"), "bichano": ("gato", "pet"),
     "bicho": ("pet", "animal"), "bichinho": ("pet", "animal"),
+    # a breed names its species ("meu labrador", "banho pra shitzu")
+    **{b: ("cao", "pet") for b in ("labrador", "shitzu", "shih tzu", "poodle", "golden", "pinscher", "yorkshire",
+                                   "bulldog", "buldogue", "pitbull", "pit bull", "vira lata", "viralata", "spitz",
+                                   "lulu", "pug", "dachshund", "salsicha", "rottweiler", "pastor alemao", "beagle",
+                                   "border collie", "lhasa", "maltes", "chihuahua", "husky", "boxer", "schnauzer")},
+    **{b: ("gato", "pet") for b in ("siames", "persa", "maine coon", "angora", "sphynx")},
     "passarinho": ("ave", "aves", "exotico"), "passaro": ("ave", "aves", "exotico"), "papagaio": ("ave", "exotico"),
     "calopsita": ("ave", "exotico"), "jabuti": ("reptil", "exotico"), "tartaruga": ("reptil", "exotico"),
     "coelho": ("exotico",), "hamster": ("exotico",), "iguana": ("reptil", "exotico"),

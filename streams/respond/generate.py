@@ -188,6 +188,7 @@ class OfflineComposer:
         units = compose.units_of_chunks([c.text for c in chunks], [c.document_id for c in chunks])
         if not units:
             return []
+        message = compose.respelled(message, units)   # "a grnde de calabresa", "2 horinhas"
         extreme = compose.extreme_item(message, units)
         if extreme is not None:   # "qual a suíte mais baratinha": the items compared, the cheapest one
             return [extreme]
@@ -320,7 +321,8 @@ class OfflineComposer:
     def _narrow(message: str, ranked: list[compose.Scored], intent: str) -> list[compose.Scored]:
         """Keep the units that carry what was asked: a price, the attribute, a deal."""
         if compose.wants_price(message, intent == i.PRICE):
-            free = compose.is_yes_no(message)  # "é cobrado?": "sem custo" answers it
+            # "é cobrado?", "qual a diferença de preço...?": "sem custo", "mesmo valor" answer it
+            free = compose.is_yes_no(message) or compose.asks_difference(message)
             ranked = [s for s in ranked if compose.carries_price(s.unit.text, free)]  # no price stated: hand over
         if compose.asks_name(message):  # "qual o nome da veterinária": no name stated, hand over
             ranked = [s for s in ranked if compose.names_someone(s.unit.text)]

@@ -1,0 +1,102 @@
+"""How writers the composer has never seen put their questions (issue 13, probe_h's kinds):
+a question reported for someone else, courtesy before the question, a difference asked between
+two items, a slip of the finger or a diminutive, weights in words, a breed for its species, the
+place where an item is asked about. Knowledge and questions written here, not copied."""
+
+from uuid import uuid4
+
+from streams.respond.compose import question_part, question_words, units_of_chunks
+from streams.respond.generate import FALLBACK_NO_KNOWLEDGE, OfflineComposer, unsupported_prices
+from streams.respond.model import KnowledgeChunk, ReplyRequest
+
+SPA = """# Estrutura
+
+Não temos academia em nenhuma unidade.
+A piscina aquecida funciona das 8h às 20h.
+
+## Unidade Lagoa
+Rua das Garças, 77.
+
+## Pagamento
+Aceitamos Pix e cartão. Também não aceitamos ticket alimentação nem cheque.
+Cada diária paga vale 1 ponto no programa de fidelidade."""
+
+ROOMS = """# Quartos
+
+- **Quarto Safira**: varanda e banheira. 2h: R$ 120,00 · 4h: R$ 170,00.
+- **Quarto Jade**: tudo o que o Safira tem, mais uma sauna. 2h: R$ 150,00 · 4h: R$ 210,00.
+- **Quarto Ônix**: cama redonda. 4h: R$ 95,00. O Ônix não é alugado por 2h."""
+
+GROOMING = """# Banho e tosa
+
+- Banho para cães até 10 kg: R$ 55,00
+- Banho para cães acima de 10 kg: R$ 80,00
+
+A tosa pode ser na máquina ou na tesoura, pelo mesmo valor.
+Tosa da pata avulsa: R$ 25,00.
+
+# Castração
+
+- Castração de cão até 15 kg: R$ 650,00
+- Cães acima de 15 kg: orçamento após avaliação."""
+
+
+def ask(message, intent, *texts):
+    chunks = [KnowledgeChunk(uuid4(), uuid4(), 0.3, t) for t in texts]
+    req = ReplyRequest(messages=[], message=message, intent=intent, retrieval="required", chunks=tuple(chunks))
+    text = OfflineComposer().generate(req).text
+    assert not unsupported_prices(text, chunks)
+    return text
+
+
+def test_a_question_reported_for_someone_else_asks_only_what_follows_saber():
+    assert question_words("meu marido quer saber se tem academia")[1] == {"acade"}
+    text = ask("meu marido quer saber se tem academia na unidade lagoa", "info_request", SPA)
+    assert text.startswith("Não") and "academia" in text
+
+
+def test_courtesy_before_the_question_is_not_the_question():
+    msg = "oi bom dia tudo bem? queria saber se rola pagar com ticket alimentacao"
+    assert question_part(msg) == "queria saber se rola pagar com ticket alimentacao"
+    assert "não aceitamos ticket alimentação" in ask(msg, "policy", SPA)
+    assert question_part("tem vaga hoje? obrigado!") == "tem vaga hoje?"   # courtesy after it, too
+
+
+def test_a_difference_asked_between_two_items():
+    text = ask("qual a diferença da safira pra jade?", "info_request", ROOMS)
+    assert "sauna" in text
+    # "pelo mesmo valor" answers a difference of price as surely as two amounts
+    text = ask("qual a diferenca de preço da tosa na tesoura pra maquina?", "price_question", GROOMING)
+    assert "mesmo valor" in text and "R$ 25,00" not in text
+
+
+def test_a_slip_of_the_finger_or_a_diminutive_is_read_as_the_knowledges_word():
+    from streams.respond.compose import respelled
+    units = units_of_chunks([ROOMS])
+    assert respelled("qnto ta o quarto safra 4h?", units) == "qnto ta o quarto safira 4h?"
+    assert respelled("qnto fica uma tosinha na pata?", units_of_chunks([GROOMING])) == "qnto fica uma tosa na pata?"
+    assert "R$ 170,00" in ask("qnto ta o quarto safra 4h?", "price_question", ROOMS)
+    # a diminutive of a measure is the measure ("2 horinhas" is "2h")
+    assert "não é alugado por 2h" in ask("o onix da pra pegar só 2 horinhas?", "info_request", ROOMS)
+    # a word the knowledge does not know and that is no slip of one it knows stays unknown
+    assert respelled("tem quarto com lareira?", units) == "tem quarto com lareira?"
+    assert FALLBACK_NO_KNOWLEDGE in ask("qnto custa o quarto presidencial?", "price_question", ROOMS)
+
+
+def test_weights_in_words_meet_the_ranges_in_kg():
+    surgery = GROOMING.split("# Castração")[1]
+    assert "orçamento após avaliação" in ask("qnto é pra castrar meu cachorro de 32 quilos", "price_question", surgery)
+    text = ask("qnto é pra castrar meu cachorro de oito quilos", "price_question", surgery)
+    assert "R$ 650,00" in text and "orçamento" not in text
+    text = ask("qnto fica o banho de um cao de seis kilos", "price_question", GROOMING)
+    assert text.startswith("Banho para cães até 10 kg: R$ 55,00")   # the range holding it first
+
+
+def test_a_breed_is_its_species():
+    text = ask("vcs dao banho em poodle?", "info_request", GROOMING)
+    assert FALLBACK_NO_KNOWLEDGE not in text and "Banho para cães" in text
+
+
+def test_where_an_item_is_asked_about_is_not_part_of_the_item():
+    text = ask("vcs tem academia na unidade lagoa?", "info_request", SPA)
+    assert text.startswith("Não") and "academia" in text
