@@ -961,6 +961,20 @@ def respelled(message: str, units: Sequence[Unit]) -> str:
     return _WORD.sub(fix, message)
 
 
+_ALTERNATIVE_SEP = re.compile(r"[,;()]|\bou\b")
+
+
+def without_alternatives(text: str) -> str:
+    """``text`` up to a list of three or more alternatives it goes on to give ("Vinhos e espumantes
+    (garrafa): espumante nacional R$ 98,00; vinho rosé R$ 105,00; vinho tinto R$ 115,00" → "Vinhos e
+    espumantes", "Suco natural 500 ml (laranja, maracujá ou abacaxi)" → "Suco natural 500 ml"); the
+    whole text when it lists nothing."""
+    parts = [x for x in _ALTERNATIVE_SEP.split(_AMOUNT.sub(" ", text)) if x.strip(" .:")]
+    # alternatives are names (a few words each), not the clauses of a sentence
+    listed = len(parts) >= 3 and all(len(x.split()) <= 4 for x in parts[1:])
+    return parts[0] if listed else text
+
+
 _VERB_END = re.compile(r"(am|em|ar|er|ir)$")
 
 
@@ -1041,8 +1055,12 @@ def unnamed_variant(item: str, units: Sequence[Unit]) -> set[str]:
     return set() if any(head in n and qual in n for n in named) else {qual}
 
 
-_KIND_OF = re.compile(r"\b(?:custa|custam|custaria|valor|preco|sai|fica|cobra|cobram)\s+(?:a |o |um |uma |da |do |de |na |no )?"
+_KIND_OF = re.compile(r"\b(?:custa|custam|custaria|valor|preco|sai|fica|cobra|cobram|ta|esta)\s+(?:a |o |um |uma |da |do |de |na |no )?"
                       r"([a-z]{3,}) (?:(?:de|do|da|contra|pra|para) )?([a-z]{4,})\b")
+
+
+# qualifiers of the plain item itself ("consulta normal"): no variant of it
+_PLAIN = frozenset("normal normais comum comuns simples basico basica padrao tradicional tradicionais".split())
 
 
 def unknown_kind(message: str, units: Sequence[Unit]) -> set[str]:
@@ -1062,7 +1080,8 @@ def unknown_kind(message: str, units: Sequence[Unit]) -> set[str]:
             continue
         # "cirurgia de catarata": a kind; "suíte presidencial": a name, where the knowledge names
         # its items ("Suíte Brisa", "Suíte Coral"); "consulta normal" is neither
-        if " de " in m.group(0) or " do " in m.group(0) or " da " in m.group(0) or stem(head) in named:
+        if " de " in m.group(0) or " do " in m.group(0) or " da " in m.group(0) or stem(head) in named \
+                or kind not in _PLAIN:
             out.add(stem(kind))
     return out
 

@@ -281,12 +281,16 @@ class OfflineComposer:
         """Whether every word of the message with one of these stems means a word of ``text``:
         its cosine similarity with that word alone, by the knowledge embedder, is at least
         ``synonym_similarity`` ("pavor" → "medo", "lugar" → "vaga"; not "nutella" → "doce";
-        stopwords of ``text`` are left out). False without an embedder."""
+        stopwords of ``text`` are left out, and so are the members of a list of alternatives in it:
+        "branco" is not said by "vinho rosé; vinho tinto", a sibling). False without an embedder."""
         if self.embedder is None or not stems:
             return False
         asked = sorted({t for t in compose.normalize_chat(message).split() if compose.stem(t) in stems})
         if {compose.stem(t) for t in asked} != set(stems):
             return False
+        # a list of alternatives ("vinho rosé ...; vinho tinto ...", "laranja, maracujá ou abacaxi") names
+        # the variants there are: its members are the siblings of the one asked, not other words for it
+        text = compose.without_alternatives(text)
         words = sorted({w for w in re.findall(r"[a-zà-ÿ]{3,}", text.lower()) if fold(w) not in compose.STOPWORDS})
         if not words:
             return False

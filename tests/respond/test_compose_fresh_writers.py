@@ -100,3 +100,31 @@ def test_a_breed_is_its_species():
 def test_where_an_item_is_asked_about_is_not_part_of_the_item():
     text = ask("vcs tem academia na unidade lagoa?", "info_request", SPA)
     assert text.startswith("Não") and "academia" in text
+
+
+BAR = """# Bebidas
+
+Cervejas (long neck): pilsen R$ 12,00; puro malte R$ 15,00; sem álcool R$ 11,00.
+Água com ou sem gás: R$ 6,00."""
+
+
+def test_a_variant_the_knowledge_never_names_is_not_priced_by_its_siblings():
+    from streams.respond.compose import without_alternatives
+
+    # "ta", "está" ask a price as "custa" does; a qualifier never named is another variant
+    assert FALLBACK_NO_KNOWLEDGE in ask("qnto ta a cerveja artesanal?", "price_question", BAR)
+    assert "R$ 15,00" in ask("qnto ta a cerveja puro malte?", "price_question", BAR)
+    # the members of a list are the variants there are (siblings, not other words for the one asked)
+    assert without_alternatives("Cervejas (long neck): pilsen R$ 12,00; puro malte R$ 15,00; sem álcool R$ 11,00.") \
+        == "Cervejas "
+    prose = "Não temos vaga para carretas; o Posto Trevo, ao lado, permite deixar o caminhão estacionado."
+    assert without_alternatives(prose) == prose   # clauses of a sentence are no list
+
+
+def test_a_sibling_in_a_list_is_not_another_word_for_the_variant_asked(use_embedder):
+    from streams.respond.evaluate_answers import CachedEmbedder
+
+    wine = "# Vinhos\n\nVinhos (garrafa): espumante R$ 90,00; vinho rosé R$ 100,00; vinho tinto R$ 110,00."
+    req = ReplyRequest(messages=[], message="qnto ta o vinho branco?", intent="price_question",
+                       retrieval="required", chunks=(KnowledgeChunk(uuid4(), uuid4(), 0.3, wine),))
+    assert OfflineComposer(embedder=CachedEmbedder(use_embedder)).generate(req).text == FALLBACK_NO_KNOWLEDGE
