@@ -305,7 +305,7 @@ _NAME_Q = re.compile(r"\b(qual (e )?o nome|quais (sao )?os nomes|como se chama|c
 # "quanto tempo demora", "quantos dias": a duration ("30 minutos", "1h30 a 2h"), not a price
 _DURATION_Q = re.compile(r"\b(quanto tempo|quantos minutos|quantas horas|quantos dias|quantas semanas|quantos meses|"
                          r"demora|demoram|demorar|dura|duram|duracao|leva quanto)\b")
-_WH = re.compile(r"\b(quanto|quanta|quantos|quantas|qual|quais|que horas|onde|quando|como|quem|porque|por que|o que)\b")
+_WH = re.compile(r"\b(quanto|quanta|quantos|quantas|qual|quais|que horas|que dias?|onde|quando|como|quem|porque|por que|o que)\b")
 
 _HOURS_A = re.compile(r"\b\d{1,2}h(\d{2})?\b|\b\d{1,2}:\d{2}\b")
 _DAY_A = re.compile(r"\b(segunda|terca|quarta|quinta|sexta|sabado|domingo)s?(-feiras?)?\b")
@@ -619,6 +619,11 @@ def asked_acts(message: str) -> set[str]:
     if not is_yes_no(message):
         return set()
     return {t[:-2] for t in normalize_chat(question_part(message)).split() if _ACT_VERB.match(t)}
+
+
+def opens_with_no(text: str) -> bool:
+    """A statement that opens with a denial ("Não temos ...", "Nem ...", "É proibido ...")."""
+    return bool(_NEGATIVE_START.match(fold(text)))
 
 
 def denies_act(text: str, acts: set[str], focus: set[str] = frozenset()) -> bool:

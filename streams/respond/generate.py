@@ -247,15 +247,21 @@ class OfflineComposer:
         Only when the best unit neither names the act nor says no, and the denial scores at least
         ``fuller_ratio`` of it."""
         acts = compose.asked_acts(message)
-        if not acts or not best or intent in (i.GENERAL, i.OBJECTION, i.PRICE):
+        if not best or intent in (i.GENERAL, i.OBJECTION, i.PRICE) or not compose.is_yes_no(message):
             return None
         top = next((s for s in scored if s.unit == best[0]), None)
-        if top is None or compose.names_act(top.unit.text, acts) or compose.says_no(
-                top.unit.text, compose.question_words(message)[1]):
+        q_all, own = compose.question_words(message)
+        if top is None or (acts and compose.names_act(top.unit.text, acts)) or compose.says_no(top.unit.text, own):
             return None
         focus = compose.expanded_focus(message)
-        denials = [s for s in scored if s.unit not in best and compose.denies_act(s.unit.text, acts, focus)
-                   and s.score >= self.fuller_ratio * top.score]
+        if acts:
+            denials = [s for s in scored if s.unit not in best and compose.denies_act(s.unit.text, acts, focus)
+                       and s.score >= self.fuller_ratio * top.score]
+        else:   # "queria deixar meus gatos no hotelzinho, pode?": a "no" about what was asked, nearly as good
+            named = max(s.focus_hits for s in scored if s.unit in best)   # as much as any unit picked
+            denials = [s for s in scored if s.unit not in best and compose.opens_with_no(s.unit.text)
+                       and compose.says_no(s.unit.text, focus, q_all | focus) and s.focus_hits >= named
+                       and s.score >= self.second_ratio * top.score]
         return max(denials, key=lambda s: s.score).unit if denials else None
 
     def _similarities(self, message: str, units: Sequence[compose.Unit], query_vector) -> list[float] | None:
@@ -364,6 +370,14 @@ class OfflineComposer:
             named = [s for s in ranked[1:] if s.focus_hits and compose.refers_to(ranked[0].unit.text, s.unit)]
             if named:
                 best.append(named[0])
+        # a "no" is followed by what there is instead ("Não temos estacionamento próprio nesta unidade."
+        # then "O Estacionamento Primavera, conveniado, fica a 50 metros ..."): the next sentence, when
+        # it names as much of the question, is part of the answer
+        if compose.opens_with_no(ranked[0].unit.text):
+            after = [s for s in ranked[1:] if s.unit.order == ranked[0].unit.order + 1
+                     and s.focus_hits >= ranked[0].focus_hits and not compose.opens_with_no(s.unit.text)]
+            if after and after[0] not in best:
+                best = best[:self.max_sentences - 1] + after[:1]
         fuller = [s for s in ranked[1:] if s.focus_hits > ranked[0].focus_hits
                   and s.score >= self.fuller_ratio * ranked[0].score and s not in best]
         if fuller:

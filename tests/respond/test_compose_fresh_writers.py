@@ -128,3 +128,24 @@ def test_a_sibling_in_a_list_is_not_another_word_for_the_variant_asked(use_embed
     req = ReplyRequest(messages=[], message="qnto ta o vinho branco?", intent="price_question",
                        retrieval="required", chunks=(KnowledgeChunk(uuid4(), uuid4(), 0.3, wine),))
     assert OfflineComposer(embedder=CachedEmbedder(use_embedder)).generate(req).text == FALLBACK_NO_KNOWLEDGE
+
+
+KENNEL = """# Hospedagem
+
+Cães devem chegar de coleira; gatos, em caixa de transporte.
+
+Não hospedamos gatos nem aves.
+
+## Unidade Centro
+Não temos estacionamento próprio nesta unidade. O Estacionamento Sol, conveniado, fica em frente e cobra R$ 8,00 a hora.
+A unidade Centro tem sala de espera climatizada."""
+
+
+def test_a_no_about_what_was_asked_goes_first_and_brings_what_there_is_instead():
+    from streams.respond.compose import is_yes_no
+
+    text = ask("vou viajar, queria deixar meus gatos na hospedagem, pode?", "policy", KENNEL)
+    assert text.startswith("Não") and "não hospedamos gatos" in text.lower()
+    text = ask("tem estacionamento na unidade centro?", "info_request", KENNEL)
+    assert "Não temos estacionamento próprio" in text and "Estacionamento Sol" in text
+    assert not is_yes_no("q dia vcs fazem banho?")   # "que dia" asks a day, not yes or no
