@@ -565,7 +565,7 @@ def question_part(message: str) -> str:
     question mark, or with nothing else, is returned whole."""
     clauses = [c for c in _CLAUSE_END.split(message.strip()) if c.strip()]
     # courtesy ("oi boa tarde tudo bem?", "obg!") names nothing: it is never the question
-    said = [c for c in clauses if _question_words(c)[1]]
+    said = [c for c in clauses if _question_words(c)[1] or _PRICE_Q.search(normalize_chat(c))]   # "cobra alguma coisa" asks
     if said and len(said) < len(clauses):
         clauses = said
         message = " ".join(said)
