@@ -800,6 +800,10 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "remedio": ("medicamento", "medicacao"), "remedios": ("medicamentos",), "comprimido": ("medicamento", "remedio"),
     "castrar": ("castracao", "cirurgia"), "castracao": ("cirurgia",), "operar": ("cirurgia",),
     "operacao": ("cirurgia",), "vacinar": ("vacina", "vacinacao"), "internar": ("internacao",),
+    # bones and joints are orthopaedics ("cirurgia de ligamento no joelho" → "cirurgias ortopédicas")
+    **{w: ("ortopedia", "ortopedica", "ortopedico") for w in (
+        "joelho", "ligamento", "ligamentos", "fratura", "fraturou", "osso", "ossos", "quebrou a pata",
+        "pata quebrada", "displasia", "luxacao", "patela", "hernia de disco", "coluna")},
     # drinks and food
     "caipirinha": ("drink", "drinks"), "caipirinhas": ("drinks",), "caipiroska": ("drink", "destilado"),
     "vodka": ("destilado", "destilados"), "whisky": ("destilado", "destilados"), "uisque": ("whisky", "destilado"),

@@ -607,6 +607,23 @@ def option_questions(message: str) -> list[str]:
     return [f"{before}?", f"{head} {' '.join(second)}?"]
 
 
+_PAIR = re.compile(r"^(.*\b(?:a|o|as|os)) (\S+) e (?:a|o|as|os) (.+?)\s*\??$")
+
+
+def paired_items(message: str) -> list[str]:
+    """A price asked of two items at once ("qnto é a v10 e a antirrábica pro meu dog"): the question
+    asked of each, the second item in the place of the first (["qnto é a v10", "qnto é a antirrabica
+    pro meu dog"]); [] when the message asks no price or names no such pair."""
+    norm = normalize_chat(question_part(message))
+    if not _PRICE_Q.search(norm):
+        return []
+    m = _PAIR.match(norm)
+    if m is None or not _PRICE_Q.search(m.group(1)) or any(
+            w in STOPWORDS or w in GENERIC for w in (m.group(2), m.group(3).split()[0])):
+        return []   # "qnto custa a pernoite e o que inclui": a second question, not a second item
+    return [f"{m.group(1)} {m.group(2)}", f"{m.group(1)} {m.group(3)}"]
+
+
 _ACT_VERB = re.compile(r"^[a-z]{4,}(am|em)$")   # "atendem", "parcelam", "vendem": what the business does
 
 

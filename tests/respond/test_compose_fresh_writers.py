@@ -149,3 +149,32 @@ def test_a_no_about_what_was_asked_goes_first_and_brings_what_there_is_instead()
     text = ask("tem estacionamento na unidade centro?", "info_request", KENNEL)
     assert "Não temos estacionamento próprio" in text and "Estacionamento Sol" in text
     assert not is_yes_no("q dia vcs fazem banho?")   # "que dia" asks a day, not yes or no
+
+
+VACCINES = """# Vacinas
+
+- V10 (polivalente): R$ 110,00 por dose.
+- Antirrábica: R$ 70,00.
+- Gripe canina: R$ 125,00.
+
+Para vacinar: V10 e antirrábica em dia (trazer a carteira de vacinação).
+
+# Cirurgias
+
+Castração de cão até 15 kg: R$ 650,00.
+Não fazemos cirurgias ortopédicas."""
+
+
+def test_a_price_asked_of_two_items_at_once_gets_both():
+    from streams.respond.compose import paired_items
+
+    assert paired_items("qnto é a v10 e a antirrabica pro meu dog") == [
+        "quanto e a v10", "quanto e a antirrabica pro meu dog"]
+    assert paired_items("qnto custa a pernoite e o que inclui?") == []   # a second question, not an item
+    text = ask("qnto sai a v10 e a antirrabica?", "price_question", VACCINES)
+    assert "R$ 110,00" in text and "R$ 70,00" in text
+
+
+def test_bones_and_joints_are_orthopaedics():
+    text = ask("vcs operam ligamento do joelho de cachorro?", "info_request", VACCINES)
+    assert "Não fazemos cirurgias ortopédicas" in text   # not handed over: the knowledge says it otherwise
