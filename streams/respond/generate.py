@@ -215,7 +215,7 @@ class OfflineComposer:
         # vila nova?": "A varanda é área livre de fumo" over a rule on smoking elsewhere)
         if on_subject and max(s.focus_hits for s in on_subject) >= max(s.focus_hits for s in ranked) - 1:
             ranked = on_subject
-        best = self._best(ranked)
+        best = self._best(ranked, compose.expanded_focus(message))
         limit = self._limit_on_name(message, scored, best, intent)
         if limit is not None:   # the best unit only named the words apart: it answers something else
             return [limit]
@@ -353,7 +353,7 @@ class OfflineComposer:
                           and compose.limits(s.unit.text))]
         return ranked
 
-    def _best(self, ranked: list[compose.Scored]) -> list[compose.Unit]:
+    def _best(self, ranked: list[compose.Scored], focus: set[str] = frozenset()) -> list[compose.Unit]:
         """The best unit and the next ones scoring close to it."""
         if not ranked:
             return []
@@ -372,10 +372,12 @@ class OfflineComposer:
                 best.append(named[0])
         # a "no" is followed by what there is instead ("Não temos estacionamento próprio nesta unidade."
         # then "O Estacionamento Primavera, conveniado, fica a 50 metros ..."): the next sentence, when
-        # it names as much of the question, is part of the answer
+        # it names as much of the question and the thing denied, is part of the answer
         if compose.opens_with_no(ranked[0].unit.text):
+            denied = focus & compose.chunk_words(ranked[0].unit.text)
             after = [s for s in ranked[1:] if s.unit.order == ranked[0].unit.order + 1
-                     and s.focus_hits >= ranked[0].focus_hits and not compose.opens_with_no(s.unit.text)]
+                     and s.focus_hits >= ranked[0].focus_hits and not compose.opens_with_no(s.unit.text)
+                     and denied & compose.chunk_words(s.unit.text)]
             if after and after[0] not in best:
                 best = best[:self.max_sentences - 1] + after[:1]
         fuller = [s for s in ranked[1:] if s.focus_hits > ranked[0].focus_hits
