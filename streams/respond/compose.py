@@ -358,6 +358,11 @@ def _concept_forms(message: str) -> tuple[tuple[str, frozenset[str]], ...]:
             forms |= {stem(t) for t in parts}
             if len(parts) == 2 and all(len(t) <= 3 for t in parts):
                 forms.add(" ".join(parts))   # "wi fi" (Wi-Fi): its two pieces together name it
+    # a short infinitive names its noun ("tosar" → "tosa", "lavar" → "lava..."): its five letters are
+    # the whole verb, so the stem alone never meets the noun the knowledge writes
+    for t in normalize_chat(message).split():
+        if len(t) == 5 and t.endswith(("ar", "er", "ir")) and t not in GENERIC and t not in STOPWORDS:
+            out.setdefault(t, {t}).add(t[:-1])
     return tuple((k, frozenset(v)) for k, v in out.items())
 
 

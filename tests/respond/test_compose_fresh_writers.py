@@ -178,3 +178,13 @@ def test_a_price_asked_of_two_items_at_once_gets_both():
 def test_bones_and_joints_are_orthopaedics():
     text = ask("vcs operam ligamento do joelho de cachorro?", "info_request", VACCINES)
     assert "Não fazemos cirurgias ortopédicas" in text   # not handed over: the knowledge says it otherwise
+
+
+def test_a_short_infinitive_names_its_noun():
+    from streams.respond.compose import concept_forms
+    from streams.respond.handler import lexically_sure
+
+    assert concept_forms("vcs tosam ou so sabem lavar?")["lavar"] == {"lavar", "lava"}
+    groom = "# Regras\n\nNão sedamos animais para banho ou tosa."
+    assert lexically_sure("vcs sedam pra tosar?", groom)   # the word search keeps the chunk
+    assert "não sedamos" in ask("vcs sedam pra tosar?", "info_request", groom).lower()
