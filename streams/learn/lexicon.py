@@ -787,6 +787,12 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "gatos": ("pets", "animais"), "gatas": ("gatos", "pets", "animais"),
     "gatinho": ("gato", "pet"), "gatinha": ("gata", "gato", "femea", "pet"), "bichano": ("gato", "pet"),
     "bicho": ("pet", "animal"), "bichinho": ("pet", "animal"),
+    # a breed names its species ("meu labrador", "banho pra shitzu")
+    **{b: ("cao", "pet") for b in ("labrador", "shitzu", "shih tzu", "poodle", "golden", "pinscher", "yorkshire",
+                                   "bulldog", "buldogue", "pitbull", "pit bull", "vira lata", "viralata", "spitz",
+                                   "lulu", "pug", "dachshund", "salsicha", "rottweiler", "pastor alemao", "beagle",
+                                   "border collie", "lhasa", "maltes", "chihuahua", "husky", "boxer", "schnauzer")},
+    **{b: ("gato", "pet") for b in ("siames", "persa", "maine coon", "angora", "sphynx")},
     "passarinho": ("ave", "aves", "exotico"), "passaro": ("ave", "aves", "exotico"), "papagaio": ("ave", "exotico"),
     "calopsita": ("ave", "exotico"), "jabuti": ("reptil", "exotico"), "tartaruga": ("reptil", "exotico"),
     "coelho": ("exotico",), "hamster": ("exotico",), "iguana": ("reptil", "exotico"),
@@ -794,6 +800,10 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "remedio": ("medicamento", "medicacao"), "remedios": ("medicamentos",), "comprimido": ("medicamento", "remedio"),
     "castrar": ("castracao", "cirurgia"), "castracao": ("cirurgia",), "operar": ("cirurgia",),
     "operacao": ("cirurgia",), "vacinar": ("vacina", "vacinacao"), "internar": ("internacao",),
+    # bones and joints are orthopaedics ("cirurgia de ligamento no joelho" → "cirurgias ortopédicas")
+    **{w: ("ortopedia", "ortopedica", "ortopedico") for w in (
+        "joelho", "ligamento", "ligamentos", "fratura", "fraturou", "osso", "ossos", "quebrou a pata",
+        "pata quebrada", "displasia", "luxacao", "patela", "hernia de disco", "coluna")},
     # drinks and food
     "caipirinha": ("drink", "drinks"), "caipirinhas": ("drinks",), "caipiroska": ("drink", "destilado"),
     "vodka": ("destilado", "destilados"), "whisky": ("destilado", "destilados"), "uisque": ("whisky", "destilado"),

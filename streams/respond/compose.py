@@ -291,6 +291,7 @@ ate ai la sobre gostaria saber informar informacao ola oi gente favor ainda tipo
 entao mesmo assim tambem agora depois antes hoje amanha seu sua meu minha ele ela eles elas
 tempo antecedencia prazo durante pedir moro mora morar
 sou somos estou estamos era eram problema problemas
+diferenca diferencas rola sera proprio propria pegar so quer
 """.split())
 
 _PRICE_Q = re.compile(r"\b(quanto|quanta|valor|valores|preco|precos|custa|custam|cobra|cobram|taxa|sai por|orcamento)\b")
@@ -304,7 +305,7 @@ _NAME_Q = re.compile(r"\b(qual (e )?o nome|quais (sao )?os nomes|como se chama|c
 # "quanto tempo demora", "quantos dias": a duration ("30 minutos", "1h30 a 2h"), not a price
 _DURATION_Q = re.compile(r"\b(quanto tempo|quantos minutos|quantas horas|quantos dias|quantas semanas|quantos meses|"
                          r"demora|demoram|demorar|dura|duram|duracao|leva quanto)\b")
-_WH = re.compile(r"\b(quanto|quanta|quantos|quantas|qual|quais|que horas|onde|quando|como|quem|porque|por que|o que)\b")
+_WH = re.compile(r"\b(quanto|quanta|quantos|quantas|qual|quais|que horas|que dias?|onde|quando|como|quem|porque|por que|o que)\b")
 
 _HOURS_A = re.compile(r"\b\d{1,2}h(\d{2})?\b|\b\d{1,2}:\d{2}\b")
 _DAY_A = re.compile(r"\b(segunda|terca|quarta|quinta|sexta|sabado|domingo)s?(-feiras?)?\b")
@@ -324,14 +325,17 @@ _NEGATIVE_START = re.compile(r"^(nao|nem|nunca|proibid|e proibido)\b")
 
 _NUMBER_WORDS = {"uma": "1", "um": "1", "duas": "2", "dois": "2", "tres": "3", "quatro": "4", "cinco": "5",
                  "seis": "6", "oito": "8", "dez": "10", "doze": "12", "quinze": "15", "trinta": "30"}
-_COUNTED = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")(?= (?:horas?|hrs?|hs|dias?|minutos|km|kg|pessoas|meses)\b)")
-_HOURS_WORD = re.compile(r"\b(\d+) (?:horas?|hrs?|hs)\b")
+_COUNTED = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")(?= (?:horas?|horinhas?|hrs?|hs|dias?|minutos|km|kg|kgs|kilos?|quilos?|pessoas|meses)\b)")
+_HOURS_WORD = re.compile(r"\b(\d+) (?:horas?|horinhas?|hrs?|hs)\b")
+_WEIGHT_WORD = re.compile(r"\b(\d+) ?(?:kilos?|quilos?|kgs|kilogramas?|quilogramas?)\b")
 
 
 def _measures(folded: str) -> str:
-    """One spelling per quantity: "24 horas", "24 hrs" and "24h" are one word ("24h"), and a
-    number written out before a unit is a digit ("quatro horas" → "4h", "duas pessoas" → "2 pessoas")."""
+    """One spelling per quantity: "24 horas", "24 hrs", "2 horinhas" and "24h" are one word ("24h"), "32
+    quilos" and "6 kilos" are "kg", and a number written out before a unit is a digit ("quatro
+    horas" → "4h", "duas pessoas" → "2 pessoas")."""
     folded = _COUNTED.sub(lambda m: _NUMBER_WORDS[m.group(1)], folded)
+    folded = _WEIGHT_WORD.sub(r"\1 kg", folded)   # "32 quilos", "6 kilos": the knowledge's "kg"
     return _HOURS_WORD.sub(r"\1h", folded)
 
 
@@ -354,6 +358,11 @@ def _concept_forms(message: str) -> tuple[tuple[str, frozenset[str]], ...]:
             forms |= {stem(t) for t in parts}
             if len(parts) == 2 and all(len(t) <= 3 for t in parts):
                 forms.add(" ".join(parts))   # "wi fi" (Wi-Fi): its two pieces together name it
+    # a short infinitive names its noun ("tosar" → "tosa", "lavar" → "lava..."): its five letters are
+    # the whole verb, so the stem alone never meets the noun the knowledge writes
+    for t in normalize_chat(message).split():
+        if len(t) == 5 and t.endswith(("ar", "er", "ir")) and t not in GENERIC and t not in STOPWORDS:
+            out.setdefault(t, {t}).add(t[:-1])
     return tuple((k, frozenset(v)) for k, v in out.items())
 
 
@@ -371,10 +380,22 @@ def question_words(message: str) -> tuple[set[str], set[str]]:
     return set(all_stems), set(focus)
 
 
+# "minha namorada quer saber se tem sauna", "minha mãe queria saber o cardiologista atende ...":
+# who wants to know frames the question; the question is what follows "saber"
+_FRAME = re.compile(r"^(?:.*?\s)?(?:quer|queria|querem|queriam|gostaria|gostariam|precisa|preciso|pediu pra|mandou)"
+                    r"(?: de)? saber(?: se)?\s+(?=\S)")
+
+
+def unframed(norm: str) -> str:
+    """A normalised message without the frame of a reported question ("minha mae quer saber se
+    tem sauna" → "tem sauna"); as given when there is none."""
+    return _FRAME.sub("", norm, count=1)
+
+
 @functools.lru_cache(maxsize=1024)
 def _question_words(message: str) -> tuple[frozenset[str], frozenset[str]]:
     # one message is read here a dozen times while its reply is made
-    tokens = [t for t in _measures(normalize_chat(message)).split() if t not in STOPWORDS and len(t) > 1]
+    tokens = [t for t in _measures(unframed(normalize_chat(message))).split() if t not in STOPWORDS and len(t) > 1]
     return frozenset(stem(t) for t in tokens), frozenset(stem(t) for t in tokens if t not in GENERIC and not t.isdigit())
 
 
@@ -413,6 +434,15 @@ def wants_price(message: str, price_intent: bool = False) -> bool:
             _COUNT_Q.sub(" ", norm))):
         return False
     return price_intent or bool(_PRICE_Q.search(norm))
+
+
+_DIFFERENCE_Q = re.compile(r"\b(diferenca|diferencas|muda|mudam)\b")
+
+
+def asks_difference(message: str) -> bool:
+    """"qual a diferença de preço da tosa na máquina pra tesoura?": a comparison, which "sem
+    diferença de preço" or "mesmo valor" answers as surely as two amounts."""
+    return bool(_DIFFERENCE_Q.search(normalize_chat(message)))
 
 
 def asks_duration(message: str) -> bool:
@@ -534,10 +564,16 @@ def question_part(message: str) -> str:
     """The clauses of a message that ask something, when it also tells things around the
     question ("tem elevador? minha esposa tem problema no joelho", "vcs vendem vale presente?
     queria dar pra minha sogra"): the ones with a question mark, a question word or a price
-    asked ("cobra alguma coisa"). The told part is context: it may help to pick the answer,
+    asked ("cobra alguma coisa"). Courtesy naming nothing ("oi boa tarde tudo bem?") is left out
+    first: "oi tudo bem? queria saber se rola pagar com vale refeição" asks its second clause. The told part is context: it may help to pick the answer,
     but what the knowledge does not say about it is no reason to hand over. A message with no
     question mark, or with nothing else, is returned whole."""
     clauses = [c for c in _CLAUSE_END.split(message.strip()) if c.strip()]
+    # courtesy ("oi boa tarde tudo bem?", "obg!") names nothing: it is never the question
+    said = [c for c in clauses if _question_words(c)[1] or _PRICE_Q.search(normalize_chat(c))]   # "cobra alguma coisa" asks
+    if said and len(said) < len(clauses):
+        clauses = said
+        message = " ".join(said)
     if len(clauses) < 2 or not any("?" in c for c in clauses):
         return message
     asked = [c for c in clauses if "?" in c or _WH.search(normalize_chat(c)) or _PRICE_Q.search(normalize_chat(c))]
@@ -576,6 +612,23 @@ def option_questions(message: str) -> list[str]:
     return [f"{before}?", f"{head} {' '.join(second)}?"]
 
 
+_PAIR = re.compile(r"^(.*\b(?:a|o|as|os)) (\S+) e (?:a|o|as|os) (.+?)\s*\??$")
+
+
+def paired_items(message: str) -> list[str]:
+    """A price asked of two items at once ("qnto é a v10 e a antirrábica pro meu dog"): the question
+    asked of each, the second item in the place of the first (["qnto é a v10", "qnto é a antirrabica
+    pro meu dog"]); [] when the message asks no price or names no such pair."""
+    norm = normalize_chat(question_part(message))
+    if not _PRICE_Q.search(norm):
+        return []
+    m = _PAIR.match(norm)
+    if m is None or not _PRICE_Q.search(m.group(1)) or any(
+            w in STOPWORDS or w in GENERIC for w in (m.group(2), m.group(3).split()[0])):
+        return []   # "qnto custa a pernoite e o que inclui": a second question, not a second item
+    return [f"{m.group(1)} {m.group(2)}", f"{m.group(1)} {m.group(3)}"]
+
+
 _ACT_VERB = re.compile(r"^[a-z]{4,}(am|em)$")   # "atendem", "parcelam", "vendem": what the business does
 
 
@@ -588,6 +641,11 @@ def asked_acts(message: str) -> set[str]:
     if not is_yes_no(message):
         return set()
     return {t[:-2] for t in normalize_chat(question_part(message)).split() if _ACT_VERB.match(t)}
+
+
+def opens_with_no(text: str) -> bool:
+    """A statement that opens with a denial ("Não temos ...", "Nem ...", "É proibido ...")."""
+    return bool(_NEGATIVE_START.match(fold(text)))
 
 
 def denies_act(text: str, acts: set[str], focus: set[str] = frozenset()) -> bool:
@@ -677,7 +735,7 @@ def chunk_words(text: str) -> frozenset[str]:
     return _stems(text)
 
 
-_MEASURE = r"(km|kg|cm|h|horas?|pessoas|dias|anos|meses|fatias)"
+_MEASURE = r"(km|kg|kgs|kilos?|quilos?|cm|h|horas?|pessoas|dias|anos|meses|fatias)"
 _NUM = r"(\d+(?:[.,]\d+)?)"
 _Q_AMOUNT = re.compile(_NUM + r"\s*" + _MEASURE + r"\b")
 _RANGES = [
@@ -692,7 +750,7 @@ def _num(x: str) -> float:
 
 
 def _unit_of(m: str) -> str:
-    return {"hora": "h", "horas": "h"}.get(m, m)
+    return {"hora": "h", "horas": "h", "kgs": "kg", "kilo": "kg", "kilos": "kg", "quilo": "kg", "quilos": "kg"}.get(m, m)
 
 
 def range_match(question_norm: str, unit_folded: str) -> bool:
@@ -875,6 +933,75 @@ def names_asked(unit: Unit, asked: Sequence[str]) -> bool:
     return False
 
 
+def _one_edit(a: str, b: str) -> bool:
+    """``a`` and ``b`` differ by one letter dropped, added, changed or two swapped ("grnde" /
+    "grande", "tossa" / "tosa", "clabresa" / "calabresa")."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) > len(b):
+        a, b = b, a
+    i = 0
+    while i < len(a) and a[i] == b[i]:
+        i += 1
+    if len(a) < len(b):
+        return a[i:] == b[i + 1:]
+    return a[i + 1:] == b[i + 1:] or (i + 1 < len(a) and a[i] == b[i + 1] and a[i + 1] == b[i] and a[i + 2:] == b[i + 2:])
+
+
+_DIMINUTIVE = re.compile(r"^([a-z]{2,}?)z?inh([oa]s?)$")
+
+
+def _spelling_of(word: str, vocab: frozenset[str]) -> str:
+    """The knowledge's word for a customer's word it does not know: the word it is a
+    diminutive of ("horinhas" → "horas", "banhozinho" → "banho") or the one word (by its stem)
+    one slip of the finger away ("grnde" → "grande", "tossa" → "tosa"), the first letter kept;
+    "" when there is none or more than one."""
+    m = _DIMINUTIVE.match(word)
+    if m:
+        for base in (m.group(1) + m.group(2), m.group(1) + m.group(2)[0], m.group(1)):
+            if base in vocab and len(base) >= 3:
+                return base
+    if len(word) < 5:
+        return ""
+    near = {w for w in vocab if w[0] == word[0] and len(w) >= 4 and _one_edit(word, w)}
+    return min(near) if len({stem(w) for w in near}) == 1 else ""
+
+
+_WORD = re.compile(r"[A-Za-zÀ-ÿ]+")
+
+
+def respelled(message: str, units: Sequence[Unit]) -> str:
+    """``message`` with each word the retrieved knowledge does not know, not even by its stem, put
+    as the knowledge writes it when it is plainly a slip or a diminutive of one of its words
+    (``_spelling_of``: "qnto ta a grnde de calabresa" → "... a grande de ..."). Question words,
+    chat spellings and numbers are left as typed; so is the message when nothing changes."""
+    vocab = frozenset(w for u in units for w in _unit_words(u.text, u.context) if w.isalpha())
+    stems = {stem(w) for w in vocab}
+
+    def fix(m: re.Match) -> str:
+        word = fold(m.group(0))
+        norm = normalize_chat(word)
+        if norm != word or word in STOPWORDS or word in GENERIC or word in vocab or stem(word) in stems \
+                or any(word in w for w in vocab):
+            return m.group(0)
+        return _spelling_of(word, vocab) or m.group(0)
+    return _WORD.sub(fix, message)
+
+
+_ALTERNATIVE_SEP = re.compile(r"[,;()]|\bou\b")
+
+
+def without_alternatives(text: str) -> str:
+    """``text`` up to a list of three or more alternatives it goes on to give ("Vinhos e espumantes
+    (garrafa): espumante nacional R$ 98,00; vinho rosé R$ 105,00; vinho tinto R$ 115,00" → "Vinhos e
+    espumantes", "Suco natural 500 ml (laranja, maracujá ou abacaxi)" → "Suco natural 500 ml"); the
+    whole text when it lists nothing."""
+    parts = [x for x in _ALTERNATIVE_SEP.split(_AMOUNT.sub(" ", text)) if x.strip(" .:")]
+    # alternatives are names (a few words each), not the clauses of a sentence
+    listed = len(parts) >= 3 and all(len(x.split()) <= 4 for x in parts[1:])
+    return parts[0] if listed else text
+
+
 _VERB_END = re.compile(r"(am|em|ar|er|ir)$")
 
 
@@ -913,7 +1040,8 @@ _OFFER_VERB = re.compile(r"\b(tem|tem ai|vende|vendem|aceita|aceitam|faz|fazem|s
                          r"aplica|aplicam|atende|atendem|oferece|oferecem|possui|possuem)\b(.*)$")
 
 
-_ITEM_STOP = re.compile(r"[?,.;!]|\b(pra|para|pro|com|que|porque|pq|se|quando|mesmo|hoje|amanha|ai)\b")
+# the item ends where its purpose, company, time or place begins ("sauna na unidade da praia")
+_ITEM_STOP = re.compile(r"[?,.;!]|\b(pra|para|pro|com|que|porque|pq|se|quando|mesmo|hoje|amanha|ai|na|no|nas|nos|em)\b")
 
 
 def unknown_object(message: str, units: Sequence[Unit]) -> set[str]:
@@ -954,8 +1082,12 @@ def unnamed_variant(item: str, units: Sequence[Unit]) -> set[str]:
     return set() if any(head in n and qual in n for n in named) else {qual}
 
 
-_KIND_OF = re.compile(r"\b(?:custa|custam|custaria|valor|preco|sai|fica|cobra|cobram)\s+(?:a |o |um |uma |da |do |de |na |no )?"
+_KIND_OF = re.compile(r"\b(?:custa|custam|custaria|valor|preco|sai|fica|cobra|cobram|ta|esta)\s+(?:a |o |um |uma |da |do |de |na |no )?"
                       r"([a-z]{3,}) (?:(?:de|do|da|contra|pra|para) )?([a-z]{4,})\b")
+
+
+# qualifiers of the plain item itself ("consulta normal"): no variant of it
+_PLAIN = frozenset("normal normais comum comuns simples basico basica padrao tradicional tradicionais".split())
 
 
 def unknown_kind(message: str, units: Sequence[Unit]) -> set[str]:
@@ -975,7 +1107,8 @@ def unknown_kind(message: str, units: Sequence[Unit]) -> set[str]:
             continue
         # "cirurgia de catarata": a kind; "suíte presidencial": a name, where the knowledge names
         # its items ("Suíte Brisa", "Suíte Coral"); "consulta normal" is neither
-        if " de " in m.group(0) or " do " in m.group(0) or " da " in m.group(0) or stem(head) in named:
+        if " de " in m.group(0) or " do " in m.group(0) or " da " in m.group(0) or stem(head) in named \
+                or kind not in _PLAIN:
             out.add(stem(kind))
     return out
 

@@ -168,7 +168,7 @@ class OfflineComposer:
         one question per option, each with its own intent ("ta incluso na pernoite?" is not a
         price question), or the whole message's when its own reads as a complaint or small talk."""
         clauses = compose.question_clauses(r.message)
-        options = [] if clauses else compose.option_questions(r.message)
+        options = [] if clauses else (compose.option_questions(r.message) or compose.paired_items(r.message))
         if not (clauses or options) or r.intent in (i.OBJECTION, i.GENERAL):
             return picked
         out = list(picked)
@@ -192,6 +192,7 @@ class OfflineComposer:
         units = compose.units_of_chunks([c.text for c in chunks], [c.document_id for c in chunks])
         if not units:
             return []
+        message = compose.respelled(message, units)   # "a grnde de calabresa", "2 horinhas"
         extreme = compose.extreme_item(message, units)
         if extreme is not None:   # "qual a suíte mais baratinha": the items compared, the cheapest one
             return [extreme]
@@ -218,7 +219,7 @@ class OfflineComposer:
         # vila nova?": "A varanda é área livre de fumo" over a rule on smoking elsewhere)
         if on_subject and max(s.focus_hits for s in on_subject) >= max(s.focus_hits for s in ranked) - 1:
             ranked = on_subject
-        best = self._best(ranked)
+        best = self._best(ranked, compose.expanded_focus(message))
         limit = self._limit_on_name(message, scored, best, intent)
         if limit is not None:   # the best unit only named the words apart: it answers something else
             return [limit]
@@ -250,15 +251,21 @@ class OfflineComposer:
         Only when the best unit neither names the act nor says no, and the denial scores at least
         ``fuller_ratio`` of it."""
         acts = compose.asked_acts(message)
-        if not acts or not best or intent in (i.GENERAL, i.OBJECTION, i.PRICE):
+        if not best or intent in (i.GENERAL, i.OBJECTION, i.PRICE) or not compose.is_yes_no(message):
             return None
         top = next((s for s in scored if s.unit == best[0]), None)
-        if top is None or compose.names_act(top.unit.text, acts) or compose.says_no(
-                top.unit.text, compose.question_words(message)[1]):
+        q_all, own = compose.question_words(message)
+        if top is None or (acts and compose.names_act(top.unit.text, acts)) or compose.says_no(top.unit.text, own):
             return None
         focus = compose.expanded_focus(message)
-        denials = [s for s in scored if s.unit not in best and compose.denies_act(s.unit.text, acts, focus)
-                   and s.score >= self.fuller_ratio * top.score]
+        if acts:
+            denials = [s for s in scored if s.unit not in best and compose.denies_act(s.unit.text, acts, focus)
+                       and s.score >= self.fuller_ratio * top.score]
+        else:   # "queria deixar meus gatos no hotelzinho, pode?": a "no" about what was asked, nearly as good
+            named = max(s.focus_hits for s in scored if s.unit in best)   # as much as any unit picked
+            denials = [s for s in scored if s.unit not in best and compose.opens_with_no(s.unit.text)
+                       and compose.says_no(s.unit.text, focus, q_all | focus) and s.focus_hits >= named
+                       and s.score >= self.second_ratio * top.score]
         return max(denials, key=lambda s: s.score).unit if denials else None
 
     def _similarities(self, message: str, units: Sequence[compose.Unit], query_vector) -> list[float] | None:
@@ -284,12 +291,16 @@ class OfflineComposer:
         """Whether every word of the message with one of these stems means a word of ``text``:
         its cosine similarity with that word alone, by the knowledge embedder, is at least
         ``synonym_similarity`` ("pavor" → "medo", "lugar" → "vaga"; not "nutella" → "doce";
-        stopwords of ``text`` are left out). False without an embedder."""
+        stopwords of ``text`` are left out, and so are the members of a list of alternatives in it:
+        "branco" is not said by "vinho rosé; vinho tinto", a sibling). False without an embedder."""
         if self.embedder is None or not stems:
             return False
         asked = sorted({t for t in compose.normalize_chat(message).split() if compose.stem(t) in stems})
         if {compose.stem(t) for t in asked} != set(stems):
             return False
+        # a list of alternatives ("vinho rosé ...; vinho tinto ...", "laranja, maracujá ou abacaxi") names
+        # the variants there are: its members are the siblings of the one asked, not other words for it
+        text = compose.without_alternatives(text)
         words = sorted({w for w in re.findall(r"[a-zà-ÿ]{3,}", text.lower()) if fold(w) not in compose.STOPWORDS})
         if not words:
             return False
@@ -324,7 +335,8 @@ class OfflineComposer:
     def _narrow(message: str, ranked: list[compose.Scored], intent: str) -> list[compose.Scored]:
         """Keep the units that carry what was asked: a price, the attribute, a deal."""
         if compose.wants_price(message, intent == i.PRICE):
-            free = compose.is_yes_no(message)  # "é cobrado?": "sem custo" answers it
+            # "é cobrado?", "qual a diferença de preço...?": "sem custo", "mesmo valor" answer it
+            free = compose.is_yes_no(message) or compose.asks_difference(message)
             ranked = [s for s in ranked if compose.carries_price(s.unit.text, free)]  # no price stated: hand over
         if compose.asks_name(message):  # "qual o nome da veterinária": no name stated, hand over
             ranked = [s for s in ranked if compose.names_someone(s.unit.text)]
@@ -345,7 +357,7 @@ class OfflineComposer:
                           and compose.limits(s.unit.text))]
         return ranked
 
-    def _best(self, ranked: list[compose.Scored]) -> list[compose.Unit]:
+    def _best(self, ranked: list[compose.Scored], focus: set[str] = frozenset()) -> list[compose.Unit]:
         """The best unit and the next ones scoring close to it."""
         if not ranked:
             return []
@@ -362,6 +374,16 @@ class OfflineComposer:
             named = [s for s in ranked[1:] if s.focus_hits and compose.refers_to(ranked[0].unit.text, s.unit)]
             if named:
                 best.append(named[0])
+        # a "no" is followed by what there is instead ("Não temos estacionamento próprio nesta unidade."
+        # then "O Estacionamento Primavera, conveniado, fica a 50 metros ..."): the next sentence, when
+        # it names as much of the question and the thing denied, is part of the answer
+        if compose.opens_with_no(ranked[0].unit.text):
+            denied = focus & compose.chunk_words(ranked[0].unit.text)
+            after = [s for s in ranked[1:] if s.unit.order == ranked[0].unit.order + 1
+                     and s.focus_hits >= ranked[0].focus_hits and not compose.opens_with_no(s.unit.text)
+                     and denied & compose.chunk_words(s.unit.text)]
+            if after and after[0] not in best:
+                best = best[:self.max_sentences - 1] + after[:1]
         fuller = [s for s in ranked[1:] if s.focus_hits > ranked[0].focus_hits
                   and s.score >= self.fuller_ratio * ranked[0].score and s not in best]
         if fuller:

@@ -1,0 +1,190 @@
+"""How writers the composer has never seen put their questions (issue 13, probe_h's kinds):
+a question reported for someone else, courtesy before the question, a difference asked between
+two items, a slip of the finger or a diminutive, weights in words, a breed for its species, the
+place where an item is asked about. Knowledge and questions written here, not copied."""
+
+from uuid import uuid4
+
+from streams.respond.compose import question_part, question_words, units_of_chunks
+from streams.respond.generate import FALLBACK_NO_KNOWLEDGE, OfflineComposer, unsupported_prices
+from streams.respond.model import KnowledgeChunk, ReplyRequest
+
+SPA = """# Estrutura
+
+Não temos academia em nenhuma unidade.
+A piscina aquecida funciona das 8h às 20h.
+
+## Unidade Lagoa
+Rua das Garças, 77.
+
+## Pagamento
+Aceitamos Pix e cartão. Também não aceitamos ticket alimentação nem cheque.
+Cada diária paga vale 1 ponto no programa de fidelidade."""
+
+ROOMS = """# Quartos
+
+- **Quarto Safira**: varanda e banheira. 2h: R$ 120,00 · 4h: R$ 170,00.
+- **Quarto Jade**: tudo o que o Safira tem, mais uma sauna. 2h: R$ 150,00 · 4h: R$ 210,00.
+- **Quarto Ônix**: cama redonda. 4h: R$ 95,00. O Ônix não é alugado por 2h."""
+
+GROOMING = """# Banho e tosa
+
+- Banho para cães até 10 kg: R$ 55,00
+- Banho para cães acima de 10 kg: R$ 80,00
+
+A tosa pode ser na máquina ou na tesoura, pelo mesmo valor.
+Tosa da pata avulsa: R$ 25,00.
+
+# Castração
+
+- Castração de cão até 15 kg: R$ 650,00
+- Cães acima de 15 kg: orçamento após avaliação."""
+
+
+def ask(message, intent, *texts):
+    chunks = [KnowledgeChunk(uuid4(), uuid4(), 0.3, t) for t in texts]
+    req = ReplyRequest(messages=[], message=message, intent=intent, retrieval="required", chunks=tuple(chunks))
+    text = OfflineComposer().generate(req).text
+    assert not unsupported_prices(text, chunks)
+    return text
+
+
+def test_a_question_reported_for_someone_else_asks_only_what_follows_saber():
+    assert question_words("meu marido quer saber se tem academia")[1] == {"acade"}
+    text = ask("meu marido quer saber se tem academia na unidade lagoa", "info_request", SPA)
+    assert text.startswith("Não") and "academia" in text
+
+
+def test_courtesy_before_the_question_is_not_the_question():
+    msg = "oi bom dia tudo bem? queria saber se rola pagar com ticket alimentacao"
+    assert question_part(msg) == "queria saber se rola pagar com ticket alimentacao"
+    assert "não aceitamos ticket alimentação" in ask(msg, "policy", SPA)
+    assert question_part("tem vaga hoje? obrigado!") == "tem vaga hoje?"   # courtesy after it, too
+
+
+def test_a_difference_asked_between_two_items():
+    text = ask("qual a diferença da safira pra jade?", "info_request", ROOMS)
+    assert "sauna" in text
+    # "pelo mesmo valor" answers a difference of price as surely as two amounts
+    text = ask("qual a diferenca de preço da tosa na tesoura pra maquina?", "price_question", GROOMING)
+    assert "mesmo valor" in text and "R$ 25,00" not in text
+
+
+def test_a_slip_of_the_finger_or_a_diminutive_is_read_as_the_knowledges_word():
+    from streams.respond.compose import respelled
+    units = units_of_chunks([ROOMS])
+    assert respelled("qnto ta o quarto safra 4h?", units) == "qnto ta o quarto safira 4h?"
+    assert respelled("qnto fica uma tosinha na pata?", units_of_chunks([GROOMING])) == "qnto fica uma tosa na pata?"
+    assert "R$ 170,00" in ask("qnto ta o quarto safra 4h?", "price_question", ROOMS)
+    # a diminutive of a measure is the measure ("2 horinhas" is "2h")
+    assert "não é alugado por 2h" in ask("o onix da pra pegar só 2 horinhas?", "info_request", ROOMS)
+    # a word the knowledge does not know and that is no slip of one it knows stays unknown
+    assert respelled("tem quarto com lareira?", units) == "tem quarto com lareira?"
+    assert FALLBACK_NO_KNOWLEDGE in ask("qnto custa o quarto presidencial?", "price_question", ROOMS)
+
+
+def test_weights_in_words_meet_the_ranges_in_kg():
+    surgery = GROOMING.split("# Castração")[1]
+    assert "orçamento após avaliação" in ask("qnto é pra castrar meu cachorro de 32 quilos", "price_question", surgery)
+    text = ask("qnto é pra castrar meu cachorro de oito quilos", "price_question", surgery)
+    assert "R$ 650,00" in text and "orçamento" not in text
+    text = ask("qnto fica o banho de um cao de seis kilos", "price_question", GROOMING)
+    assert text.startswith("Banho para cães até 10 kg: R$ 55,00")   # the range holding it first
+
+
+def test_a_breed_is_its_species():
+    text = ask("vcs dao banho em poodle?", "info_request", GROOMING)
+    assert FALLBACK_NO_KNOWLEDGE not in text and "Banho para cães" in text
+
+
+def test_where_an_item_is_asked_about_is_not_part_of_the_item():
+    text = ask("vcs tem academia na unidade do shopping?", "info_request", SPA)   # a place it never names
+    assert text.startswith("Não") and "academia" in text
+
+
+BAR = """# Bebidas
+
+Cervejas (long neck): pilsen R$ 12,00; puro malte R$ 15,00; sem álcool R$ 11,00.
+Água com ou sem gás: R$ 6,00."""
+
+
+def test_a_variant_the_knowledge_never_names_is_not_priced_by_its_siblings():
+    from streams.respond.compose import without_alternatives
+
+    # "ta", "está" ask a price as "custa" does; a qualifier never named is another variant
+    assert FALLBACK_NO_KNOWLEDGE in ask("qnto ta a cerveja artesanal?", "price_question", BAR)
+    assert "R$ 15,00" in ask("qnto ta a cerveja puro malte?", "price_question", BAR)
+    # the members of a list are the variants there are (siblings, not other words for the one asked)
+    assert without_alternatives("Cervejas (long neck): pilsen R$ 12,00; puro malte R$ 15,00; sem álcool R$ 11,00.") \
+        == "Cervejas "
+    prose = "Não temos vaga para carretas; o Posto Trevo, ao lado, permite deixar o caminhão estacionado."
+    assert without_alternatives(prose) == prose   # clauses of a sentence are no list
+
+
+def test_a_sibling_in_a_list_is_not_another_word_for_the_variant_asked(use_embedder):
+    from streams.respond.evaluate_answers import CachedEmbedder
+
+    wine = "# Vinhos\n\nVinhos (garrafa): espumante R$ 90,00; vinho rosé R$ 100,00; vinho tinto R$ 110,00."
+    req = ReplyRequest(messages=[], message="qnto ta o vinho branco?", intent="price_question",
+                       retrieval="required", chunks=(KnowledgeChunk(uuid4(), uuid4(), 0.3, wine),))
+    assert OfflineComposer(embedder=CachedEmbedder(use_embedder)).generate(req).text == FALLBACK_NO_KNOWLEDGE
+
+
+KENNEL = """# Hospedagem
+
+Cães devem chegar de coleira; gatos, em caixa de transporte.
+
+Não hospedamos gatos nem aves.
+
+## Unidade Centro
+Não temos estacionamento próprio nesta unidade. O Estacionamento Sol, conveniado, fica em frente e cobra R$ 8,00 a hora.
+A unidade Centro tem sala de espera climatizada."""
+
+
+def test_a_no_about_what_was_asked_goes_first_and_brings_what_there_is_instead():
+    from streams.respond.compose import is_yes_no
+
+    text = ask("vou viajar, queria deixar meus gatos na hospedagem, pode?", "policy", KENNEL)
+    assert text.startswith("Não") and "não hospedamos gatos" in text.lower()
+    text = ask("tem estacionamento na unidade centro?", "info_request", KENNEL)
+    assert "Não temos estacionamento próprio" in text and "Estacionamento Sol" in text
+    assert not is_yes_no("q dia vcs fazem banho?")   # "que dia" asks a day, not yes or no
+
+
+VACCINES = """# Vacinas
+
+- V10 (polivalente): R$ 110,00 por dose.
+- Antirrábica: R$ 70,00.
+- Gripe canina: R$ 125,00.
+
+Para vacinar: V10 e antirrábica em dia (trazer a carteira de vacinação).
+
+# Cirurgias
+
+Castração de cão até 15 kg: R$ 650,00.
+Não fazemos cirurgias ortopédicas."""
+
+
+def test_a_price_asked_of_two_items_at_once_gets_both():
+    from streams.respond.compose import paired_items
+
+    assert paired_items("qnto é a v10 e a antirrabica pro meu dog") == [
+        "quanto e a v10", "quanto e a antirrabica pro meu dog"]
+    assert paired_items("qnto custa a pernoite e o que inclui?") == []   # a second question, not an item
+    text = ask("qnto sai a v10 e a antirrabica?", "price_question", VACCINES)
+    assert "R$ 110,00" in text and "R$ 70,00" in text
+
+
+def test_bones_and_joints_are_orthopaedics():
+    text = ask("vcs operam ligamento do joelho de cachorro?", "info_request", VACCINES)
+    assert "Não fazemos cirurgias ortopédicas" in text   # not handed over: the knowledge says it otherwise
+
+
+def test_a_short_infinitive_names_its_noun():
+    from streams.respond.compose import concept_forms
+    from streams.respond.handler import lexically_sure
+
+    assert concept_forms("vcs tosam ou so sabem lavar?")["lavar"] == {"lavar", "lava"}
+    groom = "# Regras\n\nNão sedamos animais para banho ou tosa."
+    assert lexically_sure("vcs sedam pra tosar?", groom)   # the word search keeps the chunk
+    assert "não sedamos" in ask("vcs sedam pra tosar?", "info_request", groom).lower()
