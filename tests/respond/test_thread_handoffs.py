@@ -86,6 +86,24 @@ def test_call_all_raises_the_first_failure_and_awaits_async_ports_side_by_side(m
     assert asyncio.run(_call_all([(slow, (1,)), (ok, (2,)), (slow, (3,))])) == [101, 2, 103]
 
 
+def _gather_counting(msg, deps, monkeypatch):
+    """``gather`` for ``msg`` after its plan: the result, the event loop's thread and the
+    counter of the hand-offs of gather alone."""
+    threads = CountingThreads(monkeypatch)
+
+    async def go():
+        ctx = ctx_of()
+        p = await plan(msg, ctx, deps)
+        threads.calls = 0
+        try:
+            return await gather(msg, ctx, p, deps), threading.get_ident()
+        finally:
+            p.close()
+
+    g, loop_thread = asyncio.run(go())
+    return g, loop_thread, threads
+
+
 def test_a_reply_gathers_memory_and_knowledge_in_three_thread_hand_offs(monkeypatch):
     """Message vector, recall (the facts and the vectors of the message's parts) and every
     knowledge search (the message's vector, the question part's, the word searches): one
@@ -96,17 +114,7 @@ def test_a_reply_gathers_memory_and_knowledge_in_three_thread_hand_offs(monkeypa
     deps.knowledge = knowledge
     msg = inbound(text)
 
-    async def go():
-        ctx = ctx_of()
-        p = await plan(msg, ctx, deps)
-        threads.calls = 0   # the hand-offs of gather alone
-        try:
-            return await gather(msg, ctx, p, deps), threading.get_ident()
-        finally:
-            p.close()
-
-    threads = CountingThreads(monkeypatch)
-    g, loop_thread = asyncio.run(go())
+    g, loop_thread, threads = _gather_counting(msg, deps, monkeypatch)
     assert [m.fact.id for m in g.memories] == [1]                       # recall still works
     assert g.chunks and all("999" not in c.text for c in g.chunks) and g.degraded == []
     # both vector searches (message, question part) and the word search ran, in one thread
@@ -263,17 +271,7 @@ def test_recall_and_knowledge_score_in_their_worker_threads_not_on_the_loop(monk
     deps.knowledge = LexicalKnowledge(deps.memory_embedder, DOCS)
     msg = inbound("Quanto custa o pernoite na suíte Luxo?")
 
-    async def go():
-        ctx = ctx_of()
-        p = await plan(msg, ctx, deps)
-        threads.calls = 0
-        try:
-            return await gather(msg, ctx, p, deps), threading.get_ident()
-        finally:
-            p.close()
-
-    threads = CountingThreads(monkeypatch)
-    g, loop_thread = asyncio.run(go())
+    g, loop_thread, threads = _gather_counting(msg, deps, monkeypatch)
     assert [m.fact.id for m in g.memories] == [1] and g.chunks
     assert where["score"] and where["rerank"] and loop_thread not in where["score"] | where["rerank"]
     assert threads.calls == 3   # the message's vector, recall, knowledge: as before
