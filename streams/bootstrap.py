@@ -380,8 +380,10 @@ class Container:
             knowledge=knowledge,
             memory_embedder=memory_embedder, knowledge_embedder=knowledge_embedder,
             intent_examples=IntentExamples(memory_embedder),
+            # the stored sentence vectors are read only where the indexer stores them: else every reply
+            # with a sentence not yet cached would pay a read that finds nothing
             generator=self.generator(embedder=knowledge_embedder if s.reply_provider == "offline" else None,
-                                     sentences=knowledge.sentence_vectors),
+                                     sentences=knowledge.sentence_vectors if s.chunk_sentence_vectors else None),
             acts=self.acts(memory_embedder), prices=self.prices)
 
     def close(self) -> None:

@@ -196,6 +196,11 @@ def test_the_container_builds_every_roles_ports_from_the_settings_it_is_given(tm
         assert isinstance(responder, Responder) and responder.acts is not None
         assert isinstance(responder.generator, OpenAIChatGenerator)
         assert responder.memory_embedder.name == ports.embedder.name == "all-minilm-l6-v2"
+        # the offline composer reads the indexer's sentence vectors only when the indexer stores them
+        for stored in (False, True):
+            offline = Container(s.model_copy(update={"reply_provider": "offline", "chunk_sentence_vectors": stored}),
+                                pool=pool, vector_store=store).responder().generator
+            assert isinstance(offline, OfflineComposer) and (offline.sentences is not None) is stored
         # the erasure ledger's key reaches both paths that consult it (inbound and learning)
         assert c.erasure_key == ports.erasure_key == responder.store.erasure_key == "k-erasure-test"
         # every producer of a process is configured alike: brokers, at-least-once, request size, client id
