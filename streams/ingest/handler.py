@@ -148,7 +148,7 @@ class ChunkEventHandler:
             todo = self._fresh(events) if events else []
             plan = None
         if not events:
-            self._applied = p if p is not None else self._applied
+            self._done(p)
             return dead
         if len(todo) < len(events):
             metrics.EVENTS_DUPLICATE.labels(records[0].topic).inc(len(events) - len(todo))
@@ -167,7 +167,14 @@ class ChunkEventHandler:
                      stats.upsert_seconds, p is not None)
             with joined(self.pool) as uow:  # after the index: a crash in between indexes again (idempotent)
                 uow.processed.mark(self.consumer, [e.event_id for e in todo])
-        if p is not None:
-            self._applied = p
-            self.lookahead_used += 1
+        self._done(p)
         return dead
+
+    def _done(self, p: _Prepared | None) -> None:
+        """A call succeeded: what it applied is the basis a lookahead must have been decided after."""
+        with self._lock:
+            if p is not None:
+                self._applied = p
+                self.lookahead_used += 1
+            else:   # read in its turn: a lookahead prepared from now on builds on the store as it is
+                self._latest = self._applied

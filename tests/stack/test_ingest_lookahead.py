@@ -29,19 +29,21 @@ TEXT = "\n\n".join(f"Seção {i}. " + f"A suíte número {i} tem hidromassagem e
 
 class Remote:
     """A deterministic embedder that runs "out of process" (its parts are requested at once, like the
-    embedding service's); ``down`` makes every request fail as a service that is down does."""
+    embedding service's); a request with a text of ``down`` fails once, as when the service is down."""
 
     name, dim, out_of_process = "fake-remote", 4, True
 
     def __init__(self):
-        self.down = False
+        self.down: set[str] = set()
         self.calls: list[list[str]] = []
         self._mu = threading.Lock()
 
     def embed_passages(self, texts):
         with self._mu:
             self.calls.append(list(texts))
-        if self.down:
+            failed = self.down & set(texts)
+            self.down -= failed
+        if failed:
             raise DependencyUnavailable("embedding", "embedding service down")
         return np.array([[len(t), t.count("a"), t.count("e"), 1.0] for t in texts], dtype=np.float32)
 
@@ -148,10 +150,10 @@ def test_a_dependency_down_during_the_lookahead_retries_the_same_records(ctx):
     async def run(batch):
         await process_batch(batch, h, NoDeadLetters(), base_delay=0.01, max_delay=0.05)
 
+    emb.down = {r["content"] for r in env.q("SELECT content FROM chunks WHERE id = ANY(%s::uuid[])",
+                                            [r.key.decode() for r in b2])}
     h.prepare(b1)
-    emb.down = True
     h.prepare(b2)                     # its parts fail: the service is down
-    emb.down = False
     h.prepare(b3)                     # built on batch 2's lookahead
     asyncio.run(run(b1))
     asyncio.run(run(b2))              # meets the failure, retried: read and embedded again
@@ -160,6 +162,7 @@ def test_a_dependency_down_during_the_lookahead_retries_the_same_records(ctx):
     done = {r["event_id"] for r in env.q("SELECT event_id FROM processed_events WHERE consumer = 'ingest'")}
     assert done == {dict(r.headers)["id"].decode() for r in records}
     assert h.lookahead_used == 1      # batch 1 only: 2 failed, 3 was decided after a batch 2 that changed
+    assert emb.down == set()          # batch 2's requests failed once each, then succeeded
 
 
 def test_postgres_down_during_the_lookahead_leaves_the_batch_to_be_read_in_its_turn(ctx, monkeypatch):
