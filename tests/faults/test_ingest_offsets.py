@@ -48,26 +48,27 @@ def _processed(env) -> set[str]:
 
 def test_sigkill_mid_lookahead_commits_no_offset_before_its_batch_is_indexed(env):
     with env.conn() as conn:
-        for d in range(6):
+        for d in range(12):
             paras = [f"Documento {d}, parágrafo {p}: " + " ".join(WORDS[(d * 7 + p * 3 + k) % len(WORDS)]
                                                                for k in range(14)) + f". Código {d}-{p}."
                      for p in range(100)]
             write_document(conn, account_id=1, source=f"d{d}.md", text="\n\n".join(paras), chunk_size=200,
                            chunk_overlap=0)
     events = {r["id"] for r in env.q("SELECT id::text FROM outbox WHERE aggregatetype = 'chunk'")}
-    assert len(events) >= 500
+    assert len(events) >= 1000
     w = env.start_worker("relay,ingest", extra_env={"MEMORIA_INGEST_BATCH_MAX": "24"})
-    at_kill = wait_until(lambda: (n := len(_processed(env))) >= 150 and n, 180, interval=0.05,
-                         what="some chunks indexed")
+    topic = qualified(env.settings, outbox_topic("chunk"))
+    group = consumer_group_for(env.settings, ["relay", "ingest"])
+    partitions = range(env.settings.topic_partitions)
+    at_kill = wait_until(lambda: sum(_committed(env.settings, group, topic, partitions).values()) >= 48
+                         and len(_processed(env)), 180, interval=0.1, what="some offsets committed")
     env.stop_worker(w, signal.SIGKILL)
     done = _processed(env)
     assert len(done) < len(events), "the whole ingest finished before the kill: nothing was tested"
     assert "ahead=True" in env.worker_log(), "no batch ran from its lookahead before the kill"
 
-    topic = qualified(env.settings, outbox_topic("chunk"))
     records = consume_all(env.settings, topic, expect=len(events))
-    committed = _committed(env.settings, consumer_group_for(env.settings, ["relay", "ingest"]), topic,
-                           {r.partition for r in records})
+    committed = _committed(env.settings, group, topic, partitions)
     behind = [(r.partition, r.offset) for r in records
               if r.offset < committed.get(r.partition, 0) and dict(r.headers)["id"].decode() not in done]
     assert behind == [], f"offsets committed past events never indexed: {behind[:5]}"
