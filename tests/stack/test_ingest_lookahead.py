@@ -172,13 +172,13 @@ def test_postgres_down_during_the_lookahead_leaves_the_batch_to_be_read_in_its_t
     with env.conn() as conn:
         write_document(conn, account_id=1, source="a.md", text=TEXT, chunk_size=300, chunk_overlap=0)
     records = [_record(r, i) for i, r in enumerate(_rows(env))]
-    real = h._fresh
 
-    def down(events):
-        raise psycopg.OperationalError("connection refused")
+    class Down:
+        def connection(self, *a, **k):
+            raise psycopg.OperationalError("connection refused")
 
-    monkeypatch.setattr(h, "_fresh", down)
+    monkeypatch.setattr(h, "pool", Down())
     h.prepare(records)                # dropped: nothing prepared
-    monkeypatch.setattr(h, "_fresh", real)
+    monkeypatch.undo()
     assert h(records) == []
     assert _points(store) == _live(env) and h.lookahead_used == 0
