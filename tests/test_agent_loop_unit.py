@@ -91,3 +91,34 @@ def test_a_lookahead_that_fails_leaves_the_batch_to_run_as_without_it():
 
     asyncio.run(consume_in_order(_batches([], 3), work, ack, name="t", prepare=prepare))
     assert done == [0, 1, 2]
+
+
+def test_on_shutdown_the_batches_taken_finish_in_order_and_are_acknowledged():
+    log: list = []
+    started = asyncio.Event()
+
+    async def forever():
+        for b in range(2):
+            yield [_event(2 * b), _event(2 * b + 1)]
+        await asyncio.Event().wait()   # no more records: the agent waits for the next batch
+
+    async def work(records):
+        b = _offsets(records)
+        started.set()
+        await asyncio.sleep(0.05)
+        log.append(("done", b))
+
+    async def ack(e):
+        log.append(("ack", e.message.offset))
+
+    async def main():
+        task = asyncio.ensure_future(consume_in_order(forever(), work, ack, name="t", prepare=lambda r: None))
+        await started.wait()
+        task.cancel()   # the worker stops while batch 0 runs and batch 1 was taken
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+
+    asyncio.run(main())
+    assert log == [("done", 0), ("ack", 0), ("ack", 1), ("done", 1), ("ack", 2), ("ack", 3)]
