@@ -2,7 +2,7 @@
 
 Each agent: take a batch of raw records → hand them to a plain handler (in a
 thread) → dead-letter what can never succeed → only then acknowledge the
-offsets. State lives in Postgres, never in Faust tables (docs/architecture.md §7).
+offsets, batch after batch in order (``streams.kafka.agent.consume_in_order``). State lives in Postgres, never in Faust tables (docs/architecture.md §7).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import faust
 from streams import metrics
 from streams import roles as flow_roles
 from streams.bootstrap import Container
-from streams.kafka.agent import edges_ready, record_of, settle
+from streams.kafka.agent import consume_in_order, edges_ready
 from streams.kafka.consume import DeadLetterWriter, Handler, process_batch
 from streams.kafka.errors import until_available
 from streams.kafka.faust_transport import App as FetchTunedApp
@@ -124,13 +124,17 @@ def build_app(settings: Settings, roles: Sequence[str], container: Container | N
                                             base=settings.dependency_backoff_base,
                                             cap=settings.dependency_backoff_max)
             await edges_ready(state)
-            async for events in stream.take_events(settings.ingest_batch_max,
-                                                   within=settings.ingest_batch_interval):
-                records = [record_of(e) for e in events]
-                await settle(process_batch(records, handler, state["dlq"],
-                                           max_record_bytes=settings.kafka_max_record_bytes,
-                                           base_delay=settings.dependency_backoff_base,
-                                           max_delay=settings.dependency_backoff_max), name)
+
+            async def work(records) -> None:
+                await process_batch(records, handler, state["dlq"],
+                                    max_record_bytes=settings.kafka_max_record_bytes,
+                                    base_delay=settings.dependency_backoff_base,
+                                    max_delay=settings.dependency_backoff_max)
+
+            # a handler with a lookahead (``prepare``: ingest's) reads the next batch while one runs
+            await consume_in_order(stream.noack_take(settings.ingest_batch_max,
+                                                     within=settings.ingest_batch_interval),
+                                   work, stream.ack, name=name, prepare=getattr(handler, "prepare", None))
 
     @app.timer(settings.topic_check_interval)
     async def topics_present() -> None:

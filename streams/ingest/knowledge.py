@@ -19,7 +19,7 @@ from psycopg_pool import ConnectionPool
 from schemas.events import ChunkEvent
 from streams.embedding import Embedder
 from streams.embedding import tokens as embedding_tokens
-from streams.embedding.parts import passages_in_parts
+from streams.embedding.parts import PassageParts, passages_in_parts
 from streams.embedding.providers import model_slug
 from streams.learn.model import TokenUsage
 from streams.pricing import PriceTable, count_metrics, model_call
@@ -135,13 +135,14 @@ def point_payload(row: dict) -> dict:
 
 
 def embed_and_upsert(rows: Sequence[dict], *, embedder: Embedder, store: VectorStore, collection: str,
-                     part: int = 0) -> tuple[float, float]:
+                     part: int = 0, parts: PassageParts | None = None) -> tuple[float, float]:
     """Embed the rows' contents and upsert their points; returns (seconds waiting for vectors,
     seconds upserting). Through the embedding service, ``part`` rows at a time: the service
-    encodes the next parts while this process upserts the one it has (``passages_in_parts``)."""
+    encodes the next parts while this process upserts the one it has (``PassageParts``);
+    ``parts``: the rows' contents already requested."""
     t = time.perf_counter()
     upsert_s = 0.0
-    for start, vecs in passages_in_parts(embedder, [r["content"] for r in rows], part):
+    for start, vecs in (parts if parts is not None else PassageParts(embedder, [r["content"] for r in rows], part)):
         some = rows[start:start + len(vecs)]
         u = time.perf_counter()
         store.upsert(collection, [r["id"] for r in some], vecs, [point_payload(r) for r in some])
@@ -173,6 +174,102 @@ def store_sentences(pool: ConnectionPool, rows: Sequence[dict], embedder: Embedd
     return len(flat)
 
 
+@dataclass
+class IndexPlan:
+    """What ``apply_index`` will do to a collection for some chunks, decided from Postgres and the
+    store as read by ``plan_index``; the embeddings of ``to_embed`` are requested already (``parts``)."""
+
+    collection: str
+    embedder: Embedder
+    embed_part: int
+    to_embed: list[dict] = field(default_factory=list)
+    to_patch: list[tuple[str, dict]] = field(default_factory=list)
+    gone: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    used: dict[str, int] = field(default_factory=dict)   # the paid tokens of ``parts`` (``tokens.collect``)
+    parts: PassageParts | None = None
+    seconds: float = 0.0
+
+    def effects(self) -> dict[str, dict | None]:
+        """The store's points after this plan is applied, for the chunks it touches (None: deleted)."""
+        out: dict[str, dict | None] = {r["id"]: point_payload(r) for r in self.to_embed}
+        out.update(self.to_patch)
+        out.update((i, None) for i in self.gone)
+        return out
+
+    def close(self) -> None:
+        """Drop the embedding requests not started (a plan that will not be applied)."""
+        if self.parts is not None:
+            self.parts.close()
+
+
+def plan_index(chunk_ids: Iterable[str], *, pool: ConnectionPool, store: VectorStore, collection: str,
+               embedder: Embedder, embed_part: int = 0,
+               ahead_of: dict[str, dict | None] | None = None) -> IndexPlan:
+    """Read the chunks and their points and decide (``index_chunks``); the embeddings are
+    requested at once. ``ahead_of``: the effects of a plan not applied yet that will be applied
+    before this one (``IndexPlan.effects``): this plan is decided against the store as it will be
+    then, so a batch can be read and its parts requested while the batch before it finishes."""
+    t0 = time.perf_counter()
+    plan = IndexPlan(collection=collection, embedder=embedder, embed_part=embed_part)
+    ids = list(dict.fromkeys(str(i) for i in chunk_ids))
+    if not ids:
+        return plan
+    rows = _load_chunks(pool, ids)
+    live = [rows[i] for i in ids if i in rows and rows[i]["deleted_at"] is None]
+    plan.gone = [i for i in ids if i not in rows or rows[i]["deleted_at"] is not None]
+    existing = store.retrieve(collection, [r["id"] for r in live])
+    for i, payload in (ahead_of or {}).items():
+        if payload is None:
+            existing.pop(i, None)
+        else:
+            existing[i] = payload
+    for r in live:
+        want = point_payload(r)
+        have = existing.get(r["id"])
+        if have is None or have.get("content_hash") != want["content_hash"]:
+            plan.to_embed.append(r)
+        elif have != want:
+            plan.to_patch.append((r["id"], want))
+        else:
+            plan.unchanged += 1
+    if plan.to_embed:
+        plan.used = embedding_tokens.collect()
+        plan.parts = PassageParts(embedder, [r["content"] for r in plan.to_embed], embed_part)
+    plan.seconds = time.perf_counter() - t0
+    return plan
+
+
+def apply_index(plan: IndexPlan, *, pool: ConnectionPool, store: VectorStore, prices: PriceTable | None = None,
+                sentences: bool = False) -> IndexStats:
+    """Carry out ``plan``: upsert the embedded points as their parts arrive (and, with ``sentences``,
+    their sentence vectors, ``store_sentences``), put paid tokens in the ledger, patch payloads,
+    delete the points of tombstoned or missing chunks."""
+    t0 = time.perf_counter()
+    stats = IndexStats(unchanged=plan.unchanged)
+    try:
+        if plan.to_embed:
+            stats.embed_seconds, stats.upsert_seconds = embed_and_upsert(
+                plan.to_embed, embedder=plan.embedder, store=store, collection=plan.collection,
+                part=plan.embed_part, parts=plan.parts)
+            if sentences:
+                s0 = time.perf_counter()
+                stats.sentences = store_sentences(pool, plan.to_embed, plan.embedder, plan.embed_part)
+                stats.sentence_seconds = time.perf_counter() - s0
+            ledger_embeddings(pool, plan.to_embed, plan.used, prices)
+            stats.embedded = len(plan.to_embed)
+    finally:
+        plan.close()
+    if plan.to_patch:
+        store.set_payloads(plan.collection, plan.to_patch)
+        stats.payload_updates = len(plan.to_patch)
+    if plan.gone:
+        store.delete(plan.collection, plan.gone)
+        stats.deleted = len(plan.gone)
+    stats.seconds = plan.seconds + time.perf_counter() - t0
+    return stats
+
+
 def index_chunks(chunk_ids: Iterable[str], *, pool: ConnectionPool, store: VectorStore,
                  collection: str, embedder: Embedder, prices: PriceTable | None = None,
                  embed_part: int = 0, sentences: bool = False) -> IndexStats:
@@ -182,44 +279,11 @@ def index_chunks(chunk_ids: Iterable[str], *, pool: ConnectionPool, store: Vecto
     content_hash differs) and, with ``sentences``, its sentence vectors (``store_sentences``);
     tombstoned or missing chunk → delete its point.
     ``embed_part``: texts per embedding-service request (``embed_and_upsert``; 0: one request).
+    In two steps, ``plan_index`` then ``apply_index``.
     """
-    t0 = time.perf_counter()
-    ids = list(dict.fromkeys(str(i) for i in chunk_ids))
-    stats = IndexStats()
-    if not ids:
-        return stats
-    rows = _load_chunks(pool, ids)
-    live = [rows[i] for i in ids if i in rows and rows[i]["deleted_at"] is None]
-    gone = [i for i in ids if i not in rows or rows[i]["deleted_at"] is not None]
-    existing = store.retrieve(collection, [r["id"] for r in live])
-    to_embed, to_patch = [], []
-    for r in live:
-        want = point_payload(r)
-        have = existing.get(r["id"])
-        if have is None or have.get("content_hash") != want["content_hash"]:
-            to_embed.append(r)
-        elif have != want:
-            to_patch.append((r["id"], want))
-        else:
-            stats.unchanged += 1
-    if to_embed:
-        used = embedding_tokens.collect()
-        stats.embed_seconds, stats.upsert_seconds = embed_and_upsert(to_embed, embedder=embedder, store=store,
-                                                                     collection=collection, part=embed_part)
-        if sentences:
-            s0 = time.perf_counter()
-            stats.sentences = store_sentences(pool, to_embed, embedder, embed_part)
-            stats.sentence_seconds = time.perf_counter() - s0
-        ledger_embeddings(pool, to_embed, used, prices)
-        stats.embedded = len(to_embed)
-    if to_patch:
-        store.set_payloads(collection, to_patch)
-        stats.payload_updates = len(to_patch)
-    if gone:
-        store.delete(collection, gone)
-        stats.deleted = len(gone)
-    stats.seconds = time.perf_counter() - t0
-    return stats
+    plan = plan_index(chunk_ids, pool=pool, store=store, collection=collection, embedder=embedder,
+                      embed_part=embed_part)
+    return apply_index(plan, pool=pool, store=store, prices=prices, sentences=sentences)
 
 
 # ------------------------------------------------------------------ search

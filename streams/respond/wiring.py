@@ -33,7 +33,7 @@ from schemas.events import InboundMessage, OutboundReply
 from streams import metrics
 from streams.embedding import EmbeddingError
 from streams.kafka import errors
-from streams.kafka.agent import edges_ready, record_of, settle
+from streams.kafka.agent import consume_in_order, edges_ready
 from streams.kafka.consume import DeadLetter, Record, oversized
 from streams.kafka.topics import INBOUND, OUTBOUND, qualified
 from streams.pricing import count_metrics
@@ -183,5 +183,5 @@ def register(app, settings, container, roles, *, batch_agent, state) -> None:
                                max_record_bytes=settings.kafka_max_record_bytes)
         if deps.acts is not None:
             deps.acts.emit = runner._emit  # a slow tool's second reply leaves like any reply
-        async for events in stream.take_events(BATCH_MAX, within=settings.respond_batch_within):
-            await settle(runner.handle([record_of(e) for e in events]), "respond")
+        await consume_in_order(stream.noack_take(BATCH_MAX, within=settings.respond_batch_within),
+                               runner.handle, stream.ack, name="respond")
