@@ -188,3 +188,25 @@ def test_a_short_infinitive_names_its_noun():
     groom = "# Regras\n\nNão sedamos animais para banho ou tosa."
     assert lexically_sure("vcs sedam pra tosar?", groom)   # the word search keeps the chunk
     assert "não sedamos" in ask("vcs sedam pra tosar?", "info_request", groom).lower()
+
+
+DESSERTS = """# Sobremesas
+
+- Sorvete 2 bolas (chocolate, creme ou flocos): R$ 12,00
+- Suco natural 400 ml (laranja, uva ou limão): R$ 9,00
+- Pudim de leite: R$ 10,00"""
+
+
+def test_a_word_the_customer_said_is_not_another_word_for_the_variant_asked(use_embedder):
+    """"qnto ta o sorvete de pistache?": "pistache" is near "sorvete" by meaning (0.62 by USE), but
+    the customer said "sorvete" too: it is the kind asked, not another name of the flavour."""
+    from streams.respond.evaluate_answers import CachedEmbedder
+
+    composer = OfflineComposer(embedder=CachedEmbedder(use_embedder))
+    for message in ("qnto ta o sorvete de pistache?", "qnto custa o suco de caju?"):
+        req = ReplyRequest(messages=[], message=message, intent="price_question", retrieval="required",
+                           chunks=(KnowledgeChunk(uuid4(), uuid4(), 0.3, DESSERTS),))
+        assert composer.generate(req).text == FALLBACK_NO_KNOWLEDGE, message
+    req = ReplyRequest(messages=[], message="qnto ta o sorvete de flocos?", intent="price_question",
+                       retrieval="required", chunks=(KnowledgeChunk(uuid4(), uuid4(), 0.3, DESSERTS),))
+    assert "R$ 12,00" in composer.generate(req).text
