@@ -580,11 +580,35 @@ def question_part(message: str) -> str:
     return " ".join(asked) if asked and len(asked) < len(clauses) else message
 
 
+_AND = re.compile(r"(?:\s*,\s*|\s+)e\s+", re.I)
+
+
+def _asks(text: str) -> bool:
+    norm = normalize_chat(text)
+    return bool(_WH.search(norm) or _PRICE_Q.search(norm))
+
+
+def and_questions(clause: str) -> list[str]:
+    """A clause joining two questions with "e" and no mark between them ("qnto sai o pacote de 10
+    creches e vale por qnto tempo"): each question, when the side after "e" has a question word and
+    the side before asks too (a question word or a price asked); "e" joining two things asked of one
+    question ("qnto custa o banho e a tosa", "quanto e a taxa") stays."""
+    parts = _AND.split(clause.strip())
+    out = [parts[0]]
+    for p in parts[1:]:
+        if _WH.search(normalize_chat(p)) and _asks(out[-1]):
+            out.append(p)
+        else:
+            out[-1] = f"{out[-1]} e {p}"
+    return out
+
+
 def question_clauses(message: str) -> list[str]:
     """The separate questions of a message that asks more than one ("vcs entregam no jardim
-    europa? e qnto é a taxa"): its clauses with a question mark or a question word; [] when it
-    asks one thing."""
-    clauses = [c for c in _CLAUSE_END.split(message.strip()) if c.strip()]
+    europa? e qnto é a taxa", "qnto custa o pacote e precisa pedir com qnto tempo antes?"): its
+    clauses with a question mark or a question word, each cut where "e" joins two questions
+    (``and_questions``); [] when it asks one thing."""
+    clauses = [q for c in _CLAUSE_END.split(message.strip()) if c.strip() for q in and_questions(c)]
     asked = [c for c in clauses if "?" in c or _WH.search(normalize_chat(c))]
     return asked if len(asked) >= 2 else []
 

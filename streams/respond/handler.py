@@ -60,6 +60,7 @@ from streams.respond.compose import (
     extreme_price,
     item_name,
     offers_deal,
+    question_clauses,
     question_part,
     question_words,
     uncovered_focus,
@@ -498,7 +499,13 @@ def _knowledge_steps(msg: InboundMessage, ctx: ConversationContext, p: Plan, dep
     variants = _named_otherwise(asked, stems) if stems else []
     for v in ([stems] + variants if stems else []):
         searches.append((lexical, (msg.account_id, v, pool)))
+    # "qnto sai o pacote de 10 creches e vale por qnto tempo": each question searched on its own too
+    clauses = question_clauses(asked)
+    for clause in clauses:
+        searches.append(_search_of(deps, clause, (msg.account_id, pool, threshold + RESCUE_MARGIN)))
     found = yield searches   # every search in one batch (one hand-off to a worker thread, or none)
+    per_clause = found[len(found) - len(clauses):] if clauses else []
+    found = found[: len(found) - len(clauses)]
     vector_hits = sorted((c for hits in found[: 2 if asked != msg.text else 1] for c in map(_as_chunk, hits)),
                          key=lambda c: c.distance)
     chunks, seen = [], set()
@@ -513,9 +520,38 @@ def _knowledge_steps(msg: InboundMessage, ctx: ConversationContext, p: Plan, dep
                     chunks.append(c)
                     seen.add(c.chunk_id)
     chunks = rerank(msg.text, chunks)[: inbox.rag_max_results]
+    if per_clause:
+        chunks = _each_question_chunk(clauses, per_clause, chunks, threshold, inbox.rag_max_results)
     if lexical is not None:
         chunks = yield from _by_words_steps(msg, p, asked, stems, chunks, lexical, inbox.rag_max_results)
     return chunks
+
+
+def _each_question_chunk(clauses: list[str], hits_of: list[Any], chunks: list[KnowledgeChunk], threshold: float,
+                         limit: int) -> list[KnowledgeChunk]:
+    """A message asking two things ("qnto custa o pacote pétalas e precisa pedir com qnto tempo
+    antes?"): the whole message's vector finds the first question's chunks, and the best chunk for
+    each question on its own (within the cut-off, or naming all its words) takes the place of the
+    last one no other question needs, so each question can be answered."""
+    out = list(chunks)
+    needed: set = set()
+    for clause, hits in zip(clauses, hits_of):
+        ok = [c for c in map(_as_chunk, hits) if c.distance <= threshold or lexically_sure(clause, c.text)]
+        ranked = rerank(clause, ok)
+        if not ranked or not answer_units(ranked[0].text):
+            continue
+        best = ranked[0]
+        have = next((c for c in out if c.chunk_id == best.chunk_id), None)
+        if have is None:
+            spare = [k for k in range(len(out) - 1, -1, -1) if out[k].chunk_id not in needed]
+            if len(out) < limit:
+                out.append(best)
+            elif spare:
+                out[spare[0]] = best
+            else:
+                continue
+        needed.add(best.chunk_id)
+    return out
 
 
 def _by_words_steps(msg: InboundMessage, p: Plan, asked: str, stems: list[str], chunks: list[KnowledgeChunk],

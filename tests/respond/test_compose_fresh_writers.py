@@ -210,3 +210,50 @@ def test_a_word_the_customer_said_is_not_another_word_for_the_variant_asked(use_
     req = ReplyRequest(messages=[], message="qnto ta o sorvete de flocos?", intent="price_question",
                        retrieval="required", chunks=(KnowledgeChunk(uuid4(), uuid4(), 0.3, DESSERTS),))
     assert "R$ 12,00" in composer.generate(req).text
+
+
+PARTY = """# Festas
+
+- **Kit Balões** — R$ 80,00: 20 balões e uma faixa de parabéns.
+- **Kit Bolo** — R$ 150,00: bolo de 2 kg e velas."""
+
+PARTY_RULES = """# Regras das festas
+
+Prazo: os kits precisam ser encomendados com pelo menos 72 horas de antecedência.
+Cancelamento: até 24 horas antes, sem custo."""
+
+
+def test_two_questions_joined_by_e_are_each_answered():
+    """"qnto custa o kit bolo e precisa encomendar com qnto tempo antes?": no mark between the two
+    questions; each gets its own answer (the composer's best unit per question)."""
+    from streams.respond.compose import question_clauses
+
+    msg = "é aniversario do meu filho, qnto custa o kit bolo e precisa encomendar com qnto tempo antes?"
+    assert question_clauses(msg) == ["é aniversario do meu filho, qnto custa o kit bolo",
+                                     "precisa encomendar com qnto tempo antes?"]
+    assert question_clauses("qnto custa o kit bolo e o kit baloes?") == []      # one question, two items
+    assert question_clauses("quanto e o kit bolo e quanto e o de baloes") == ["quanto e o kit bolo",
+                                                                            "quanto e o de baloes"]
+    text = ask(msg, "price_question", PARTY, PARTY_RULES)
+    assert "R$ 150,00" in text and "72 horas" in text
+
+
+def test_each_question_of_a_message_brings_its_own_chunk():
+    """The whole message's vector finds the first question's chunks; the best chunk for the other
+    question, searched on its own, takes the last place no other question needs."""
+    from uuid import NAMESPACE_URL as NS
+    from uuid import uuid5
+
+    from streams.respond.handler import _as_chunk, _each_question_chunk
+
+    def chunk(name, d, text):
+        return _as_chunk((uuid5(NS, name), uuid5(NS, "doc"), d, text))
+
+    kits, other, rules = chunk("k", 0.3, PARTY), chunk("o", 0.5, "# Pagamento\n\nAceitamos Pix."), \
+        chunk("r", 0.4, PARTY_RULES)
+    clauses = ["qnto custa o kit bolo", "precisa encomendar com qnto tempo antes?"]
+    got = _each_question_chunk(clauses, [[kits], [rules, other]], [kits, other], threshold=0.6, limit=2)
+    assert [c.chunk_id for c in got] == [kits.chunk_id, rules.chunk_id]
+    far = chunk("f", 0.9, "# Horário\n\nAbrimos às 9h.")   # beyond the cut-off, naming nothing asked: left out
+    got = _each_question_chunk(clauses, [[kits], [far]], [kits, other], threshold=0.6, limit=2)
+    assert [c.chunk_id for c in got] == [kits.chunk_id, other.chunk_id]
