@@ -653,6 +653,26 @@ def paired_items(message: str) -> list[str]:
     return [f"{m.group(1)} {m.group(2)}", f"{m.group(1)} {m.group(3)}"]
 
 
+_COMPARED = re.compile(r"^(.*?\b(?:diferenca|diferencas|muda|mudam)\b.*?)\s(?:d[ao]s?|entre (?:[ao]s? )?)\s*(.+?)\s+"
+                       r"(?:pra|para|pro|e|e (?:d[ao]s?|[ao]s?))\s+(?:[ao]s?\s+)?(.+?)\s*\??$")
+
+
+def compared_items(message: str) -> list[str]:
+    """A difference asked between two items ("qual a diferença de preço da média tradicional pra
+    média especial?", "o que muda entre a suíte brisa e a coral"): the question asked of each, the
+    second item in the place of the first (["qual a diferenca de preco da media tradicional", "qual
+    a diferenca de preco da media especial"]); [] when no difference is asked or the message names
+    no such pair (an item of more than four words is a clause, not a name)."""
+    norm = normalize_chat(question_part(message))
+    m = _COMPARED.match(norm)
+    if m is None:
+        return []
+    head, first, second = m.group(1), m.group(2), m.group(3)
+    if not (1 <= len(first.split()) <= 4 and 1 <= len(second.split()) <= 4) or not question_words(second)[1]:
+        return []
+    return [f"{head} da {first}", f"{head} da {second}"]
+
+
 _ACT_VERB = re.compile(r"^[a-z]{4,}(am|em)$")   # "atendem", "parcelam", "vendem": what the business does
 
 

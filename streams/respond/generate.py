@@ -168,7 +168,8 @@ class OfflineComposer:
         one question per option, each with its own intent ("ta incluso na pernoite?" is not a
         price question), or the whole message's when its own reads as a complaint or small talk."""
         clauses = compose.question_clauses(r.message)
-        options = [] if clauses else (compose.option_questions(r.message) or compose.paired_items(r.message))
+        options = [] if clauses else (compose.option_questions(r.message) or compose.paired_items(r.message)
+                                     or compose.compared_items(r.message))
         if not (clauses or options) or r.intent in (i.OBJECTION, i.GENERAL):
             return picked
         out = list(picked)

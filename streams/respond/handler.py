@@ -55,11 +55,13 @@ from streams.respond.compose import (
     attribute_bonus,
     carries_price,
     chunk_words,
+    compared_items,
     concept_forms,
     extreme_item,
     extreme_price,
     item_name,
     offers_deal,
+    paired_items,
     question_clauses,
     question_part,
     question_words,
@@ -500,12 +502,14 @@ def _knowledge_steps(msg: InboundMessage, ctx: ConversationContext, p: Plan, dep
     for v in ([stems] + variants if stems else []):
         searches.append((lexical, (msg.account_id, v, pool)))
     # "qnto sai o pacote de 10 creches e vale por qnto tempo": each question searched on its own too
-    clauses = question_clauses(asked)
-    for clause in clauses:
-        searches.append(_search_of(deps, clause, (msg.account_id, pool, threshold + RESCUE_MARGIN)))
-    found = yield searches   # every search in one batch (one hand-off to a worker thread, or none)
-    per_clause = found[len(found) - len(clauses):] if clauses else []
-    found = found[: len(found) - len(clauses)]
+    clauses = question_clauses(asked) or compared_items(asked) or paired_items(asked)
+    clause_searches = _clause_searches(deps, clauses, lexical, (msg.account_id, pool, threshold + RESCUE_MARGIN))
+    found = yield searches + [s for pair in clause_searches for s in pair]   # one batch: one hand-off, or none
+    per_clause, k = [], len(searches)
+    for pair in clause_searches:   # each question's vector hits and word hits together
+        per_clause.append([h for hits in found[k:k + len(pair)] for h in hits])
+        k += len(pair)
+    found = found[: len(searches)]
     vector_hits = sorted((c for hits in found[: 2 if asked != msg.text else 1] for c in map(_as_chunk, hits)),
                          key=lambda c: c.distance)
     chunks, seen = [], set()
@@ -527,17 +531,33 @@ def _knowledge_steps(msg: InboundMessage, ctx: ConversationContext, p: Plan, dep
     return chunks
 
 
+def _clause_searches(deps: Responder, clauses: list[str], lexical, args: tuple) -> list[Calls]:
+    """Per question of a message: its vector search, and its word search (a short question's words
+    find its chunk when its vector does not)."""
+    account_id, pool, _ = args
+    out = []
+    for clause in clauses:
+        stems = lexical_stems(clause) if lexical is not None else []
+        out.append([_search_of(deps, clause, args)] + ([(lexical, (account_id, stems, pool))] if stems else []))
+    return out
+
+
 def _each_question_chunk(clauses: list[str], hits_of: list[Any], chunks: list[KnowledgeChunk], threshold: float,
                          limit: int) -> list[KnowledgeChunk]:
     """A message asking two things ("qnto custa o pacote pétalas e precisa pedir com qnto tempo
     antes?"): the whole message's vector finds the first question's chunks, and the best chunk for
-    each question on its own (within the cut-off, or naming all its words) takes the place of the
-    last one no other question needs, so each question can be answered."""
+    each question on its own (naming all its words, else the nearest within the cut-off) takes the
+    place of the last one no other question needs, so each question can be answered."""
     out = list(chunks)
     needed: set = set()
     for clause, hits in zip(clauses, hits_of):
-        ok = [c for c in map(_as_chunk, hits) if c.distance <= threshold or lexically_sure(clause, c.text)]
-        ranked = rerank(clause, ok)
+        near: dict = {}
+        for c in map(_as_chunk, hits):   # a chunk found by both searches keeps its real distance
+            if c.chunk_id not in near or c.distance < near[c.chunk_id].distance:
+                near[c.chunk_id] = c
+        sure = [c for c in near.values() if lexically_sure(clause, c.text)]
+        # a chunk naming every word of the question first, else the nearest within the cut-off
+        ranked = rerank(clause, sure) or rerank(clause, [c for c in near.values() if c.distance <= threshold])
         if not ranked or not answer_units(ranked[0].text):
             continue
         best = ranked[0]

@@ -257,3 +257,43 @@ def test_each_question_of_a_message_brings_its_own_chunk():
     far = chunk("f", 0.9, "# Horário\n\nAbrimos às 9h.")   # beyond the cut-off, naming nothing asked: left out
     got = _each_question_chunk(clauses, [[kits], [far]], [kits, other], threshold=0.6, limit=2)
     assert [c.chunk_id for c in got] == [kits.chunk_id, other.chunk_id]
+
+
+PIZZA_SIZES = {"classic": "## Clássicas\n\nCalabresa, Mussarela e Atum.\n\n- Pequena: R$ 30,00\n- Grande: R$ 50,00",
+               "premium": "## Premium\n\nParma, Brie e Camarão.\n\n- Pequena: R$ 42,00\n- Grande: R$ 66,00",
+               "promo": "# Promoções\n\n- **Quarta Clássica**: na compra de uma grande clássica, o refrigerante sai pela "
+                        "metade do preço."}
+
+
+def test_a_difference_asked_between_two_items_asks_each():
+    """"qual a diferença de preço da pequena clássica pra pequena premium?": a comparison is the
+    question asked of each item; each item's line answers its half."""
+    from streams.respond.compose import compared_items
+
+    msg = "qual a diferenca de preco da pequena classica pra pequena premium?"
+    assert compared_items(msg) == ["qual a diferenca de preco da pequena classica",
+                                   "qual a diferenca de preco da pequena premium"]
+    assert compared_items("o que muda entre a suite brisa e a coral") == ["o que muda da suite brisa",
+                                                                        "o que muda da coral"]
+    assert compared_items("tem diferenca de preco?") == [] and compared_items("qnto custa a pequena?") == []
+    premium = "## Premium\n\nParma, Brie e Camarão: pizza premium pequena R$ 42,00; grande R$ 66,00."
+    classic = "## Clássicas\n\nCalabresa, Mussarela e Atum.\n\n- Pequena (4 fatias): R$ 30,00\n- Grande (8 fatias): R$ 50,00"
+    text = ask(msg, "price_question", premium, classic)   # the premium line alone scores far above
+    assert "R$ 30,00" in text and "R$ 42,00" in text
+
+
+def test_the_chunk_naming_every_word_of_a_question_is_its_chunk():
+    """Each question's own chunk is the one naming all its words (a price with them), before a nearer
+    chunk naming some ("Quarta Clássica ... preço" for "pequena clássica")."""
+    from uuid import NAMESPACE_URL as NS
+    from uuid import uuid5
+
+    from streams.respond.handler import _as_chunk, _each_question_chunk
+
+    def chunk(name, d):
+        return _as_chunk((uuid5(NS, name), uuid5(NS, "doc"), d, PIZZA_SIZES[name]))
+
+    promo, premium, classic = chunk("promo", 0.4), chunk("premium", 0.7), chunk("classic", 1.0)
+    clauses = ["qual a diferenca de preco da pequena classica", "qual a diferenca de preco da pequena premium"]
+    got = _each_question_chunk(clauses, [[promo, classic], [premium]], [promo, premium], threshold=0.6, limit=3)
+    assert [c.chunk_id for c in got] == [promo.chunk_id, premium.chunk_id, classic.chunk_id]
