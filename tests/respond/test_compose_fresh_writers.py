@@ -297,3 +297,25 @@ def test_the_chunk_naming_every_word_of_a_question_is_its_chunk():
     clauses = ["qual a diferenca de preco da pequena classica", "qual a diferenca de preco da pequena premium"]
     got = _each_question_chunk(clauses, [[promo, classic], [premium]], [promo, premium], threshold=0.6, limit=3)
     assert [c.chunk_id for c in got] == [promo.chunk_id, premium.chunk_id, classic.chunk_id]
+
+
+GROOMING_RULES = """# Regras do banho e tosa
+
+Remarcação sem custo até 3 horas antes do horário agendado.
+Pizzas do quiosque: calabresa com cebola, frango com ervilha e atum com azeitona."""
+
+
+def test_words_the_best_unit_says_otherwise_are_not_unknown(use_embedder):
+    """"da pra desmarcar a tosa sem pagar nada?": "desmarcar" is not in the knowledge, "remarcação"
+    says it (0.68 by USE): the question is covered, not handed over. Words of one field are not
+    paraphrases: "molho" and "tomate" sit near "cebola" (0.59) and are not said by a list of fillings."""
+    from streams.respond.evaluate_answers import CachedEmbedder
+
+    composer = OfflineComposer(embedder=CachedEmbedder(use_embedder))
+
+    def reply(message, intent):
+        return composer.generate(ReplyRequest(messages=[], message=message, intent=intent, retrieval="required",
+                                              chunks=(KnowledgeChunk(uuid4(), uuid4(), 0.3, GROOMING_RULES),))).text
+
+    assert "3 horas antes" in reply("da pra desmarcar a tosa sem pagar nada?", "policy")
+    assert reply("o molho de tomate da pizza é caseiro?", "info_request") == FALLBACK_NO_KNOWLEDGE
