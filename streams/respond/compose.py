@@ -309,7 +309,7 @@ _WH = re.compile(r"\b(quanto|quanta|quantos|quantas|qual|quais|que horas|que dia
 
 _HOURS_A = re.compile(r"\b\d{1,2}h(\d{2})?\b|\b\d{1,2}:\d{2}\b")
 _DAY_A = re.compile(r"\b(segunda|terca|quarta|quinta|sexta|sabado|domingo)s?(-feiras?)?\b")
-_ADDRESS_A = re.compile(r"\b(rua|r|av|avenida|rodovia|estrada|travessa|alameda|praca|km)\b.{0,40}\d")
+_ADDRESS_A = re.compile(r"\b(rua|r(?!\$)|av|avenida|rodovia|estrada|travessa|alameda|praca|(?<!\d )km)\b.{0,40}\d")   # "km 32", not "3 km a 6 km"; "R$" is no "r."
 _DURATION_A = re.compile(r"\b\d+\s*(h\d{0,2}|min|minutos?|horas?|dias?|semanas?|meses)\b")
 # what answers a price question without an amount: "sem custo", "grátis", "não cobramos"
 # what answers any price question without an amount: a quote on request

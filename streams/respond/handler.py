@@ -53,6 +53,7 @@ from streams.respond.compose import (
     answer_units,
     asks_price,
     attribute_bonus,
+    carries_asked_attribute,
     carries_price,
     chunk_words,
     compared_items,
@@ -583,11 +584,36 @@ def _by_words_steps(msg: InboundMessage, p: Plan, asked: str, stems: list[str], 
         chunks = yield from _most_words_steps(msg, asked, stems, chunks, lexical, limit)
     if chunks:
         chunks = yield from _cover_missing_word_steps(msg, chunks, lexical, limit)
+    if stems and chunks:
+        chunks = yield from _asked_attribute_steps(msg, asked, stems, chunks, lexical, limit)
     if p.intent.intent == OBJECTION:
         chunks += yield from _deals_steps(msg, chunks, lexical)
     if chunks:
         chunks = yield from _named_item_line_steps(msg, asked, chunks, lexical, limit)
     return (yield from _extreme_of_kind_steps(msg, asked, chunks, lexical, limit))
+
+
+def _asked_attribute_steps(msg: InboundMessage, asked: str, stems: list[str], chunks: list[KnowledgeChunk], lexical,
+                          limit: int) -> Steps[Calls, list[Any], list[KnowledgeChunk]]:
+    """"onde fica a unidade vila nova?": the question asks an attribute (an address, hours, a day, a
+    deadline, a duration) and no retrieved unit carries it ("Unidade Vila Nova atende: ..."): the
+    account's chunks naming every word of the question are read, and the best one with a unit that
+    carries the attribute and names something asked (by itself or its heading: "## Vila Nova" /
+    "Av. dos Ipês, 1.250.") takes the last place."""
+    if carries_asked_attribute(asked, "") is None:   # no attribute asked
+        return chunks
+    have = units_of_chunks([c.text for c in chunks])
+    if any(carries_asked_attribute(asked, u.text) for u in have):
+        return chunks
+    focus = set(stems)
+    ids = {c.chunk_id for c in chunks}
+    (hits,) = yield [(lexical, (msg.account_id, stems, limit * RERANK_POOL))]
+    found = [c for c in map(_as_chunk, hits) if c.chunk_id not in ids and any(
+        carries_asked_attribute(asked, u.text) and focus & chunk_words(f"{u.text} {u.context}")
+        for u in answer_units(c.text))]
+    if not found:
+        return chunks
+    return chunks[: max(0, limit - 1)] + rerank(msg.text, found)[:1]
 
 
 # a proper name used in a sentence, after an article or a preposition ("tudo o que a Brisa tem")

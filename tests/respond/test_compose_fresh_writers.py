@@ -319,3 +319,39 @@ def test_words_the_best_unit_says_otherwise_are_not_unknown(use_embedder):
 
     assert "3 horas antes" in reply("da pra desmarcar a tosa sem pagar nada?", "policy")
     assert reply("o molho de tomate da pizza é caseiro?", "info_request") == FALLBACK_NO_KNOWLEDGE
+
+
+STORES = {"delivery": "# Entregas\n\n- Unidade Jardim Sul entrega em: Jardim Sul, Vila Rica e Centro.\n"
+                      "- Taxa: até 3 km R$ 5,00; de 3 km a 6 km R$ 9,00.",
+          "address": "## Jardim Sul\n\nR. das Acácias, 410. Estacionamento na rua.",
+          "other": "## Centro\n\nAv. Brasil, 88, loja 2."}
+
+
+def test_an_attribute_asked_that_no_retrieved_unit_carries_is_found_by_the_words():
+    """"onde fica a unidade jardim sul?": the retrieved chunk names the unit but carries no address
+    (the streets it delivers to, fees by distance); the account's chunk naming it with an address
+    line, under its heading, takes the last place. A price ("R$ 5,00") or a distance ("3 km a 6
+    km") is no address; "R. das Acácias, 410" and "Rodovia SC-401, km 12" are."""
+    from uuid import NAMESPACE_URL as NS
+    from uuid import uuid5
+
+    from streams.respond.compose import carries_asked_attribute
+    from streams.respond.handler import _as_chunk, _asked_attribute_steps, _steps_here, lexical_stems
+    from streams.respond.text import fold
+
+    q = "onde fica a unidade jardim sul?"
+    assert carries_asked_attribute(q, "Taxa: até 3 km R$ 5,00; de 3 km a 6 km R$ 9,00.") is False
+    assert carries_asked_attribute(q, "R. das Acácias, 410.") and carries_asked_attribute(q, "Rodovia SC-401, km 12.")
+
+    def lexical(account_id, stems, limit):
+        return [(uuid5(NS, k), uuid5(NS, k), 1.0, t) for k, t in STORES.items()
+                if all(any(w.startswith(s) for w in fold(t).split()) for s in stems)][:limit]
+
+    delivery = _as_chunk((uuid5(NS, "delivery"), uuid5(NS, "delivery"), 0.3, STORES["delivery"]))
+    msg = type("Msg", (), {"account_id": 1, "text": q})()
+    got = _steps_here(_asked_attribute_steps(msg, q, lexical_stems(q), [delivery], lexical, 2))
+    assert [c.text for c in got] == [STORES["delivery"], STORES["address"]]
+    # what the retrieved chunks already carry is not searched again
+    got = _steps_here(_asked_attribute_steps(msg, q, lexical_stems(q), [_as_chunk(lexical(1, ["acaci"], 1)[0])],
+                                             lexical, 2))
+    assert [c.text for c in got] == [STORES["address"]]
