@@ -285,7 +285,7 @@ GENERIC = frozenset("""
 quanto quanta quantos quantas custa custam custar fica ficaria sai valor valores preco precos
 cobra cobram cobrado paga pago pagar taxa qual quais que como onde quando quem porque tem temos
 tenho voces voce fazem faz fazer aceita aceitam atende atendem vende vendem pode posso podem
-consigo consegue da dar precisa preciso levar trazer existe algum alguma alguem coisa coisas
+consigo consegue da dar precisa preciso levar leva levam trazer existe algum alguma alguem coisa coisas
 hora horas horario abre abrem fecha fecham funciona funcionam dia dias semana unidade unidades
 ate ai la sobre gostaria saber informar informacao ola oi gente favor ainda tipo sei nossa hein
 entao mesmo assim tambem agora depois antes hoje amanha seu sua meu minha ele ela eles elas
@@ -1190,6 +1190,10 @@ def unknown_attribute(message: str, units: Sequence[Unit]) -> set[str]:
         words |= _unit_words(u.text, u.context)
     # the word itself or its plural: "marca" is not "marcada"
     if {word, word + "s", word + "es", word[:-1] if word.endswith("s") else word} & words:
+        return set()
+    # "qual o endereço da unidade da rodovia?": the attribute is one the composer reads by its form
+    # (an address, hours, a day), and a unit carries it ("Rodovia SP-191, km 34"): it is there
+    if any(carries_asked_attribute(message, u.text) for u in units):
         return set()
     return {stem(word)} & question_words(message)[1]
 

@@ -722,6 +722,7 @@ def _deals_steps(msg: InboundMessage, chunks: list[KnowledgeChunk],
 
 
 MAX_MISSING_WORD_CHUNKS = 3   # a word found in more chunks than this is not specific enough to rescue one
+MAX_MISSING_WORDS = 4   # missing words searched; at most two of them may be words the account uses
 
 
 async def _cover_missing_word(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical,
@@ -738,7 +739,7 @@ def _cover_missing_word_steps(msg: InboundMessage, chunks: list[KnowledgeChunk],
     asked = question_part(msg.text)
     units = units_of_chunks([c.text for c in chunks])
     missing = sorted(uncovered_focus(asked, units))
-    if not missing or len(missing) > 2:
+    if not missing or len(missing) > MAX_MISSING_WORDS:
         return chunks
     forms = concept_forms(asked)
     have = {c.chunk_id for c in chunks}
@@ -751,6 +752,14 @@ def _cover_missing_word_steps(msg: InboundMessage, chunks: list[KnowledgeChunk],
             if len(form) >= 4 and not form.isdigit()]
     hits_of = yield [(lexical, (msg.account_id, form.split(), MAX_MISSING_WORD_CHUNKS + 1))
                      for _, _, form in asks]
+    # a word no chunk of the account names ("eae", "mano" of "eae mano qnto ta a lirio pernoite??")
+    # names nothing of the business: only the others count (at most two, to be specific)
+    # (by the stem of a word of its own: the word search matches prefixes, "mano" finds "manobrista")
+    foreign = {word for word in missing if not any(
+        word in chunk_words(c.text) for (w, _, _), hits in zip(asks, hits_of) if w == word
+        for c in map(_as_chunk, hits))}
+    if len(set(missing) - foreign) > 2:
+        return chunks
     for word in missing:
         per_form = []
         for (w, n, _), hits in zip(asks, hits_of):

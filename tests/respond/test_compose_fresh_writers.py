@@ -355,3 +355,47 @@ def test_an_attribute_asked_that_no_retrieved_unit_carries_is_found_by_the_words
     got = _steps_here(_asked_attribute_steps(msg, q, lexical_stems(q), [_as_chunk(lexical(1, ["acaci"], 1)[0])],
                                              lexical, 2))
     assert [c.text for c in got] == [STORES["address"]]
+
+
+HOTEL = {"rooms": "# Quartos\n\n- **Quarto Girassol**: varanda. Diária: R$ 210,00 · Fim de semana: R$ 260,00.",
+         "drinks": "# Frigobar\n\nÁgua R$ 5,00; refrigerante R$ 7,00; cerveja R$ 12,00.",
+         "valet": "# Garagem\n\nManobrista sem custo nas duas unidades.",
+         "units": "# Unidades\n\n**Unidade Serra** — Rodovia RS-020, km 18, sentido Taquara."}
+
+
+def test_a_word_no_chunk_of_the_account_names_does_not_stop_the_search_for_the_others():
+    """"eae mano qnto ta o girassol fim de semana??": "eae" and "mano" name nothing of the business
+    (the word search finds "manobrista" for "mano", not "mano"), so the words it does name bring the
+    room's line, as one or two missing words do."""
+    from uuid import NAMESPACE_URL as NS
+    from uuid import uuid5
+
+    from streams.respond.handler import _as_chunk, _cover_missing_word_steps, _steps_here
+    from streams.respond.text import fold
+
+    def lexical(account_id, stems, limit):
+        return [(uuid5(NS, k), uuid5(NS, k), 1.0, t) for k, t in HOTEL.items()
+                if all(any(w.startswith(s) for w in fold(t).split()) for s in stems)][:limit]
+
+    q = "eae mano qnto ta o girassol fim de semana??"
+    msg = type("Msg", (), {"account_id": 1, "text": q})()
+    drinks = _as_chunk((uuid5(NS, "drinks"), uuid5(NS, "drinks"), 0.8, HOTEL["drinks"]))
+    got = _steps_here(_cover_missing_word_steps(msg, [drinks], lexical, 2))
+    assert [c.text for c in got] == [HOTEL["drinks"], HOTEL["rooms"]]
+
+
+def test_an_attribute_read_by_its_form_is_no_unknown_attribute():
+    """"qual o endereço da unidade serra?": the word "endereço" is nowhere, the address is there."""
+    from streams.respond.compose import unknown_attribute
+
+    units = units_of_chunks([HOTEL["units"]])
+    assert unknown_attribute("qual o endereço da unidade serra?", units) == set()
+    assert unknown_attribute("qual a senha do wifi da unidade serra?", units) == {"senha"}
+    assert "RS-020, km 18" in ask("qual o endereço da unidade serra?", "info_request", HOTEL["units"])
+
+
+def test_what_an_item_leva_is_asked_of_its_ingredients():
+    """"a girassol leva manjericão fresco?": "leva" asks (as "levar" does); the ingredient and its
+    quality the knowledge never names are the question, and it is handed over."""
+    pizzas = "# Pizzas\n\nCalabresa, Girassol e Atum.\n\nNossa massa não leva ovo nem leite."
+    assert ask("a girassol de vcs leva manjericão fresco?", "info_request", pizzas) == FALLBACK_NO_KNOWLEDGE
