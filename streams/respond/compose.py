@@ -207,6 +207,10 @@ def _read(chunk_text: str, rank: int = 0, heading: str = "") -> tuple[list[Unit]
                 named = _ITEM_LABEL.match(text)
                 para = named.group(1) if named else ""
             last_piece = bi == len(blocks) - 1 and pi == len(pieces) - 1
+            if (not item and pi + 1 < len(pieces) and pieces[pi + 1][1] and len(text.split()) <= 5
+                    and not re.search(r"[.!?;,]$", text) and text[:1].isupper()):
+                label = text.rstrip(":").strip()   # "**Pratos**" over its list: the list's label
+                continue
             if _unquotable(text, item):
                 if bi == 0 and pi == 0 and text:
                     head_fragment = text
@@ -1123,7 +1127,10 @@ def unnamed_variant(item: str, units: Sequence[Unit]) -> set[str]:
     named = [_stems(f"{u.text} {u.context}") for u in units]
     if not any(head in n for n in named) or not any(qual in n for n in named):
         return set()
-    return set() if any(head in n and qual in n for n in named) else {qual}
+    if any(head in n and qual in n for n in named):
+        return set()
+    # "tem prato vegano?" and "Não temos opções veganas": a no to the qualifier answers it (the honest no)
+    return set() if any(says_no(u.text, {qual}) for u in units) else {qual}
 
 
 _KIND_OF = re.compile(r"\b(?:custa|custam|custaria|valor|preco|sai|fica|cobra|cobram|ta|esta)\s+(?:a |o |um |uma |da |do |de |na |no )?"

@@ -399,3 +399,25 @@ def test_what_an_item_leva_is_asked_of_its_ingredients():
     quality the knowledge never names are the question, and it is handed over."""
     pizzas = "# Pizzas\n\nCalabresa, Girassol e Atum.\n\nNossa massa não leva ovo nem leite."
     assert ask("a girassol de vcs leva manjericão fresco?", "info_request", pizzas) == FALLBACK_NO_KNOWLEDGE
+
+
+MENU = """# Cardápio
+
+A lanchonete abre das 8h às 20h.
+
+**Lanches**
+- Misto quente: R$ 18,00
+- Bauru: R$ 24,00
+
+Não temos opções sem glúten no cardápio."""
+
+
+def test_a_bold_line_over_a_list_is_the_lists_label_and_a_no_to_the_qualifier_answers():
+    """"**Lanches**" with no colon, over its list, names the list ("tem lanche ...?" is about those
+    items); "tem lanche sem glúten?" — a kind the knowledge names and a qualifier it names only in a
+    "no" — is answered by that no, not handed over as an unknown variant."""
+    units = units_of_chunks([MENU])
+    assert [u.context for u in units if u.item] == ["Lanches", "Lanches"]
+    text = ask("a lanchonete abre que horas? e tem lanche vegano?", "info_request",
+               MENU.replace("sem glúten", "veganas"))
+    assert "8h às 20h" in text and "Não temos opções veganas" in text
