@@ -300,6 +300,15 @@ diferenca diferencas rola sera proprio propria pegar so quer
 
 _PRICE_Q = re.compile(r"\b(quanto|quanta|valor|valores|preco|precos|custa|custam|cobra|cobram|taxa|sai por|orcamento)\b")
 _HOURS_Q = re.compile(r"\b(que horas|horario|horarios|abre|abrem|fecha|fecham|funciona|funcionam|ate quando)\b")
+_HOURS_NAMED = re.compile(r"\b(horario|horarios)\b")
+
+
+def _asks_hours(norm: str) -> bool:
+    """Hours asked: "que horas abrem", "qual o horário"; not "vcs abrem domingo?", a yes/no question
+    on whether they open (answered by "Domingos: fechado", which states no hours)."""
+    if not _HOURS_Q.search(norm):
+        return False
+    return bool(_WH.search(norm) or _HOURS_NAMED.search(norm))
 _DAY_Q = re.compile(r"\b(qual dia|que dia|quais dias|dia da semana|dias da semana|quando)\b")
 _ADDRESS_Q = re.compile(r"\b(onde fica|onde ficam|endereco|localizacao|como chego|onde e)\b")
 # "até que horas dá pra pedir": a deadline ("30 minutos antes do fechamento"), not opening hours
@@ -494,8 +503,8 @@ def carries_asked_attribute(message: str, text: str) -> bool | None:
         return True
     if _DURATION_Q.search(norm) and not _DEADLINE_Q.search(norm):
         return bool(_DURATION_A.search(folded))
-    checks = [(_ADDRESS_Q, _ADDRESS_A), (_HOURS_Q, _HOURS_A), (_DAY_Q, _DAY_A)]
-    asked = [a for q, a in checks if q.search(norm)]
+    checks = [(_ADDRESS_Q.search(norm), _ADDRESS_A), (_asks_hours(norm), _HOURS_A), (_DAY_Q.search(norm), _DAY_A)]
+    asked = [a for q, a in checks if q]
     if not asked:
         return None
     return any(a.search(folded) for a in asked)
@@ -847,7 +856,7 @@ def _asked(q: str) -> _Asked:
     deadline = bool(_DEADLINE_Q.search(q))
     duration = bool(_DURATION_Q.search(q))
     return _Asked(price=bool(_PRICE_Q.search(q)), timed=deadline or duration, yes_no=not _WH.search(q),
-                  duration=duration and not deadline, hours=bool(_HOURS_Q.search(q)), deadline=deadline,
+                  duration=duration and not deadline, hours=_asks_hours(q), deadline=deadline,
                   day=bool(_DAY_Q.search(q)), address=bool(_ADDRESS_Q.search(q)), amounts=bool(_Q_AMOUNT.search(q)))
 
 

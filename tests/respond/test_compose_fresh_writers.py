@@ -421,3 +421,15 @@ def test_a_bold_line_over_a_list_is_the_lists_label_and_a_no_to_the_qualifier_an
     text = ask("a lanchonete abre que horas? e tem lanche vegano?", "info_request",
                MENU.replace("sem glúten", "veganas"))
     assert "8h às 20h" in text and "Não temos opções veganas" in text
+
+
+def test_whether_they_open_is_not_a_question_of_hours():
+    """"vcs abrem domingo?" asks whether, not when: "Domingos e feriados: fechado." answers it over
+    a line that only states hours ("O banho leva de 1h30 a 2h"); "que horas abrem sábado?" wants hours."""
+    shop = """# Horários
+
+Segunda a sábado: das 8h às 18h. Domingos e feriados: fechado.
+
+O banho leva em média de 1h30 a 2h; avisamos quando o pet estiver pronto."""
+    assert "fechado" in ask("vcs abrem domingo? meu dog ta vomitando", "info_request", shop)
+    assert "8h às 18h" in ask("que horas abrem sábado?", "info_request", shop)
