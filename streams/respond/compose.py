@@ -609,7 +609,8 @@ def and_questions(clause: str) -> list[str]:
     parts = _AND.split(clause.strip())
     out = [parts[0]]
     for p in parts[1:]:
-        if _WH.search(normalize_chat(p)) and _asks(out[-1]):
+        # a question word, or "se" opening a reported yes/no question ("... e se o café tá incluso")
+        if (_WH.search(normalize_chat(p)) or re.match(r"se\s", normalize_chat(p))) and _asks(out[-1]):
             out.append(p)
         else:
             out[-1] = f"{out[-1]} e {p}"
@@ -621,8 +622,10 @@ def question_clauses(message: str) -> list[str]:
     europa? e qnto é a taxa", "qnto custa o pacote e precisa pedir com qnto tempo antes?"): its
     clauses with a question mark or a question word, each cut where "e" joins two questions
     (``and_questions``); [] when it asks one thing."""
-    clauses = [q for c in _CLAUSE_END.split(message.strip()) if c.strip() for q in and_questions(c)]
-    asked = [c for c in clauses if "?" in c or _WH.search(normalize_chat(c))]
+    asked = []
+    for clause in (c for c in _CLAUSE_END.split(message.strip()) if c.strip()):
+        parts = and_questions(clause)   # each part of a cut clause asks (that is why it was cut)
+        asked += parts if len(parts) > 1 else [c for c in parts if "?" in c or _WH.search(normalize_chat(c))]
     return asked if len(asked) >= 2 else []
 
 

@@ -433,3 +433,16 @@ Segunda a sábado: das 8h às 18h. Domingos e feriados: fechado.
 O banho leva em média de 1h30 a 2h; avisamos quando o pet estiver pronto."""
     assert "fechado" in ask("vcs abrem domingo? meu dog ta vomitando", "info_request", shop)
     assert "8h às 18h" in ask("que horas abrem sábado?", "info_request", shop)
+
+
+def test_a_second_question_reported_with_e_se_is_a_question():
+    """"... queria saber até que horas tem que sair e se o café tá incluso": "e se" opens a second
+    (yes/no) question; each part of a clause cut in two asks, with or without a question word."""
+    from streams.respond.compose import question_clauses
+
+    msg = "queria saber ate q horas tem q sair no outro dia e se o cafe ta incluso"
+    assert question_clauses(msg) == ["queria saber ate q horas tem q sair no outro dia", "se o cafe ta incluso"]
+    assert question_clauses("vou levar o dog amanha e se chover?") == []   # nothing asked before it: one question
+    rules = "# Pernoite\n\nNa pernoite, é preciso sair até as 12h do outro dia.\n\nO café da manhã está incluso na pernoite."
+    text = ask(msg, "info_request", rules)
+    assert "12h" in text and "café da manhã" in text
