@@ -207,6 +207,10 @@ def _read(chunk_text: str, rank: int = 0, heading: str = "") -> tuple[list[Unit]
                 named = _ITEM_LABEL.match(text)
                 para = named.group(1) if named else ""
             last_piece = bi == len(blocks) - 1 and pi == len(pieces) - 1
+            if (not item and pi + 1 < len(pieces) and pieces[pi + 1][1] and len(text.split()) <= 5
+                    and not re.search(r"[.!?;,]$", text) and text[:1].isupper()):
+                label = text.rstrip(":").strip()   # "**Pratos**" over its list: the list's label
+                continue
             if _unquotable(text, item):
                 if bi == 0 and pi == 0 and text:
                     head_fragment = text
@@ -285,7 +289,7 @@ GENERIC = frozenset("""
 quanto quanta quantos quantas custa custam custar fica ficaria sai valor valores preco precos
 cobra cobram cobrado paga pago pagar taxa qual quais que como onde quando quem porque tem temos
 tenho voces voce fazem faz fazer aceita aceitam atende atendem vende vendem pode posso podem
-consigo consegue da dar precisa preciso levar trazer existe algum alguma alguem coisa coisas
+consigo consegue da dar precisa preciso levar leva levam trazer existe algum alguma alguem coisa coisas
 hora horas horario abre abrem fecha fecham funciona funcionam dia dias semana unidade unidades
 ate ai la sobre gostaria saber informar informacao ola oi gente favor ainda tipo sei nossa hein
 entao mesmo assim tambem agora depois antes hoje amanha seu sua meu minha ele ela eles elas
@@ -296,6 +300,15 @@ diferenca diferencas rola sera proprio propria pegar so quer
 
 _PRICE_Q = re.compile(r"\b(quanto|quanta|valor|valores|preco|precos|custa|custam|cobra|cobram|taxa|sai por|orcamento)\b")
 _HOURS_Q = re.compile(r"\b(que horas|horario|horarios|abre|abrem|fecha|fecham|funciona|funcionam|ate quando)\b")
+_HOURS_NAMED = re.compile(r"\b(horario|horarios)\b")
+
+
+def _asks_hours(norm: str) -> bool:
+    """Hours asked: "que horas abrem", "qual o horário"; not "vcs abrem domingo?", a yes/no question
+    on whether they open (answered by "Domingos: fechado", which states no hours)."""
+    if not _HOURS_Q.search(norm):
+        return False
+    return bool(_WH.search(norm) or _HOURS_NAMED.search(norm))
 _DAY_Q = re.compile(r"\b(qual dia|que dia|quais dias|dia da semana|dias da semana|quando)\b")
 _ADDRESS_Q = re.compile(r"\b(onde fica|onde ficam|endereco|localizacao|como chego|onde e)\b")
 # "até que horas dá pra pedir": a deadline ("30 minutos antes do fechamento"), not opening hours
@@ -309,7 +322,7 @@ _WH = re.compile(r"\b(quanto|quanta|quantos|quantas|qual|quais|que horas|que dia
 
 _HOURS_A = re.compile(r"\b\d{1,2}h(\d{2})?\b|\b\d{1,2}:\d{2}\b")
 _DAY_A = re.compile(r"\b(segunda|terca|quarta|quinta|sexta|sabado|domingo)s?(-feiras?)?\b")
-_ADDRESS_A = re.compile(r"\b(rua|r|av|avenida|rodovia|estrada|travessa|alameda|praca|km)\b.{0,40}\d")
+_ADDRESS_A = re.compile(r"\b(rua|r(?!\$)|av|avenida|rodovia|estrada|travessa|alameda|praca|(?<!\d )km)\b.{0,40}\d")   # "km 32", not "3 km a 6 km"; "R$" is no "r."
 _DURATION_A = re.compile(r"\b\d+\s*(h\d{0,2}|min|minutos?|horas?|dias?|semanas?|meses)\b")
 # what answers a price question without an amount: "sem custo", "grátis", "não cobramos"
 # what answers any price question without an amount: a quote on request
@@ -490,8 +503,8 @@ def carries_asked_attribute(message: str, text: str) -> bool | None:
         return True
     if _DURATION_Q.search(norm) and not _DEADLINE_Q.search(norm):
         return bool(_DURATION_A.search(folded))
-    checks = [(_ADDRESS_Q, _ADDRESS_A), (_HOURS_Q, _HOURS_A), (_DAY_Q, _DAY_A)]
-    asked = [a for q, a in checks if q.search(norm)]
+    checks = [(_ADDRESS_Q.search(norm), _ADDRESS_A), (_asks_hours(norm), _HOURS_A), (_DAY_Q.search(norm), _DAY_A)]
+    asked = [a for q, a in checks if q]
     if not asked:
         return None
     return any(a.search(folded) for a in asked)
@@ -580,12 +593,39 @@ def question_part(message: str) -> str:
     return " ".join(asked) if asked and len(asked) < len(clauses) else message
 
 
+_AND = re.compile(r"(?:\s*,\s*|\s+)e\s+", re.I)
+
+
+def _asks(text: str) -> bool:
+    norm = normalize_chat(text)
+    return bool(_WH.search(norm) or _PRICE_Q.search(norm))
+
+
+def and_questions(clause: str) -> list[str]:
+    """A clause joining two questions with "e" and no mark between them ("qnto sai o pacote de 10
+    creches e vale por qnto tempo"): each question, when the side after "e" has a question word and
+    the side before asks too (a question word or a price asked); "e" joining two things asked of one
+    question ("qnto custa o banho e a tosa", "quanto e a taxa") stays."""
+    parts = _AND.split(clause.strip())
+    out = [parts[0]]
+    for p in parts[1:]:
+        # a question word, or "se" opening a reported yes/no question ("... e se o café tá incluso")
+        if (_WH.search(normalize_chat(p)) or re.match(r"se\s", normalize_chat(p))) and _asks(out[-1]):
+            out.append(p)
+        else:
+            out[-1] = f"{out[-1]} e {p}"
+    return out
+
+
 def question_clauses(message: str) -> list[str]:
     """The separate questions of a message that asks more than one ("vcs entregam no jardim
-    europa? e qnto é a taxa"): its clauses with a question mark or a question word; [] when it
-    asks one thing."""
-    clauses = [c for c in _CLAUSE_END.split(message.strip()) if c.strip()]
-    asked = [c for c in clauses if "?" in c or _WH.search(normalize_chat(c))]
+    europa? e qnto é a taxa", "qnto custa o pacote e precisa pedir com qnto tempo antes?"): its
+    clauses with a question mark or a question word, each cut where "e" joins two questions
+    (``and_questions``); [] when it asks one thing."""
+    asked = []
+    for clause in (c for c in _CLAUSE_END.split(message.strip()) if c.strip()):
+        parts = and_questions(clause)   # each part of a cut clause asks (that is why it was cut)
+        asked += parts if len(parts) > 1 else [c for c in parts if "?" in c or _WH.search(normalize_chat(c))]
     return asked if len(asked) >= 2 else []
 
 
@@ -627,6 +667,26 @@ def paired_items(message: str) -> list[str]:
             w in STOPWORDS or w in GENERIC for w in (m.group(2), m.group(3).split()[0])):
         return []   # "qnto custa a pernoite e o que inclui": a second question, not a second item
     return [f"{m.group(1)} {m.group(2)}", f"{m.group(1)} {m.group(3)}"]
+
+
+_COMPARED = re.compile(r"^(.*?\b(?:diferenca|diferencas|muda|mudam)\b.*?)\s(?:d[ao]s?|entre (?:[ao]s? )?)\s*(.+?)\s+"
+                       r"(?:pra|para|pro|e|e (?:d[ao]s?|[ao]s?))\s+(?:[ao]s?\s+)?(.+?)\s*\??$")
+
+
+def compared_items(message: str) -> list[str]:
+    """A difference asked between two items ("qual a diferença de preço da média tradicional pra
+    média especial?", "o que muda entre a suíte brisa e a coral"): the question asked of each, the
+    second item in the place of the first (["qual a diferenca de preco da media tradicional", "qual
+    a diferenca de preco da media especial"]); [] when no difference is asked or the message names
+    no such pair (an item of more than four words is a clause, not a name)."""
+    norm = normalize_chat(question_part(message))
+    m = _COMPARED.match(norm)
+    if m is None:
+        return []
+    head, first, second = m.group(1), m.group(2), m.group(3)
+    if not (1 <= len(first.split()) <= 4 and 1 <= len(second.split()) <= 4) or not question_words(second)[1]:
+        return []
+    return [f"{head} da {first}", f"{head} da {second}"]
 
 
 _ACT_VERB = re.compile(r"^[a-z]{4,}(am|em)$")   # "atendem", "parcelam", "vendem": what the business does
@@ -799,7 +859,7 @@ def _asked(q: str) -> _Asked:
     deadline = bool(_DEADLINE_Q.search(q))
     duration = bool(_DURATION_Q.search(q))
     return _Asked(price=bool(_PRICE_Q.search(q)), timed=deadline or duration, yes_no=not _WH.search(q),
-                  duration=duration and not deadline, hours=bool(_HOURS_Q.search(q)), deadline=deadline,
+                  duration=duration and not deadline, hours=_asks_hours(q), deadline=deadline,
                   day=bool(_DAY_Q.search(q)), address=bool(_ADDRESS_Q.search(q)), amounts=bool(_Q_AMOUNT.search(q)))
 
 
@@ -1079,7 +1139,10 @@ def unnamed_variant(item: str, units: Sequence[Unit]) -> set[str]:
     named = [_stems(f"{u.text} {u.context}") for u in units]
     if not any(head in n for n in named) or not any(qual in n for n in named):
         return set()
-    return set() if any(head in n and qual in n for n in named) else {qual}
+    if any(head in n and qual in n for n in named):
+        return set()
+    # "tem prato vegano?" and "Não temos opções veganas": a no to the qualifier answers it (the honest no)
+    return set() if any(says_no(u.text, {qual}) for u in units) else {qual}
 
 
 _KIND_OF = re.compile(r"\b(?:custa|custam|custaria|valor|preco|sai|fica|cobra|cobram|ta|esta)\s+(?:a |o |um |uma |da |do |de |na |no )?"
@@ -1146,6 +1209,10 @@ def unknown_attribute(message: str, units: Sequence[Unit]) -> set[str]:
         words |= _unit_words(u.text, u.context)
     # the word itself or its plural: "marca" is not "marcada"
     if {word, word + "s", word + "es", word[:-1] if word.endswith("s") else word} & words:
+        return set()
+    # "qual o endereço da unidade da rodovia?": the attribute is one the composer reads by its form
+    # (an address, hours, a day), and a unit carries it ("Rodovia SP-191, km 34"): it is there
+    if any(carries_asked_attribute(message, u.text) for u in units):
         return set()
     return {stem(word)} & question_words(message)[1]
 

@@ -110,7 +110,7 @@ class OfflineComposer:
     def __init__(self, max_sentences: int = 2, min_overlap: float = 1.0, embedder=None,
                  min_similarity: float = 0.25, lexical_weight: float = 0.1,
                  strong_similarity: float = 0.3, second_ratio: float = 0.85,
-                 synonym_similarity: float = 0.54, sentences=None):
+                 synonym_similarity: float = 0.54, sentences=None, paraphrase_similarity: float = 0.62):
         self.max_sentences = max_sentences
         self.min_overlap = min_overlap
         self.embedder = embedder
@@ -122,6 +122,10 @@ class OfflineComposer:
         self.strong_similarity = strong_similarity
         self.second_ratio = second_ratio
         self.synonym_similarity = synonym_similarity
+        # a question mostly of words the knowledge never writes is handed over, unless the best unit
+        # says them otherwise at this bar: higher than a synonym's, as words of one field (food: "molho"
+        # and "cebola" 0.59 by USE) sit near each other
+        self.paraphrase_similarity = paraphrase_similarity
         self.fuller_ratio = 0.5
         self.cache_size = 20_000
         self._cache: dict[str, OrderedDict] = {}
@@ -168,7 +172,8 @@ class OfflineComposer:
         one question per option, each with its own intent ("ta incluso na pernoite?" is not a
         price question), or the whole message's when its own reads as a complaint or small talk."""
         clauses = compose.question_clauses(r.message)
-        options = [] if clauses else (compose.option_questions(r.message) or compose.paired_items(r.message))
+        options = [] if clauses else (compose.option_questions(r.message) or compose.paired_items(r.message)
+                                     or compose.compared_items(r.message))
         if not (clauses or options) or r.intent in (i.OBJECTION, i.GENERAL):
             return picked
         out = list(picked)
@@ -287,7 +292,7 @@ class OfflineComposer:
             return s.focus_hits > 0 or strong
         return s.lexical >= self.min_overlap or (s.similarity or 0.0) >= self.min_similarity
 
-    def _said_otherwise(self, message: str, stems: set[str], text: str) -> bool:
+    def _said_otherwise(self, message: str, stems: set[str], text: str, paraphrase: bool = False) -> bool:
         """Whether every word of the message with one of these stems means a word of ``text``:
         its cosine similarity with that word alone, by the knowledge embedder, is at least
         ``synonym_similarity`` ("pavor" → "medo", "lugar" → "vaga"; not "nutella" → "doce";
@@ -301,12 +306,17 @@ class OfflineComposer:
         # a list of alternatives ("vinho rosé ...; vinho tinto ...", "laranja, maracujá ou abacaxi") names
         # the variants there are: its members are the siblings of the one asked, not other words for it
         text = compose.without_alternatives(text)
-        words = sorted({w for w in re.findall(r"[a-zà-ÿ]{3,}", text.lower()) if fold(w) not in compose.STOPWORDS})
+        # a word the customer said too names what it names, not the unknown word: "suco" in "qnto ta o
+        # suco de morango?" is the kind asked, never another word for "morango" (0.55 by USE)
+        own = compose.question_words(message)[0]
+        words = sorted({w for w in re.findall(r"[a-zà-ÿ]{3,}", text.lower()) if fold(w) not in compose.STOPWORDS
+                        and compose.stem(fold(w)) not in own})
         if not words:
             return False
         q = self._query_vectors(asked)
         sims = q @ self._sentence_vectors(words).T
-        return bool((sims.max(axis=1) >= self.synonym_similarity).all())
+        bar = self.paraphrase_similarity if paraphrase else self.synonym_similarity
+        return bool((sims.max(axis=1) >= bar).all())
 
     @staticmethod
     def _mostly_uncovered(message: str, units: Sequence[compose.Unit], focus, top: compose.Scored,
@@ -327,6 +337,8 @@ class OfflineComposer:
             if unknown and not (said_otherwise and said_otherwise(message, unknown, top.unit.text)):
                 return True
         uncovered = compose.uncovered_focus(message, units)
+        if said_otherwise and len(uncovered) >= 2:   # "desmarcar" is said by "remarcação" (0.68 by USE)
+            uncovered = {w for w in uncovered if not said_otherwise(message, {w}, top.unit.text, paraphrase=True)}
         focus = focus & compose.question_words(message)[1]
         return (len(uncovered) >= 2 and 3 * len(uncovered) >= 2 * len(focus) and top.focus_hits < 2
                 and intent not in (i.GENERAL, i.OBJECTION))

@@ -53,13 +53,17 @@ from streams.respond.compose import (
     answer_units,
     asks_price,
     attribute_bonus,
+    carries_asked_attribute,
     carries_price,
     chunk_words,
+    compared_items,
     concept_forms,
     extreme_item,
     extreme_price,
     item_name,
     offers_deal,
+    paired_items,
+    question_clauses,
     question_part,
     question_words,
     uncovered_focus,
@@ -498,7 +502,15 @@ def _knowledge_steps(msg: InboundMessage, ctx: ConversationContext, p: Plan, dep
     variants = _named_otherwise(asked, stems) if stems else []
     for v in ([stems] + variants if stems else []):
         searches.append((lexical, (msg.account_id, v, pool)))
-    found = yield searches   # every search in one batch (one hand-off to a worker thread, or none)
+    # "qnto sai o pacote de 10 creches e vale por qnto tempo": each question searched on its own too
+    clauses = question_clauses(asked) or compared_items(asked) or paired_items(asked)
+    clause_searches = _clause_searches(deps, clauses, lexical, (msg.account_id, pool, threshold + RESCUE_MARGIN))
+    found = yield searches + [s for pair in clause_searches for s in pair]   # one batch: one hand-off, or none
+    per_clause, k = [], len(searches)
+    for pair in clause_searches:   # each question's vector hits and word hits together
+        per_clause.append([h for hits in found[k:k + len(pair)] for h in hits])
+        k += len(pair)
+    found = found[: len(searches)]
     vector_hits = sorted((c for hits in found[: 2 if asked != msg.text else 1] for c in map(_as_chunk, hits)),
                          key=lambda c: c.distance)
     chunks, seen = [], set()
@@ -513,9 +525,54 @@ def _knowledge_steps(msg: InboundMessage, ctx: ConversationContext, p: Plan, dep
                     chunks.append(c)
                     seen.add(c.chunk_id)
     chunks = rerank(msg.text, chunks)[: inbox.rag_max_results]
+    if per_clause:
+        chunks = _each_question_chunk(clauses, per_clause, chunks, threshold, inbox.rag_max_results)
     if lexical is not None:
         chunks = yield from _by_words_steps(msg, p, asked, stems, chunks, lexical, inbox.rag_max_results)
     return chunks
+
+
+def _clause_searches(deps: Responder, clauses: list[str], lexical, args: tuple) -> list[Calls]:
+    """Per question of a message: its vector search, and its word search (a short question's words
+    find its chunk when its vector does not)."""
+    account_id, pool, _ = args
+    out = []
+    for clause in clauses:
+        stems = lexical_stems(clause) if lexical is not None else []
+        out.append([_search_of(deps, clause, args)] + ([(lexical, (account_id, stems, pool))] if stems else []))
+    return out
+
+
+def _each_question_chunk(clauses: list[str], hits_of: list[Any], chunks: list[KnowledgeChunk], threshold: float,
+                         limit: int) -> list[KnowledgeChunk]:
+    """A message asking two things ("qnto custa o pacote pétalas e precisa pedir com qnto tempo
+    antes?"): the whole message's vector finds the first question's chunks, and the best chunk for
+    each question on its own (naming all its words, else the nearest within the cut-off) takes the
+    place of the last one no other question needs, so each question can be answered."""
+    out = list(chunks)
+    needed: set = set()
+    for clause, hits in zip(clauses, hits_of):
+        near: dict = {}
+        for c in map(_as_chunk, hits):   # a chunk found by both searches keeps its real distance
+            if c.chunk_id not in near or c.distance < near[c.chunk_id].distance:
+                near[c.chunk_id] = c
+        sure = [c for c in near.values() if lexically_sure(clause, c.text)]
+        # a chunk naming every word of the question first, else the nearest within the cut-off
+        ranked = rerank(clause, sure) or rerank(clause, [c for c in near.values() if c.distance <= threshold])
+        if not ranked or not answer_units(ranked[0].text):
+            continue
+        best = ranked[0]
+        have = next((c for c in out if c.chunk_id == best.chunk_id), None)
+        if have is None:
+            spare = [k for k in range(len(out) - 1, -1, -1) if out[k].chunk_id not in needed]
+            if len(out) < limit:
+                out.append(best)
+            elif spare:
+                out[spare[0]] = best
+            else:
+                continue
+        needed.add(best.chunk_id)
+    return out
 
 
 def _by_words_steps(msg: InboundMessage, p: Plan, asked: str, stems: list[str], chunks: list[KnowledgeChunk],
@@ -527,11 +584,36 @@ def _by_words_steps(msg: InboundMessage, p: Plan, asked: str, stems: list[str], 
         chunks = yield from _most_words_steps(msg, asked, stems, chunks, lexical, limit)
     if chunks:
         chunks = yield from _cover_missing_word_steps(msg, chunks, lexical, limit)
+    if stems and chunks:
+        chunks = yield from _asked_attribute_steps(msg, asked, stems, chunks, lexical, limit)
     if p.intent.intent == OBJECTION:
         chunks += yield from _deals_steps(msg, chunks, lexical)
     if chunks:
         chunks = yield from _named_item_line_steps(msg, asked, chunks, lexical, limit)
     return (yield from _extreme_of_kind_steps(msg, asked, chunks, lexical, limit))
+
+
+def _asked_attribute_steps(msg: InboundMessage, asked: str, stems: list[str], chunks: list[KnowledgeChunk], lexical,
+                          limit: int) -> Steps[Calls, list[Any], list[KnowledgeChunk]]:
+    """"onde fica a unidade vila nova?": the question asks an attribute (an address, hours, a day, a
+    deadline, a duration) and no retrieved unit carries it ("Unidade Vila Nova atende: ..."): the
+    account's chunks naming every word of the question are read, and the best one with a unit that
+    carries the attribute and names something asked (by itself or its heading: "## Vila Nova" /
+    "Av. dos Ipês, 1.250.") takes the last place."""
+    if carries_asked_attribute(asked, "") is None:   # no attribute asked
+        return chunks
+    have = units_of_chunks([c.text for c in chunks])
+    if any(carries_asked_attribute(asked, u.text) for u in have):
+        return chunks
+    focus = set(stems)
+    ids = {c.chunk_id for c in chunks}
+    (hits,) = yield [(lexical, (msg.account_id, stems, limit * RERANK_POOL))]
+    found = [c for c in map(_as_chunk, hits) if c.chunk_id not in ids and any(
+        carries_asked_attribute(asked, u.text) and focus & chunk_words(f"{u.text} {u.context}")
+        for u in answer_units(c.text))]
+    if not found:
+        return chunks
+    return chunks[: max(0, limit - 1)] + rerank(msg.text, found)[:1]
 
 
 # a proper name used in a sentence, after an article or a preposition ("tudo o que a Brisa tem")
@@ -640,6 +722,7 @@ def _deals_steps(msg: InboundMessage, chunks: list[KnowledgeChunk],
 
 
 MAX_MISSING_WORD_CHUNKS = 3   # a word found in more chunks than this is not specific enough to rescue one
+MAX_MISSING_WORDS = 4   # missing words searched; at most two of them may be words the account uses
 
 
 async def _cover_missing_word(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical,
@@ -656,7 +739,7 @@ def _cover_missing_word_steps(msg: InboundMessage, chunks: list[KnowledgeChunk],
     asked = question_part(msg.text)
     units = units_of_chunks([c.text for c in chunks])
     missing = sorted(uncovered_focus(asked, units))
-    if not missing or len(missing) > 2:
+    if not missing or len(missing) > MAX_MISSING_WORDS:
         return chunks
     forms = concept_forms(asked)
     have = {c.chunk_id for c in chunks}
@@ -669,6 +752,14 @@ def _cover_missing_word_steps(msg: InboundMessage, chunks: list[KnowledgeChunk],
             if len(form) >= 4 and not form.isdigit()]
     hits_of = yield [(lexical, (msg.account_id, form.split(), MAX_MISSING_WORD_CHUNKS + 1))
                      for _, _, form in asks]
+    # a word no chunk of the account names ("eae", "mano" of "eae mano qnto ta a lirio pernoite??")
+    # names nothing of the business: only the others count (at most two, to be specific)
+    # (by the stem of a word of its own: the word search matches prefixes, "mano" finds "manobrista")
+    foreign = {word for word in missing if not any(
+        word in chunk_words(c.text) for (w, _, _), hits in zip(asks, hits_of) if w == word
+        for c in map(_as_chunk, hits))}
+    if len(set(missing) - foreign) > 2:
+        return chunks
     for word in missing:
         per_form = []
         for (w, n, _), hits in zip(asks, hits_of):

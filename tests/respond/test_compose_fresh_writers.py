@@ -188,3 +188,261 @@ def test_a_short_infinitive_names_its_noun():
     groom = "# Regras\n\nNão sedamos animais para banho ou tosa."
     assert lexically_sure("vcs sedam pra tosar?", groom)   # the word search keeps the chunk
     assert "não sedamos" in ask("vcs sedam pra tosar?", "info_request", groom).lower()
+
+
+DESSERTS = """# Sobremesas
+
+- Sorvete 2 bolas (chocolate, creme ou flocos): R$ 12,00
+- Suco natural 400 ml (laranja, uva ou limão): R$ 9,00
+- Pudim de leite: R$ 10,00"""
+
+
+def test_a_word_the_customer_said_is_not_another_word_for_the_variant_asked(use_embedder):
+    """"qnto ta o sorvete de pistache?": "pistache" is near "sorvete" by meaning (0.62 by USE), but
+    the customer said "sorvete" too: it is the kind asked, not another name of the flavour."""
+    from streams.respond.evaluate_answers import CachedEmbedder
+
+    composer = OfflineComposer(embedder=CachedEmbedder(use_embedder))
+    for message in ("qnto ta o sorvete de pistache?", "qnto custa o suco de caju?"):
+        req = ReplyRequest(messages=[], message=message, intent="price_question", retrieval="required",
+                           chunks=(KnowledgeChunk(uuid4(), uuid4(), 0.3, DESSERTS),))
+        assert composer.generate(req).text == FALLBACK_NO_KNOWLEDGE, message
+    req = ReplyRequest(messages=[], message="qnto ta o sorvete de flocos?", intent="price_question",
+                       retrieval="required", chunks=(KnowledgeChunk(uuid4(), uuid4(), 0.3, DESSERTS),))
+    assert "R$ 12,00" in composer.generate(req).text
+
+
+PARTY = """# Festas
+
+- **Kit Balões** — R$ 80,00: 20 balões e uma faixa de parabéns.
+- **Kit Bolo** — R$ 150,00: bolo de 2 kg e velas."""
+
+PARTY_RULES = """# Regras das festas
+
+Prazo: os kits precisam ser encomendados com pelo menos 72 horas de antecedência.
+Cancelamento: até 24 horas antes, sem custo."""
+
+
+def test_two_questions_joined_by_e_are_each_answered():
+    """"qnto custa o kit bolo e precisa encomendar com qnto tempo antes?": no mark between the two
+    questions; each gets its own answer (the composer's best unit per question)."""
+    from streams.respond.compose import question_clauses
+
+    msg = "é aniversario do meu filho, qnto custa o kit bolo e precisa encomendar com qnto tempo antes?"
+    assert question_clauses(msg) == ["é aniversario do meu filho, qnto custa o kit bolo",
+                                     "precisa encomendar com qnto tempo antes?"]
+    assert question_clauses("qnto custa o kit bolo e o kit baloes?") == []      # one question, two items
+    assert question_clauses("quanto e o kit bolo e quanto e o de baloes") == ["quanto e o kit bolo",
+                                                                            "quanto e o de baloes"]
+    text = ask(msg, "price_question", PARTY, PARTY_RULES)
+    assert "R$ 150,00" in text and "72 horas" in text
+
+
+def test_each_question_of_a_message_brings_its_own_chunk():
+    """The whole message's vector finds the first question's chunks; the best chunk for the other
+    question, searched on its own, takes the last place no other question needs."""
+    from uuid import NAMESPACE_URL as NS
+    from uuid import uuid5
+
+    from streams.respond.handler import _as_chunk, _each_question_chunk
+
+    def chunk(name, d, text):
+        return _as_chunk((uuid5(NS, name), uuid5(NS, "doc"), d, text))
+
+    kits, other, rules = chunk("k", 0.3, PARTY), chunk("o", 0.5, "# Pagamento\n\nAceitamos Pix."), \
+        chunk("r", 0.4, PARTY_RULES)
+    clauses = ["qnto custa o kit bolo", "precisa encomendar com qnto tempo antes?"]
+    got = _each_question_chunk(clauses, [[kits], [rules, other]], [kits, other], threshold=0.6, limit=2)
+    assert [c.chunk_id for c in got] == [kits.chunk_id, rules.chunk_id]
+    far = chunk("f", 0.9, "# Horário\n\nAbrimos às 9h.")   # beyond the cut-off, naming nothing asked: left out
+    got = _each_question_chunk(clauses, [[kits], [far]], [kits, other], threshold=0.6, limit=2)
+    assert [c.chunk_id for c in got] == [kits.chunk_id, other.chunk_id]
+
+
+PIZZA_SIZES = {"classic": "## Clássicas\n\nCalabresa, Mussarela e Atum.\n\n- Pequena: R$ 30,00\n- Grande: R$ 50,00",
+               "premium": "## Premium\n\nParma, Brie e Camarão.\n\n- Pequena: R$ 42,00\n- Grande: R$ 66,00",
+               "promo": "# Promoções\n\n- **Quarta Clássica**: na compra de uma grande clássica, o refrigerante sai pela "
+                        "metade do preço."}
+
+
+def test_a_difference_asked_between_two_items_asks_each():
+    """"qual a diferença de preço da pequena clássica pra pequena premium?": a comparison is the
+    question asked of each item; each item's line answers its half."""
+    from streams.respond.compose import compared_items
+
+    msg = "qual a diferenca de preco da pequena classica pra pequena premium?"
+    assert compared_items(msg) == ["qual a diferenca de preco da pequena classica",
+                                   "qual a diferenca de preco da pequena premium"]
+    assert compared_items("o que muda entre a suite brisa e a coral") == ["o que muda da suite brisa",
+                                                                        "o que muda da coral"]
+    assert compared_items("tem diferenca de preco?") == [] and compared_items("qnto custa a pequena?") == []
+    premium = "## Premium\n\nParma, Brie e Camarão: pizza premium pequena R$ 42,00; grande R$ 66,00."
+    classic = "## Clássicas\n\nCalabresa, Mussarela e Atum.\n\n- Pequena (4 fatias): R$ 30,00\n- Grande (8 fatias): R$ 50,00"
+    text = ask(msg, "price_question", premium, classic)   # the premium line alone scores far above
+    assert "R$ 30,00" in text and "R$ 42,00" in text
+
+
+def test_the_chunk_naming_every_word_of_a_question_is_its_chunk():
+    """Each question's own chunk is the one naming all its words (a price with them), before a nearer
+    chunk naming some ("Quarta Clássica ... preço" for "pequena clássica")."""
+    from uuid import NAMESPACE_URL as NS
+    from uuid import uuid5
+
+    from streams.respond.handler import _as_chunk, _each_question_chunk
+
+    def chunk(name, d):
+        return _as_chunk((uuid5(NS, name), uuid5(NS, "doc"), d, PIZZA_SIZES[name]))
+
+    promo, premium, classic = chunk("promo", 0.4), chunk("premium", 0.7), chunk("classic", 1.0)
+    clauses = ["qual a diferenca de preco da pequena classica", "qual a diferenca de preco da pequena premium"]
+    got = _each_question_chunk(clauses, [[promo, classic], [premium]], [promo, premium], threshold=0.6, limit=3)
+    assert [c.chunk_id for c in got] == [promo.chunk_id, premium.chunk_id, classic.chunk_id]
+
+
+GROOMING_RULES = """# Regras do banho e tosa
+
+Remarcação sem custo até 3 horas antes do horário agendado.
+Pizzas do quiosque: calabresa com cebola, frango com ervilha e atum com azeitona."""
+
+
+def test_words_the_best_unit_says_otherwise_are_not_unknown(use_embedder):
+    """"da pra desmarcar a tosa sem pagar nada?": "desmarcar" is not in the knowledge, "remarcação"
+    says it (0.68 by USE): the question is covered, not handed over. Words of one field are not
+    paraphrases: "molho" and "tomate" sit near "cebola" (0.59) and are not said by a list of fillings."""
+    from streams.respond.evaluate_answers import CachedEmbedder
+
+    composer = OfflineComposer(embedder=CachedEmbedder(use_embedder))
+
+    def reply(message, intent):
+        return composer.generate(ReplyRequest(messages=[], message=message, intent=intent, retrieval="required",
+                                              chunks=(KnowledgeChunk(uuid4(), uuid4(), 0.3, GROOMING_RULES),))).text
+
+    assert "3 horas antes" in reply("da pra desmarcar a tosa sem pagar nada?", "policy")
+    assert reply("o molho de tomate da pizza é caseiro?", "info_request") == FALLBACK_NO_KNOWLEDGE
+
+
+STORES = {"delivery": "# Entregas\n\n- Unidade Jardim Sul entrega em: Jardim Sul, Vila Rica e Centro.\n"
+                      "- Taxa: até 3 km R$ 5,00; de 3 km a 6 km R$ 9,00.",
+          "address": "## Jardim Sul\n\nR. das Acácias, 410. Estacionamento na rua.",
+          "other": "## Centro\n\nAv. Brasil, 88, loja 2."}
+
+
+def test_an_attribute_asked_that_no_retrieved_unit_carries_is_found_by_the_words():
+    """"onde fica a unidade jardim sul?": the retrieved chunk names the unit but carries no address
+    (the streets it delivers to, fees by distance); the account's chunk naming it with an address
+    line, under its heading, takes the last place. A price ("R$ 5,00") or a distance ("3 km a 6
+    km") is no address; "R. das Acácias, 410" and "Rodovia SC-401, km 12" are."""
+    from uuid import NAMESPACE_URL as NS
+    from uuid import uuid5
+
+    from streams.respond.compose import carries_asked_attribute
+    from streams.respond.handler import _as_chunk, _asked_attribute_steps, _steps_here, lexical_stems
+    from streams.respond.text import fold
+
+    q = "onde fica a unidade jardim sul?"
+    assert carries_asked_attribute(q, "Taxa: até 3 km R$ 5,00; de 3 km a 6 km R$ 9,00.") is False
+    assert carries_asked_attribute(q, "R. das Acácias, 410.") and carries_asked_attribute(q, "Rodovia SC-401, km 12.")
+
+    def lexical(account_id, stems, limit):
+        return [(uuid5(NS, k), uuid5(NS, k), 1.0, t) for k, t in STORES.items()
+                if all(any(w.startswith(s) for w in fold(t).split()) for s in stems)][:limit]
+
+    delivery = _as_chunk((uuid5(NS, "delivery"), uuid5(NS, "delivery"), 0.3, STORES["delivery"]))
+    msg = type("Msg", (), {"account_id": 1, "text": q})()
+    got = _steps_here(_asked_attribute_steps(msg, q, lexical_stems(q), [delivery], lexical, 2))
+    assert [c.text for c in got] == [STORES["delivery"], STORES["address"]]
+    # what the retrieved chunks already carry is not searched again
+    got = _steps_here(_asked_attribute_steps(msg, q, lexical_stems(q), [_as_chunk(lexical(1, ["acaci"], 1)[0])],
+                                             lexical, 2))
+    assert [c.text for c in got] == [STORES["address"]]
+
+
+HOTEL = {"rooms": "# Quartos\n\n- **Quarto Girassol**: varanda. Diária: R$ 210,00 · Fim de semana: R$ 260,00.",
+         "drinks": "# Frigobar\n\nÁgua R$ 5,00; refrigerante R$ 7,00; cerveja R$ 12,00.",
+         "valet": "# Garagem\n\nManobrista sem custo nas duas unidades.",
+         "units": "# Unidades\n\n**Unidade Serra** — Rodovia RS-020, km 18, sentido Taquara."}
+
+
+def test_a_word_no_chunk_of_the_account_names_does_not_stop_the_search_for_the_others():
+    """"eae mano qnto ta o girassol fim de semana??": "eae" and "mano" name nothing of the business
+    (the word search finds "manobrista" for "mano", not "mano"), so the words it does name bring the
+    room's line, as one or two missing words do."""
+    from uuid import NAMESPACE_URL as NS
+    from uuid import uuid5
+
+    from streams.respond.handler import _as_chunk, _cover_missing_word_steps, _steps_here
+    from streams.respond.text import fold
+
+    def lexical(account_id, stems, limit):
+        return [(uuid5(NS, k), uuid5(NS, k), 1.0, t) for k, t in HOTEL.items()
+                if all(any(w.startswith(s) for w in fold(t).split()) for s in stems)][:limit]
+
+    q = "eae mano qnto ta o girassol fim de semana??"
+    msg = type("Msg", (), {"account_id": 1, "text": q})()
+    drinks = _as_chunk((uuid5(NS, "drinks"), uuid5(NS, "drinks"), 0.8, HOTEL["drinks"]))
+    got = _steps_here(_cover_missing_word_steps(msg, [drinks], lexical, 2))
+    assert [c.text for c in got] == [HOTEL["drinks"], HOTEL["rooms"]]
+
+
+def test_an_attribute_read_by_its_form_is_no_unknown_attribute():
+    """"qual o endereço da unidade serra?": the word "endereço" is nowhere, the address is there."""
+    from streams.respond.compose import unknown_attribute
+
+    units = units_of_chunks([HOTEL["units"]])
+    assert unknown_attribute("qual o endereço da unidade serra?", units) == set()
+    assert unknown_attribute("qual a senha do wifi da unidade serra?", units) == {"senha"}
+    assert "RS-020, km 18" in ask("qual o endereço da unidade serra?", "info_request", HOTEL["units"])
+
+
+def test_what_an_item_leva_is_asked_of_its_ingredients():
+    """"a girassol leva manjericão fresco?": "leva" asks (as "levar" does); the ingredient and its
+    quality the knowledge never names are the question, and it is handed over."""
+    pizzas = "# Pizzas\n\nCalabresa, Girassol e Atum.\n\nNossa massa não leva ovo nem leite."
+    assert ask("a girassol de vcs leva manjericão fresco?", "info_request", pizzas) == FALLBACK_NO_KNOWLEDGE
+
+
+MENU = """# Cardápio
+
+A lanchonete abre das 8h às 20h.
+
+**Lanches**
+- Misto quente: R$ 18,00
+- Bauru: R$ 24,00
+
+Não temos opções sem glúten no cardápio."""
+
+
+def test_a_bold_line_over_a_list_is_the_lists_label_and_a_no_to_the_qualifier_answers():
+    """"**Lanches**" with no colon, over its list, names the list ("tem lanche ...?" is about those
+    items); "tem lanche sem glúten?" — a kind the knowledge names and a qualifier it names only in a
+    "no" — is answered by that no, not handed over as an unknown variant."""
+    units = units_of_chunks([MENU])
+    assert [u.context for u in units if u.item] == ["Lanches", "Lanches"]
+    text = ask("a lanchonete abre que horas? e tem lanche vegano?", "info_request",
+               MENU.replace("sem glúten", "veganas"))
+    assert "8h às 20h" in text and "Não temos opções veganas" in text
+
+
+def test_whether_they_open_is_not_a_question_of_hours():
+    """"vcs abrem domingo?" asks whether, not when: "Domingos e feriados: fechado." answers it over
+    a line that only states hours ("O banho leva de 1h30 a 2h"); "que horas abrem sábado?" wants hours."""
+    shop = """# Horários
+
+Segunda a sábado: das 8h às 18h. Domingos e feriados: fechado.
+
+O banho leva em média de 1h30 a 2h; avisamos quando o pet estiver pronto."""
+    assert "fechado" in ask("vcs abrem domingo? meu dog ta vomitando", "info_request", shop)
+    assert "8h às 18h" in ask("que horas abrem sábado?", "info_request", shop)
+
+
+def test_a_second_question_reported_with_e_se_is_a_question():
+    """"... queria saber até que horas tem que sair e se o café tá incluso": "e se" opens a second
+    (yes/no) question; each part of a clause cut in two asks, with or without a question word."""
+    from streams.respond.compose import question_clauses
+
+    msg = "queria saber ate q horas tem q sair no outro dia e se o cafe ta incluso"
+    assert question_clauses(msg) == ["queria saber ate q horas tem q sair no outro dia", "se o cafe ta incluso"]
+    assert question_clauses("vou levar o dog amanha e se chover?") == []   # nothing asked before it: one question
+    rules = "# Pernoite\n\nNa pernoite, é preciso sair até as 12h do outro dia.\n\nO café da manhã está incluso na pernoite."
+    text = ask(msg, "info_request", rules)
+    assert "12h" in text and "café da manhã" in text
