@@ -45,11 +45,15 @@ def evaluate(provider: str, cases, floors: list[float | None]) -> dict:
     embedder.embed_queries(["aquecimento"])  # some engines load lazily: count it as load
     embedder.embed_passages(["aquecimento"])
     load_s = time.perf_counter() - t0
+    from streams.respond.recall_examples import RecallExamples
+
+    examples = RecallExamples.leaving_out(embedder, [c["case_id"] for c in cases])  # out-of-sample
+    examples.warm()
     out = {"provider": provider, "model": embedder.name, "dim": embedder.dim,
            "load_s": round(load_s, 2), "floors": {}}
     for floor in floors:
         t1 = time.perf_counter()
-        tops = [rank_case(c, embedder, TOP_K, floor) for c in cases]
+        tops = [rank_case(c, embedder, TOP_K, floor, examples) for c in cases]
         secs = time.perf_counter() - t1
         r, empty_ok, n = recall_at_k(cases, tops)
         r3, _, _ = recall_at_k(cases, [t[:3] for t in tops])
@@ -103,8 +107,12 @@ def recall_metrics(folder, embedder) -> dict:
     recall@3 and recall@5 of the responder's own scoring (``rank_case``)."""
     from pathlib import Path
 
+    from streams.respond.recall_examples import RecallExamples
+
     cases = load_cases(Path(folder) / "recall.jsonl")
-    tops = [rank_case(c, embedder, TOP_K) for c in cases]
+    # the labelled examples of every set but this folder's own: the figure stays out-of-sample
+    examples = RecallExamples.leaving_out(embedder, [c["case_id"] for c in cases])
+    tops = [rank_case(c, embedder, TOP_K, examples=examples) for c in cases]
     r5, _, n = recall_at_k(cases, tops)
     r3, _, _ = recall_at_k(cases, [t[:3] for t in tops])
     misses = [{"case_id": c["case_id"], "query": c["query"],

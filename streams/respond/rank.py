@@ -31,8 +31,9 @@ def load_cases(path: str | Path) -> list[dict[str, Any]]:
 
 
 def rank_case(case: dict[str, Any], embedder, top_k: int = TOP_K,
-              min_score: float | None = None) -> list[int]:
-    """Indices of the facts recall would inject for one case, best first."""
+              min_score: float | None = None, examples=None) -> list[int]:
+    """Indices of the facts recall would inject for one case, best first. ``examples``: the
+    labelled recall cases the responder votes with (``RecallExamples``; None: none)."""
     facts_in = case["contact_facts"]
     passages = embedder.embed_passages([fact_passage_text(f["memory_type"], f["content"])
                                         for f in facts_in])
@@ -46,12 +47,18 @@ def rank_case(case: dict[str, Any], embedder, top_k: int = TOP_K,
              for i, f in enumerate(facts_in)]
     return [s.fact.id for s in score_memories(query, facts, unit_id=None, top_k=top_k,
                                               min_score=min_score, query_text=case["query"],
-                                              part_vecs=part_vecs)]
+                                              part_vecs=part_vecs, examples=examples)]
 
 
 def rank_cases(cases: Iterable[dict[str, Any]], embedder, top_k: int = TOP_K,
                min_score: float | None = None) -> list[dict[str, Any]]:
-    return [{"case_id": c["case_id"], "top": rank_case(c, embedder, top_k, min_score)}
+    """Each case ranked as the responder would, with the labelled recall cases of every set
+    but the ones these cases come from (``RecallExamples.leaving_out``)."""
+    from streams.respond.recall_examples import RecallExamples
+
+    cases = list(cases)
+    examples = RecallExamples.leaving_out(embedder, [c["case_id"] for c in cases])
+    return [{"case_id": c["case_id"], "top": rank_case(c, embedder, top_k, min_score, examples)}
             for c in cases]
 
 

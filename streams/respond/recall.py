@@ -94,10 +94,12 @@ def message_parts(text: str) -> list[str]:
 def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[MemoryFact],
                    unit_id: int | None, top_k: int = TOP_K,
                    min_score: float | None = DEFAULT_MIN_SCORE,
-                   query_text: str | None = None, part_vecs=None) -> list[ScoredFact]:
+                   query_text: str | None = None, part_vecs=None, examples=None) -> list[ScoredFact]:
     """The at most ``top_k`` compatible facts, best first (ties: higher confidence, lower id).
     ``part_vecs``: vectors of the message's parts (``message_parts``): a fact matching one part
-    well scores by that part too (``PART_WEIGHT`` of its excess over the whole message)."""
+    well scores by that part too (``PART_WEIGHT`` of its excess over the whole message).
+    ``examples``: labelled recall cases (``recall_examples.RecallExamples``): a fact like one that
+    queries like this message needed scores their vote more."""
     evidence = word_evidence(query_text, [f.content for f in facts]) if query_text else None
     q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
     qn = float(np.linalg.norm(q))
@@ -112,6 +114,9 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
             parts = None
     live = [(k, sim, sim + (evidence[k] if evidence is not None else 0.0))
             for k, sim in _similarities(q, facts, unit_id, parts)]   # (index, similarity, + word evidence)
+    if examples is not None and live:
+        votes = examples.votes(q, [facts[k].content for k, _, _ in live], [facts[k].embedding for k, _, _ in live])
+        live = [(k, sim, b + v) for (k, sim, b), v in zip(live, votes)]
     if query_text and not talks_payment(query_text):
         live = [(k, sim, b - PAYMENT_OFF if is_payment_fact(facts[k]) else b) for k, sim, b in live]
     live = [(k, sim, b - HISTORY_OFF if is_history(facts[k].content) else b) for k, sim, b in live]
