@@ -242,11 +242,24 @@ LINK_BONUS = 0.08      # the fact names a person of that role
 WORD_BONUS = 0.04      # per rare content word shared (stemmed)
 
 
-def _names(text: str) -> set[str]:
-    """Capitalised words that are not the first of the text (people, pets, places)."""
+_WORD = re.compile(r"[A-Za-zÀ-ÿ]+")
 
-    words = re.findall(r"[A-Za-zÀ-ÿ]+", text)
-    return {fold(w) for k, w in enumerate(words) if k > 0 and w[0].isupper() and len(w) > 2}
+
+def _names(text: str) -> set[str]:
+    """Capitalised words that are not the first of the text (people, pets, places). In a run of
+    capitalised words the first one names the kind ("Suíte Orquídea", "Vila Nova", "Tarde Aurora",
+    "Dra Helena"), not the one: a customer's "qual suíte" or "fim da tarde" is no name of it."""
+    words = list(_WORD.finditer(text))
+    out = set()
+    for k, m in enumerate(words):
+        w = m.group()
+        if k == 0 or not w[0].isupper() or len(w) <= 2:
+            continue
+        nxt = words[k + 1] if k + 1 < len(words) else None
+        if nxt is not None and nxt.group()[0].isupper() and not text[m.end():nxt.start()].strip():
+            continue   # the head of a multi-word name
+        out.add(fold(w))
+    return out
 
 
 _COUPLE_WORDS = frozenset({"juntos", "juntas", "casal", "nosso", "nossos", "nossas"})

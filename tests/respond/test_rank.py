@@ -197,3 +197,15 @@ def test_history_facts_rank_below_current_ones():
         assert f.embedding == facts[0].embedding
     top = score_memories([1.0, 0.0], facts, None, query_text="sai do trabalho agora")
     assert [s.fact.id for s in top] == [1, 0]
+
+
+def test_the_head_of_a_multi_word_name_is_its_kind_not_a_name():
+    from streams.respond.recall import _names, word_evidence
+
+    assert _names("A amiga Lia adora a Suíte Orquídea") == {"lia", "orquidea"}
+    assert _names("Prefere a unidade Vila Nova") == {"nova"} and _names("Usa a Tarde Aurora") == {"aurora"}
+    assert _names("Leva o Thor, Bob e Mel") == {"thor", "bob", "mel"}   # a list is not one name
+    facts = ["A amiga Lia adora a Suíte Orquídea", "Gosta de ofurô", "Usa a Tarde Aurora"]
+    ev = word_evidence("qual suite vc me indica? chego no fim da tarde", facts)
+    assert ev[0] < 0.1 and ev[2] < 0.1          # "suite" and "tarde" name no one
+    assert word_evidence("quero a orquídea de novo", facts)[0] >= 0.15   # the name itself still does
