@@ -143,15 +143,23 @@ class RecallExamples:
                 self._pos, self._neg = pos, neg
             self._ready = True
 
-    def _neighbours(self, content: str, vec: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Indices of the labelled queries a fact like this one was relevant / not relevant to
-        (cached per fact text)."""
+    def _neighbours(self, content: str, vec) -> tuple[np.ndarray, np.ndarray]:
+        """Indices of the labelled queries a fact like this one was relevant / not relevant to,
+        each list opened by the index one past the last query (``_segment_max``'s sentinel);
+        cached per fact text, so the vector is read only the first time."""
         hit = self._near.get(content)
         if hit is not None:
             return hit
-        near = (self._facts @ vec) >= self.tau
-        pos = np.flatnonzero(self._pos[near].any(axis=0)) if near.any() else np.zeros(0, dtype=np.int64)
-        neg = np.flatnonzero(self._neg[near].any(axis=0)) if near.any() else np.zeros(0, dtype=np.int64)
+        end = np.array([self._queries.shape[0]], dtype=np.int64)
+        e = np.asarray(vec, dtype=np.float32).reshape(-1) if vec is not None else np.zeros(0, np.float32)
+        if e.shape[0] != self._facts.shape[1]:
+            return end, end   # another model's vector: no vote (and nothing cached)
+        near = (self._facts @ _unit(e)) >= self.tau
+        if near.any():
+            pos = np.concatenate((end, np.flatnonzero(self._pos[near].any(axis=0))))
+            neg = np.concatenate((end, np.flatnonzero(self._neg[near].any(axis=0))))
+        else:
+            pos = neg = end
         self._near[content] = (pos, neg)
         if len(self._near) > _CACHE_MAX:
             self._near.popitem(last=False)
@@ -165,20 +173,20 @@ class RecallExamples:
         self._ensure()
         if self._pos is None or not len(contents) or query_unit.shape[0] != self._queries.shape[1]:
             return [0.0] * len(contents)
-        qs = self._queries @ query_unit
-        out = []
-        for content, v in zip(contents, vectors):
-            e = np.asarray(v, dtype=np.float32).reshape(-1)
-            if e.shape[0] != self._facts.shape[1]:
-                out.append(0.0)
-                continue
-            pos, neg = self._neighbours(content, _unit(e))
-            if not pos.size:
-                out.append(0.0)
-                continue
-            best_neg = float(qs[neg].max()) if neg.size else 0.0
-            out.append(self.beta * (float(qs[pos].max()) - best_neg))
-        return out
+        # the message's cosine with every labelled query, and a last slot (-inf / 0) that opens each
+        # fact's list so that an empty one reads "none": one reduceat per side for all the facts
+        sims = self._queries @ query_unit
+        pairs = [self._neighbours(c, v) for c, v in zip(contents, vectors)]
+        best_pos = _segment_max(np.append(sims, np.float32(-np.inf)), [p for p, _ in pairs])
+        best_neg = _segment_max(np.append(sims, np.float32(0.0)), [n for _, n in pairs])
+        return [self.beta * float(p - n) if p != -np.inf else 0.0 for p, n in zip(best_pos, best_neg)]
+
+
+def _segment_max(values: np.ndarray, segments: Sequence[np.ndarray]) -> np.ndarray:
+    """max of ``values`` over each (never empty) list of indices."""
+    lens = np.fromiter((s.size for s in segments), dtype=np.int64, count=len(segments))
+    starts = np.concatenate(([0], np.cumsum(lens)[:-1]))
+    return np.maximum.reduceat(values[np.concatenate(segments)], starts)
 
 
 # ------------------------------------------------------------------ offline commands

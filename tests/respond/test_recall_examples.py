@@ -58,7 +58,7 @@ def test_a_fact_like_one_such_queries_needed_gets_the_vote():
     ex.votes(_unit(TABLE["quarto sossegado hj"]), facts, [_unit(TABLE[f]) for f in facts])
     assert emb.calls == calls       # the examples are embedded once, the neighbours cached per fact
     # a vector of another size is not read
-    assert ex.votes(_unit(TABLE["quarto sossegado hj"]), facts[:1], [np.ones(3)]) == [0.0]
+    assert ex.votes(_unit(TABLE["quarto sossegado hj"]), ["Outro fato"], [np.ones(3)]) == [0.0]
 
 
 def test_the_vote_reorders_recall_and_leaving_a_set_out_removes_its_votes():
