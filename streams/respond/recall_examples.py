@@ -17,10 +17,10 @@ contact's facts come back message after message); per message it is one product 
 vector with the labelled queries (a few hundred), no second embedding and no model call.
 
 Measured leave-one-set-out (each readable set scored with its own cases left out of the memory):
-``python -m streams.respond.recall_examples loso``. The evaluation (``streams.evaluation``,
+``python -m streams.respond.evaluate_recall --loso``. The evaluation (``streams.evaluation``,
 ``memoria rank`` via ``evaluate_recall``) always leaves the scored file's own sets out, so its
 recall figures stay out-of-sample. Rebuild the data file from the readable folders with
-``python -m streams.respond.recall_examples build`` (never from a reserved set).
+``python -m streams.respond.recall_examples`` (never from a reserved set).
 """
 
 from __future__ import annotations
@@ -189,59 +189,18 @@ def _segment_max(values: np.ndarray, segments: Sequence[np.ndarray]) -> np.ndarr
     return np.maximum.reduceat(values[np.concatenate(segments)], starts)
 
 
-# ------------------------------------------------------------------ offline commands
+# ------------------------------------------------------------------ offline command
 def build(root: Path = Path("."), sources: dict[str, str] | None = None, out: Path = EXAMPLES_FILE) -> int:
     """Write the data file from the readable recall sets; returns the number of cases."""
-    from streams.respond.rank import load_cases as load_recall
-
     rows = []
     for source, rel in (sources or READABLE).items():
         path = root / rel
         if path.exists():
-            rows += cases_from_recall(source, load_recall(path))
+            with open(path, encoding="utf-8") as f:
+                rows += cases_from_recall(source, [json.loads(line) for line in f if line.strip()])
     out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     return len(rows)
 
 
-def loso(embedder, root: Path = Path("."), taus=(TAU,), betas=(BETA,)) -> list[dict]:
-    """recall@3 / @5 per readable set with the memory of the other sets, against none."""
-    from streams.respond.evaluate_recall import recall_at_k
-    from streams.respond.rank import load_cases as load_recall
-    from streams.respond.rank import rank_case
-
-    sets = {s: load_recall(root / p) for s, p in READABLE.items() if (root / p).exists()}
-    rows = []
-    for tau in (None, *taus):
-        for beta in ((None,) if tau is None else betas):
-            row = {"tau": tau, "beta": beta}
-            for s, cases in sets.items():
-                ex = None if tau is None else RecallExamples(embedder, exclude_sources={s}, tau=tau, beta=beta)
-                tops = [rank_case(c, embedder, examples=ex) for c in cases]
-                row[s] = (round(recall_at_k(cases, [t[:3] for t in tops])[0], 3), round(recall_at_k(cases, tops)[0], 3))
-            rows.append(row)
-    return rows
-
-
-def main(argv: list[str] | None = None) -> None:
-    import argparse
-
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("command", choices=("build", "loso"))
-    p.add_argument("--taus", default=str(TAU))
-    p.add_argument("--betas", default=str(BETA))
-    a = p.parse_args(argv)
-    if a.command == "build":
-        print(f"{build()} cases → {EXAMPLES_FILE}")
-        return
-    from streams.respond.rank import build_configured_embedder
-
-    emb = build_configured_embedder()
-    for row in loso(emb, taus=[float(x) for x in a.taus.split(",")], betas=[float(x) for x in a.betas.split(",")]):
-        sets = [k for k in row if k not in ("tau", "beta")]
-        mean = sum(row[s][0] for s in sets) / len(sets)
-        print(f"tau {row['tau']} beta {row['beta']}: " + "  ".join(f"{s} {row[s][0]:.3f}/{row[s][1]:.3f}" for s in sets)
-              + f"  mean@3 {mean:.3f}", flush=True)
-
-
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":   # python -m streams.respond.recall_examples: rebuild the data file
+    print(f"{build()} cases → {EXAMPLES_FILE}")
