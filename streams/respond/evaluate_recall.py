@@ -40,7 +40,7 @@ def recall_at_k(cases, tops) -> tuple[float, float, int]:
     return mean, (empty_ok / empty_n if empty_n else 1.0), len(scores)
 
 
-def evaluate(provider: str, cases, floors: list[float | None]) -> dict:
+def evaluate(provider: str, cases, floors: list[float | None], path=None) -> dict:
     t0 = time.perf_counter()
     embedder = build_configured_embedder(provider)
     embedder.embed_queries(["aquecimento"])  # some engines load lazily: count it as load
@@ -48,7 +48,7 @@ def evaluate(provider: str, cases, floors: list[float | None]) -> dict:
     load_s = time.perf_counter() - t0
     from streams.respond.recall_examples import RecallExamples
 
-    examples = RecallExamples.leaving_out(embedder, [c["case_id"] for c in cases])  # out-of-sample
+    examples = RecallExamples.leaving_out(embedder, path)  # a readable set: without its own examples
     examples.warm()
     out = {"provider": provider, "model": embedder.name, "dim": embedder.dim,
            "load_s": round(load_s, 2), "floors": {}}
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
     results = []
     for prov in [x.strip() for x in a.providers.split(",") if x.strip()]:
         try:
-            res = evaluate(prov, cases, floors)
+            res = evaluate(prov, cases, floors, a.file)
         except Exception as e:  # a missing optional model must not hide the others
             res = {"provider": prov, "error": f"{type(e).__name__}: {e}"}
         results.append(res)
@@ -143,7 +143,7 @@ def recall_metrics(folder, embedder) -> dict:
 
     cases = load_cases(Path(folder) / "recall.jsonl")
     # the labelled examples of every set but this folder's own: the figure stays out-of-sample
-    examples = RecallExamples.leaving_out(embedder, [c["case_id"] for c in cases])
+    examples = RecallExamples.leaving_out(embedder, folder)
     tops = [rank_case(c, embedder, TOP_K, examples=examples) for c in cases]
     r5, _, n = recall_at_k(cases, tops)
     r3, _, _ = recall_at_k(cases, [t[:3] for t in tops])

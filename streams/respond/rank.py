@@ -51,13 +51,13 @@ def rank_case(case: dict[str, Any], embedder, top_k: int = TOP_K,
 
 
 def rank_cases(cases: Iterable[dict[str, Any]], embedder, top_k: int = TOP_K,
-               min_score: float | None = None) -> list[dict[str, Any]]:
-    """Each case ranked as the responder would, with the labelled recall cases of every set
-    but the ones these cases come from (``RecallExamples.leaving_out``)."""
+               min_score: float | None = None, path: str | Path | None = None) -> list[dict[str, Any]]:
+    """Each case ranked as the responder would, with the labelled recall cases it votes with;
+    ``path``: the file the cases come from, whose own set is left out of them when it is one
+    (``RecallExamples.leaving_out``)."""
     from streams.respond.recall_examples import RecallExamples
 
-    cases = list(cases)
-    examples = RecallExamples.leaving_out(embedder, [c["case_id"] for c in cases])
+    examples = RecallExamples.leaving_out(embedder, path)
     return [{"case_id": c["case_id"], "top": rank_case(c, embedder, top_k, min_score, examples)}
             for c in cases]
 
@@ -79,7 +79,7 @@ def register(app: typer.Typer) -> None:
              top_k: int = typer.Option(TOP_K, "--top-k")) -> None:
         """Print, per recall case, the indices of the facts recall would inject."""
         embedder = build_configured_embedder(provider, model)
-        for row in rank_cases(load_cases(file), embedder, top_k=top_k):
+        for row in rank_cases(load_cases(file), embedder, top_k=top_k, path=file):
             typer.echo(json.dumps(row, ensure_ascii=False))
 
 

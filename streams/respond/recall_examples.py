@@ -44,6 +44,18 @@ READABLE = {"dev": "examples/dev/recall.jsonl", "train": "examples/train/recall.
             "written": "tests/respond/data/recall_written.jsonl"}
 
 
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def source_of(path: str | Path | None) -> set[str]:
+    """The readable set(s) ``path`` (a recall.jsonl or its folder) is, by location."""
+    if path is None:
+        return set()
+    p = Path(path)
+    p = (p / "recall.jsonl" if p.is_dir() else p).resolve()
+    return {s for s, rel in READABLE.items() if (REPO_ROOT / rel).resolve() == p}
+
+
 def load_cases(path: str | Path = EXAMPLES_FILE) -> list[dict]:
     p = Path(path)
     if not p.exists():
@@ -111,11 +123,11 @@ class RecallExamples:
         self._near: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
 
     @classmethod
-    def leaving_out(cls, embedder, case_ids: Iterable[str]) -> "RecallExamples":
-        """The memory without every set any of ``case_ids`` comes from (an honest figure for them)."""
-        ids = set(case_ids)
-        cases = load_cases()
-        return cls(embedder, cases, exclude_sources={c["source"] for c in cases if c["case_id"] in ids})
+    def leaving_out(cls, embedder, path: str | Path | None) -> "RecallExamples":
+        """The memory without the set read from ``path`` (a recall file or its folder), if it is one
+        of the sets the data file was built from: an honest figure for it. Any other file (a
+        reserved set, a new one) is scored with every example, as the responder would."""
+        return cls(embedder, exclude_sources=source_of(path))
 
     def warm(self) -> None:
         self._ensure()

@@ -83,9 +83,12 @@ def test_shipped_examples_come_from_readable_sets_and_evaluation_leaves_its_own_
     assert rows and {r["source"] for r in rows} <= {"dev", "train", "probe_a", "probe_c", "written",
                                                     "probe_i", "probe_j", "probe_h"}
     assert all(r["query"] and (r["relevant"] or r["other"]) for r in rows)
-    dev_ids = [r["case_id"] for r in rows if r["source"] == "dev"][:2]
-    left = RecallExamples.leaving_out(TableEmbedder({}), dev_ids)
+    from streams.respond.recall_examples import REPO_ROOT, source_of
+
+    left = RecallExamples.leaving_out(TableEmbedder({}), REPO_ROOT / "examples" / "dev")
     assert left.cases and not any(c["source"] == "dev" for c in left.cases)
+    assert source_of(REPO_ROOT / "examples/train/recall.jsonl") == {"train"}
+    assert source_of(REPO_ROOT / "examples" / "heldout") == set() and source_of(None) == set()
     got = cases_from_recall("x", [{"case_id": "c", "query": "q", "relevant": [1],
                                    "contact_facts": [{"memory_type": "t", "content": "f0"},
                                                      {"memory_type": "t", "content": "f1"}]}])
