@@ -41,6 +41,7 @@ _CACHE_MAX = 16384
 # the readable recall sets the data file is built from (``build``); the reserved ones never are
 READABLE = {"dev": "examples/dev/recall.jsonl", "train": "examples/train/recall.jsonl",
             "probe_a": "examples/probe_a/recall.jsonl", "probe_c": "examples/probe_c/recall.jsonl",
+            "probe_i": "examples/probe_i/recall.jsonl", "probe_j": "examples/probe_j/recall.jsonl",
             "written": "tests/respond/data/recall_written.jsonl"}
 
 
