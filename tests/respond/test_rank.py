@@ -242,3 +242,14 @@ def test_a_capitalised_relation_word_is_a_name():
 
     assert _profile("Elogiou o instrutor Neto, paciente").roles == frozenset()   # Neto, not a grandson
     assert _profile("O neto adora pizza").roles == {"child"}
+
+
+def test_friends_siblings_and_relatives_are_other_parties():
+    from streams.respond.recall import word_evidence
+
+    facts = ["O filho Caíque é alérgico a amendoim", "O sobrinho Lucas gosta de pizza doce",
+             "A amiga Lia adora a Suíte Orquídea", "A irmã Edna adora champanhe"]
+    ev = word_evidence("vou pedir uma doce pro meu pequeno", facts)
+    assert ev[0] > 0 and ev[1] < 0            # the nephew is not "meu pequeno"
+    ev = word_evidence("a minha amiga vem junto, o que ela gosta?", facts)
+    assert ev[2] > 0 and ev[0] < 0 and ev[3] < 0
