@@ -381,7 +381,7 @@ class Container:
             knowledge=knowledge,
             memory_embedder=memory_embedder, knowledge_embedder=knowledge_embedder,
             intent_examples=IntentExamples(memory_embedder),
-            recall_examples=RecallExamples(memory_embedder),
+            recall_examples=RecallExamples(memory_embedder) if s.recall_examples else None,
             # the stored sentence vectors are read only where the indexer stores them: else every reply
             # with a sentence not yet cached would pay a read that finds nothing
             generator=self.generator(embedder=knowledge_embedder if s.reply_provider == "offline" else None,

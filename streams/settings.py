@@ -164,6 +164,10 @@ class Settings(BaseSettings):
     # lag p95 0.8 → 3.2 s at 50 chunks/s; README "Performance"); the composer embeds them at reply
     # time, once per process (its cache).
     chunk_sentence_vectors: bool = False
+    # Recall: the labelled recall cases (streams/respond/data/recall_examples.jsonl) vote for the facts
+    # queries like the message needed (streams.respond.recall_examples); off: the hand-built score alone.
+    # The offline evaluation reads the same switch.
+    recall_examples: bool = True
 
     # --- Outbox relay ----------------------------------------------------
     relay_batch_size: int = 500

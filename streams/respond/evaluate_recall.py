@@ -49,7 +49,8 @@ def evaluate(provider: str, cases, floors: list[float | None], path=None) -> dic
     from streams.respond.recall_examples import RecallExamples
 
     examples = RecallExamples.leaving_out(embedder, path)  # a readable set: without its own examples
-    examples.warm()
+    if examples is not None:
+        examples.warm()
     out = {"provider": provider, "model": embedder.name, "dim": embedder.dim,
            "load_s": round(load_s, 2), "floors": {}}
     for floor in floors:

@@ -124,10 +124,15 @@ class RecallExamples:
         self._near: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
 
     @classmethod
-    def leaving_out(cls, embedder, path: str | Path | None) -> "RecallExamples":
+    def leaving_out(cls, embedder, path: str | Path | None) -> "RecallExamples | None":
         """The memory without the set read from ``path`` (a recall file or its folder), if it is one
         of the sets the data file was built from: an honest figure for it. Any other file (a
-        reserved set, a new one) is scored with every example, as the responder would."""
+        reserved set, a new one) is scored with every example, as the responder would. None when
+        the setting ``recall_examples`` is off (``MEMORIA_RECALL_EXAMPLES=0``)."""
+        from streams.settings import Settings
+
+        if not Settings().recall_examples:
+            return None
         return cls(embedder, exclude_sources=source_of(path))
 
     def warm(self) -> None:

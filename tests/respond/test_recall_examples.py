@@ -93,3 +93,12 @@ def test_shipped_examples_come_from_readable_sets_and_evaluation_leaves_its_own_
                                    "contact_facts": [{"memory_type": "t", "content": "f0"},
                                                      {"memory_type": "t", "content": "f1"}]}])
     assert got == [{"source": "x", "case_id": "c", "query": "q", "relevant": ["f1"], "other": ["f0"]}]
+
+
+def test_the_setting_turns_the_vote_off(monkeypatch):
+    from streams.respond.recall_examples import REPO_ROOT
+
+    monkeypatch.setenv("MEMORIA_RECALL_EXAMPLES", "0")
+    assert RecallExamples.leaving_out(TableEmbedder({}), REPO_ROOT / "examples" / "dev") is None
+    monkeypatch.setenv("MEMORIA_RECALL_EXAMPLES", "1")
+    assert RecallExamples.leaving_out(TableEmbedder({}), None) is not None
