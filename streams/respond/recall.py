@@ -275,13 +275,13 @@ def _names(text: str) -> set[str]:
     return out
 
 
-SELF_WORDS = frozenset({"mim", "eu", "me", "comigo"})
+SELF_WORDS = frozenset({"mim", "eu", "me", "comigo", "estou", "to"})   # chat: "tô"/"to"/"tou" = "estou"
 _THIRD_PERSON = frozenset({"ele", "ela", "eles", "elas", "dele", "dela", "deles", "delas", "nele", "nela"})
 
 
 def speaks_of_self(words: Sequence[str]) -> bool:
-    """The customer speaks of themself ("pra mim", "eu curto", "me dá enxaqueca", "comigo") and of
-    no one else ("um vinho pra mim e algo pra ela" speaks of two)."""
+    """The customer speaks of themself ("pra mim", "eu curto", "me dá enxaqueca", "comigo", "tô com
+    dor nas costas") and of no one else ("um vinho pra mim e algo pra ela" speaks of two)."""
     return any(w in SELF_WORDS for w in words) and not any(w in _THIRD_PERSON for w in words)
 
 

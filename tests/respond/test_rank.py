@@ -228,6 +228,7 @@ def test_speaking_only_of_oneself_puts_other_peoples_facts_below():
     from streams.respond.recall import speaks_of_self, word_evidence
 
     assert speaks_of_self("qnd da pra eu ir ai".split()) and speaks_of_self("tem algo pra mim".split())
+    assert speaks_of_self("to com aquela dor nas costas".split())
     assert not speaks_of_self("um vinho pra mim e algo pra ela".split())   # two people
     assert not speaks_of_self("quero reservar sabado".split())
     facts = ["É enfermeira e trabalha de dia", "O companheiro Rafa odeia coco", "A filha Alice é alérgica a leite",
