@@ -85,6 +85,7 @@ def test_shipped_examples_come_from_readable_sets_and_evaluation_leaves_its_own_
     assert all(r["query"] and (r["relevant"] or r["other"]) for r in rows)
     from streams.respond.recall_examples import REPO_ROOT, source_of
 
+    monkeypatch.setenv("MEMORIA_RECALL_EXAMPLES", "1")
     left = RecallExamples.leaving_out(TableEmbedder({}), REPO_ROOT / "examples" / "dev")
     assert left.cases and not any(c["source"] == "dev" for c in left.cases)
     assert source_of(REPO_ROOT / "examples/train/recall.jsonl") == {"train"}
