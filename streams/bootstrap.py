@@ -365,6 +365,7 @@ class Container:
         )
         from streams.respond.handler import Responder
         from streams.respond.intent import IntentExamples
+        from streams.respond.recall_examples import RecallExamples
 
         s = self.settings
         memory_embedder = self.memory_embedder
@@ -380,6 +381,7 @@ class Container:
             knowledge=knowledge,
             memory_embedder=memory_embedder, knowledge_embedder=knowledge_embedder,
             intent_examples=IntentExamples(memory_embedder),
+            recall_examples=RecallExamples(memory_embedder) if s.recall_examples else None,
             # the stored sentence vectors are read only where the indexer stores them: else every reply
             # with a sentence not yet cached would pay a read that finds nothing
             generator=self.generator(embedder=knowledge_embedder if s.reply_provider == "offline" else None,

@@ -164,6 +164,12 @@ class Settings(BaseSettings):
     # lag p95 0.8 → 3.2 s at 50 chunks/s; README "Performance"); the composer embeds them at reply
     # time, once per process (its cache).
     chunk_sentence_vectors: bool = False
+    # Recall: the labelled recall cases (streams/respond/data/recall_examples.jsonl) vote for the facts
+    # queries like the message needed (streams.respond.recall_examples); off (default): the hand-built score
+    # alone. Off because on writers of new businesses it lost (leave-one-set-out probe_i 0.883 → 0.867,
+    # probe_j same; validation probe_k 0.861 → 0.850) while it gained on the three old ones (probe_c +0.034).
+    # The offline evaluation reads the same switch.
+    recall_examples: bool = False
 
     # --- Outbox relay ----------------------------------------------------
     relay_batch_size: int = 500

@@ -852,6 +852,11 @@ ROLES: dict[str, tuple[str, ...]] = {
             "poodle", "golden", "bulldog", "buldogue", "pug", "pinscher", "spitz", "yorkshire", "beagle",
             "dachshund", "salsicha", "persa", "siames", "felino", "felina", "doguinho", "au"),
     "parent": ("mae", "pai", "sogra", "sogro", "coroa"),
+    # the other people a customer speaks of: "o sobrinho Lucas" is not "meu pequeno", "a amiga Lia"
+    # not the partner (each its own relation, so a fact about one is another party's for the others)
+    "friend": ("amigo", "amiga", "amigos", "amigas", "colega", "colegas"),
+    "sibling": ("irmao", "irma", "irmaos", "irmas"),
+    "relative": ("sobrinho", "sobrinha", "tio", "tia", "primo", "prima", "avo", "vovo", "cunhado", "cunhada"),
 }
 # A pet's species: a question about "minha cachorrinha" is not about the customer's cat.
 SPECIES: dict[str, tuple[str, ...]] = {

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
 from streams.learn.fixtures import FIXTURES_DIR
 from streams.respond.rank import build_configured_embedder, load_cases, rank_case
@@ -39,17 +40,22 @@ def recall_at_k(cases, tops) -> tuple[float, float, int]:
     return mean, (empty_ok / empty_n if empty_n else 1.0), len(scores)
 
 
-def evaluate(provider: str, cases, floors: list[float | None]) -> dict:
+def evaluate(provider: str, cases, floors: list[float | None], path=None) -> dict:
     t0 = time.perf_counter()
     embedder = build_configured_embedder(provider)
     embedder.embed_queries(["aquecimento"])  # some engines load lazily: count it as load
     embedder.embed_passages(["aquecimento"])
     load_s = time.perf_counter() - t0
+    from streams.respond.recall_examples import RecallExamples
+
+    examples = RecallExamples.leaving_out(embedder, path)  # a readable set: without its own examples
+    if examples is not None:
+        examples.warm()
     out = {"provider": provider, "model": embedder.name, "dim": embedder.dim,
            "load_s": round(load_s, 2), "floors": {}}
     for floor in floors:
         t1 = time.perf_counter()
-        tops = [rank_case(c, embedder, TOP_K, floor) for c in cases]
+        tops = [rank_case(c, embedder, TOP_K, floor, examples) for c in cases]
         secs = time.perf_counter() - t1
         r, empty_ok, n = recall_at_k(cases, tops)
         r3, _, _ = recall_at_k(cases, [t[:3] for t in tops])
@@ -60,19 +66,52 @@ def evaluate(provider: str, cases, floors: list[float | None]) -> dict:
     return out
 
 
+def loso(embedder, root: Path = Path("."), taus=(None,), betas=(None,)) -> list[dict]:
+    """recall@3 / @5 per readable set (``recall_examples.READABLE``) with the labelled examples of
+    the other sets only (leave-one-set-out), against none; ``taus``/``betas``: the vote's settings."""
+    from streams.respond.recall_examples import BETA, READABLE, TAU, RecallExamples
+
+    sets = {s: load_cases(root / p) for s, p in READABLE.items() if (root / p).exists()}
+    rows = []
+    for tau, beta in [(None, None)] + [(t or TAU, b or BETA) for t in taus for b in betas]:
+        row: dict = {"tau": tau, "beta": beta}
+        for s, cases in sets.items():
+            ex = None if tau is None else RecallExamples(embedder, exclude_sources={s}, tau=tau, beta=beta)
+            tops = [rank_case(c, embedder, TOP_K, examples=ex) for c in cases]
+            row[s] = (recall_at_k(cases, [t[:3] for t in tops])[0], recall_at_k(cases, tops)[0])
+        rows.append(row)
+    return rows
+
+
+def print_loso(rows: list[dict]) -> None:
+    for row in rows:
+        sets = [k for k in row if k not in ("tau", "beta")]
+        mean = sum(row[s][0] for s in sets) / len(sets)
+        print(f"vote tau {row['tau']} beta {row['beta']}: "
+              + "  ".join(f"{s} {row[s][0]:.3f}/{row[s][1]:.3f}" for s in sets) + f"  mean@3 {mean:.3f}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", nargs="?", default=str(DEFAULT_FILE))
     p.add_argument("--providers", default=",".join(ALL_PROVIDERS))
     p.add_argument("--floors", default="0.2,0.3,0.8", help="relevance floors to compare with none")
     p.add_argument("--json", action="store_true", help="one JSON line per provider")
+    p.add_argument("--loso", action="store_true", help="leave-one-set-out recall@3/@5 of the readable sets, "
+                   "without and with the labelled examples' vote (configured embedder)")
+    p.add_argument("--taus", default="", help="with --loso: the vote's fact-similarity floors to compare")
+    p.add_argument("--betas", default="", help="with --loso: the vote's weights to compare")
     a = p.parse_args(argv)
+    if a.loso:
+        floats = lambda x: [float(v) for v in x.split(",") if v.strip()] or [None]  # noqa: E731
+        print_loso(loso(build_configured_embedder(), taus=floats(a.taus), betas=floats(a.betas)))
+        return
     cases = load_cases(a.file)
     floors: list[float | None] = [None] + [float(x) for x in a.floors.split(",") if x.strip()]
     results = []
     for prov in [x.strip() for x in a.providers.split(",") if x.strip()]:
         try:
-            res = evaluate(prov, cases, floors)
+            res = evaluate(prov, cases, floors, a.file)
         except Exception as e:  # a missing optional model must not hide the others
             res = {"provider": prov, "error": f"{type(e).__name__}: {e}"}
         results.append(res)
@@ -101,10 +140,12 @@ if __name__ == "__main__":
 def recall_metrics(folder, embedder) -> dict:
     """What ``make eval`` reports for recall ranking on ``folder``/recall.jsonl:
     recall@3 and recall@5 of the responder's own scoring (``rank_case``)."""
-    from pathlib import Path
+    from streams.respond.recall_examples import RecallExamples
 
     cases = load_cases(Path(folder) / "recall.jsonl")
-    tops = [rank_case(c, embedder, TOP_K) for c in cases]
+    # the labelled examples of every set but this folder's own: the figure stays out-of-sample
+    examples = RecallExamples.leaving_out(embedder, folder)
+    tops = [rank_case(c, embedder, TOP_K, examples=examples) for c in cases]
     r5, _, n = recall_at_k(cases, tops)
     r3, _, _ = recall_at_k(cases, [t[:3] for t in tops])
     misses = [{"case_id": c["case_id"], "query": c["query"],

@@ -120,6 +120,9 @@ class Responder:
     # similarity fallback for what the keyword dictionary leaves "general"; it
     # must embed with memory_embedder (it reuses the message's one vector)
     intent_examples: IntentExamples | None = None
+    # labelled recall cases that vote for the facts queries like the message needed (same
+    # embedder as memory_embedder: it reuses the message's one vector); None: no vote
+    recall_examples: Any = None
     # rights, opt-out and tools: one step before generation (streams/respond/acts.py)
     acts: Any = None
     prices: PriceTable | None = None  # the cost table (Container.prices); None: the built-in one
@@ -415,7 +418,8 @@ async def recall(msg: InboundMessage, p: Plan, deps: Responder) -> list[ScoredFa
     else:   # the fetch, the parts' vectors and the scoring in one hand-off to a worker thread
         return await asyncio.to_thread(_recall_here, deps, msg, vector)
     return score_memories(vec, facts, msg.unit_id, top_k=deps.top_k_memories,
-                          min_score=deps.min_memory_score, query_text=msg.text, part_vecs=part_vecs)
+                          min_score=deps.min_memory_score, query_text=msg.text, part_vecs=part_vecs,
+                          examples=deps.recall_examples)
 
 
 def _recall_here(deps: Responder, msg: InboundMessage, vector: MessageVector) -> list[ScoredFact]:
@@ -428,7 +432,8 @@ def _recall_here(deps: Responder, msg: InboundMessage, vector: MessageVector) ->
     part_vecs = deps.memory_embedder.embed_queries(parts) if parts else None
     vec = vector.wait()
     return score_memories(vec, facts, msg.unit_id, top_k=deps.top_k_memories,
-                          min_score=deps.min_memory_score, query_text=msg.text, part_vecs=part_vecs)
+                          min_score=deps.min_memory_score, query_text=msg.text, part_vecs=part_vecs,
+                          examples=deps.recall_examples)
 
 
 Calls = list[tuple[Callable[..., Any], tuple]]

@@ -31,8 +31,9 @@ def load_cases(path: str | Path) -> list[dict[str, Any]]:
 
 
 def rank_case(case: dict[str, Any], embedder, top_k: int = TOP_K,
-              min_score: float | None = None) -> list[int]:
-    """Indices of the facts recall would inject for one case, best first."""
+              min_score: float | None = None, examples=None) -> list[int]:
+    """Indices of the facts recall would inject for one case, best first. ``examples``: the
+    labelled recall cases the responder votes with (``RecallExamples``; None: none)."""
     facts_in = case["contact_facts"]
     passages = embedder.embed_passages([fact_passage_text(f["memory_type"], f["content"])
                                         for f in facts_in])
@@ -46,12 +47,18 @@ def rank_case(case: dict[str, Any], embedder, top_k: int = TOP_K,
              for i, f in enumerate(facts_in)]
     return [s.fact.id for s in score_memories(query, facts, unit_id=None, top_k=top_k,
                                               min_score=min_score, query_text=case["query"],
-                                              part_vecs=part_vecs)]
+                                              part_vecs=part_vecs, examples=examples)]
 
 
 def rank_cases(cases: Iterable[dict[str, Any]], embedder, top_k: int = TOP_K,
-               min_score: float | None = None) -> list[dict[str, Any]]:
-    return [{"case_id": c["case_id"], "top": rank_case(c, embedder, top_k, min_score)}
+               min_score: float | None = None, path: str | Path | None = None) -> list[dict[str, Any]]:
+    """Each case ranked as the responder would, with the labelled recall cases it votes with;
+    ``path``: the file the cases come from, whose own set is left out of them when it is one
+    (``RecallExamples.leaving_out``)."""
+    from streams.respond.recall_examples import RecallExamples
+
+    examples = RecallExamples.leaving_out(embedder, path)
+    return [{"case_id": c["case_id"], "top": rank_case(c, embedder, top_k, min_score, examples)}
             for c in cases]
 
 
@@ -72,7 +79,7 @@ def register(app: typer.Typer) -> None:
              top_k: int = typer.Option(TOP_K, "--top-k")) -> None:
         """Print, per recall case, the indices of the facts recall would inject."""
         embedder = build_configured_embedder(provider, model)
-        for row in rank_cases(load_cases(file), embedder, top_k=top_k):
+        for row in rank_cases(load_cases(file), embedder, top_k=top_k, path=file):
             typer.echo(json.dumps(row, ensure_ascii=False))
 
 

@@ -94,10 +94,12 @@ def message_parts(text: str) -> list[str]:
 def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[MemoryFact],
                    unit_id: int | None, top_k: int = TOP_K,
                    min_score: float | None = DEFAULT_MIN_SCORE,
-                   query_text: str | None = None, part_vecs=None) -> list[ScoredFact]:
+                   query_text: str | None = None, part_vecs=None, examples=None) -> list[ScoredFact]:
     """The at most ``top_k`` compatible facts, best first (ties: higher confidence, lower id).
     ``part_vecs``: vectors of the message's parts (``message_parts``): a fact matching one part
-    well scores by that part too (``PART_WEIGHT`` of its excess over the whole message)."""
+    well scores by that part too (``PART_WEIGHT`` of its excess over the whole message).
+    ``examples``: labelled recall cases (``recall_examples.RecallExamples``): a fact like one that
+    queries like this message needed scores their vote more."""
     evidence = word_evidence(query_text, [f.content for f in facts]) if query_text else None
     q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
     qn = float(np.linalg.norm(q))
@@ -112,9 +114,13 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
             parts = None
     live = [(k, sim, sim + (evidence[k] if evidence is not None else 0.0))
             for k, sim in _similarities(q, facts, unit_id, parts)]   # (index, similarity, + word evidence)
+    if examples is not None and live:
+        votes = examples.votes(q, [facts[k].content for k, _, _ in live], [facts[k].embedding for k, _, _ in live])
+        live = [(k, sim, b + v) for (k, sim, b), v in zip(live, votes)]
     if query_text and not talks_payment(query_text):
         live = [(k, sim, b - PAYMENT_OFF if is_payment_fact(facts[k]) else b) for k, sim, b in live]
-    live = [(k, sim, b - HISTORY_OFF if is_history(facts[k].content) else b) for k, sim, b in live]
+    if not (query_text and looks_back(query_text)):
+        live = [(k, sim, b - HISTORY_OFF if is_history(facts[k].content) else b) for k, sim, b in live]
     if query_text and talks_place(query_text):
         live = [(k, sim, b + PLACE_BONUS if is_place_fact(facts[k].content) else b) for k, sim, b in live]
     if query_text and asks_usual(query_text):
@@ -209,6 +215,17 @@ def is_history(content: str) -> bool:
     return bool(_PAST.search(fold(content)))
 
 
+def looks_back(query_text: str) -> bool:
+    """The message itself speaks of how things were ("como antigamente", "eu ia sempre na outra
+    unidade", "quando eu morava no centro"): the history facts are what it asks about, so they are
+    not kept below the current ones. Read with the same past-tense pattern as the facts, but for
+    "tava"/"estava" ("tava vendo aqui", "a pizza de ontem tava boa": what just happened)."""
+    return any(w not in _JUST_NOW for w in _PAST.findall(normalize_chat(query_text)))
+
+
+_JUST_NOW = frozenset({"estava", "estavam", "tava", "tavam"})
+
+
 def fact_passage_text(memory_type: str, content: str) -> str:
     """The text a fact is embedded from (learning and ranking must agree).
 
@@ -227,7 +244,8 @@ for _w in _SPECIES_OF:
 NAME_BONUS = 0.15      # a name the customer typed, found in the fact
 PAYMENT_OFF = 0.1      # a payment fact when the message says nothing about paying
 HISTORY_OFF = 0.1      # a fact told in the past imperfect or about an ex: a superseded state (``is_history``)
-OTHER_PARTY = 0.08     # the customer refers to someone, and the fact is about another person or pet
+OTHER_PARTY = 0.08     # the customer refers to someone, and the fact is about another person or pet (or,
+#                        speaking only of themself, about anyone: ``speaks_of_self``)
 ANCHOR_LIFT = 0.5      # share of the gap to the best fact about a person that the fact introducing them closes
 ANCHOR_MIN = 0.15      # ... when that fact itself matches the message at least this well
 PLACE_BONUS = 0.08     # where the customer lives or goes, when the message is about a place
@@ -237,11 +255,34 @@ LINK_BONUS = 0.08      # the fact names a person of that role
 WORD_BONUS = 0.04      # per rare content word shared (stemmed)
 
 
-def _names(text: str) -> set[str]:
-    """Capitalised words that are not the first of the text (people, pets, places)."""
+_WORD = re.compile(r"[A-Za-zÀ-ÿ]+")
 
-    words = re.findall(r"[A-Za-zÀ-ÿ]+", text)
-    return {fold(w) for k, w in enumerate(words) if k > 0 and w[0].isupper() and len(w) > 2}
+
+def _names(text: str) -> set[str]:
+    """Capitalised words that are not the first of the text (people, pets, places). In a run of
+    capitalised words the first one names the kind ("Suíte Orquídea", "Vila Nova", "Tarde Aurora",
+    "Dra Helena"), not the one: a customer's "qual suíte" or "fim da tarde" is no name of it."""
+    words = list(_WORD.finditer(text))
+    out = set()
+    for k, m in enumerate(words):
+        w = m.group()
+        if k == 0 or not w[0].isupper() or len(w) <= 2:
+            continue
+        nxt = words[k + 1] if k + 1 < len(words) else None
+        if nxt is not None and nxt.group()[0].isupper() and not text[m.end():nxt.start()].strip():
+            continue   # the head of a multi-word name
+        out.add(fold(w))
+    return out
+
+
+SELF_WORDS = frozenset({"mim", "eu", "me", "comigo", "estou", "to"})   # chat: "tô"/"to"/"tou" = "estou"
+_THIRD_PERSON = frozenset({"ele", "ela", "eles", "elas", "dele", "dela", "deles", "delas", "nele", "nela"})
+
+
+def speaks_of_self(words: Sequence[str]) -> bool:
+    """The customer speaks of themself ("pra mim", "eu curto", "me dá enxaqueca", "comigo", "tô com
+    dor nas costas") and of no one else ("um vinho pra mim e algo pra ela" speaks of two)."""
+    return any(w in SELF_WORDS for w in words) and not any(w in _THIRD_PERSON for w in words)
 
 
 _COUPLE_WORDS = frozenset({"juntos", "juntas", "casal", "nosso", "nossos", "nossas"})
@@ -352,9 +393,10 @@ class _Profile:
 @functools.lru_cache(maxsize=16384)
 def _profile(content: str) -> _Profile:
     words = tuple(fold(content).split())
-    return _Profile(words, frozenset(words), frozenset(_names(content)),
+    names = frozenset(_names(content))
+    return _Profile(words, frozenset(words), names,
                     frozenset(stem(w) for w in words if w not in STOPWORDS and len(w) > 2),
-                    frozenset(_roles(words)),
+                    frozenset(_roles([w if w not in names else "" for w in words])),  # "o instrutor Neto": a name
                     frozenset(_SPECIES_OF[w] for w in words if w in _SPECIES_OF), pet_gender(words))
 
 
@@ -419,11 +461,14 @@ def word_evidence(query_text: str, contents: Sequence[str]) -> list[float]:
     # when the customer refers to someone, a fact about another of them is about someone else
     people = set().union(*intros) if contents else set()
     refers = bool(q_roles or (q_words & all_names))
+    about_self = not refers and speaks_of_self(q_list)
     out = []
     rare = max(1, max(1, len(contents)) // 3)
     for f, names, h in zip(profiles, fact_names, held):
         bonus = 0.0
         if refers and names & people and not names & people & linked and not h and not f.roles & near:
+            bonus -= OTHER_PARTY
+        if about_self and ((names & people) or f.roles):   # "pra mim": not the partner's or the kid's fact
             bonus -= OTHER_PARTY
         if names & q_words:
             bonus += NAME_BONUS

@@ -176,6 +176,11 @@ def register(app, settings, container, roles, *, batch_agent, state) -> None:
                 await asyncio.to_thread(embedder.embed_queries, ["olá"])
             except EmbeddingError as e:
                 log.warning("respond: embedder %s not ready at start: %s", embedder.name, e)
+        if deps.recall_examples is not None:   # the labelled recall cases' vectors, once
+            try:
+                await asyncio.to_thread(deps.recall_examples.warm)
+            except EmbeddingError as e:
+                log.warning("respond: recall examples not embedded at start: %s", e)
         await edges_ready(state)  # the DLQ producer is started by the Edges service
         runner = RespondRunner(deps, state["producer"], state["dlq"], outbound,
                                base_delay=settings.dependency_backoff_base,

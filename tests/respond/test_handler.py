@@ -224,3 +224,20 @@ def test_an_item_only_mentioned_inside_another_items_line_brings_its_own_line():
     msg = inbound("quanto custa o ouro?")
     got = asyncio.run(_named_item_line(msg, msg.text, [_as_chunk(ouro), _as_chunk(other)], lexical, 2))
     assert [c.text for c in got] == [ouro[3], other[3]]
+
+
+def test_recall_votes_with_the_responders_labelled_examples():
+    class Vote:  # the labelled examples' port: it gets the message's vector and every live fact
+        def __init__(self):
+            self.seen = []
+
+        def votes(self, q, contents, vectors):
+            self.seen.append(list(contents))
+            return [1.0 if c == "Prefere a suíte Master com piscina" else 0.0 for c in contents]
+
+    deps, _, _ = make(inbox=InboxConfig(1101, rag_distance_threshold=0.9))
+    plain = run(respond(inbound("Quanto custa o pernoite na suíte Luxo?", unit_id=12), deps)).reply.memory_ids
+    deps.recall_examples = Vote()
+    voted = run(respond(inbound("Quanto custa o pernoite na suíte Luxo?", unit_id=12, message_id="m2"), deps))
+    assert plain[0] == 2 and voted.reply.memory_ids[0] == 1   # the vote put the preference first
+    assert deps.recall_examples.seen and "Alérgico a frutos do mar" not in deps.recall_examples.seen[0]

@@ -197,3 +197,60 @@ def test_history_facts_rank_below_current_ones():
         assert f.embedding == facts[0].embedding
     top = score_memories([1.0, 0.0], facts, None, query_text="sai do trabalho agora")
     assert [s.fact.id for s in top] == [1, 0]
+
+
+def test_the_head_of_a_multi_word_name_is_its_kind_not_a_name():
+    from streams.respond.recall import _names, word_evidence
+
+    assert _names("A amiga Lia adora a Suíte Orquídea") == {"lia", "orquidea"}
+    assert _names("Prefere a unidade Vila Nova") == {"nova"} and _names("Usa a Tarde Aurora") == {"aurora"}
+    assert _names("Leva o Thor, Bob e Mel") == {"thor", "bob", "mel"}   # a list is not one name
+    facts = ["A amiga Lia adora a Suíte Orquídea", "Gosta de ofurô", "Usa a Tarde Aurora"]
+    ev = word_evidence("qual suite vc me indica? chego no fim da tarde", facts)
+    assert ev[0] < 0.1 and ev[2] < 0.1          # "suite" and "tarde" name no one
+    assert word_evidence("quero a orquídea de novo", facts)[0] >= 0.15   # the name itself still does
+
+
+def test_a_message_that_looks_back_keeps_the_history_facts():
+    from streams.respond.recall import looks_back, score_memories
+
+    assert looks_back("ainda posso deixar a carreta no posto, como antigamente?")
+    assert looks_back("eu morava no centro, vcs ainda entregam la?")
+    assert not looks_back("tava vendo aqui com meu namorado") and not looks_back("reserva a de sempre")
+    facts = _facts(("contexto_pessoal", "Era caminhoneiro"), ("contexto_pessoal", "Aposentou-se"))
+    # same vector: the history rule alone orders them; looking back, the order is by id (a tie)
+    assert [s.fact.id for s in score_memories([1.0, 0.0], facts, None, query_text="sai do trabalho")] == [1, 0]
+    top = score_memories([1.0, 0.0], facts, None, query_text="posso parar aí como antigamente?")
+    assert top[0].score == top[1].score
+
+
+def test_speaking_only_of_oneself_puts_other_peoples_facts_below():
+    from streams.respond.recall import speaks_of_self, word_evidence
+
+    assert speaks_of_self("qnd da pra eu ir ai".split()) and speaks_of_self("tem algo pra mim".split())
+    assert speaks_of_self("to com aquela dor nas costas".split())
+    assert not speaks_of_self("um vinho pra mim e algo pra ela".split())   # two people
+    assert not speaks_of_self("quero reservar sabado".split())
+    facts = ["É enfermeira e trabalha de dia", "O companheiro Rafa odeia coco", "A filha Alice é alérgica a leite",
+             "Tem uma filha chamada Alice"]
+    ev = word_evidence("qnd da pra eu ir ai degustar?", facts)
+    assert ev[0] == 0 and ev[1] < 0 and ev[2] < 0 and ev[3] < 0
+    assert word_evidence("qnd da pra ir ai degustar?", facts) == [0, 0, 0, 0]   # no one said: no rule
+
+
+def test_a_capitalised_relation_word_is_a_name():
+    from streams.respond.recall import _profile
+
+    assert _profile("Elogiou o instrutor Neto, paciente").roles == frozenset()   # Neto, not a grandson
+    assert _profile("O neto adora pizza").roles == {"child"}
+
+
+def test_friends_siblings_and_relatives_are_other_parties():
+    from streams.respond.recall import word_evidence
+
+    facts = ["O filho Caíque é alérgico a amendoim", "O sobrinho Lucas gosta de pizza doce",
+             "A amiga Lia adora a Suíte Orquídea", "A irmã Edna adora champanhe"]
+    ev = word_evidence("vou pedir uma doce pro meu pequeno", facts)
+    assert ev[0] > 0 and ev[1] < 0            # the nephew is not "meu pequeno"
+    ev = word_evidence("a minha amiga vem junto, o que ela gosta?", facts)
+    assert ev[2] > 0 and ev[0] < 0 and ev[3] < 0

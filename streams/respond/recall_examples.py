@@ -1,0 +1,224 @@
+"""Labelled recall cases as evidence at query time: what queries like this one needed.
+
+The hand-built score (``streams.respond.recall``) reads the message's words and its cosine with
+each fact; what it cannot read is an inference a person makes ("quero um quarto sossegado" needs
+"Tem sono leve"; "tem rampa?" needs "Usa cadeira de rodas"; "uma doce pro otavio" needs "O marido é
+diabético"). Writers of the same businesses label such pairs over and over, so the labelled recall
+cases (``data/recall_examples.jsonl``: per case the query, the facts marked relevant and the others)
+are kept as a memory of (fact, query, relevant?) pairs, and a fact scores
+
+    ``BETA`` × (best cosine of the message with a query for which a *similar* fact was relevant
+               − best cosine with a query for which a similar fact was not)
+
+more, where *similar* is a fact cosine of at least ``TAU`` (0 when no similar fact was ever relevant).
+It is a nearest-neighbour vote in (fact, query) space, learnt from labels, never from hand-listed
+words. Cost: the labelled facts similar to a fact are found once per fact text and cached (a
+contact's facts come back message after message); per message it is one product of the message's
+vector with the labelled queries (a few hundred), no second embedding and no model call.
+
+Measured leave-one-set-out (each readable set scored with its own cases left out of the memory):
+``python -m streams.respond.evaluate_recall --loso``. The evaluation (``streams.evaluation``,
+``memoria rank`` via ``evaluate_recall``) always leaves the scored file's own sets out, so its
+recall figures stay out-of-sample. Rebuild the data file from the readable folders with
+``python -m streams.respond.recall_examples`` (never from a reserved set).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+EXAMPLES_FILE = Path(__file__).with_name("data") / "recall_examples.jsonl"
+TAU = 0.8      # a labelled fact at least this similar to the fact (USE cosine) is "a fact like it"
+BETA = 0.1     # weight of the vote (in cosine units, like the other bonuses of ``score_memories``)
+_CACHE_MAX = 16384
+
+# the readable recall sets the data file is built from (``build``); the reserved ones never are
+READABLE = {"dev": "examples/dev/recall.jsonl", "train": "examples/train/recall.jsonl",
+            "probe_a": "examples/probe_a/recall.jsonl", "probe_c": "examples/probe_c/recall.jsonl",
+            "probe_i": "examples/probe_i/recall.jsonl", "probe_j": "examples/probe_j/recall.jsonl",
+            "written": "tests/respond/data/recall_written.jsonl"}
+
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def source_of(path: str | Path | None) -> set[str]:
+    """The readable set(s) ``path`` (a recall.jsonl or its folder) is, by location."""
+    if path is None:
+        return set()
+    p = Path(path)
+    p = (p / "recall.jsonl" if p.is_dir() else p).resolve()
+    return {s for s, rel in READABLE.items() if (REPO_ROOT / rel).resolve() == p}
+
+
+def load_cases(path: str | Path = EXAMPLES_FILE) -> list[dict]:
+    p = Path(path)
+    if not p.exists():
+        return []
+    with open(p, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def cases_from_recall(source: str, recall_cases: Iterable[dict]) -> list[dict]:
+    """Recall cases (``contact_facts`` + ``relevant`` indices) as example cases of ``source``."""
+    out = []
+    for c in recall_cases:
+        rel = set(c.get("relevant", []))
+        facts = c["contact_facts"]
+        out.append({"source": source, "case_id": c["case_id"], "query": c["query"],
+                    "relevant": [f["content"] for i, f in enumerate(facts) if i in rel],
+                    "other": [f["content"] for i, f in enumerate(facts) if i not in rel]})
+    return out
+
+
+def _unit(m: np.ndarray) -> np.ndarray:
+    m = np.asarray(m, dtype=np.float32)
+    if m.ndim == 1:
+        n = float(np.linalg.norm(m))
+        return m / n if n else m
+    n = np.linalg.norm(m, axis=1, keepdims=True)
+    return m / np.where(n == 0, 1.0, n)
+
+
+_VECTORS: dict[tuple[str, str, str], np.ndarray] = {}   # (embedder, "q"|"p", text) → vector, per process
+_VECTORS_LOCK = threading.Lock()
+
+
+def _embed(embedder, kind: str, texts: Sequence[str]) -> np.ndarray:
+    name = getattr(embedder, "name", repr(embedder))
+    with _VECTORS_LOCK:
+        todo = [t for t in dict.fromkeys(texts) if (name, kind, t) not in _VECTORS]
+    if todo:
+        vecs = (embedder.embed_queries if kind == "q" else embedder.embed_passages)(list(todo))
+        with _VECTORS_LOCK:
+            for t, v in zip(todo, vecs):
+                _VECTORS[(name, kind, t)] = _unit(np.asarray(v, dtype=np.float32).reshape(-1))
+    with _VECTORS_LOCK:
+        return np.stack([_VECTORS[(name, kind, t)] for t in texts]) if texts else np.zeros((0, 0), np.float32)
+
+
+class RecallExamples:
+    """The memory of labelled (fact, query, relevant?) pairs (see the module docstring).
+
+    ``exclude_sources``: sets left out (the evaluation leaves out the set it scores). The examples
+    are embedded lazily once per embedder (``warm`` does it ahead of the first message)."""
+
+    def __init__(self, embedder, cases: Sequence[dict] | None = None, exclude_sources: Iterable[str] = (),
+                 tau: float = TAU, beta: float = BETA):
+        self.embedder = embedder
+        drop = set(exclude_sources)
+        self.cases = [c for c in (load_cases() if cases is None else cases) if c.get("source") not in drop]
+        self.tau, self.beta = tau, beta
+        self._lock = threading.Lock()
+        self._ready = False
+        self._queries = np.zeros((0, 0), np.float32)
+        self._facts = np.zeros((0, 0), np.float32)
+        self._pos: np.ndarray | None = None   # (facts, queries): the fact was relevant to the query
+        self._neg: np.ndarray | None = None   # ... labelled not relevant
+        self._near: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+
+    @classmethod
+    def leaving_out(cls, embedder, path: str | Path | None) -> "RecallExamples | None":
+        """The memory without the set read from ``path`` (a recall file or its folder), if it is one
+        of the sets the data file was built from: an honest figure for it. Any other file (a
+        reserved set, a new one) is scored with every example, as the responder would. None when
+        the setting ``recall_examples`` is off (``MEMORIA_RECALL_EXAMPLES=0``)."""
+        from streams.settings import Settings
+
+        if not Settings().recall_examples:
+            return None
+        return cls(embedder, exclude_sources=source_of(path))
+
+    def warm(self) -> None:
+        self._ensure()
+
+    def _ensure(self) -> None:
+        if self._ready:
+            return
+        with self._lock:
+            if self._ready:
+                return
+            queries = list(dict.fromkeys(c["query"] for c in self.cases))
+            facts = list(dict.fromkeys(f for c in self.cases for f in c["relevant"] + c["other"]))
+            if queries and facts:
+                qi = {q: i for i, q in enumerate(queries)}
+                fi = {f: i for i, f in enumerate(facts)}
+                pos = np.zeros((len(facts), len(queries)), dtype=bool)
+                neg = np.zeros_like(pos)
+                for c in self.cases:
+                    for f in c["relevant"]:
+                        pos[fi[f], qi[c["query"]]] = True
+                    for f in c["other"]:
+                        neg[fi[f], qi[c["query"]]] = True
+                self._queries = _embed(self.embedder, "q", queries)
+                self._facts = _embed(self.embedder, "p", facts)
+                self._pos, self._neg = pos, neg
+            self._ready = True
+
+    def _neighbours(self, content: str, vec) -> tuple[np.ndarray, np.ndarray]:
+        """Indices of the labelled queries a fact like this one was relevant / not relevant to,
+        each list opened by the index one past the last query (``_segment_max``'s sentinel);
+        cached per fact text, so the vector is read only the first time."""
+        hit = self._near.get(content)
+        if hit is not None:
+            return hit
+        end = np.array([self._queries.shape[0]], dtype=np.int64)
+        e = np.asarray(vec, dtype=np.float32).reshape(-1) if vec is not None else np.zeros(0, np.float32)
+        if e.shape[0] != self._facts.shape[1]:
+            return end, end   # another model's vector: no vote (and nothing cached)
+        near = (self._facts @ _unit(e)) >= self.tau
+        if near.any():
+            pos = np.concatenate((end, np.flatnonzero(self._pos[near].any(axis=0))))
+            neg = np.concatenate((end, np.flatnonzero(self._neg[near].any(axis=0))))
+        else:
+            pos = neg = end
+        self._near[content] = (pos, neg)
+        if len(self._near) > _CACHE_MAX:
+            self._near.popitem(last=False)
+        return pos, neg
+
+    def votes(self, query_unit: np.ndarray, contents: Sequence[str],
+              vectors: Sequence[np.ndarray]) -> list[float]:
+        """Per fact, ``beta`` × (best cosine with a query a fact like it was relevant to − best
+        with one it was not); 0 without such a relevant example or with a vector of another size.
+        ``query_unit``: the message's unit vector."""
+        self._ensure()
+        if self._pos is None or not len(contents) or query_unit.shape[0] != self._queries.shape[1]:
+            return [0.0] * len(contents)
+        # the message's cosine with every labelled query, and a last slot (-inf / 0) that opens each
+        # fact's list so that an empty one reads "none": one reduceat per side for all the facts
+        sims = self._queries @ query_unit
+        pairs = [self._neighbours(c, v) for c, v in zip(contents, vectors)]
+        best_pos = _segment_max(np.append(sims, np.float32(-np.inf)), [p for p, _ in pairs])
+        best_neg = _segment_max(np.append(sims, np.float32(0.0)), [n for _, n in pairs])
+        return [self.beta * float(p - n) if p != -np.inf else 0.0 for p, n in zip(best_pos, best_neg)]
+
+
+def _segment_max(values: np.ndarray, segments: Sequence[np.ndarray]) -> np.ndarray:
+    """max of ``values`` over each (never empty) list of indices."""
+    lens = np.fromiter((s.size for s in segments), dtype=np.int64, count=len(segments))
+    starts = np.concatenate(([0], np.cumsum(lens)[:-1]))
+    return np.maximum.reduceat(values[np.concatenate(segments)], starts)
+
+
+# ------------------------------------------------------------------ offline command
+def build(root: Path = Path("."), sources: dict[str, str] | None = None, out: Path = EXAMPLES_FILE) -> int:
+    """Write the data file from the readable recall sets; returns the number of cases."""
+    rows = []
+    for source, rel in (sources or READABLE).items():
+        path = root / rel
+        if path.exists():
+            with open(path, encoding="utf-8") as f:
+                rows += cases_from_recall(source, [json.loads(line) for line in f if line.strip()])
+    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return len(rows)
+
+
+if __name__ == "__main__":   # python -m streams.respond.recall_examples: rebuild the data file
+    print(f"{build()} cases → {EXAMPLES_FILE}")

@@ -1,0 +1,105 @@
+"""Labelled recall cases vote for the facts queries like the message needed (``RecallExamples``)."""
+
+import numpy as np
+
+from streams.respond.recall import MemoryFact, score_memories
+from streams.respond.recall_examples import RecallExamples, cases_from_recall, load_cases
+
+
+class TableEmbedder:
+    """Fixed vectors per text (queries and passages alike): the test says what is near what."""
+
+    name = "table"
+
+    def __init__(self, table):
+        self.table = {k: np.asarray(v, dtype=np.float32) for k, v in table.items()}
+        self.calls = 0
+
+    def embed_queries(self, texts):
+        self.calls += 1
+        return np.stack([self.table[t] for t in texts])
+
+    embed_passages = embed_queries
+
+
+# axes: 0 "quiet room" queries, 1 "sleeps lightly" facts, 2 "likes pizza" facts, 3 other queries, 4 dates
+TABLE = {
+    "quero um quarto quietinho": [1, 0, 0, 0, 0],          # labelled query
+    "tem pizza doce?": [0, 0, 0, 1, 0],                    # labelled query
+    "Tem sono leve": [0, 1, 0, 0, 0],                      # labelled fact, relevant to the quiet room
+    "Gosta de pizza de calabresa": [0, 0, 1, 0, 0],        # labelled fact, irrelevant to the quiet room
+    "quarto sossegado hj": [0.95, 0, 0, 0.31, 0],          # a new message, like the quiet-room query
+    "Dorme mal com barulho": [0, 0.95, 0.31, 0, 0],        # a new fact, like "Tem sono leve"
+    "Pede pizza de calabresa": [0, 0.1, 0.99, 0, 0],       # a new fact, like the irrelevant one
+    "Faz aniversário em maio": [0.2, 0, 0, 0, 0.98],       # like nothing labelled (a little like the message)
+}
+CASES = [
+    {"source": "a", "case_id": "a1", "query": "quero um quarto quietinho",
+     "relevant": ["Tem sono leve"], "other": ["Gosta de pizza de calabresa"]},
+    {"source": "b", "case_id": "b1", "query": "tem pizza doce?",
+     "relevant": ["Gosta de pizza de calabresa"], "other": ["Tem sono leve"]},
+]
+
+
+def _unit(v):
+    v = np.asarray(v, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_a_fact_like_one_such_queries_needed_gets_the_vote():
+    emb = TableEmbedder(TABLE)
+    ex = RecallExamples(emb, CASES, tau=0.8, beta=0.1)
+    facts = ["Dorme mal com barulho", "Pede pizza de calabresa", "Faz aniversário em maio"]
+    votes = ex.votes(_unit(TABLE["quarto sossegado hj"]), facts, [_unit(TABLE[f]) for f in facts])
+    assert votes[0] > 0.05          # like "Tem sono leve", which the quiet-room query needed
+    assert votes[1] < 0             # like a fact that query did not need (and only a pizza query did)
+    assert votes[2] == 0.0          # like no labelled fact: no vote
+    calls = emb.calls
+    ex.votes(_unit(TABLE["quarto sossegado hj"]), facts, [_unit(TABLE[f]) for f in facts])
+    assert emb.calls == calls       # the examples are embedded once, the neighbours cached per fact
+    # a vector of another size is not read
+    assert ex.votes(_unit(TABLE["quarto sossegado hj"]), ["Outro fato"], [np.ones(3)]) == [0.0]
+
+
+def test_the_vote_reorders_recall_and_leaving_a_set_out_removes_its_votes():
+    emb = TableEmbedder(TABLE)
+    q = TABLE["quarto sossegado hj"]
+    facts = [MemoryFact(id=k, memory_type="preferencia", content=c, confidence=1.0, scope="global",
+                        source_unit_id=None, embedding=TABLE[c])
+             for k, c in enumerate(["Faz aniversário em maio", "Dorme mal com barulho"])]
+    plain = score_memories(q, facts, None, query_text="quarto sossegado hj")
+    assert [s.fact.id for s in plain] == [0, 1]       # the cosine alone prefers the birthday
+    voted = score_memories(q, facts, None, query_text="quarto sossegado hj",
+                           examples=RecallExamples(emb, CASES, tau=0.8, beta=0.5))
+    assert [s.fact.id for s in voted] == [1, 0]       # the labelled quiet-room case says sleep
+    assert voted[0].similarity == plain[1].similarity  # the similarity reported stays the cosine
+    without_a = RecallExamples(emb, CASES, exclude_sources={"a"}, tau=0.8, beta=0.5)
+    assert [s.fact.id for s in score_memories(q, facts, None, query_text="quarto sossegado hj",
+                                              examples=without_a)] == [0, 1]
+
+
+def test_shipped_examples_come_from_readable_sets_and_evaluation_leaves_its_own_out(monkeypatch):
+    rows = load_cases()
+    assert rows and {r["source"] for r in rows} <= {"dev", "train", "probe_a", "probe_c", "written",
+                                                    "probe_i", "probe_j", "probe_h"}
+    assert all(r["query"] and (r["relevant"] or r["other"]) for r in rows)
+    from streams.respond.recall_examples import REPO_ROOT, source_of
+
+    monkeypatch.setenv("MEMORIA_RECALL_EXAMPLES", "1")
+    left = RecallExamples.leaving_out(TableEmbedder({}), REPO_ROOT / "examples" / "dev")
+    assert left.cases and not any(c["source"] == "dev" for c in left.cases)
+    assert source_of(REPO_ROOT / "examples/train/recall.jsonl") == {"train"}
+    assert source_of(REPO_ROOT / "examples" / "heldout") == set() and source_of(None) == set()
+    got = cases_from_recall("x", [{"case_id": "c", "query": "q", "relevant": [1],
+                                   "contact_facts": [{"memory_type": "t", "content": "f0"},
+                                                     {"memory_type": "t", "content": "f1"}]}])
+    assert got == [{"source": "x", "case_id": "c", "query": "q", "relevant": ["f1"], "other": ["f0"]}]
+
+
+def test_the_setting_turns_the_vote_off(monkeypatch):
+    from streams.respond.recall_examples import REPO_ROOT
+
+    monkeypatch.setenv("MEMORIA_RECALL_EXAMPLES", "0")
+    assert RecallExamples.leaving_out(TableEmbedder({}), REPO_ROOT / "examples" / "dev") is None
+    monkeypatch.setenv("MEMORIA_RECALL_EXAMPLES", "1")
+    assert RecallExamples.leaving_out(TableEmbedder({}), None) is not None
