@@ -263,7 +263,8 @@ def test_no_fact_from_any_instruction_message_of_the_corpora(extractor):
     from streams.learn import train_extractor as T
     from streams.learn.fixtures import transcript_of
 
-    paths = (DEV_DIR / "conversations.jsonl",) + T.WRITTEN_FILES + (T.WRITTEN.parent / "conversations_unseen.jsonl",)
+    paths = ((DEV_DIR / "conversations.jsonl",) + tuple(T._written_paths(T.WRITTEN_FILES))
+             + (T.WRITTEN.parent / "conversations_unseen.jsonl",))
     seen = 0
     for path in paths:
         for row in read_jsonl(path):
@@ -354,7 +355,7 @@ def test_written_training_conversations_follow_the_corpus_rules(tmp_path):
 
     from streams.learn import train_extractor as T
 
-    for path in T.WRITTEN_FILES + (T.WRITTEN.parent / "conversations_unseen.jsonl",):
+    for path in tuple(T._written_paths(T.WRITTEN_FILES)) + (T.WRITTEN.parent / "conversations_unseen.jsonl",):
         (tmp_path / "conversations.jsonl").write_bytes(path.read_bytes())
         out = subprocess.run([sys.executable, str(Path(DEV_DIR).parent / "check_corpus.py"), str(tmp_path)],
                              capture_output=True, text=True)
