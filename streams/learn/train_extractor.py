@@ -89,11 +89,12 @@ WRITTEN = Path(__file__).resolve().parents[2] / "tests" / "learn" / "data" / "co
 #: one-off requests, instructions to the agent): ``examples/train/``, never scored.
 TRAIN_MORE = Path(__file__).resolve().parents[2] / "examples" / "train" / "conversations.jsonl"
 #: Conversations written blind to the code by writers the model had never read (issue 13's
-#: probe_i and probe_j): each one more source of the cross-source figures, training side only.
-#: A file that is not there is skipped.
+#: probe_i and probe_j). Measured as training sources (``--written`` … these) and **not** in the
+#: default: trained with them the extractor scored lower on the validation writer probe_k
+#: (docs/quality-log.md, "extraction from new writers"), so ``make train`` leaves them out.
 PROBES = tuple(Path(__file__).resolve().parents[2] / "examples" / f"probe_{x}" / "conversations.jsonl"
                for x in ("i", "j"))
-WRITTEN_FILES = (WRITTEN, TRAIN_MORE) + PROBES
+WRITTEN_FILES = (WRITTEN, TRAIN_MORE)
 THRESHOLD_GRID = tuple(round(x, 2) for x in np.arange(0.2, 0.96, 0.05))
 MATCH = 0.5
 
