@@ -6,7 +6,8 @@ How it proposes facts for one conversation:
    (sentence ends, commas, semicolons, emojis, laughter, "mas", "pq", "então"...);
    a candidate is a run of one to ``MAX_WINDOW`` consecutive clauses, cut from the
    original text, so its evidence is a substring of what the customer wrote by
-   construction. Messages that instruct the agent yield no candidate at all: the
+   construction; a possessive mention ("minha namorada", "meu filho Pedro") inside a
+   clause is a candidate too. Messages that instruct the agent yield no candidate at all: the
    explicit guard (``normalise.is_instruction``) or a message-level classifier learnt
    from the corpus's ``"instruction": true`` flags (its threshold chosen by CV).
 2. **Features**: the sentence embedding of the span (USE multilingual, the memory
@@ -121,8 +122,33 @@ def clauses(text: str) -> list[tuple[int, int]]:
     return out
 
 
+# A possessive noun phrase: an optional article, a possessive determiner, the next word, and a
+# capitalised name after it when there is one ("a minha esposa", "meu filho Pedro", "minha gata,
+# Nina"). Matched on the folded text (same length as the original); the name's capital is read
+# in the original.
+_POSSESSIVE = re.compile(r"\b(?:(?:a|o|as|os)\s+)?(?:meu|minha|meus|minhas|nosso|nossa|nossos|nossas)\s+\w+")
+_NAME_AFTER = re.compile(r",?\s+(\w+)")
+
+
+def mention_spans(text: str) -> list[tuple[int, int]]:
+    """Bounds of the possessive noun phrases of ``text``: the person, pet or thing the customer
+    names as theirs, a candidate of its own when a clause says more than the mention ("sou
+    vegetariano e minha namorada é vegana": the clause cannot match a gold evidence that is only
+    "minha namorada"). Whether a mention states a fact is the classifier's call, as for clauses."""
+    folded = fold(text)
+    out = []
+    for m in _POSSESSIVE.finditer(folded):
+        end = m.end()
+        name = _NAME_AFTER.match(text, end)
+        if name and name.group(1)[:1].isupper():
+            end = name.end()
+        out.append((m.start(), end))
+    return out
+
+
 def candidate_spans(text: str, message_index: int = 0, max_window: int = MAX_WINDOW) -> list[Span]:
-    """Runs of 1..max_window consecutive clauses; each a verbatim substring of ``text``."""
+    """Runs of 1..max_window consecutive clauses, plus the possessive mentions (``mention_spans``)
+    that are not a clause already; each a verbatim substring of ``text``."""
     cl = clauses(text)
     out = []
     for i in range(len(cl)):
@@ -133,6 +159,11 @@ def candidate_spans(text: str, message_index: int = 0, max_window: int = MAX_WIN
             piece = text[a:b].strip()
             if piece and len(piece) <= 400:
                 out.append(Span(message_index, a, a + len(piece), piece, w))
+    seen = {(s.start, s.end) for s in out}
+    for a, b in mention_spans(text):
+        if (a, b) not in seen:
+            seen.add((a, b))
+            out.append(Span(message_index, a, b, text[a:b], 1))
     return out
 
 
