@@ -34,11 +34,11 @@ async def edges_ready(state: dict) -> None:
 async def settle(work, name: str) -> None:
     """Run one batch to completion before Faust acknowledges its offsets.
 
-    Faust's ``take_events`` acknowledges a batch when its loop body exits, even
-    by an exception; so a batch is never abandoned half-way: on shutdown it is
-    finished first, and an unexpected error (a bug: handlers dead-letter what
-    they cannot process) ends the process at once, before any commit, so the
-    batch is redelivered after a restart instead of being lost.
+    ``consume_in_order`` acknowledges a batch only after this returns, and a batch
+    is never abandoned half-way: on shutdown it is finished first, and an
+    unexpected error (a bug: handlers dead-letter what they cannot process) ends
+    the process at once, before its acknowledgement and any commit, so the batch
+    is redelivered after a restart instead of being lost.
     """
     task = asyncio.ensure_future(work)
     try:
