@@ -11,6 +11,9 @@ instruções…" never changes a verdict):
   "hoje em dia", "voltou a", "largou", "parou/deixou de", "não … mais",
   "trocou", "passou a", "se formou", "saiu da", "terminou", "liberou"…),
   whatever the spelling (``normalize``: "ñ", "nao", "mto", "vc"…);
+* a repeated action ("pediu a pizza de novo", "dnv", "outra vez") without a
+  return to an earlier state ("voltou a fumar"): a repeat restates the old
+  fact more often than it ends it, so it is a feature of its own, not a change cue;
 * compatible-addition cues ("também", "continua", "ainda");
 * a flip of polarity, and how much of the old fact's content the new one repeats;
 * a fresh change cue in a new fact that repeats little of the old one (the new
@@ -47,9 +50,11 @@ _STOP = {
 #: ("agora", "passou a", "começou a") that often only add something new.
 STRONG_CUES = {"again", "stopped", "no_longer", "finished", "left", "ended", "cleared", "corrected"}
 WEAK_CUES = {"now", "switched", "started"}
+#: "repeat" ("de novo", "dnv", "outra vez") is neither: it has a feature of its own.
+REPEAT_CUE = "repeat"
 FEATURES = [
     "slot_update", "slot_negation", "strong_change", "weak_change", "addition", "polarity_flip", "overlap",
-    "complaint_cleared", "change_elsewhere",
+    "complaint_cleared", "change_elsewhere", "repeat",
 ]
 
 
@@ -68,7 +73,11 @@ class Pair:
 def features(pair: Pair) -> list[float]:
     old, new = L.strip_instructions(pair.old) or pair.old, L.strip_instructions(pair.new) or pair.new
     reason = pair.rules_reason
-    fresh = L.change_cues(new) - L.change_cues(old)
+    cues_new = L.change_cues(new)
+    fresh = cues_new - L.change_cues(old)
+    # "pediu de novo" repeats an action; "voltou a fumar (de novo)" returns to a state
+    repeat = REPEAT_CUE in fresh and "again" not in cues_new
+    fresh -= {REPEAT_CUE}
     addition = L.addition_cues(new)
     if addition:
         fresh -= WEAK_CUES  # "passou a pedir também": an addition, not a change
@@ -87,6 +96,7 @@ def features(pair: Pair) -> list[float]:
         # after "adora picanha"), as opposed to "agora são dois filhos" restating the old fact;
         # something started ("adotou um cachorro") adds to the old state more often than it ends it
         1.0 if fresh - {"started"} and not addition and overlap < 0.34 else 0.0,
+        1.0 if repeat else 0.0,
     ]
 
 

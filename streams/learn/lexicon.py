@@ -409,7 +409,12 @@ CHANGE_CUES: list[tuple[str, str]] = [
     ("now", r"\bagora\b|\bhoje em dia\b|\bhoje (?:eu )?(?:sou|moro|trabalho|estou|to|faco|como|uso|vivo)\b|atualmente|ultimamente|recentemente|de uns tempos (?:para|pra) ca|"
             r"daqui (?:para|pra) frente|a partir de agora|\bnow\b|nowadays|these days"),
     ("corrected", r"\bna verdade\b|\bcorrig\w+|\bme enganei\b|\bestava errad\w+|\bactually\b"),
-    ("again", r"\bvolt(?:ou|ei|amos|aram) (?:a|pro|pra|para o|para a|ao)\b|\bde novo\b|\bnovamente\b|\bagain\b"),
+    # back to an earlier state ("voltou a fumar", "retomou a dieta"): the state changed
+    ("again", r"\bvolt(?:ou|ei|amos|aram) (?:a|pro|pra|para o|para a|ao)\b|\bretom(?:ou|ei|amos|aram)\b|"
+              r"\bwent back to\b|\bresumed\b"),
+    # the same thing once more ("pediu a pizza de novo", "dnv", "outra vez"): a repeated action, which
+    # restates the old fact more often than it ends it; kept apart from "again" so the judge weighs it alone
+    ("repeat", r"\bd[ei]? ?novo\b|\bnovament\w*|(?<!\bda )(?<!\bna )(?<!\bduma )\boutra vez\b|\bmais uma vez\b|\bagain\b"),
     ("stopped", r"\bpar(?:ou|ei|amos|aram) de\b|\bdeix(?:ou|ei|amos|aram) de\b|\blarg(?:ou|uei|amos|aram)\b|\bdesist\w+|"
                 r"\bcans(?:ou|ei|amos|aram) d\w*|\benjo(?:ou|ei|amos|aram) d\w*|\babandon\w+|\bcort(?:ou|ei|amos) (?:o|a|os|as)\b|"
                 r"\bquit\b|\bstopped\b|\bgave up\b"),

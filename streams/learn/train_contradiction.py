@@ -1,18 +1,28 @@
-"""Train the offline contradiction judge on the development pairs (``make train``).
+"""Train the offline contradiction judge (``make train``).
 
-    python -m streams.learn.train_contradiction [--pairs FILE ...] [--out PATH]
+    python -m streams.learn.train_contradiction [--pairs FILE ...] [--out PATH] [--check]
 
-Trains on the development pairs (``examples/dev/contradictions.jsonl``) plus
-the pairs written for the project outside the corpus
+Trains on the development pairs (``examples/dev/contradictions.jsonl``), the
+pairs written for the project outside the corpus
 (``tests/learn/data/contradictions_written.jsonl`` and ``contradictions_written3.jsonl``:
 changes of state in chat spelling — diets, health, jobs, studies, payments, partners,
 addresses, pets, habits — and look-alike pairs that do not contradict: additions,
-refinements, the same fact restated, instructions hidden in a fact).
-``contradictions_written2.jsonl`` is never trained on: it checks the judge. Leave-one-out
-cross-validation picks the L2 strength and prints its accuracy; the model is
-then fitted on every pair and written to ``streams/learn/models/contradiction.json``
-(deterministic: the same pairs give the same file). The held-out half is never
-read here (refused if given).
+refinements, the same fact restated, instructions hidden in a fact) and the tuning
+set of a blind writer (``examples/probe_n/contradictions.jsonl``: 120 pairs, ten
+with an instruction hidden in a fact). ``contradictions_written2.jsonl`` is never
+trained on: it checks the judge; nor are the validation and reserved sets.
+
+Leave-one-out cross-validation picks the L2 strength and prints its accuracy;
+the model is then fitted on every pair and written to
+``streams/learn/models/contradiction.json`` (deterministic: the same pairs give
+the same file). Before that it prints the nested leave-one-source-out accuracy:
+each training file in turn is predicted by a judge fitted on the others, whose
+L2 strength was itself chosen by leave-one-out on those others only — the figure
+that says how the judge carries to a writer it has not read.
+
+``--check`` retrains in memory and compares with the artefact instead of writing
+it (exit 1 when they differ: the data or the features changed without a retrain).
+The held-out half is never read here (refused if given).
 """
 
 from __future__ import annotations
@@ -25,14 +35,16 @@ from pathlib import Path
 
 from streams.learn.contradiction import MemoryView, rules_contradicts
 from streams.learn.contradiction_model import FEATURES, MODEL_FILE, LearnedJudge, Pair, features, fit_logistic
-from streams.learn.fixtures import DEV_DIR, read_jsonl
+from streams.learn.fixtures import DEV_DIR, EXAMPLES_DIR, read_jsonl
 
 L2_GRID = (0.3, 1.0, 3.0, 10.0)
-#: The development pairs of the corpus, plus pairs written for the project outside
-#: the corpus (never the held-out half).
+_DATA = Path(__file__).resolve().parents[2] / "tests" / "learn" / "data"
+#: The development pairs of the corpus, pairs written for the project outside the
+#: corpus, and probe_n, a tuning set (never the held-out half nor a validation set).
 TRAINING_PAIRS = [DEV_DIR / "contradictions.jsonl",
-                  Path(__file__).resolve().parents[2] / "tests" / "learn" / "data" / "contradictions_written.jsonl",
-                  Path(__file__).resolve().parents[2] / "tests" / "learn" / "data" / "contradictions_written3.jsonl"]
+                  _DATA / "contradictions_written.jsonl",
+                  _DATA / "contradictions_written3.jsonl",
+                  EXAMPLES_DIR / "probe_n" / "contradictions.jsonl"]
 
 
 def pair_of(row: dict) -> Pair:
@@ -41,43 +53,92 @@ def pair_of(row: dict) -> Pair:
     return Pair(row["memory_type"], row["old"], row["new"], rules_contradicts(old, new).reason)
 
 
+def _right(weights: list[float], bias: float, row: list[float], label: int) -> bool:
+    return (LearnedJudge(weights, bias).score(row) >= 0.5) == bool(label)
+
+
 def loo_accuracy(rows: list[list[float]], labels: list[int], l2: float) -> float:
     right = 0
     for i in range(len(rows)):
         w, b = fit_logistic(rows[:i] + rows[i + 1:], labels[:i] + labels[i + 1:], l2=l2, steps=1500)
-        right += (LearnedJudge(w, b).score(rows[i]) >= 0.5) == bool(labels[i])
+        right += _right(w, b, rows[i], labels[i])
     return right / len(rows)
+
+
+def choose_l2(rows: list[list[float]], labels: list[int]) -> tuple[float, dict[float, float]]:
+    """The L2 strength with the best leave-one-out accuracy (ties: the stronger)."""
+    scores = {l2: loo_accuracy(rows, labels, l2) for l2 in L2_GRID}
+    return max(L2_GRID, key=lambda l2: (scores[l2], l2)), scores
+
+
+def nested_loso(rows: list[list[float]], labels: list[int], sources: list[str]) -> dict[str, tuple[int, int]]:
+    """Per source: (right, total) of a judge fitted on the other sources, its L2 chosen
+    by leave-one-out on those other sources only."""
+    out = {}
+    for held in dict.fromkeys(sources):
+        train = [i for i, s in enumerate(sources) if s != held]
+        test = [i for i, s in enumerate(sources) if s == held]
+        tr_rows, tr_labels = [rows[i] for i in train], [labels[i] for i in train]
+        l2, _ = choose_l2(tr_rows, tr_labels)
+        w, b = fit_logistic(tr_rows, tr_labels, l2=l2)
+        out[held] = (sum(_right(w, b, rows[i], labels[i]) for i in test), len(test))
+    return out
+
+
+def train(paths: list[Path]) -> tuple[dict, dict[float, float], list[list[float]], list[int], list[str]]:
+    """The artefact (as a dict) trained on ``paths``, the leave-one-out scores, and the data."""
+    rows, labels, sources = [], [], []
+    for p in paths:
+        for r in read_jsonl(p):
+            rows.append(features(pair_of(r)))
+            labels.append(int(bool(r["contradicts"])))
+            sources.append(f"{p.parent.name}/{p.name}")
+    best, scores = choose_l2(rows, labels)
+    weights, bias = fit_logistic(rows, labels, l2=best)
+    judge = LearnedJudge(weights, bias)
+    train_acc = sum((judge.score(x) >= 0.5) == bool(y) for x, y in zip(rows, labels)) / len(rows)
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in paths)).hexdigest()[:12]
+    names = [f"{p.parent.name}/{p.name}" for p in paths]
+    model = {"version": f"contradiction-lr-{digest}", "trained_on": names, "pairs": len(rows),
+             "l2": best, "loo_accuracy": round(scores[best], 4), "train_accuracy": round(train_acc, 4),
+             "threshold": 0.5, "features": FEATURES, "weights": weights, "bias": bias}
+    return model, scores, rows, labels, sources
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m streams.learn.train_contradiction")
     parser.add_argument("--pairs", type=Path, nargs="+", default=TRAINING_PAIRS)
     parser.add_argument("--out", type=Path, default=MODEL_FILE)
+    parser.add_argument("--check", action="store_true",
+                        help="retrain in memory and compare with --out instead of writing it (exit 1 if they differ)")
     args = parser.parse_args(argv)
     if any("heldout" in p.resolve().parts for p in args.pairs):
         print("refusing to train on the held-out half", file=sys.stderr)
         return 2
-    data = [row for p in args.pairs if p.exists() for row in read_jsonl(p)]
-    rows = [features(pair_of(r)) for r in data]
-    labels = [int(bool(r["contradicts"])) for r in data]
-    scores = {l2: loo_accuracy(rows, labels, l2) for l2 in L2_GRID}
-    best = max(L2_GRID, key=lambda l2: (scores[l2], l2))
-    weights, bias = fit_logistic(rows, labels, l2=best)
-    judge = LearnedJudge(weights, bias)
-    train_acc = sum((judge.score(x) >= 0.5) == bool(y) for x, y in zip(rows, labels)) / len(rows)
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in args.pairs if p.exists())).hexdigest()[:12]
-    names = [f"{p.parent.name}/{p.name}" for p in args.pairs if p.exists()]
-    model = {"version": f"contradiction-lr-{digest}", "trained_on": names, "pairs": len(rows),
-             "l2": best, "loo_accuracy": round(scores[best], 4), "train_accuracy": round(train_acc, 4),
-             "threshold": 0.5, "features": FEATURES, "weights": weights, "bias": bias}
+    paths = [p for p in args.pairs if p.exists()]
+    model, scores, rows, labels, sources = train(paths)
+    text = json.dumps(model, indent=1) + "\n"
+    if args.check:
+        current = args.out.read_text() if args.out.exists() else ""
+        if current != text:
+            print(f"{args.out} differs from what the training pairs give: retrain "
+                  "(python -m streams.learn.train_contradiction)", file=sys.stderr)
+            return 1
+        print(f"{args.out} is what {len(rows)} pairs ({', '.join(model['trained_on'])}) give")
+        return 0
+    if len(set(sources)) > 1:
+        per = nested_loso(rows, labels, sources)
+        right, total = sum(r for r, _ in per.values()), sum(t for _, t in per.values())
+        print(f"nested leave-one-source-out accuracy {right / total:.3f} ({right}/{total}): "
+              + ", ".join(f"{s} {r}/{t}" for s, (r, t) in per.items()))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(model, indent=1) + "\n")
-    print(f"contradiction judge: {len(rows)} pairs ({', '.join(names)}), leave-one-out accuracy "
+    args.out.write_text(text)
+    print(f"contradiction judge: {len(rows)} pairs ({', '.join(model['trained_on'])}), leave-one-out accuracy "
           + ", ".join(f"l2={k}: {v:.3f}" for k, v in scores.items()))
-    print(f"chosen l2={best}; training accuracy {train_acc:.3f}; written {args.out}")
-    for name, w in sorted(zip(FEATURES, weights), key=lambda x: -abs(x[1])):
+    print(f"chosen l2={model['l2']}; training accuracy {model['train_accuracy']:.3f}; written {args.out}")
+    for name, w in sorted(zip(FEATURES, model["weights"]), key=lambda x: -abs(x[1])):
         print(f"  {name:20} {w:+.3f}")
-    print(f"  {'bias':20} {bias:+.3f}")
+    print(f"  {'bias':20} {model['bias']:+.3f}")
     return 0
 
 
