@@ -417,6 +417,45 @@ def resolve_roles(profiles: Sequence["_Profile"], fact_names: list[frozenset[str
     return out
 
 
+_PRONOUN_GENDER = {"ela": "f", "dela": "f", "nela": "f", "elas": "f", "delas": "f",
+                   "ele": "m", "dele": "m", "nele": "m", "eles": "m", "deles": "m"}
+_SPOUSE_VERBS = frozenset({"casado", "casada", "casou", "namora"})   # the customer's state, not the partner's sex
+
+
+def name_gender(name: str, profiles: Sequence["_Profile"]) -> str | None:
+    """"f" or "m": the sex the facts give a name, by the word before it ("a Camila", "do Guri",
+    "a esposa Carol", "o marido Nilson", "chamada Laura"); None when unknown or contradictory."""
+    seen = set()
+    for f in profiles:
+        ws = f.words
+        for k, w in enumerate(ws):
+            if w != name or not k:
+                continue
+            before = ws[k - 1]
+            if before in _FEMININE or before in ("chamada", "chamadas"):
+                seen.add("f")
+            elif before in _MASCULINE or before in ("chamado", "chamados"):
+                seen.add("m")
+            elif before in _ROLE_OF and before not in _SPOUSE_VERBS and before[-1:] in ("a", "o"):
+                seen.add("f" if before.endswith("a") else "m")
+            elif before in ("mae", "pai"):
+                seen.add("f" if before == "mae" else "m")
+    return seen.pop() if len(seen) == 1 else None
+
+
+def pronoun_referent(q_words: Sequence[str], profiles: Sequence["_Profile"],
+                     intros: Sequence[set[str]]) -> str | None:
+    """The one person or pet the facts introduce whom a third-person pronoun of the message points
+    to ("algo pra ela" → "Sai com a Camila"), when the message names no one before it: the only one
+    of the pronoun's sex. None when the pronouns are of both sexes or several introduced fit."""
+    sexes = {_PRONOUN_GENDER[w] for w in q_words if w in _PRONOUN_GENDER}
+    if len(sexes) != 1:
+        return None
+    sex = sexes.pop()
+    fits = [n for n in sorted(set().union(*intros)) if name_gender(n, profiles) == sex] if intros else []
+    return fits[0] if len(fits) == 1 else None
+
+
 def word_evidence(query_text: str, contents: Sequence[str]) -> list[float]:
     """Per fact, the bonus the customer's words give it (see ``ROLES``)."""
 
@@ -455,12 +494,17 @@ def word_evidence(query_text: str, contents: Sequence[str]) -> list[float]:
         if h:
             linked |= names
     linked |= {w for w in q_words if any(w in n for n in fact_names)}
+    refers = bool(q_roles or (q_words & all_names))
+    if not refers:   # "algo pra ela", "tem algo que ele possa comer?": the one person of that sex the facts introduce
+        ref = pronoun_referent(q_list, profiles, intros)
+        if ref:
+            linked.add(ref)
+            refers = True
     # relations named beside them ("O filho de 4 anos é alérgico a perfume; não usar perfume no Pingo")
     near = set().union(*(f.roles for f, names in zip(profiles, fact_names) if names & linked)) - {"pet"}
     # the people and pets the facts introduce ("Casado com a Renata", "Tem um gato chamado Sushi"):
     # when the customer refers to someone, a fact about another of them is about someone else
     people = set().union(*intros) if contents else set()
-    refers = bool(q_roles or (q_words & all_names))
     about_self = not refers and speaks_of_self(q_list)
     out = []
     rare = max(1, max(1, len(contents)) // 3)
