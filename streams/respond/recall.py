@@ -100,7 +100,8 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
     well scores by that part too (``PART_WEIGHT`` of its excess over the whole message).
     ``examples``: labelled recall cases (``recall_examples.RecallExamples``): a fact like one that
     queries like this message needed scores their vote more."""
-    evidence = word_evidence(query_text, [f.content for f in facts]) if query_text else None
+    evidence = word_evidence(query_text, [f.content for f in facts], [f.memory_type for f in facts]) \
+        if query_text else None
     q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
     qn = float(np.linalg.norm(q))
     if qn == 0.0 or top_k <= 0:
@@ -123,6 +124,10 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
         live = [(k, sim, b - HISTORY_OFF if is_history(facts[k].content) else b) for k, sim, b in live]
     if query_text and talks_place(query_text):
         live = [(k, sim, b + PLACE_BONUS if is_place_fact(facts[k].content) else b) for k, sim, b in live]
+    if query_text and talks_birthday(query_text):
+        live = [(k, sim, b + BIRTHDAY_BONUS if is_birthday_fact(facts[k]) else b) for k, sim, b in live]
+    if query_text and talks_payment(query_text):
+        live = [(k, sim, b + PAYMENT_ON if is_payment_fact(facts[k]) else b) for k, sim, b in live]
     if query_text and asks_usual(query_text):
         live = [(k, sim, b + USUAL_BONUS if is_own_usual(facts[k]) else b) for k, sim, b in live]
     lifted = anchor_lift([facts[k] for k, _, _ in live], [b for _, _, b in live])
@@ -169,6 +174,22 @@ def talks_payment(query_text: str) -> bool:
     """The message is about paying (a method, instalments, a receipt): what makes the
     customer's payment facts (``vinculo_comercial``) worth recalling."""
     return bool(PAYING_WORDS.search(normalize_chat(query_text)))
+
+
+# "faz aninho", "faz niver", "faz anos", "fazer 60 anos", "completa 3 aninhos": a birthday, said in chat
+_BIRTHDAY = re.compile(r"\b(?:aninhos?|aniversario|niver|(?:faz|fara|fazer|completa|completar)\s+(?:\d+\s+)?anos)\b")
+_BIRTHDAY_FACT = re.compile(r"\b(?:aniversario|niver|nasceu|faz \d* ?anos)\b")
+
+
+def talks_birthday(query_text: str) -> bool:
+    """The message is about someone's birthday, however it is said ("o peludo faz aninho", "faz
+    niver semana que vem", "ela faz anos sábado")."""
+    return bool(_BIRTHDAY.search(normalize_chat(query_text)))
+
+
+def is_birthday_fact(fact: "MemoryFact") -> bool:
+    """A date fact that is a birthday ("Aniversário do Guri em 8 de setembro", "A mãe faz 60 anos em julho")."""
+    return fact.memory_type == "data_comemorativa" and bool(_BIRTHDAY_FACT.search(fold(fact.content)))
 
 
 USUAL_TYPES = frozenset({"preferencia", "padrao_comportamental"})
@@ -243,6 +264,9 @@ for _w in _SPECIES_OF:
     _ROLE_OF.setdefault(_w, "pet")
 NAME_BONUS = 0.15      # a name the customer typed, found in the fact
 PAYMENT_OFF = 0.1      # a payment fact when the message says nothing about paying
+PAYMENT_ON = 0.05      # ... and more when it does ("faturamento como de costume", "passa no cartão")
+BIRTHDAY_BONUS = 0.05
+MAY_BONUS = 0.05       # the referred person's restriction, when the customer asks what they "pode" have  # a birthday fact when the message speaks of a birthday (``talks_birthday``)
 HISTORY_OFF = 0.1      # a fact told in the past imperfect or about an ex: a superseded state (``is_history``)
 OTHER_PARTY = 0.08     # the customer refers to someone, and the fact is about another person or pet (or,
 #                        speaking only of themself, about anyone: ``speaks_of_self``)
@@ -456,8 +480,25 @@ def pronoun_referent(q_words: Sequence[str], profiles: Sequence["_Profile"],
     return fits[0] if len(fits) == 1 else None
 
 
-def word_evidence(query_text: str, contents: Sequence[str]) -> list[float]:
-    """Per fact, the bonus the customer's words give it (see ``ROLES``)."""
+def _owned_pet(words: Sequence[str]) -> bool:
+    """A pet word followed by whose it is ("o cachorro da irmã", "a gata do sogro")."""
+    return any(_ROLE_OF.get(w) == "pet" and k + 2 < len(words) and words[k + 1] in ("da", "do", "de")
+               and _ROLE_OF.get(words[k + 2], "pet") != "pet" for k, w in enumerate(words))
+
+
+_MAY_WORDS = frozenset({"pode", "podem", "possa", "possam"})   # not "vocês poderiam buscar": asks the business
+
+
+def asks_what_may(words: Sequence[str]) -> bool:
+    """The message asks what someone may have or do ("a menina pode comer qual?", "algo que ele
+    possa comer"), not what the business can do ("você pode buscar?")."""
+    return any(w in _MAY_WORDS and not (k and words[k - 1] in ("voce", "voces")) for k, w in enumerate(words))
+
+
+def word_evidence(query_text: str, contents: Sequence[str], types: Sequence[str] | None = None) -> list[float]:
+    """Per fact, the bonus the customer's words give it (see ``ROLES``). ``types``: the facts'
+    memory types (a restriction of the person the customer asks about is lifted when the customer
+    asks what they "pode" have: ``MAY_BONUS``)."""
 
     q_list = normalize_chat(query_text).split()
     q_words = set(q_list)
@@ -476,6 +517,8 @@ def word_evidence(query_text: str, contents: Sequence[str]) -> list[float]:
             return False
         other_pet = ((q_species and f.species and not f.species & q_species)  # the sex only where no species is said
                      or (not q_species and q_gender and f.gender and q_gender != f.gender))
+        if not other_pet and f.roles & q_roles == {"pet"} and f.roles - {"pet"} - q_roles and _owned_pet(f.words):
+            return False   # "o cachorro da irmã": another person's pet, not "o peludo"
         return not other_pet or bool((f.roles - {"pet"}) & q_roles)
     held = [holds_role(f) for f in profiles]
     # a name is a capitalised word that is not the first of its fact; once known,
@@ -508,12 +551,15 @@ def word_evidence(query_text: str, contents: Sequence[str]) -> list[float]:
     about_self = not refers and speaks_of_self(q_list)
     out = []
     rare = max(1, max(1, len(contents)) // 3)
-    for f, names, h in zip(profiles, fact_names, held):
+    may = refers and asks_what_may(q_list)
+    for f, names, h, rtype in zip(profiles, fact_names, held, types or [None] * len(profiles)):
         bonus = 0.0
         if refers and names & people and not names & people & linked and not h and not f.roles & near:
             bonus -= OTHER_PARTY
         if about_self and ((names & people) or f.roles):   # "pra mim": not the partner's or the kid's fact
             bonus -= OTHER_PARTY
+        if may and rtype == "restricao" and (h or names & linked):
+            bonus += MAY_BONUS   # "minha mãe pode comer X?": what the mother may not have
         if names & q_words:
             bonus += NAME_BONUS
         if h:
