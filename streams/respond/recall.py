@@ -100,8 +100,8 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
     well scores by that part too (``PART_WEIGHT`` of its excess over the whole message).
     ``examples``: labelled recall cases (``recall_examples.RecallExamples``): a fact like one that
     queries like this message needed scores their vote more."""
-    evidence = word_evidence(query_text, [f.content for f in facts], [f.memory_type for f in facts]) \
-        if query_text else None
+    evidence, others = evidence_and_others(query_text, [f.content for f in facts], [f.memory_type for f in facts]) \
+        if query_text else (None, None)
     q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
     qn = float(np.linalg.norm(q))
     if qn == 0.0 or top_k <= 0:
@@ -117,6 +117,8 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
             for k, sim in _similarities(q, facts, unit_id, parts)]   # (index, similarity, + word evidence)
     if examples is not None and live:
         votes = examples.votes(q, [facts[k].content for k, _, _ in live], [facts[k].embedding for k, _, _ in live])
+        if others is not None:   # never a vote for a fact about someone else than the one asked about
+            votes = [min(v, 0.0) if others[k] else v for (k, _, _), v in zip(live, votes)]
         live = [(k, sim, b + v) for (k, sim, b), v in zip(live, votes)]
     if query_text and not talks_payment(query_text):
         live = [(k, sim, b - PAYMENT_OFF if is_payment_fact(facts[k]) else b) for k, sim, b in live]
@@ -499,6 +501,13 @@ def word_evidence(query_text: str, contents: Sequence[str], types: Sequence[str]
     """Per fact, the bonus the customer's words give it (see ``ROLES``). ``types``: the facts'
     memory types (a restriction of the person the customer asks about is lifted when the customer
     asks what they "pode" have: ``MAY_BONUS``)."""
+    return evidence_and_others(query_text, contents, types)[0]
+
+
+def evidence_and_others(query_text: str, contents: Sequence[str],
+                        types: Sequence[str] | None = None) -> tuple[list[float], list[bool]]:
+    """``word_evidence``, and per fact whether it is about someone else than the one the customer
+    asks about (the facts ``OTHER_PARTY`` puts below)."""
 
     q_list = normalize_chat(query_text).split()
     q_words = set(q_list)
@@ -549,15 +558,19 @@ def word_evidence(query_text: str, contents: Sequence[str], types: Sequence[str]
     # when the customer refers to someone, a fact about another of them is about someone else
     people = set().union(*intros) if contents else set()
     about_self = not refers and speaks_of_self(q_list)
-    out = []
+    out, others = [], []
     rare = max(1, max(1, len(contents)) // 3)
     may = refers and asks_what_may(q_list)
     for f, names, h, rtype in zip(profiles, fact_names, held, types or [None] * len(profiles)):
         bonus = 0.0
+        other = False
         if refers and names & people and not names & people & linked and not h and not f.roles & near:
             bonus -= OTHER_PARTY
+            other = True
         if about_self and ((names & people) or f.roles):   # "pra mim": not the partner's or the kid's fact
             bonus -= OTHER_PARTY
+            other = True
+        others.append(other)
         if may and rtype == "restricao" and (h or names & linked):
             bonus += MAY_BONUS   # "minha mãe pode comer X?": what the mother may not have
         if names & q_words:
@@ -568,4 +581,4 @@ def word_evidence(query_text: str, contents: Sequence[str], types: Sequence[str]
             bonus += LINK_BONUS
         bonus += WORD_BONUS * sum(1 for st in f.stems & q_stems if df.get(st, 0) <= rare)
         out.append(bonus)
-    return out
+    return out, others
