@@ -25,7 +25,12 @@ more when the message is about a place (``talks_place``: "onde deixo", "entrega 
 (``anchor_lift``); and a fact told in the past imperfect or about an ex ("Morava no Centro",
 "Trabalhava de caminhoneiro", "A Paula gostava de balões brancos") is history, kept below the
 current ones (``is_history``, ``HISTORY_OFF``; "Parou de beber" and "Não é mais vegana" are
-current). Measured on the ``examples/`` recall cases of dev, train, probe_a and probe_c (never
+current). A breed is a pet ("Tem um border collie chamado Guri"), another person's pet ("o cachorro da
+irmã") is not the one asked about; a pronoun with no one named in the message ("algo pra ela") points
+to the one person of its sex the facts introduce (``pronoun_referent``); a birthday said in chat ("faz
+aninho", "faz niver", "faz anos") lifts the birthday facts (``talks_birthday``), a message about paying
+the payment facts (``PAYMENT_ON``), and asking what a referred person "pode" have lifts that person's
+restrictions (``MAY_BONUS``). Measured on the ``examples/`` recall cases of dev, train, probe_a and probe_c (never
 held-out). Vectors are L2-normalised by the embedders, but we normalise again
 so a store returning raw pgvector values cannot skew the ranking.
 

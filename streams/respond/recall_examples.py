@@ -10,7 +10,10 @@ are kept as a memory of (fact, query, relevant?) pairs, and a fact scores
     ``BETA`` × (best cosine of the message with a query for which a *similar* fact was relevant
                − best cosine with a query for which a similar fact was not)
 
-more, where *similar* is a fact cosine of at least ``TAU`` (0 when no similar fact was ever relevant).
+more, where *similar* is a fact cosine of at least ``TAU`` (0 when no similar fact was ever relevant,
+or when the two cosines differ by less than ``MARGIN``: a near tie is no evidence). ``score_memories``
+never lets it vote *for* a fact about someone else than the one the customer asks about (the facts
+the word evidence puts below by ``OTHER_PARTY``). On by default (setting ``recall_examples``).
 It is a nearest-neighbour vote in (fact, query) space, learnt from labels, never from hand-listed
 words. Cost: the labelled facts similar to a fact are found once per fact text and cached (a
 contact's facts come back message after message); per message it is one product of the message's
