@@ -509,6 +509,28 @@ def word_evidence(query_text: str, contents: Sequence[str], types: Sequence[str]
     return evidence_and_others(query_text, contents, types)[0]
 
 
+def _holds_role(f: _Profile, q_roles: set[str], q_species: set[str], q_gender: str | None) -> bool:
+    """The fact holds a role the customer referred to (a pet of another species, or of the other
+    sex — "minha peluda" is not "um gato" —, or another person's pet — "o cachorro da irmã" is not
+    "o peludo" — does not)."""
+    if not f.roles & q_roles:
+        return False
+    other_pet = ((q_species and f.species and not f.species & q_species)  # the sex only where no species is said
+                 or (not q_species and q_gender and f.gender and q_gender != f.gender))
+    if not other_pet and f.roles & q_roles == {"pet"} and f.roles - {"pet"} - q_roles and _owned_pet(f.words):
+        return False
+    return not other_pet or bool((f.roles - {"pet"}) & q_roles)
+
+
+def _doc_freq(profiles: Sequence[_Profile]) -> dict[str, int]:
+    """How many of the facts hold each content stem."""
+    df: dict[str, int] = {}
+    for f in profiles:
+        for st in f.stems:
+            df[st] = df.get(st, 0) + 1
+    return df
+
+
 def evidence_and_others(query_text: str, contents: Sequence[str],
                         types: Sequence[str] | None = None) -> tuple[list[float], list[bool]]:
     """``word_evidence``, and per fact whether it is about someone else than the one the customer
@@ -524,27 +546,14 @@ def evidence_and_others(query_text: str, contents: Sequence[str],
     q_gender = pet_gender(q_list)
     profiles = [_profile(c) for c in contents]
 
-    def holds_role(f: _Profile) -> bool:
-        """The fact holds a role the customer referred to (a pet of another species, or
-        of the other sex — "minha peluda" is not "um gato" — does not)."""
-        if not f.roles & q_roles:
-            return False
-        other_pet = ((q_species and f.species and not f.species & q_species)  # the sex only where no species is said
-                     or (not q_species and q_gender and f.gender and q_gender != f.gender))
-        if not other_pet and f.roles & q_roles == {"pet"} and f.roles - {"pet"} - q_roles and _owned_pet(f.words):
-            return False   # "o cachorro da irmã": another person's pet, not "o peludo"
-        return not other_pet or bool((f.roles - {"pet"}) & q_roles)
-    held = [holds_role(f) for f in profiles]
+    held = [_holds_role(f, q_roles, q_species, q_gender) for f in profiles]
     # a name is a capitalised word that is not the first of its fact; once known,
     # it is found in any position ("Casado com a Renata" / "Renata não come glúten")
     all_names = frozenset().union(*(f.names for f in profiles)) if contents else frozenset()
     fact_names = [f.wordset & all_names for f in profiles]
     intros = [introduced(f.words, all_names) for f in profiles]
     fact_names = resolve_roles(profiles, fact_names, intros)
-    df: dict[str, int] = {}
-    for f in profiles:
-        for st in f.stems:
-            df[st] = df.get(st, 0) + 1
+    df = _doc_freq(profiles)
     # people of the roles the customer mentioned, and the people they named
     linked: set[str] = set()
     for h, names in zip(held, fact_names):

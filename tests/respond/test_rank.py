@@ -272,7 +272,7 @@ def test_a_breed_is_a_pet_and_another_persons_pet_is_not_the_one_asked_about():
 
 
 def test_a_pronoun_points_to_the_one_person_of_its_sex_the_facts_introduce():
-    from streams.respond.recall import pronoun_referent, _profile, introduced, word_evidence
+    from streams.respond.recall import _profile, introduced, pronoun_referent, word_evidence
 
     facts = ["Gosta de vinho tinto", "Sai com a Camila", "A Camila prefere espumante", "O irmão Caio bebe cerveja"]
     ev = word_evidence("separa um vinho pra mim e algo pra ela", facts)
