@@ -165,11 +165,12 @@ class Settings(BaseSettings):
     # time, once per process (its cache).
     chunk_sentence_vectors: bool = False
     # Recall: the labelled recall cases (streams/respond/data/recall_examples.jsonl) vote for the facts
-    # queries like the message needed (streams.respond.recall_examples); off (default): the hand-built score
-    # alone. Off because on writers of new businesses it lost (leave-one-set-out probe_i 0.883 → 0.867,
-    # probe_j same; validation probe_k 0.861 → 0.850) while it gained on the three old ones (probe_c +0.034).
-    # The offline evaluation reads the same switch.
-    recall_examples: bool = False
+    # queries like the message needed (streams.respond.recall_examples); on (default) since the vote gained
+    # a 0.05 margin and no longer votes for a fact about someone else than the one asked about: leave-one-
+    # set-out it is at or above the hand-built score alone on every readable set and on the validation sets
+    # (docs/quality-log.md, "Issue 13, recall ranking"). MEMORIA_RECALL_EXAMPLES=0: the hand-built score
+    # alone. The offline evaluation reads the same switch and leaves the scored set's own cases out.
+    recall_examples: bool = True
 
     # --- Outbox relay ----------------------------------------------------
     relay_batch_size: int = 500

@@ -844,18 +844,28 @@ def concepts_in(normalized: str) -> list[tuple[str, tuple[str, ...]]]:
 # Relation words → the role they name (streams.respond.recall: a query word of a role points to
 # the facts holding a word of the same role, and to every fact naming the people those facts
 # name: "Casado com a Renata" → "Renata faz aniversário em maio"). Folded, chat spelling included.
+# Breeds (folded, one word each; the head word of a two-word breed: "border collie", "maine coon"): a fact
+# or a message naming a breed is about a pet of that species ("Tem um border collie chamado Guri", "o pitbull").
+DOG_BREEDS = ("border", "collie", "pitbull", "rottweiler", "rott", "schnauzer", "maltes", "maltesa",
+              "lhasa", "chihuahua", "dalmata", "doberman", "dobermann", "akita", "chow", "corgi", "bichon",
+              "basset", "terrier", "weimaraner", "sharpei", "samoieda", "shitzu", "pomerania", "pequines",
+              "cocker", "retriever", "mastiff", "galgo", "whippet", "boiadeiro", "pinscher")
+CAT_BREEDS = ("siamesa", "angora", "sphynx", "ragdoll", "bengal", "maine", "coon", "himalaio", "himalaia",
+              "burmes")
 ROLES: dict[str, tuple[str, ...]] = {
     "partner": ("esposa", "esposo", "marido", "mulher", "patroa", "patrao", "veio", "veia", "conjuge",
                 "casado", "casada", "casou", "namorado", "namorada", "namora", "noivo", "noiva", "boy",
                 "mozao", "amor", "companheiro", "companheira", "altar", "bodas", "casamento"),
     "child": ("filho", "filha", "filhos", "filhas", "meninos", "meninas", "menino", "menina", "pequeno",
-              "pequena", "crianca", "criancas", "gemeos", "gemeas", "neto", "neta", "netos", "moleque"),
+              "pequena", "crianca", "criancas", "gemeos", "gemeas", "neto", "neta", "netos", "moleque",
+              "guri", "guria", "gurizinho", "gurizada"),
     "pet": ("cachorro", "cachorra", "cao", "dog", "gato", "gata", "gatas", "gatos", "pet", "pets",
             "patas", "husky", "shih", "labrador", "vira", "srd", "bichinho", "lobao", "peludo", "peluda",
             "peludinho", "peludinha", "bichinha",
             "cadela", "cadelinha", "cachorrinho", "cachorrinha", "gatinho", "gatinha", "filhote", "caes",
             "poodle", "golden", "bulldog", "buldogue", "pug", "pinscher", "spitz", "yorkshire", "beagle",
-            "dachshund", "salsicha", "persa", "siames", "felino", "felina", "doguinho", "au"),
+            "dachshund", "salsicha", "persa", "siames", "felino", "felina", "doguinho", "au")
+           + DOG_BREEDS + CAT_BREEDS,
     "parent": ("mae", "pai", "sogra", "sogro", "coroa"),
     # the other people a customer speaks of: "o sobrinho Lucas" is not "meu pequeno", "a amiga Lia"
     # not the partner (each its own relation, so a fact about one is another party's for the others)
@@ -867,9 +877,10 @@ ROLES: dict[str, tuple[str, ...]] = {
 SPECIES: dict[str, tuple[str, ...]] = {
     "dog": ("cachorro", "cachorra", "cao", "caes", "dog", "cadela", "cadelinha", "cachorrinho", "cachorrinha",
             "doguinho", "husky", "shih", "labrador", "vira", "srd", "lobao", "poodle", "golden", "bulldog",
-            "buldogue", "pug", "pinscher", "spitz", "yorkshire", "beagle", "dachshund", "salsicha", "au"),
+            "buldogue", "pug", "pinscher", "spitz", "yorkshire", "beagle", "dachshund", "salsicha", "au")
+           + DOG_BREEDS,
     "cat": ("gato", "gata", "gatos", "gatas", "gatinho", "gatinha", "persa", "siames", "felino", "felina",
-            "bichano", "bichana"),
+            "bichano", "bichana") + CAT_BREEDS,
 }
 # The message is about paying (a method, instalments, a receipt), or about a place (where to go or
 # to deliver); a fact says where the customer lives or which unit they go to. On folded chat text.

@@ -25,7 +25,12 @@ more when the message is about a place (``talks_place``: "onde deixo", "entrega 
 (``anchor_lift``); and a fact told in the past imperfect or about an ex ("Morava no Centro",
 "Trabalhava de caminhoneiro", "A Paula gostava de balões brancos") is history, kept below the
 current ones (``is_history``, ``HISTORY_OFF``; "Parou de beber" and "Não é mais vegana" are
-current). Measured on the ``examples/`` recall cases of dev, train, probe_a and probe_c (never
+current). A breed is a pet ("Tem um border collie chamado Guri"), another person's pet ("o cachorro da
+irmã") is not the one asked about; a pronoun with no one named in the message ("algo pra ela") points
+to the one person of its sex the facts introduce (``pronoun_referent``); a birthday said in chat ("faz
+aninho", "faz niver", "faz anos") lifts the birthday facts (``talks_birthday``), a message about paying
+the payment facts (``PAYMENT_ON``), and asking what a referred person "pode" have lifts that person's
+restrictions (``MAY_BONUS``). Measured on the ``examples/`` recall cases of dev, train, probe_a and probe_c (never
 held-out). Vectors are L2-normalised by the embedders, but we normalise again
 so a store returning raw pgvector values cannot skew the ranking.
 
@@ -100,7 +105,8 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
     well scores by that part too (``PART_WEIGHT`` of its excess over the whole message).
     ``examples``: labelled recall cases (``recall_examples.RecallExamples``): a fact like one that
     queries like this message needed scores their vote more."""
-    evidence = word_evidence(query_text, [f.content for f in facts]) if query_text else None
+    evidence, others = evidence_and_others(query_text, [f.content for f in facts], [f.memory_type for f in facts]) \
+        if query_text else (None, None)
     q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
     qn = float(np.linalg.norm(q))
     if qn == 0.0 or top_k <= 0:
@@ -116,6 +122,8 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
             for k, sim in _similarities(q, facts, unit_id, parts)]   # (index, similarity, + word evidence)
     if examples is not None and live:
         votes = examples.votes(q, [facts[k].content for k, _, _ in live], [facts[k].embedding for k, _, _ in live])
+        if others is not None:   # never a vote for a fact about someone else than the one asked about
+            votes = [min(v, 0.0) if others[k] else v for (k, _, _), v in zip(live, votes)]
         live = [(k, sim, b + v) for (k, sim, b), v in zip(live, votes)]
     if query_text and not talks_payment(query_text):
         live = [(k, sim, b - PAYMENT_OFF if is_payment_fact(facts[k]) else b) for k, sim, b in live]
@@ -123,6 +131,10 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
         live = [(k, sim, b - HISTORY_OFF if is_history(facts[k].content) else b) for k, sim, b in live]
     if query_text and talks_place(query_text):
         live = [(k, sim, b + PLACE_BONUS if is_place_fact(facts[k].content) else b) for k, sim, b in live]
+    if query_text and talks_birthday(query_text):
+        live = [(k, sim, b + BIRTHDAY_BONUS if is_birthday_fact(facts[k]) else b) for k, sim, b in live]
+    if query_text and talks_payment(query_text):
+        live = [(k, sim, b + PAYMENT_ON if is_payment_fact(facts[k]) else b) for k, sim, b in live]
     if query_text and asks_usual(query_text):
         live = [(k, sim, b + USUAL_BONUS if is_own_usual(facts[k]) else b) for k, sim, b in live]
     lifted = anchor_lift([facts[k] for k, _, _ in live], [b for _, _, b in live])
@@ -169,6 +181,22 @@ def talks_payment(query_text: str) -> bool:
     """The message is about paying (a method, instalments, a receipt): what makes the
     customer's payment facts (``vinculo_comercial``) worth recalling."""
     return bool(PAYING_WORDS.search(normalize_chat(query_text)))
+
+
+# "faz aninho", "faz niver", "faz anos", "fazer 60 anos", "completa 3 aninhos": a birthday, said in chat
+_BIRTHDAY = re.compile(r"\b(?:aninhos?|aniversario|niver|(?:faz|fara|fazer|completa|completar)\s+(?:\d+\s+)?anos)\b")
+_BIRTHDAY_FACT = re.compile(r"\b(?:aniversario|niver|nasceu|faz \d* ?anos)\b")
+
+
+def talks_birthday(query_text: str) -> bool:
+    """The message is about someone's birthday, however it is said ("o peludo faz aninho", "faz
+    niver semana que vem", "ela faz anos sábado")."""
+    return bool(_BIRTHDAY.search(normalize_chat(query_text)))
+
+
+def is_birthday_fact(fact: "MemoryFact") -> bool:
+    """A date fact that is a birthday ("Aniversário do Guri em 8 de setembro", "A mãe faz 60 anos em julho")."""
+    return fact.memory_type == "data_comemorativa" and bool(_BIRTHDAY_FACT.search(fold(fact.content)))
 
 
 USUAL_TYPES = frozenset({"preferencia", "padrao_comportamental"})
@@ -243,6 +271,9 @@ for _w in _SPECIES_OF:
     _ROLE_OF.setdefault(_w, "pet")
 NAME_BONUS = 0.15      # a name the customer typed, found in the fact
 PAYMENT_OFF = 0.1      # a payment fact when the message says nothing about paying
+PAYMENT_ON = 0.05      # ... and more when it does ("faturamento como de costume", "passa no cartão")
+BIRTHDAY_BONUS = 0.05
+MAY_BONUS = 0.05       # the referred person's restriction, when the customer asks what they "pode" have  # a birthday fact when the message speaks of a birthday (``talks_birthday``)
 HISTORY_OFF = 0.1      # a fact told in the past imperfect or about an ex: a superseded state (``is_history``)
 OTHER_PARTY = 0.08     # the customer refers to someone, and the fact is about another person or pet (or,
 #                        speaking only of themself, about anyone: ``speaks_of_self``)
@@ -417,8 +448,93 @@ def resolve_roles(profiles: Sequence["_Profile"], fact_names: list[frozenset[str
     return out
 
 
-def word_evidence(query_text: str, contents: Sequence[str]) -> list[float]:
-    """Per fact, the bonus the customer's words give it (see ``ROLES``)."""
+_PRONOUN_GENDER = {"ela": "f", "dela": "f", "nela": "f", "elas": "f", "delas": "f",
+                   "ele": "m", "dele": "m", "nele": "m", "eles": "m", "deles": "m"}
+_SPOUSE_VERBS = frozenset({"casado", "casada", "casou", "namora"})   # the customer's state, not the partner's sex
+
+
+def name_gender(name: str, profiles: Sequence["_Profile"]) -> str | None:
+    """"f" or "m": the sex the facts give a name, by the word before it ("a Camila", "do Guri",
+    "a esposa Carol", "o marido Nilson", "chamada Laura"); None when unknown or contradictory."""
+    seen = set()
+    for f in profiles:
+        ws = f.words
+        for k, w in enumerate(ws):
+            if w != name or not k:
+                continue
+            before = ws[k - 1]
+            if before in _FEMININE or before in ("chamada", "chamadas"):
+                seen.add("f")
+            elif before in _MASCULINE or before in ("chamado", "chamados"):
+                seen.add("m")
+            elif before in _ROLE_OF and before not in _SPOUSE_VERBS and before[-1:] in ("a", "o"):
+                seen.add("f" if before.endswith("a") else "m")
+            elif before in ("mae", "pai"):
+                seen.add("f" if before == "mae" else "m")
+    return seen.pop() if len(seen) == 1 else None
+
+
+def pronoun_referent(q_words: Sequence[str], profiles: Sequence["_Profile"],
+                     intros: Sequence[set[str]]) -> str | None:
+    """The one person or pet the facts introduce whom a third-person pronoun of the message points
+    to ("algo pra ela" → "Sai com a Camila"), when the message names no one before it: the only one
+    of the pronoun's sex. None when the pronouns are of both sexes or several introduced fit."""
+    sexes = {_PRONOUN_GENDER[w] for w in q_words if w in _PRONOUN_GENDER}
+    if len(sexes) != 1:
+        return None
+    sex = sexes.pop()
+    fits = [n for n in sorted(set().union(*intros)) if name_gender(n, profiles) == sex] if intros else []
+    return fits[0] if len(fits) == 1 else None
+
+
+def _owned_pet(words: Sequence[str]) -> bool:
+    """A pet word followed by whose it is ("o cachorro da irmã", "a gata do sogro")."""
+    return any(_ROLE_OF.get(w) == "pet" and k + 2 < len(words) and words[k + 1] in ("da", "do", "de")
+               and _ROLE_OF.get(words[k + 2], "pet") != "pet" for k, w in enumerate(words))
+
+
+_MAY_WORDS = frozenset({"pode", "podem", "possa", "possam"})   # not "vocês poderiam buscar": asks the business
+
+
+def asks_what_may(words: Sequence[str]) -> bool:
+    """The message asks what someone may have or do ("a menina pode comer qual?", "algo que ele
+    possa comer"), not what the business can do ("você pode buscar?")."""
+    return any(w in _MAY_WORDS and not (k and words[k - 1] in ("voce", "voces")) for k, w in enumerate(words))
+
+
+def word_evidence(query_text: str, contents: Sequence[str], types: Sequence[str] | None = None) -> list[float]:
+    """Per fact, the bonus the customer's words give it (see ``ROLES``). ``types``: the facts'
+    memory types (a restriction of the person the customer asks about is lifted when the customer
+    asks what they "pode" have: ``MAY_BONUS``)."""
+    return evidence_and_others(query_text, contents, types)[0]
+
+
+def _holds_role(f: _Profile, q_roles: set[str], q_species: set[str], q_gender: str | None) -> bool:
+    """The fact holds a role the customer referred to (a pet of another species, or of the other
+    sex — "minha peluda" is not "um gato" —, or another person's pet — "o cachorro da irmã" is not
+    "o peludo" — does not)."""
+    if not f.roles & q_roles:
+        return False
+    other_pet = ((q_species and f.species and not f.species & q_species)  # the sex only where no species is said
+                 or (not q_species and q_gender and f.gender and q_gender != f.gender))
+    if not other_pet and f.roles & q_roles == {"pet"} and f.roles - {"pet"} - q_roles and _owned_pet(f.words):
+        return False
+    return not other_pet or bool((f.roles - {"pet"}) & q_roles)
+
+
+def _doc_freq(profiles: Sequence[_Profile]) -> dict[str, int]:
+    """How many of the facts hold each content stem."""
+    df: dict[str, int] = {}
+    for f in profiles:
+        for st in f.stems:
+            df[st] = df.get(st, 0) + 1
+    return df
+
+
+def evidence_and_others(query_text: str, contents: Sequence[str],
+                        types: Sequence[str] | None = None) -> tuple[list[float], list[bool]]:
+    """``word_evidence``, and per fact whether it is about someone else than the one the customer
+    asks about (the facts ``OTHER_PARTY`` puts below)."""
 
     q_list = normalize_chat(query_text).split()
     q_words = set(q_list)
@@ -430,46 +546,47 @@ def word_evidence(query_text: str, contents: Sequence[str]) -> list[float]:
     q_gender = pet_gender(q_list)
     profiles = [_profile(c) for c in contents]
 
-    def holds_role(f: _Profile) -> bool:
-        """The fact holds a role the customer referred to (a pet of another species, or
-        of the other sex — "minha peluda" is not "um gato" — does not)."""
-        if not f.roles & q_roles:
-            return False
-        other_pet = ((q_species and f.species and not f.species & q_species)  # the sex only where no species is said
-                     or (not q_species and q_gender and f.gender and q_gender != f.gender))
-        return not other_pet or bool((f.roles - {"pet"}) & q_roles)
-    held = [holds_role(f) for f in profiles]
+    held = [_holds_role(f, q_roles, q_species, q_gender) for f in profiles]
     # a name is a capitalised word that is not the first of its fact; once known,
     # it is found in any position ("Casado com a Renata" / "Renata não come glúten")
     all_names = frozenset().union(*(f.names for f in profiles)) if contents else frozenset()
     fact_names = [f.wordset & all_names for f in profiles]
     intros = [introduced(f.words, all_names) for f in profiles]
     fact_names = resolve_roles(profiles, fact_names, intros)
-    df: dict[str, int] = {}
-    for f in profiles:
-        for st in f.stems:
-            df[st] = df.get(st, 0) + 1
+    df = _doc_freq(profiles)
     # people of the roles the customer mentioned, and the people they named
     linked: set[str] = set()
     for h, names in zip(held, fact_names):
         if h:
             linked |= names
     linked |= {w for w in q_words if any(w in n for n in fact_names)}
+    refers = bool(q_roles or (q_words & all_names))
+    if not refers:   # "algo pra ela", "tem algo que ele possa comer?": the one person of that sex the facts introduce
+        ref = pronoun_referent(q_list, profiles, intros)
+        if ref:
+            linked.add(ref)
+            refers = True
     # relations named beside them ("O filho de 4 anos é alérgico a perfume; não usar perfume no Pingo")
     near = set().union(*(f.roles for f, names in zip(profiles, fact_names) if names & linked)) - {"pet"}
     # the people and pets the facts introduce ("Casado com a Renata", "Tem um gato chamado Sushi"):
     # when the customer refers to someone, a fact about another of them is about someone else
     people = set().union(*intros) if contents else set()
-    refers = bool(q_roles or (q_words & all_names))
     about_self = not refers and speaks_of_self(q_list)
-    out = []
+    out, others = [], []
     rare = max(1, max(1, len(contents)) // 3)
-    for f, names, h in zip(profiles, fact_names, held):
+    may = refers and asks_what_may(q_list)
+    for f, names, h, rtype in zip(profiles, fact_names, held, types or [None] * len(profiles)):
         bonus = 0.0
+        other = False
         if refers and names & people and not names & people & linked and not h and not f.roles & near:
             bonus -= OTHER_PARTY
+            other = True
         if about_self and ((names & people) or f.roles):   # "pra mim": not the partner's or the kid's fact
             bonus -= OTHER_PARTY
+            other = True
+        others.append(other)
+        if may and rtype == "restricao" and (h or names & linked):
+            bonus += MAY_BONUS   # "minha mãe pode comer X?": what the mother may not have
         if names & q_words:
             bonus += NAME_BONUS
         if h:
@@ -478,4 +595,4 @@ def word_evidence(query_text: str, contents: Sequence[str]) -> list[float]:
             bonus += LINK_BONUS
         bonus += WORD_BONUS * sum(1 for st in f.stems & q_stems if df.get(st, 0) <= rare)
         out.append(bonus)
-    return out
+    return out, others

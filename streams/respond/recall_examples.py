@@ -10,7 +10,10 @@ are kept as a memory of (fact, query, relevant?) pairs, and a fact scores
     ``BETA`` × (best cosine of the message with a query for which a *similar* fact was relevant
                − best cosine with a query for which a similar fact was not)
 
-more, where *similar* is a fact cosine of at least ``TAU`` (0 when no similar fact was ever relevant).
+more, where *similar* is a fact cosine of at least ``TAU`` (0 when no similar fact was ever relevant,
+or when the two cosines differ by less than ``MARGIN``: a near tie is no evidence). ``score_memories``
+never lets it vote *for* a fact about someone else than the one the customer asks about (the facts
+the word evidence puts below by ``OTHER_PARTY``). On by default (setting ``recall_examples``).
 It is a nearest-neighbour vote in (fact, query) space, learnt from labels, never from hand-listed
 words. Cost: the labelled facts similar to a fact are found once per fact text and cached (a
 contact's facts come back message after message); per message it is one product of the message's
@@ -36,12 +39,14 @@ import numpy as np
 EXAMPLES_FILE = Path(__file__).with_name("data") / "recall_examples.jsonl"
 TAU = 0.8      # a labelled fact at least this similar to the fact (USE cosine) is "a fact like it"
 BETA = 0.1     # weight of the vote (in cosine units, like the other bonuses of ``score_memories``)
+MARGIN = 0.05  # no vote unless the best relevant neighbour query and the best irrelevant one differ by this much
 _CACHE_MAX = 16384
 
 # the readable recall sets the data file is built from (``build``); the reserved ones never are
 READABLE = {"dev": "examples/dev/recall.jsonl", "train": "examples/train/recall.jsonl",
             "probe_a": "examples/probe_a/recall.jsonl", "probe_c": "examples/probe_c/recall.jsonl",
             "probe_i": "examples/probe_i/recall.jsonl", "probe_j": "examples/probe_j/recall.jsonl",
+            "probe_k": "examples/probe_k/recall.jsonl",
             "written": "tests/respond/data/recall_written.jsonl"}
 
 
@@ -110,11 +115,11 @@ class RecallExamples:
     are embedded lazily once per embedder (``warm`` does it ahead of the first message)."""
 
     def __init__(self, embedder, cases: Sequence[dict] | None = None, exclude_sources: Iterable[str] = (),
-                 tau: float = TAU, beta: float = BETA):
+                 tau: float = TAU, beta: float = BETA, margin: float = MARGIN):
         self.embedder = embedder
         drop = set(exclude_sources)
         self.cases = [c for c in (load_cases() if cases is None else cases) if c.get("source") not in drop]
-        self.tau, self.beta = tau, beta
+        self.tau, self.beta, self.margin = tau, beta, margin
         self._lock = threading.Lock()
         self._ready = False
         self._queries = np.zeros((0, 0), np.float32)
@@ -197,7 +202,8 @@ class RecallExamples:
         pairs = [self._neighbours(c, v) for c, v in zip(contents, vectors)]
         best_pos = _segment_max(np.append(sims, np.float32(-np.inf)), [p for p, _ in pairs])
         best_neg = _segment_max(np.append(sims, np.float32(0.0)), [n for _, n in pairs])
-        return [self.beta * float(p - n) if p != -np.inf else 0.0 for p, n in zip(best_pos, best_neg)]
+        return [self.beta * float(p - n) if p != -np.inf and abs(p - n) >= self.margin else 0.0
+                for p, n in zip(best_pos, best_neg)]
 
 
 def _segment_max(values: np.ndarray, segments: Sequence[np.ndarray]) -> np.ndarray:

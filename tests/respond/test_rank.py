@@ -254,3 +254,74 @@ def test_friends_siblings_and_relatives_are_other_parties():
     assert ev[0] > 0 and ev[1] < 0            # the nephew is not "meu pequeno"
     ev = word_evidence("a minha amiga vem junto, o que ela gosta?", facts)
     assert ev[2] > 0 and ev[0] < 0 and ev[3] < 0
+
+
+def test_a_breed_is_a_pet_and_another_persons_pet_is_not_the_one_asked_about():
+    from streams.respond.recall import _profile, word_evidence
+
+    assert _profile("Tem um border collie chamado Guri").roles == {"pet"}
+    assert _profile("Tem uma gata siamesa").species == {"cat"}
+    facts = ["Tem um border collie chamado Guri", "O Guri tem medo de trovão", "Tem uma gata siamesa chamada Nina",
+             "O cachorro da irmã é bravo com visitas"]
+    ev = word_evidence("o peludo precisa de banho", facts)
+    assert ev[0] > 0 and ev[1] > 0            # the collie is the dog asked about, and so are his facts
+    assert ev[2] < 0                          # "o peludo" is not the cat
+    assert ev[3] <= 0 < ev[0]                 # the sister's dog is not "o peludo"
+    ev = word_evidence("o pitbull pode ir na creche amanhã?", ["Tem um pitbull chamado Thor", "Casado com a Ana"])
+    assert ev[0] > 0                          # a breed in the message points to the pet facts
+
+
+def test_a_pronoun_points_to_the_one_person_of_its_sex_the_facts_introduce():
+    from streams.respond.recall import _profile, introduced, pronoun_referent, word_evidence
+
+    facts = ["Gosta de vinho tinto", "Sai com a Camila", "A Camila prefere espumante", "O irmão Caio bebe cerveja"]
+    ev = word_evidence("separa um vinho pra mim e algo pra ela", facts)
+    assert ev[2] > 0 and ev[1] > 0            # "ela" is Camila
+    assert ev[3] < 0                          # Caio is someone else
+    ev = word_evidence("tem algo que ele goste?", facts)
+    assert ev[3] > 0 and ev[2] < 0            # "ele" is Caio
+    profiles = [_profile(f) for f in facts]
+    names = set().union(*(p.names for p in profiles))
+    intros = [introduced(p.words, names) for p in profiles]
+    assert pronoun_referent("algo pra ela e pra ele".split(), profiles, intros) is None   # both sexes
+    two = ["Casado com a Ana", "Tem uma filha chamada Bia"]
+    p2 = [_profile(f) for f in two]
+    assert pronoun_referent("algo pra ela".split(), p2, [introduced(p.words, {"ana", "bia"}) for p in p2]) is None
+
+
+def test_a_birthday_said_in_chat_lifts_the_birthday_facts():
+    from streams.respond.recall import score_memories, talks_birthday
+
+    assert talks_birthday("o peludo faz aninho semana q vem") and talks_birthday("ela faz anos sábado")
+    assert talks_birthday("meu filho vai fazer 7 anos") and talks_birthday("o niver dele é amanhã")
+    assert not talks_birthday("faz tempo que não vou aí") and not talks_birthday("tem 3 anos de idade")
+    facts = _facts(("preferencia", "Gosta de banho com shampoo neutro"),
+                   ("data_comemorativa", "Aniversário do Bob em 8 de setembro"))
+    top = score_memories([1.0, 0.0], facts, None, query_text="faz aninho semana que vem, tem lencinho?")
+    assert [s.fact.id for s in top] == [1, 0]
+
+
+def test_a_payment_question_lifts_the_payment_facts():
+    from streams.respond.recall import score_memories
+
+    facts = _facts(("preferencia", "Gosta de orquídeas brancas"), ("vinculo_comercial", "Paga com Pix"))
+    top = score_memories([1.0, 0.0], facts, None, query_text="o faturamento igual ao mês passado")
+    assert [s.fact.id for s in top] == [1, 0]
+
+
+def test_what_a_referred_person_may_have_lifts_their_restrictions():
+    from streams.respond.recall import word_evidence
+
+    facts = ["A mãe gosta de flores", "A mãe é diabética", "O filho é alérgico a ovo"]
+    types = ["preferencia", "restricao", "restricao"]
+    ev = word_evidence("minha mãe pode comer bolo?", facts, types)
+    assert ev[1] > ev[0] > 0 and ev[2] <= 0   # her restriction first; not the son's
+    ev = word_evidence("você pode buscar a minha mãe?", facts, types)   # asks the business: no lift
+    assert ev[1] == ev[0]
+
+
+def test_regional_words_for_a_child():
+    from streams.respond.recall import word_evidence
+
+    ev = word_evidence("o guri vai faltar na aula amanhã", ["Tem um filho, Enzo, de 7 anos", "Trabalha de enfermeira"])
+    assert ev[0] > 0 and ev[1] <= 0

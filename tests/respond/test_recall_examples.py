@@ -81,7 +81,8 @@ def test_the_vote_reorders_recall_and_leaving_a_set_out_removes_its_votes():
 def test_shipped_examples_come_from_readable_sets_and_evaluation_leaves_its_own_out(monkeypatch):
     rows = load_cases()
     assert rows and {r["source"] for r in rows} <= {"dev", "train", "probe_a", "probe_c", "written",
-                                                    "probe_i", "probe_j", "probe_h"}
+                                                    "probe_i", "probe_j", "probe_k", "probe_h"}
+    assert any(r["source"] == "probe_k" for r in rows)   # probe_k, a tuning set now, is in the examples
     assert all(r["query"] and (r["relevant"] or r["other"]) for r in rows)
     from streams.respond.recall_examples import REPO_ROOT, source_of
 
@@ -89,6 +90,10 @@ def test_shipped_examples_come_from_readable_sets_and_evaluation_leaves_its_own_
     left = RecallExamples.leaving_out(TableEmbedder({}), REPO_ROOT / "examples" / "dev")
     assert left.cases and not any(c["source"] == "dev" for c in left.cases)
     assert source_of(REPO_ROOT / "examples/train/recall.jsonl") == {"train"}
+    left_k = RecallExamples.leaving_out(TableEmbedder({}), REPO_ROOT / "examples" / "probe_k")
+    assert left_k.cases and not any(c["source"] == "probe_k" for c in left_k.cases)   # scoring probe_k: out-of-set
+    for s in ("probe_l", "probe_m"):    # the validation sets are never in the examples
+        assert source_of(REPO_ROOT / "examples" / s) == set() and not any(r["source"] == s for r in rows)
     assert source_of(REPO_ROOT / "examples" / "heldout") == set() and source_of(None) == set()
     got = cases_from_recall("x", [{"case_id": "c", "query": "q", "relevant": [1],
                                    "contact_facts": [{"memory_type": "t", "content": "f0"},
@@ -103,3 +108,47 @@ def test_the_setting_turns_the_vote_off(monkeypatch):
     assert RecallExamples.leaving_out(TableEmbedder({}), REPO_ROOT / "examples" / "dev") is None
     monkeypatch.setenv("MEMORIA_RECALL_EXAMPLES", "1")
     assert RecallExamples.leaving_out(TableEmbedder({}), None) is not None
+
+
+def test_the_vote_is_on_by_default(monkeypatch):
+    from streams.respond.recall_examples import REPO_ROOT
+    from streams.settings import Settings
+
+    monkeypatch.delenv("MEMORIA_RECALL_EXAMPLES", raising=False)
+    assert Settings().recall_examples is True
+    assert RecallExamples.leaving_out(TableEmbedder({}), REPO_ROOT / "examples" / "dev") is not None
+
+
+def test_no_vote_within_the_margin():
+    # (texts of their own: the examples' vectors are cached per embedder name and text)
+    # the message is about as near a query the fact was relevant to as one it was not
+    table = {"q pos": [1, 0, 0], "q neg": [0, 1, 0], "Sono leve demais": [0, 0, 1], "Dorme mal": [0, 0.1, 0.995],
+             "msg": [0.70, 0.68, 0.2]}
+    cases = [{"source": "a", "case_id": "a1", "query": "q pos", "relevant": ["Sono leve demais"], "other": []},
+             {"source": "b", "case_id": "b1", "query": "q neg", "relevant": [], "other": ["Sono leve demais"]}]
+    emb = TableEmbedder(table)
+    msg, fact = _unit(table["msg"]), _unit(table["Dorme mal"])
+    assert RecallExamples(emb, cases, tau=0.8, beta=0.1, margin=0.0).votes(msg, ["Dorme mal"], [fact])[0] > 0
+    assert RecallExamples(emb, cases, tau=0.8, beta=0.1, margin=0.05).votes(msg, ["Dorme mal"], [fact]) == [0.0]
+    far = _unit([0.9, 0.3, 0.2])   # clearly nearer the query the fact was relevant to: the vote stays
+    assert RecallExamples(emb, cases, tau=0.8, beta=0.1, margin=0.05).votes(far, ["Dorme mal"], [fact])[0] > 0
+
+
+def test_no_positive_vote_for_a_fact_about_someone_else_than_the_one_asked_about():
+    emb = TableEmbedder(TABLE)
+    q = TABLE["quarto sossegado hj"]
+    rows = [("vinculo_social", "Tem um filho chamado Pedro", TABLE["Faz aniversário em maio"]),
+            ("vinculo_social", "Casado com a Ana", TABLE["Faz aniversário em maio"]),
+            ("restricao", "A Ana dorme mal com barulho", TABLE["Dorme mal com barulho"])]
+    facts = [MemoryFact(id=k, memory_type=t, content=c, confidence=1.0, scope="global", source_unit_id=None,
+                        embedding=v) for k, (t, c, v) in enumerate(rows)]
+    ex = RecallExamples(emb, CASES, tau=0.8, beta=0.5)
+    assert ex.votes(_unit(q), [rows[2][1]], [_unit(rows[2][2])])[0] > 0   # the vote alone would lift Ana's fact
+    text = "o Pedro quer um quarto sossegado hj"                         # ... but the message is about Pedro
+    plain = {s.fact.id: s.score for s in score_memories(q, facts, None, query_text=text)}
+    voted = {s.fact.id: s.score for s in score_memories(q, facts, None, query_text=text, examples=ex)}
+    assert voted[2] == plain[2]
+    about_ana = "a Ana quer um quarto sossegado hj"                      # about Ana herself, the vote counts
+    plain = {s.fact.id: s.score for s in score_memories(q, facts, None, query_text=about_ana)}
+    voted = {s.fact.id: s.score for s in score_memories(q, facts, None, query_text=about_ana, examples=ex)}
+    assert voted[2] > plain[2]
