@@ -294,7 +294,7 @@ hora horas horario abre abrem fecha fecham funciona funcionam dia dias semana un
 ate ai la sobre gostaria saber informar informacao ola oi gente favor ainda tipo sei nossa hein
 entao mesmo assim tambem agora depois antes hoje amanha seu sua meu minha ele ela eles elas
 tempo antecedencia prazo durante pedir moro mora morar
-sou somos estou estamos era eram problema problemas
+sou somos estou estamos era eram problema problemas for forem formos fosse fossem fossemos
 diferenca diferencas rola sera proprio propria pegar so quer
 """.split())
 

@@ -591,7 +591,9 @@ def _by_words_steps(msg: InboundMessage, p: Plan, asked: str, stems: list[str], 
         chunks = yield from _cover_missing_word_steps(msg, chunks, lexical, limit)
     if stems and chunks:
         chunks = yield from _asked_attribute_steps(msg, asked, stems, chunks, lexical, limit)
-    if p.intent.intent == OBJECTION:
+    if p.intent.intent == OBJECTION or asks_about_deal(asked):
+        # "tá caro" and "se eu for buscar tem algum desconto?" alike: the deals are found by their words,
+        # whether the question was read as an objection or as a policy question (a fragile line)
         chunks += yield from _deals_steps(msg, chunks, lexical)
     if chunks:
         chunks = yield from _named_item_line_steps(msg, asked, chunks, lexical, limit)
@@ -710,6 +712,12 @@ MAX_DEAL_CHUNKS = 2
 
 async def _deals(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical) -> list[KnowledgeChunk]:
     return await _steps_on_loop(_deals_steps(msg, chunks, lexical))
+
+
+def asks_about_deal(asked: str) -> bool:
+    """A question about a deal ("tem algum desconto?", "a tarde aurora vale no sábado?" is not one:
+    no deal word): it names a discount or a promotion, and asks."""
+    return "?" in asked and offers_deal(asked)
 
 
 def _deals_steps(msg: InboundMessage, chunks: list[KnowledgeChunk],
