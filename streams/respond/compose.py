@@ -446,7 +446,12 @@ def wants_price(message: str, price_intent: bool = False) -> bool:
     if _DEADLINE_Q.search(norm) or _DURATION_Q.search(norm) or (_COUNT_Q.search(norm) and not _PRICE_Q.search(
             _COUNT_Q.sub(" ", norm))):
         return False
-    return price_intent or bool(_PRICE_Q.search(norm))
+    return price_intent or bool(_PRICE_Q.search(norm) or _AMOUNT_Q.search(norm))
+
+
+# an amount asked without a price word: "qual o pedido mínimo?", "o que sai mais barato, X ou Y?" (asked
+# this way, the question wants the line with the amount whether its intent was read as price or not)
+_AMOUNT_Q = re.compile(r"\b(pedido minimo|mais (barat[oa]s?|baratinh[oa]s?|car[oa]s?|carinh[oa]s?|em conta))\b")
 
 
 _DIFFERENCE_Q = re.compile(r"\b(diferenca|diferencas|muda|mudam)\b")

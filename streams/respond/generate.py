@@ -351,7 +351,11 @@ class OfflineComposer:
         if compose.wants_price(message, intent == i.PRICE):
             # "é cobrado?", "qual a diferença de preço...?": "sem custo", "mesmo valor" answer it
             free = compose.is_yes_no(message) or compose.asks_difference(message)
-            ranked = [s for s in ranked if compose.carries_price(s.unit.text, free)]  # no price stated: hand over
+            priced = [s for s in ranked if compose.carries_price(s.unit.text, free)]  # no price stated: hand over
+            # ... unless only the intent asked a price and the question is a yes/no one that names no
+            # amount ("vcs aceitam cheque?" read as a price question): the knowledge answers what it asks
+            if priced or compose.wants_price(message) or not compose.is_yes_no(message):
+                ranked = priced
         if compose.asks_name(message):  # "qual o nome da veterinária": no name stated, hand over
             ranked = [s for s in ranked if compose.names_someone(s.unit.text)]
         deadline = [s for s in ranked if compose.asks_deadline(message) and compose.carries_deadline(s.unit.text)]
