@@ -61,9 +61,15 @@ from streams.respond.text import STOPWORDS, fold, normalize_chat
 _PLURALS = (("oes", "ao"), ("aes", "ao"), ("ais", "al"), ("eis", "el"), ("ns", "m"), ("res", "r"), ("zes", "z"))
 
 
+#: words whose five letters would join them to an unrelated shorter word: their own longer stem
+_OWN_STEMS = ("filhot",)
+
+
 def stem(token: str, size: int = 5) -> str:
     """A crude stem: singular, then a prefix ("gatos" and "gato", "opções" and
     "opção", "animais" and "animal" agree)."""
+    if token.startswith(_OWN_STEMS):   # "filhote" (an animal's young) is not "filho" (a person's son)
+        return next(p for p in _OWN_STEMS if token.startswith(p))
     if len(token) > 3 and token.endswith("s"):
         for plural, singular in _PLURALS:
             if token.endswith(plural):
@@ -376,7 +382,28 @@ def _concept_forms(message: str) -> tuple[tuple[str, frozenset[str]], ...]:
     for t in normalize_chat(message).split():
         if len(t) == 5 and t.endswith(("ar", "er", "ir")) and t not in GENERIC and t not in STOPWORDS:
             out.setdefault(t, {t}).add(t[:-1])
+    # an age under 18 said in years ("meu filho de 16 anos") is a minor: the knowledge writes its rule
+    # for "menores de 18 anos" / "menor de idade", never the customer's age
+    if _MINOR_AGE.search(normalize_chat(message)):
+        out.setdefault(stem("anos"), {stem("anos")}).add(stem("menores"))
     return tuple((k, frozenset(v)) for k, v in out.items())
+
+
+_MINOR_AGE = re.compile(r"\b(?:[1-9]|1[0-7]) (?:anos|aninhos)\b")
+
+
+# "levar o cachorro pra vacinar", "deixar ele aí pra tosar": the errand a pet or a person is taken on;
+# "precisa de jejum pra castrar" names the procedure an attribute is about, and "dá pra parcelar" is
+# the question itself ("can I"): neither is an errand
+_PURPOSE = re.compile(r"\b(?:levar|leva|levo|trazer|traz|trago|deixar|deixa|deixo|mandar|manda|mando)\b"
+                      r"(?:\s+\S+){0,4}?\s+(?:pra|para) ([a-z]{3,}(?:ar|er|ir))\b")
+
+
+def purpose_words(message: str) -> list[str]:
+    """The errand of a message ("levar o cachorro pra vacinar" → "vacinar"), words that ask or
+    name nothing (``GENERIC``: "pra pegar") left out."""
+    norm = unframed(normalize_chat(message))
+    return [m.group(1) for m in _PURPOSE.finditer(norm) if m.group(1) not in GENERIC and m.group(1) not in STOPWORDS]
 
 
 def expanded_focus(message: str) -> set[str]:

@@ -205,6 +205,9 @@ class OfflineComposer:
             return [extreme]
         sims = self._similarities(message, units, query_vector)
         asked = _decisive_words(message, intent)
+        if intent in (i.POLICY, i.INFO):
+            # "pode levar o cachorro pra vacinar sozinho?": what it is for is what is asked about too
+            asked = asked + compose.purpose_words(message)
         scored = compose.score_units(message, units, wants_price=intent in (i.PRICE, i.OBJECTION),
                                      sims=sims, hint=hint, lexical_weight=self.lexical_weight,
                                      asked=asked)
