@@ -302,6 +302,7 @@ entao mesmo assim tambem agora depois antes hoje amanha seu sua meu minha ele el
 tempo antecedencia prazo durante pedir moro mora morar
 sou somos estou estamos era eram problema problemas for forem formos fosse fossem fossemos
 diferenca diferencas rola sera proprio propria pegar so quer
+estabelecimento
 """.split())
 
 _PRICE_Q = re.compile(r"\b(quanto|quanta|valor|valores|preco|precos|custa|custam|cobra|cobram|taxa|sai por|orcamento)\b")
@@ -426,9 +427,18 @@ _FRAME = re.compile(r"^(?:.*?\s)?(?:quer|queria|querem|queriam|gostaria|gostaria
                     r"(?: de)? saber(?: se)?\s+(?=\S)")
 
 
+# a letter's closing and the signature after it ("... aceita cheque. Grato, Adalberto.", "Att., Iolanda"),
+# and its salutation ("Prezados, boa tarde."): the form of the message, never what it asks about
+_CLOSING = re.compile(r"(?:^|[\s.,;!?])(?:grato|grata|gratos|atenciosamente|att|atte|cordialmente|respeitosamente|"
+                      r"abracos|saudacoes)\b[\s.,;!]*(?:\S+[\s.,;!]*){0,3}$")
+_SALUTATION = re.compile(r"^(?:prezad[oa]s?)(?: senhor(?:es|a|as)?)?\b[\s.,;!]*")
+
+
 def unframed(norm: str) -> str:
     """A normalised message without the frame of a reported question ("minha mae quer saber se
-    tem sauna" → "tem sauna"); as given when there is none."""
+    tem sauna" → "tem sauna") and without a letter's salutation, closing and signature; as given
+    when there is none."""
+    norm = _SALUTATION.sub("", _CLOSING.sub("", norm, count=1), count=1) or norm
     return _FRAME.sub("", norm, count=1)
 
 
