@@ -635,6 +635,11 @@ def question_part(message: str) -> str:
     return " ".join(asked) if asked and len(asked) < len(clauses) else message
 
 
+def unit_words(unit: "Unit") -> frozenset[str]:
+    """The stems a unit names, with its heading's and its list's label."""
+    return _stems(unit.text) | _stems(unit.context) | (_stems(unit.label) if unit.label else frozenset())
+
+
 _AND = re.compile(r"(?:\s*,\s*|\s+)e\s+", re.I)
 
 

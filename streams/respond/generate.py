@@ -246,11 +246,23 @@ class OfflineComposer:
         if not best or intent in (i.GENERAL, i.OBJECTION) or not compose.is_yes_no(message):
             return None
         top = next((s for s in scored if s.unit == best[0]), None)
-        if top is None or compose.phrases_named(message, top.unit.text):
+        part = compose.question_part(message)   # the phrases asked, not the told ones ("banana com canela")
+        if top is None or compose.phrases_named(part, top.unit.text):
             return None
+        # named as much of the question itself: a word of the told part ("a guria só quer saber de
+        # brigadeiro") never makes the flavour list name more of "tem pizza doce grande?"
+        # (nor the told part's rare words, which weigh twice, outscore it: then the meaning compares them)
+        own = compose.expanded_focus(part)
+
+        def as_much_of_the_question(s: compose.Scored) -> bool:
+            if s.focus_hits >= top.focus_hits and s.score >= self.fuller_ratio * top.score:
+                return True
+            return (part != message and len(own & compose.unit_words(s.unit)) >= len(own & compose.unit_words(top.unit))
+                    and s.similarity is not None and top.similarity is not None
+                    and s.similarity >= top.similarity)
+
         named = [s for s in scored if s.unit != top.unit and compose.phrases_named(message, s.unit.text)
-                 and compose.limits(s.unit.text) and s.focus_hits >= top.focus_hits
-                 and s.score >= self.fuller_ratio * top.score]
+                 and compose.limits(s.unit.text) and as_much_of_the_question(s)]
         return max(named, key=lambda s: s.score).unit if named else None
 
     def _denial_of_act(self, message: str, scored: Sequence[compose.Scored], best: list[compose.Unit],
