@@ -204,10 +204,9 @@ class OfflineComposer:
         if extreme is not None:   # "qual a suíte mais baratinha": the items compared, the cheapest one
             return [extreme]
         sims = self._similarities(message, units, query_vector)
-        asked = _decisive_words(message, intent)
-        if intent in (i.POLICY, i.INFO):
-            # "pode levar o cachorro pra vacinar sozinho?": what it is for is what is asked about too
-            asked = asked + compose.purpose_words(message)
+        # "pode levar o cachorro pra vacinar sozinho?": the errand is what is asked about too
+        errand = compose.purpose_words(message) if intent in (i.POLICY, i.INFO) else []
+        asked = _decisive_words(message, intent) + errand
         scored = compose.score_units(message, units, wants_price=intent in (i.PRICE, i.OBJECTION),
                                      sims=sims, hint=hint, lexical_weight=self.lexical_weight,
                                      asked=asked)
@@ -229,6 +228,8 @@ class OfflineComposer:
         # vila nova?": "A varanda é área livre de fumo" over a rule on smoking elsewhere)
         if on_subject and max(s.focus_hits for s in on_subject) >= max(s.focus_hits for s in ranked) - 1:
             ranked = on_subject
+        elif errand:   # ... and a rule on the errand is the answer over a rule on the act alone
+            ranked = [s for s in ranked if compose.names_asked(s.unit, errand)] or ranked
         best = self._best(ranked, compose.expanded_focus(message))
         limit = self._limit_on_name(message, scored, best, intent)
         if limit is not None:   # the best unit only named the words apart: it answers something else

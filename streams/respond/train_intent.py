@@ -6,7 +6,9 @@ A multinomial logistic regression over the message's sentence embedding (the
 memory embedder's vector, which the responder computes anyway), trained on the
 example phrases per intent (``data/intent_examples.json``), the development
 questions (``examples/dev/questions.jsonl``) and questions written for the
-project outside the corpus (``tests/respond/data/questions_written.jsonl``). It decides what the keyword
+project outside the corpus (``tests/respond/data/questions_written.jsonl``), ``examples/train/`` and the
+readable (tuning) probes' questions (``READABLE_PROBES``: blind writers; never a validation or a reserved
+set, ``NEVER_TRAIN``, which ``train`` refuses). It decides what the keyword
 dictionary leaves open: ``general``, or a verdict resting only on weak hints
 (a total weight below ``strong``). A decisive match (weight ≥ ``strong``; an
 inbox keyword weighs ``INBOX_WEIGHT`` = 3 by default) and an inbox's own intents
