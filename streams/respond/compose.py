@@ -1077,6 +1077,18 @@ def _spelling_of(word: str, vocab: frozenset[str]) -> str:
 _WORD = re.compile(r"[A-Za-zÀ-ÿ]+")
 
 
+# "metade calabresa metade mussarela", "meia quatro queijos e meia frango": two halves of two flavours,
+# what a menu calls "meio a meio" (the flavours are the halves, not the question)
+_HALVES = re.compile(r"\b(?:metade|meia) (?:de )?[a-zà-ÿ]+(?: [a-zà-ÿ]+)??(?:,| e| com)? (?:a )?(?:outra )?"
+                     r"(?:metade|meia) (?:de )?[a-zà-ÿ]+", re.I)
+
+
+def halves_named(message: str) -> str:
+    """The message with two halves of two flavours said as "meio a meio" ("da pra fazer uma broto
+    metade calabresa metade mussarela?" → "da pra fazer uma broto meio a meio?")."""
+    return _HALVES.sub("meio a meio", message)
+
+
 def respelled(message: str, units: Sequence[Unit]) -> str:
     """``message`` with each word the retrieved knowledge does not know, not even by its stem, put
     as the knowledge writes it when it is plainly a slip or a diminutive of one of its words

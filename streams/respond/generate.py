@@ -199,7 +199,7 @@ class OfflineComposer:
         units = compose.units_of_chunks([c.text for c in chunks], [c.document_id for c in chunks])
         if not units:
             return []
-        message = compose.respelled(message, units)   # "a grnde de calabresa", "2 horinhas"
+        message = compose.respelled(compose.halves_named(message), units)   # "a grnde de calabresa", "2 horinhas"
         extreme = compose.extreme_item(message, units)
         if extreme is not None:   # "qual a suíte mais baratinha": the items compared, the cheapest one
             return [extreme]

@@ -50,6 +50,7 @@ from streams.embedding import tokens as embedding_tokens
 from streams.ingest.knowledge import default_max_distance
 from streams.pricing import ModelCall, PriceTable, model_call
 from streams.respond.compose import (
+    halves_named,
     answer_units,
     asks_price,
     attribute_bonus,
@@ -498,7 +499,8 @@ def _knowledge_steps(msg: InboundMessage, ctx: ConversationContext, p: Plan, dep
         threshold = default_max_distance(deps.knowledge_embedder.name)
     pool = inbox.rag_max_results * RERANK_POOL
     # "tem elevador? minha esposa tem problema no joelho": the question alone is searched too
-    asked = question_part(msg.text)
+    # ("metade calabresa metade mussarela" is searched as the menu says it, "meio a meio")
+    asked = halves_named(question_part(msg.text))
     searches: Calls = [(deps.knowledge.search, (vec, msg.account_id, pool, threshold + RESCUE_MARGIN))]
     if asked != msg.text:
         searches.append(_search_of(deps, asked, (msg.account_id, pool, threshold + RESCUE_MARGIN)))
@@ -529,7 +531,7 @@ def _knowledge_steps(msg: InboundMessage, ctx: ConversationContext, p: Plan, dep
                 if c.chunk_id not in seen and lexically_sure(asked, c.text):
                     chunks.append(c)
                     seen.add(c.chunk_id)
-    chunks = rerank(msg.text, chunks)[: inbox.rag_max_results]
+    chunks = rerank(halves_named(msg.text), chunks)[: inbox.rag_max_results]
     if per_clause:
         chunks = _each_question_chunk(clauses, per_clause, chunks, threshold, inbox.rag_max_results)
     if lexical is not None:

@@ -588,3 +588,21 @@ Chocolate, Doce de Leite e Romeu e Julieta.
 Esfiha doce só no tamanho pequeno. Esfiha de carne nos tamanhos pequeno e grande."""
     text = ask_with(use_embedder, "tem esfiha doce grande? minha filha ama a de doce de leite", "info_request", menu)
     assert "só no tamanho pequeno" in text
+
+
+def test_two_halves_of_two_flavours_are_meio_a_meio():
+    """"faz metade atum metade palmito na pequena?": the menu writes "meio a meio"; the flavours are the
+    halves, and their list must not answer for the rule on halves."""
+    from streams.respond.compose import halves_named
+
+    assert halves_named("faz metade atum metade palmito na pequena?") == "faz meio a meio na pequena?"
+    assert halves_named("pode meia quatro queijos e meia frango?") == "pode meio a meio?"
+    assert halves_named("meia hora de atraso e meia pizza fria") == "meia hora de atraso e meia pizza fria"
+    menu = """## Salgadas
+
+Atum, Palmito, Calabresa e Frango.
+
+## Meio a meio
+
+Pizza meio a meio só na grande; cobramos o sabor mais caro. Não fazemos meio a meio na pequena."""
+    assert "Não fazemos meio a meio na pequena" in ask("faz metade atum metade palmito na pequena?", "policy", menu)
