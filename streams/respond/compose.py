@@ -612,7 +612,7 @@ def denies_whole_kind(text: str, other_names: set[str], asked: set[str] | None =
     return False
 
 
-_CLAUSE_END = re.compile(r"(?<=[?!.])\s+")
+_CLAUSE_END = re.compile(r"(?<=[?!.])\s+|\s*\n\s*")   # a line break ends a clause too (one chat line, one thought)
 
 
 def question_part(message: str) -> str:

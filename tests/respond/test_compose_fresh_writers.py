@@ -606,3 +606,12 @@ Atum, Palmito, Calabresa e Frango.
 
 Pizza meio a meio só na grande; cobramos o sabor mais caro. Não fazemos meio a meio na pequena."""
     assert "Não fazemos meio a meio na pequena" in ask("faz metade atum metade palmito na pequena?", "policy", menu)
+
+
+def test_a_line_break_ends_a_clause_and_vr_is_vale_refeicao():
+    """"slk\\naceita VR?": a chat line of its own is a clause ("slk" is not part of the question), and
+    "VR" is what the knowledge writes "vale-refeição"."""
+    assert question_part("slk\naceita VR?") == "aceita VR?"
+    assert question_part("oi\nqual o horario?") == "qual o horario?"
+    rules = "# Pagamento\n\nAceitamos Pix e cartão de crédito.\nNão aceitamos vale-refeição nem cheque."
+    assert "não aceitamos vale-refeição" in ask("slk\naceita VR?", "policy", rules)
