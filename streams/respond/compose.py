@@ -640,6 +640,17 @@ def unit_words(unit: "Unit") -> frozenset[str]:
     return _stems(unit.text) | _stems(unit.context) | (_stems(unit.label) if unit.label else frozenset())
 
 
+_OPENING_DAY = re.compile(r"\b(?:abre|abrem|atende|atendem|funciona|funcionam|trabalha|trabalham)\b(?:\s+\S+){0,2}?\s+"
+                          r"(?:no |na |aos |nos |de |dia de )?(domingos?|segundas?|tercas?|quartas?|quintas?|sextas?|"
+                          r"sabados?|feriados?)\b")
+
+
+def opening_day_asked(message: str) -> set[str]:
+    """Whether they open on a day, asked ("vcs abrem domingo?", "atendem no feriado?"): the stems of
+    the days asked (empty when no such question: "qual dia abre a sauna" asks which day)."""
+    return {stem(m.group(1)) for m in _OPENING_DAY.finditer(normalize_chat(question_part(message)))}
+
+
 _AND = re.compile(r"(?:\s*,\s*|\s+)e\s+", re.I)
 
 

@@ -213,6 +213,11 @@ class OfflineComposer:
         _, focus = compose.question_words(message)
         ranked = sorted((s for s in scored if self._eligible(s, intent, focus)),
                         key=lambda s: (-s.score, s.unit.order))
+        day = compose.opening_day_asked(message)
+        if day and intent not in (i.GENERAL, i.OBJECTION):
+            # "vcs abrem domingo? minha cachorra ta vomitando": whether they open that day is the question;
+            # a unit naming no such day ("não aceitamos fêmeas no cio", found by the story) never answers it
+            ranked = [s for s in ranked if day & compose.unit_words(s.unit)] or ranked
         if len(focus) == 1 and intent not in (i.GENERAL, i.OBJECTION) and any(s.focus_hits for s in ranked):
             # a question about one thing ("aceita pix?"): a unit naming it ("Pix, cartão...") beats
             # one only sounding like it ("Não aceitamos cheque.")
@@ -235,6 +240,8 @@ class OfflineComposer:
         if limit is not None:   # the best unit only named the words apart: it answers something else
             return [limit]
         denial = self._denial_of_act(message, scored, best, intent)
+        if denial is not None and day and not day & compose.unit_words(denial):
+            denial = None   # nor does a "no" on the story ("não hospedamos gatos") answer "abrem sábado?"
         return [denial] + best[: self.max_sentences - 1] if denial is not None else best
 
     def _limit_on_name(self, message: str, scored: Sequence[compose.Scored], best: list[compose.Unit],

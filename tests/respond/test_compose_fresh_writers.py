@@ -615,3 +615,21 @@ def test_a_line_break_ends_a_clause_and_vr_is_vale_refeicao():
     assert question_part("oi\nqual o horario?") == "qual o horario?"
     rules = "# Pagamento\n\nAceitamos Pix e cartão de crédito.\nNão aceitamos vale-refeição nem cheque."
     assert "não aceitamos vale-refeição" in ask("slk\naceita VR?", "policy", rules)
+
+
+def test_whether_they_open_on_a_day_is_answered_by_a_line_on_that_day():
+    """"vcs abrem sábado? meu gato ta espirrando": the story brings a unit on cats ("Não hospedamos
+    gatos"), which says nothing of Saturdays; a line naming the day asked answers."""
+    from streams.respond.compose import opening_day_asked
+
+    assert opening_day_asked("vcs abrem sábado? meu gato ta espirrando") == {"sabad"}
+    assert opening_day_asked("qual dia vcs fazem castração?") == set()
+    shop = """# Hotel
+
+Não hospedamos gatos: o hotel recebe somente cães.
+
+# Horários
+
+Segunda a sexta, das 8h às 18h. Sábados: das 8h às 12h."""
+    text = ask("vcs abrem sábado? meu gato ta espirrando", "info_request", shop)
+    assert "Sábados" in text and "gatos" not in text
