@@ -50,7 +50,6 @@ from streams.embedding import tokens as embedding_tokens
 from streams.ingest.knowledge import default_max_distance
 from streams.pricing import ModelCall, PriceTable, model_call
 from streams.respond.compose import (
-    halves_named,
     answer_units,
     asks_price,
     attribute_bonus,
@@ -61,6 +60,7 @@ from streams.respond.compose import (
     concept_forms,
     extreme_item,
     extreme_price,
+    halves_named,
     item_name,
     offers_deal,
     paired_items,
