@@ -822,7 +822,7 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "endereco": ("rua", "avenida", "rodovia", "av"), "localizacao": ("rua", "avenida", "rodovia", "endereco"),
     # home, paying later, getting there
     "em casa": ("domiciliar", "domicilio"), "na minha casa": ("domiciliar", "domicilio"),
-    "a domicilio": ("domiciliar",), "pagar depois": ("fiado", "posterior"), "pago depois": ("fiado", "posterior"),
+    "a domicilio": ("domiciliar",), "vr": ("vale refeicao", "refeicao"), "ticket refeicao": ("vale refeicao",), "pagar depois": ("fiado", "posterior"), "pago depois": ("fiado", "posterior"),
     "pendura": ("fiado",), "pendurar": ("fiado",), "estacionar": ("estacionamento",),
     # what the customer "leva" is what the business lets them "trazer" (de fora)
     "posso levar": ("trazer",), "pode levar": ("trazer",), "da pra levar": ("trazer",), "levar meu": ("trazer",),

@@ -61,9 +61,15 @@ from streams.respond.text import STOPWORDS, fold, normalize_chat
 _PLURALS = (("oes", "ao"), ("aes", "ao"), ("ais", "al"), ("eis", "el"), ("ns", "m"), ("res", "r"), ("zes", "z"))
 
 
+#: words whose five letters would join them to an unrelated shorter word: their own longer stem
+_OWN_STEMS = ("filhot",)
+
+
 def stem(token: str, size: int = 5) -> str:
     """A crude stem: singular, then a prefix ("gatos" and "gato", "opções" and
     "opção", "animais" and "animal" agree)."""
+    if token.startswith(_OWN_STEMS):   # "filhote" (an animal's young) is not "filho" (a person's son)
+        return next(p for p in _OWN_STEMS if token.startswith(p))
     if len(token) > 3 and token.endswith("s"):
         for plural, singular in _PLURALS:
             if token.endswith(plural):
@@ -294,8 +300,9 @@ hora horas horario abre abrem fecha fecham funciona funcionam dia dias semana un
 ate ai la sobre gostaria saber informar informacao ola oi gente favor ainda tipo sei nossa hein
 entao mesmo assim tambem agora depois antes hoje amanha seu sua meu minha ele ela eles elas
 tempo antecedencia prazo durante pedir moro mora morar
-sou somos estou estamos era eram problema problemas
+sou somos estou estamos era eram problema problemas for forem formos fosse fossem fossemos
 diferenca diferencas rola sera proprio propria pegar so quer
+estabelecimento
 """.split())
 
 _PRICE_Q = re.compile(r"\b(quanto|quanta|valor|valores|preco|precos|custa|custam|cobra|cobram|taxa|sai por|orcamento)\b")
@@ -376,7 +383,28 @@ def _concept_forms(message: str) -> tuple[tuple[str, frozenset[str]], ...]:
     for t in normalize_chat(message).split():
         if len(t) == 5 and t.endswith(("ar", "er", "ir")) and t not in GENERIC and t not in STOPWORDS:
             out.setdefault(t, {t}).add(t[:-1])
+    # an age under 18 said in years ("meu filho de 16 anos") is a minor: the knowledge writes its rule
+    # for "menores de 18 anos" / "menor de idade", never the customer's age
+    if _MINOR_AGE.search(normalize_chat(message)):
+        out.setdefault(stem("anos"), {stem("anos")}).add(stem("menores"))
     return tuple((k, frozenset(v)) for k, v in out.items())
+
+
+_MINOR_AGE = re.compile(r"\b(?:[1-9]|1[0-7]) (?:anos|aninhos)\b")
+
+
+# "levar o cachorro pra vacinar", "deixar ele aí pra tosar": the errand a pet or a person is taken on;
+# "precisa de jejum pra castrar" names the procedure an attribute is about, and "dá pra parcelar" is
+# the question itself ("can I"): neither is an errand
+_PURPOSE = re.compile(r"\b(?:levar|leva|levo|trazer|traz|trago|deixar|deixa|deixo|mandar|manda|mando)\b"
+                      r"(?:\s+\S+){0,4}?\s+(?:pra|para) ([a-z]{3,}(?:ar|er|ir))\b")
+
+
+def purpose_words(message: str) -> list[str]:
+    """The errand of a message ("levar o cachorro pra vacinar" → "vacinar"), words that ask or
+    name nothing (``GENERIC``: "pra pegar") left out."""
+    norm = unframed(normalize_chat(message))
+    return [m.group(1) for m in _PURPOSE.finditer(norm) if m.group(1) not in GENERIC and m.group(1) not in STOPWORDS]
 
 
 def expanded_focus(message: str) -> set[str]:
@@ -399,9 +427,18 @@ _FRAME = re.compile(r"^(?:.*?\s)?(?:quer|queria|querem|queriam|gostaria|gostaria
                     r"(?: de)? saber(?: se)?\s+(?=\S)")
 
 
+# a letter's closing and the signature after it ("... aceita cheque. Grato, Adalberto.", "Att., Iolanda"),
+# and its salutation ("Prezados, boa tarde."): the form of the message, never what it asks about
+_CLOSING = re.compile(r"(?:^|[\s.,;!?])(?:grato|grata|gratos|atenciosamente|att|atte|cordialmente|respeitosamente|"
+                      r"abracos|saudacoes)\b[\s.,;!]*(?:\S+[\s.,;!]*){0,3}$")
+_SALUTATION = re.compile(r"^(?:prezad[oa]s?)(?: senhor(?:es|a|as)?)?\b[\s.,;!]*")
+
+
 def unframed(norm: str) -> str:
     """A normalised message without the frame of a reported question ("minha mae quer saber se
-    tem sauna" → "tem sauna"); as given when there is none."""
+    tem sauna" → "tem sauna") and without a letter's salutation, closing and signature; as given
+    when there is none."""
+    norm = _SALUTATION.sub("", _CLOSING.sub("", norm, count=1), count=1) or norm
     return _FRAME.sub("", norm, count=1)
 
 
@@ -446,7 +483,12 @@ def wants_price(message: str, price_intent: bool = False) -> bool:
     if _DEADLINE_Q.search(norm) or _DURATION_Q.search(norm) or (_COUNT_Q.search(norm) and not _PRICE_Q.search(
             _COUNT_Q.sub(" ", norm))):
         return False
-    return price_intent or bool(_PRICE_Q.search(norm))
+    return price_intent or bool(_PRICE_Q.search(norm) or _AMOUNT_Q.search(norm))
+
+
+# an amount asked without a price word: "qual o pedido mínimo?", "o que sai mais barato, X ou Y?" (asked
+# this way, the question wants the line with the amount whether its intent was read as price or not)
+_AMOUNT_Q = re.compile(r"\b(pedido minimo|mais (barat[oa]s?|baratinh[oa]s?|car[oa]s?|carinh[oa]s?|em conta))\b")
 
 
 _DIFFERENCE_Q = re.compile(r"\b(diferenca|diferencas|muda|mudam)\b")
@@ -570,7 +612,7 @@ def denies_whole_kind(text: str, other_names: set[str], asked: set[str] | None =
     return False
 
 
-_CLAUSE_END = re.compile(r"(?<=[?!.])\s+")
+_CLAUSE_END = re.compile(r"(?<=[?!.])\s+|\s*\n\s*")   # a line break ends a clause too (one chat line, one thought)
 
 
 def question_part(message: str) -> str:
@@ -591,6 +633,22 @@ def question_part(message: str) -> str:
         return message
     asked = [c for c in clauses if "?" in c or _WH.search(normalize_chat(c)) or _PRICE_Q.search(normalize_chat(c))]
     return " ".join(asked) if asked and len(asked) < len(clauses) else message
+
+
+def unit_words(unit: "Unit") -> frozenset[str]:
+    """The stems a unit names, with its heading's and its list's label."""
+    return _stems(unit.text) | _stems(unit.context) | (_stems(unit.label) if unit.label else frozenset())
+
+
+_OPENING_DAY = re.compile(r"\b(?:abre|abrem|atende|atendem|funciona|funcionam|trabalha|trabalham)\b(?:\s+\S+){0,2}?\s+"
+                          r"(?:no |na |aos |nos |de |dia de )?(domingos?|segundas?|tercas?|quartas?|quintas?|sextas?|"
+                          r"sabados?|feriados?)\b")
+
+
+def opening_day_asked(message: str) -> set[str]:
+    """Whether they open on a day, asked ("vcs abrem domingo?", "atendem no feriado?"): the stems of
+    the days asked (empty when no such question: "qual dia abre a sauna" asks which day)."""
+    return {stem(m.group(1)) for m in _OPENING_DAY.finditer(normalize_chat(question_part(message)))}
 
 
 _AND = re.compile(r"(?:\s*,\s*|\s+)e\s+", re.I)
@@ -1028,6 +1086,18 @@ def _spelling_of(word: str, vocab: frozenset[str]) -> str:
 
 
 _WORD = re.compile(r"[A-Za-zÀ-ÿ]+")
+
+
+# "metade calabresa metade mussarela", "meia quatro queijos e meia frango": two halves of two flavours,
+# what a menu calls "meio a meio" (the flavours are the halves, not the question)
+_HALVES = re.compile(r"\b(?:metade|meia) (?:de )?[a-zà-ÿ]+(?: [a-zà-ÿ]+)??(?:,| e| com)? (?:a )?(?:outra )?"
+                     r"(?:metade|meia) (?:de )?[a-zà-ÿ]+", re.I)
+
+
+def halves_named(message: str) -> str:
+    """The message with two halves of two flavours said as "meio a meio" ("da pra fazer uma broto
+    metade calabresa metade mussarela?" → "da pra fazer uma broto meio a meio?")."""
+    return _HALVES.sub("meio a meio", message)
 
 
 def respelled(message: str, units: Sequence[Unit]) -> str:

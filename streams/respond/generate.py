@@ -83,8 +83,10 @@ def _decisive_words(message: str, intent: str) -> list[str]:
         return []
     lexicon = i.lexicon_for(None)
     norm = i.normalize_chat(message)
+    # both intents' keywords: the line between a rule ("da pra parcelar?") and a fact ("tem
+    # estacionamento?") is where the intent most often errs, and the subject asked is the same
     return [m.group(0) for (it, kw, w, rx), literal in zip(lexicon.patterns, lexicon.literals)
-            if it == intent and w >= DECISIVE_WEIGHT and literal in norm for m in rx.finditer(norm)]
+            if it in (i.POLICY, i.INFO) and w >= DECISIVE_WEIGHT and literal in norm for m in rx.finditer(norm)]
 
 
 def split_sentences(text: str) -> list[str]:
@@ -197,18 +199,25 @@ class OfflineComposer:
         units = compose.units_of_chunks([c.text for c in chunks], [c.document_id for c in chunks])
         if not units:
             return []
-        message = compose.respelled(message, units)   # "a grnde de calabresa", "2 horinhas"
+        message = compose.respelled(compose.halves_named(message), units)   # "a grnde de calabresa", "2 horinhas"
         extreme = compose.extreme_item(message, units)
         if extreme is not None:   # "qual a suíte mais baratinha": the items compared, the cheapest one
             return [extreme]
         sims = self._similarities(message, units, query_vector)
-        asked = _decisive_words(message, intent)
+        # "pode levar o cachorro pra vacinar sozinho?": the errand is what is asked about too
+        errand = compose.purpose_words(message) if intent in (i.POLICY, i.INFO) else []
+        asked = _decisive_words(message, intent) + errand
         scored = compose.score_units(message, units, wants_price=intent in (i.PRICE, i.OBJECTION),
                                      sims=sims, hint=hint, lexical_weight=self.lexical_weight,
                                      asked=asked)
         _, focus = compose.question_words(message)
         ranked = sorted((s for s in scored if self._eligible(s, intent, focus)),
                         key=lambda s: (-s.score, s.unit.order))
+        day = compose.opening_day_asked(message)
+        if day and intent not in (i.GENERAL, i.OBJECTION):
+            # "vcs abrem domingo? minha cachorra ta vomitando": whether they open that day is the question;
+            # a unit naming no such day ("não aceitamos fêmeas no cio", found by the story) never answers it
+            ranked = [s for s in ranked if day & compose.unit_words(s.unit)] or ranked
         if len(focus) == 1 and intent not in (i.GENERAL, i.OBJECTION) and any(s.focus_hits for s in ranked):
             # a question about one thing ("aceita pix?"): a unit naming it ("Pix, cartão...") beats
             # one only sounding like it ("Não aceitamos cheque.")
@@ -224,11 +233,15 @@ class OfflineComposer:
         # vila nova?": "A varanda é área livre de fumo" over a rule on smoking elsewhere)
         if on_subject and max(s.focus_hits for s in on_subject) >= max(s.focus_hits for s in ranked) - 1:
             ranked = on_subject
+        elif errand:   # ... and a rule on the errand is the answer over a rule on the act alone
+            ranked = [s for s in ranked if compose.names_asked(s.unit, errand)] or ranked
         best = self._best(ranked, compose.expanded_focus(message))
         limit = self._limit_on_name(message, scored, best, intent)
         if limit is not None:   # the best unit only named the words apart: it answers something else
             return [limit]
         denial = self._denial_of_act(message, scored, best, intent)
+        if denial is not None and day and not day & compose.unit_words(denial):
+            denial = None   # nor does a "no" on the story ("não hospedamos gatos") answer "abrem sábado?"
         return [denial] + best[: self.max_sentences - 1] if denial is not None else best
 
     def _limit_on_name(self, message: str, scored: Sequence[compose.Scored], best: list[compose.Unit],
@@ -241,11 +254,23 @@ class OfflineComposer:
         if not best or intent in (i.GENERAL, i.OBJECTION) or not compose.is_yes_no(message):
             return None
         top = next((s for s in scored if s.unit == best[0]), None)
-        if top is None or compose.phrases_named(message, top.unit.text):
+        part = compose.question_part(message)   # the phrases asked, not the told ones ("banana com canela")
+        if top is None or compose.phrases_named(part, top.unit.text):
             return None
+        # named as much of the question itself: a word of the told part ("a guria só quer saber de
+        # brigadeiro") never makes the flavour list name more of "tem pizza doce grande?"
+        # (nor the told part's rare words, which weigh twice, outscore it: then the meaning compares them)
+        own = compose.expanded_focus(part)
+
+        def as_much_of_the_question(s: compose.Scored) -> bool:
+            if s.focus_hits >= top.focus_hits and s.score >= self.fuller_ratio * top.score:
+                return True
+            return (part != message and len(own & compose.unit_words(s.unit)) >= len(own & compose.unit_words(top.unit))
+                    and s.similarity is not None and top.similarity is not None
+                    and s.similarity >= top.similarity)
+
         named = [s for s in scored if s.unit != top.unit and compose.phrases_named(message, s.unit.text)
-                 and compose.limits(s.unit.text) and s.focus_hits >= top.focus_hits
-                 and s.score >= self.fuller_ratio * top.score]
+                 and compose.limits(s.unit.text) and as_much_of_the_question(s)]
         return max(named, key=lambda s: s.score).unit if named else None
 
     def _denial_of_act(self, message: str, scored: Sequence[compose.Scored], best: list[compose.Unit],
@@ -349,7 +374,11 @@ class OfflineComposer:
         if compose.wants_price(message, intent == i.PRICE):
             # "é cobrado?", "qual a diferença de preço...?": "sem custo", "mesmo valor" answer it
             free = compose.is_yes_no(message) or compose.asks_difference(message)
-            ranked = [s for s in ranked if compose.carries_price(s.unit.text, free)]  # no price stated: hand over
+            priced = [s for s in ranked if compose.carries_price(s.unit.text, free)]  # no price stated: hand over
+            # ... unless only the intent asked a price and the question is a yes/no one that names no
+            # amount ("vcs aceitam cheque?" read as a price question): the knowledge answers what it asks
+            if priced or compose.wants_price(message) or not compose.is_yes_no(message):
+                ranked = priced
         if compose.asks_name(message):  # "qual o nome da veterinária": no name stated, hand over
             ranked = [s for s in ranked if compose.names_someone(s.unit.text)]
         deadline = [s for s in ranked if compose.asks_deadline(message) and compose.carries_deadline(s.unit.text)]

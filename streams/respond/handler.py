@@ -60,6 +60,7 @@ from streams.respond.compose import (
     concept_forms,
     extreme_item,
     extreme_price,
+    halves_named,
     item_name,
     offers_deal,
     paired_items,
@@ -498,7 +499,8 @@ def _knowledge_steps(msg: InboundMessage, ctx: ConversationContext, p: Plan, dep
         threshold = default_max_distance(deps.knowledge_embedder.name)
     pool = inbox.rag_max_results * RERANK_POOL
     # "tem elevador? minha esposa tem problema no joelho": the question alone is searched too
-    asked = question_part(msg.text)
+    # ("metade calabresa metade mussarela" is searched as the menu says it, "meio a meio")
+    asked = halves_named(question_part(msg.text))
     searches: Calls = [(deps.knowledge.search, (vec, msg.account_id, pool, threshold + RESCUE_MARGIN))]
     if asked != msg.text:
         searches.append(_search_of(deps, asked, (msg.account_id, pool, threshold + RESCUE_MARGIN)))
@@ -529,7 +531,7 @@ def _knowledge_steps(msg: InboundMessage, ctx: ConversationContext, p: Plan, dep
                 if c.chunk_id not in seen and lexically_sure(asked, c.text):
                     chunks.append(c)
                     seen.add(c.chunk_id)
-    chunks = rerank(msg.text, chunks)[: inbox.rag_max_results]
+    chunks = rerank(halves_named(msg.text), chunks)[: inbox.rag_max_results]
     if per_clause:
         chunks = _each_question_chunk(clauses, per_clause, chunks, threshold, inbox.rag_max_results)
     if lexical is not None:
@@ -591,7 +593,9 @@ def _by_words_steps(msg: InboundMessage, p: Plan, asked: str, stems: list[str], 
         chunks = yield from _cover_missing_word_steps(msg, chunks, lexical, limit)
     if stems and chunks:
         chunks = yield from _asked_attribute_steps(msg, asked, stems, chunks, lexical, limit)
-    if p.intent.intent == OBJECTION:
+    if p.intent.intent == OBJECTION or asks_about_deal(asked):
+        # "tá caro" and "se eu for buscar tem algum desconto?" alike: the deals are found by their words,
+        # whether the question was read as an objection or as a policy question (a fragile line)
         chunks += yield from _deals_steps(msg, chunks, lexical)
     if chunks:
         chunks = yield from _named_item_line_steps(msg, asked, chunks, lexical, limit)
@@ -710,6 +714,12 @@ MAX_DEAL_CHUNKS = 2
 
 async def _deals(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical) -> list[KnowledgeChunk]:
     return await _steps_on_loop(_deals_steps(msg, chunks, lexical))
+
+
+def asks_about_deal(asked: str) -> bool:
+    """A question about a deal ("tem algum desconto?", "a tarde aurora vale no sábado?" is not one:
+    no deal word): it names a discount or a promotion, and asks."""
+    return "?" in asked and offers_deal(asked)
 
 
 def _deals_steps(msg: InboundMessage, chunks: list[KnowledgeChunk],

@@ -6,7 +6,9 @@ A multinomial logistic regression over the message's sentence embedding (the
 memory embedder's vector, which the responder computes anyway), trained on the
 example phrases per intent (``data/intent_examples.json``), the development
 questions (``examples/dev/questions.jsonl``) and questions written for the
-project outside the corpus (``tests/respond/data/questions_written.jsonl``). It decides what the keyword
+project outside the corpus (``tests/respond/data/questions_written.jsonl``), ``examples/train/`` and the
+readable (tuning) probes' questions (``READABLE_PROBES``: blind writers; never a validation or a reserved
+set, ``NEVER_TRAIN``, which ``train`` refuses). It decides what the keyword
 dictionary leaves open: ``general``, or a verdict resting only on weak hints
 (a total weight below ``strong``). A decisive match (weight ≥ ``strong``; an
 inbox keyword weighs ``INBOX_WEIGHT`` = 3 by default) and an inbox's own intents
@@ -55,7 +57,14 @@ ROOT = Path(__file__).resolve().parents[2]
 WRITTEN = ROOT / "tests" / "respond" / "data" / "questions_written.jsonl"
 #: Questions written for training (``examples/train/``, labelled by docs/intent-labels.md).
 TRAIN_QUESTIONS = ROOT / "examples" / "train" / "questions.jsonl"
-WRITTEN_FILES = (WRITTEN, TRAIN_QUESTIONS)
+#: The readable (tuning) probes whose questions train the classifier too: blind writers, labelled by
+#: docs/intent-labels.md. Never a validation set (probe_l, probe_m) nor a reserved one (heldout,
+#: probe_b, probe_d, probe_e, probe_f, probe_g): those stay out so their intent figure is out of sample.
+READABLE_PROBES = ("probe_a", "probe_c", "probe_h", "probe_i", "probe_j", "probe_k")
+#: Sets that must never train the classifier (``train`` refuses them even when asked).
+NEVER_TRAIN = ("heldout", "probe_b", "probe_d", "probe_e", "probe_f", "probe_g", "probe_l", "probe_m")
+PROBE_QUESTIONS = tuple(ROOT / "examples" / p / "questions.jsonl" for p in READABLE_PROBES)
+WRITTEN_FILES = (WRITTEN, TRAIN_QUESTIONS) + PROBE_QUESTIONS
 
 
 def _questions(folder: Path) -> list[dict]:
@@ -136,6 +145,8 @@ def train(corpus: Path = DEV_DIR, embedder=None, log=print, written=WRITTEN_FILE
     extra: list[dict] = []
     used: list[Path] = []
     for path in ([written] if isinstance(written, (str, Path)) else list(written or ())):
+        if set(Path(path).resolve().parts) & set(NEVER_TRAIN):
+            raise ValueError(f"{path}: a validation or reserved set never trains the intent classifier")
         if Path(path).exists():
             used.append(Path(path))
             extra += [json.loads(x) for x in Path(path).read_text(encoding="utf-8").splitlines() if x.strip()]
