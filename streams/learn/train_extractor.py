@@ -387,6 +387,7 @@ def cross_source(sources: dict[str, list[Example]], C: float, penalties=PENALTY_
 
 
 def train_instruction_head(rows: list[dict], embedder, n_folds: int, log=print):
+    """``_train_instruction_head`` on one BLAS thread (``deterministic``)."""
     with deterministic():
         return _train_instruction_head(rows, embedder, n_folds, log)
 
