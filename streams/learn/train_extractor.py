@@ -4,7 +4,9 @@
         [--folds 5] [--check] [--errors]
 
 Reproducible: the same corpus gives the same artefact (deterministic solver, folds
-by customer in a fixed order, no random state anywhere). Steps:
+by customer in a fixed order, no random state anywhere; the solver runs in float64 on one BLAS
+thread, ``deterministic``: in float32 its iterates followed the BLAS summation order, so a
+machine with another number of cores trained another artefact). Steps:
 
 1. candidates of every dev conversation (``extract_learned.transcript_spans``) and
    their features; a candidate is a positive example of a memory type when its span
@@ -143,6 +145,18 @@ def folds_by_group(examples: list[Example], k: int) -> list[list[int]]:
     return [[i for i, e in enumerate(examples) if fold_of[e.group] == f] for f in range(k)]
 
 
+def deterministic():
+    """The context every fit runs in: one BLAS thread. With the features in float64 (``fit``)
+    the solver then takes the same steps on any machine; in float32 two BLAS threads instead of
+    one moved lbfgs's iterates (another iteration count, weights apart by ~0.01) and with them
+    the tuned thresholds and the cross-validated counts ``--check`` compares. One thread is also
+    faster here: measured on the shared 2-core machine, a type-stage fit took 2 s on one thread and
+    15 s on two."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1, user_api="blas")
+
+
 @dataclass
 class Fitted:
     W: np.ndarray        # (n_types, n_features) the type stage's class scores
@@ -157,16 +171,19 @@ def fit(examples: list[Example], C: float) -> Fitted:
     type with no positive gets no probability)."""
     from sklearn.linear_model import LogisticRegression
 
-    X = np.concatenate([e.X for e in examples if len(e.spans)])
+    # float64: sklearn's lbfgs keeps float32 input in float32, where its steps depend on the BLAS
+    # summation order (``deterministic``).
+    X = np.concatenate([e.X for e in examples if len(e.spans)]).astype(np.float64)
     Y = np.concatenate([e.Y for e in examples if len(e.spans)])
     w = np.concatenate([np.full(len(e.spans), e.weight, dtype=np.float64) for e in examples if len(e.spans)])
     fact = Y.max(axis=1)
     balance = np.where(fact == 1, w[fact == 0].sum() / max(w[fact == 1].sum(), 1e-9), 1.0)   # positives weigh as much as negatives
-    f = LogisticRegression(C=C, max_iter=2000, solver="lbfgs").fit(X, fact, sample_weight=w * balance)
     # A span stating two facts ("minha esposa curte mto vinho rosé": a partner and her
     # taste) is one row per type, so the type stage learns both instead of the first.
     rows, types = np.nonzero(Y)
-    g = LogisticRegression(C=C, max_iter=2000, solver="lbfgs").fit(X[rows], types, sample_weight=w[rows])
+    with deterministic():
+        f = LogisticRegression(C=C, max_iter=2000, solver="lbfgs").fit(X, fact, sample_weight=w * balance)
+        g = LogisticRegression(C=C, max_iter=2000, solver="lbfgs").fit(X[rows], types, sample_weight=w[rows])
     W = np.zeros((len(MEMORY_TYPES), X.shape[1]), dtype=np.float32)
     b = np.full(len(MEMORY_TYPES), -1e4, dtype=np.float32)
     for j, t in enumerate(g.classes_):
@@ -370,6 +387,12 @@ def cross_source(sources: dict[str, list[Example]], C: float, penalties=PENALTY_
 
 
 def train_instruction_head(rows: list[dict], embedder, n_folds: int, log=print):
+    """``_train_instruction_head`` on one BLAS thread (``deterministic``)."""
+    with deterministic():
+        return _train_instruction_head(rows, embedder, n_folds, log)
+
+
+def _train_instruction_head(rows: list[dict], embedder, n_folds: int, log=print):
     """Message-level classifier of ``"instruction": true`` (on dev plus the written
     conversations' contact messages); threshold by grouped CV on F1 of (explicit guard OR
     score ≥ threshold), ties to the higher threshold (fewer facts lost)."""
@@ -385,7 +408,7 @@ def train_instruction_head(rows: list[dict], embedder, n_folds: int, log=print):
     y = np.array(labels)
     if y.sum() < 2:
         return None, 0.0, 1.0, {}
-    X = message_features(texts, embedder)
+    X = message_features(texts, embedder).astype(np.float64)
     keys = sorted(set(groups))
     fold = np.array([keys.index(g) % n_folds for g in groups])
     oof = np.zeros(len(y))
@@ -424,6 +447,12 @@ def _written_paths(written) -> list[Path]:
 def train(corpus: Path, n_folds: int = 5, *, embedder, log=print, c_grid=C_GRID,
           written=WRITTEN_FILES, errors: bool = False) -> LinearModel:
     """``embedder``: the one the artefact is trained with (``main`` gets USE from the composition root)."""
+    with deterministic():
+        return _train(corpus, n_folds, embedder=embedder, log=log, c_grid=c_grid, written=written, errors=errors)
+
+
+def _train(corpus: Path, n_folds: int = 5, *, embedder, log=print, c_grid=C_GRID,
+           written=WRITTEN_FILES, errors: bool = False) -> LinearModel:
     t0 = time.perf_counter()
     path = Path(corpus) / "conversations.jsonl"
     rows = list(read_jsonl(path))

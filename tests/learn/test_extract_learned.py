@@ -377,3 +377,30 @@ def test_memory_key_is_the_single_valued_slot_the_contradiction_lexicon_reads():
     assert slot_key("contexto_pessoal", text) == "occupation"
     assert slot_key("contexto_pessoal", "Caminhoneiro") == "occupation"
     assert slot_key("contexto_pessoal", "a gente mudou de bairro, moro no centro agora") == "residence"
+
+
+def test_training_fits_the_same_weights_whatever_the_blas_threads():
+    """The artefact must not depend on the machine's cores: in float32 sklearn's lbfgs followed the
+    BLAS summation order (another iteration count and weights ~0.01 apart on one thread and on two),
+    so ``--check`` found a fresh training different from the shipped artefact."""
+    from threadpoolctl import threadpool_limits
+
+    from streams.learn import train_extractor as T
+
+    rng = np.random.default_rng(3)
+    n, d = 2400, 900
+    examples = []
+    for k in range(8):
+        X = rng.normal(size=(n // 8, d)).astype(np.float32)
+        Y = np.zeros((n // 8, len(MEMORY_TYPES)), dtype=np.int8)
+        score = X[:, :12] @ rng.normal(size=12)
+        pos = score > 1.0
+        Y[pos, np.argmax(X[pos, 20:20 + len(MEMORY_TYPES)], axis=1)] = 1
+        examples.append(T.Example({}, [None] * (n // 8), X, Y, str(k)))
+    fits = []
+    for threads in (1, 2):
+        with threadpool_limits(limits=threads, user_api="blas"):
+            fits.append(T.fit(examples, 1.0))
+    a, b = fits
+    assert np.array_equal(a.W, b.W) and np.array_equal(a.b, b.b)
+    assert np.array_equal(a.fw, b.fw) and a.fb == b.fb
