@@ -325,3 +325,20 @@ def test_regional_words_for_a_child():
 
     ev = word_evidence("o guri vai faltar na aula amanhã", ["Tem um filho, Enzo, de 7 anos", "Trabalha de enfermeira"])
     assert ev[0] > 0 and ev[1] <= 0
+
+
+def test_nested_loso_chooses_the_settings_on_the_other_sets_only():
+    from streams.respond.evaluate_recall import nested
+
+    # each set gets the setting best on the others (mean recall@3 + @5), not the one best on itself:
+    # "a" gets the third (1.9 on b and c), "b" and "c" get the second (1.8 on a and the other one)
+    rows = [{"tau": None, "beta": None, "a": (0.80, 0.90), "b": (0.80, 0.90), "c": (0.80, 0.90)},
+            {"tau": 0.8, "beta": 0.1, "a": (1.00, 1.00), "b": (0.70, 0.90), "c": (0.70, 0.90)},
+            {"tau": 0.8, "beta": 0.2, "a": (0.60, 0.90), "b": (0.90, 1.00), "c": (0.90, 1.00)}]
+    per = nested(rows)
+    assert per["a"] == ({"tau": 0.8, "beta": 0.2}, (0.60, 0.90))
+    assert per["b"] == ({"tau": 0.8, "beta": 0.1}, (0.70, 0.90))
+    assert per["c"] == ({"tau": 0.8, "beta": 0.1}, (0.70, 0.90))
+    # a tie goes to the earlier row (no vote before a vote)
+    tie = [dict(rows[0]), {**rows[0], "tau": 0.8, "beta": 0.1}]
+    assert nested(tie)["a"][0] == {"tau": None, "beta": None}
