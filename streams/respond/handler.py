@@ -1005,6 +1005,14 @@ def lexically_sure(message: str, text: str) -> bool:
     return carries_price(text) or not asks_price(message)
 
 
+def _named_words(words: frozenset[str], forms: dict[str, set[str]]) -> frozenset[str]:
+    """``words`` with each asked word whose other name is among them (``forms``: asked stem → its
+    other names, a name of several words named when all its words are)."""
+    extra = {t for t, names in forms.items() if t not in words
+             and any(f in words or (" " in f and set(f.split()) <= words) for f in names)}
+    return words | extra if extra else words
+
+
 def rerank(message: str, chunks: Sequence[KnowledgeChunk]) -> list[KnowledgeChunk]:
     """Hybrid order: cosine distance, minus a small bonus per rare word the chunk
     shares with the message (chat spelling normalised, singular stems, idf over
@@ -1021,7 +1029,9 @@ def rerank(message: str, chunks: Sequence[KnowledgeChunk]) -> list[KnowledgeChun
         return []
     query, focus = question_words(message)
     norm = normalize_chat(message)
-    bags = [chunk_words(c.text) for c in chunks]
+    # a word the chunk names by another name ("em casa" → "domiciliar": ``concept_forms``) is named
+    forms = {t: {f for f in x if f != t} for t, x in concept_forms(message).items() if t in query}
+    bags = [_named_words(chunk_words(c.text), forms) for c in chunks]
     n = len(chunks)
     df = {t: sum(t in b for b in bags) for t in query}
 
