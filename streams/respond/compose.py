@@ -668,7 +668,10 @@ def and_questions(clause: str) -> list[str]:
     out = [parts[0]]
     for p in parts[1:]:
         # a question word, or "se" opening a reported yes/no question ("... e se o café tá incluso")
-        if (_WH.search(normalize_chat(p)) or re.match(r"se\s", normalize_chat(p))) and _asks(out[-1]):
+        # ... or two reported yes/no questions ("queria saber se tem desconto na consulta e se da pra pagar
+        # no boleto": the first is asked by the frame "saber se")
+        reported = re.match(r"se\s", normalize_chat(p)) and _FRAME.search(normalize_chat(out[-1]))
+        if (_WH.search(normalize_chat(p)) or re.match(r"se\s", normalize_chat(p))) and (_asks(out[-1]) or reported):
             out.append(p)
         else:
             out[-1] = f"{out[-1]} e {p}"

@@ -696,3 +696,25 @@ def test_a_limit_answers_a_yes_no_question_asking_no_price_over_a_price_line(use
     ("Só no salão, não vale para delivery.") answers it."""
     text = ask_with(use_embedder, "a segunda do combo vale pro delivery?", "policy", DEALS)
     assert "não vale para delivery" in text
+
+
+BILLING = """# Descontos
+
+- Clientes com mais de 60 anos: 5% de desconto no banho e na tosa.
+- Pacote de 4 banhos: 10% de desconto, pago antecipado.
+
+# Formas de pagamento
+
+Aceitamos cartão de débito e crédito. Pagamento por Pix só pelo QR code do balcão, com comprovante na hora."""
+
+
+def test_two_reported_yes_no_questions_joined_by_e_se_are_each_answered(use_embedder):
+    """"queria saber se tem desconto pra idoso e se da pra pagar no pix": two yes/no questions reported
+    by one "saber se", the second opened by "e se"; each gets its answer."""
+    from streams.respond.compose import question_clauses
+
+    msg = "bom dia, sou cliente faz tempo e queria saber se tem desconto pra idoso e se da pra pagar no pix"
+    assert question_clauses(msg)[1:] == ["se da pra pagar no pix"]
+    assert question_clauses("queria saber se tem banho e tosa") == []
+    text = ask_with(use_embedder, msg, "policy", BILLING)
+    assert "mais de 60 anos" in text and "QR code" in text
