@@ -390,6 +390,21 @@ def _concept_forms(message: str) -> tuple[tuple[str, frozenset[str]], ...]:
     return tuple((k, frozenset(v)) for k, v in out.items())
 
 
+def phrase_forms(message: str) -> dict[str, set[str]]:
+    """``concept_forms`` of the customer's phrases only ("em casa" → "domiciliar", "a domicilio"): a phrase
+    has one meaning its other name carries, where a single word's other names are often a wider kind
+    ("gato" → "pet", "animal") that most of the knowledge names."""
+    out: dict[str, set[str]] = {}
+    for word, others in concepts_in(_measures(normalize_chat(message))):
+        if len(word.split()) < 2:
+            continue
+        own = [t for t in word.split() if t not in STOPWORDS]
+        key = stem(own[-1]) if own else stem(word.split()[-1])
+        for o in others:
+            out.setdefault(key, set()).update(stem(t) for t in _measures(fold(o)).split() if t not in STOPWORDS)
+    return out
+
+
 _MINOR_AGE = re.compile(r"\b(?:[1-9]|1[0-7]) (?:anos|aninhos)\b")
 
 

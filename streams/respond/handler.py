@@ -64,6 +64,7 @@ from streams.respond.compose import (
     item_name,
     offers_deal,
     paired_items,
+    phrase_forms,
     question_clauses,
     question_part,
     question_words,
@@ -1006,10 +1007,9 @@ def lexically_sure(message: str, text: str) -> bool:
 
 
 def _named_words(words: frozenset[str], forms: dict[str, set[str]]) -> frozenset[str]:
-    """``words`` with each asked word whose other name is among them (``forms``: asked stem → its
-    other names, a name of several words named when all its words are)."""
-    extra = {t for t, names in forms.items() if t not in words
-             and any(f in words or (" " in f and set(f.split()) <= words) for f in names)}
+    """``words`` with each asked word whose other name is among them (``forms``: asked stem → the
+    stems of its other names)."""
+    extra = {t for t, names in forms.items() if t not in words and names & words}
     return words | extra if extra else words
 
 
@@ -1029,8 +1029,9 @@ def rerank(message: str, chunks: Sequence[KnowledgeChunk]) -> list[KnowledgeChun
         return []
     query, focus = question_words(message)
     norm = normalize_chat(message)
-    # a word the chunk names by another name ("em casa" → "domiciliar": ``concept_forms``) is named
-    forms = {t: {f for f in x if f != t} for t, x in concept_forms(message).items() if t in query}
+    # a word the chunk names by the other name of the customer's phrase ("em casa" → "domiciliar":
+    # ``phrase_forms``; not a single word's wider kind, "gato" → "pet") is named
+    forms = {t: {f for f in x if f != t} for t, x in phrase_forms(message).items() if t in query}
     bags = [_named_words(chunk_words(c.text), forms) for c in chunks]
     n = len(chunks)
     df = {t: sum(t in b for b in bags) for t in query}
