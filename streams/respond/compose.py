@@ -390,6 +390,21 @@ def _concept_forms(message: str) -> tuple[tuple[str, frozenset[str]], ...]:
     return tuple((k, frozenset(v)) for k, v in out.items())
 
 
+def phrase_forms(message: str) -> dict[str, set[str]]:
+    """``concept_forms`` of the customer's phrases only ("em casa" → "domiciliar", "a domicilio"): a phrase
+    has one meaning its other name carries, where a single word's other names are often a wider kind
+    ("gato" → "pet", "animal") that most of the knowledge names."""
+    out: dict[str, set[str]] = {}
+    for word, others in concepts_in(_measures(normalize_chat(message))):
+        if len(word.split()) < 2:
+            continue
+        own = [t for t in word.split() if t not in STOPWORDS]
+        key = stem(own[-1]) if own else stem(word.split()[-1])
+        for o in others:
+            out.setdefault(key, set()).update(stem(t) for t in _measures(fold(o)).split() if t not in STOPWORDS)
+    return out
+
+
 _MINOR_AGE = re.compile(r"\b(?:[1-9]|1[0-7]) (?:anos|aninhos)\b")
 
 
@@ -668,7 +683,10 @@ def and_questions(clause: str) -> list[str]:
     out = [parts[0]]
     for p in parts[1:]:
         # a question word, or "se" opening a reported yes/no question ("... e se o café tá incluso")
-        if (_WH.search(normalize_chat(p)) or re.match(r"se\s", normalize_chat(p))) and _asks(out[-1]):
+        # ... or two reported yes/no questions ("queria saber se tem desconto na consulta e se da pra pagar
+        # no boleto": the first is asked by the frame "saber se")
+        reported = re.match(r"se\s", normalize_chat(p)) and _FRAME.search(normalize_chat(out[-1]))
+        if (_WH.search(normalize_chat(p)) or re.match(r"se\s", normalize_chat(p))) and (_asks(out[-1]) or reported):
             out.append(p)
         else:
             out[-1] = f"{out[-1]} e {p}"
@@ -897,6 +915,56 @@ def range_fit(question_norm: str, unit_folded: str) -> bool | None:
     return any(lo <= v <= hi for v, lo, hi in same)
 
 
+# a time of day asked: "às 3 da tarde", "as tres da tarde", "umas 15h", "às 15:30", "meio-dia"
+_CLOCK_NUMBERS = {"uma": 1, "duas": 2, "tres": 3, "quatro": 4, "cinco": 5, "seis": 6, "sete": 7, "oito": 8,
+                  "nove": 9, "dez": 10, "onze": 11, "doze": 12}
+_PERIOD = r"(?:\s+(?:da|de) (manha|tarde|noite|madrugada))"
+_CLOCK_Q = re.compile(r"\b(?:as|umas|pelas|la pelas|depois das|antes das|ate as)\s+(\d{1,2}|" + "|".join(_CLOCK_NUMBERS)
+                      + r")(?:h(\d{2})?|:(\d{2})|\s+horas?)?" + _PERIOD + r"?\b|\b(meio ?dia|meia ?noite)\b")
+# a rule on the time of day in the knowledge: "depois das 12h", "após as 18h", "a partir das 14h", "antes das
+# 10h", "até as 12h" (not "até 5 horas", a length of time)
+_CLOCK_RULE = re.compile(r"\b(depois d[ao]s?|apos (?:as|o)|a partir d[ao]s|antes d[ao]s?|ate (?:as|o))\s+"
+                         r"(?:(\d{1,2})(?:h(\d{2})?|:(\d{2}))|(meio dia|meia noite))")
+
+
+def clock_asked(norm: str) -> list[float]:
+    """The times of day a question names, in hours from midnight ("as tres da tarde" → 15.0, "umas
+    23h" → 23.0, "meio dia" → 12.0); a bare number needs "às" and "h", ":", "horas" or a period of the
+    day ("às 3 da tarde"), so "as 2 pizzas" or "de 2h" (a length) are no time."""
+    out = []
+    for m in _CLOCK_Q.finditer(norm.replace("-", " ")):
+        num, mins, mins2, period, named = m.groups()
+        if named:
+            out.append(12.0 if named.startswith("meio") else 24.0)
+            continue
+        said_as_time = period or mins or mins2 or re.search(r"(h|:\d\d|horas?)$", m.group(0))
+        if not said_as_time:
+            continue
+        hour = float(_CLOCK_NUMBERS.get(num, num) if not num.isdigit() else int(num))
+        if period in ("tarde", "noite") and hour < 12:
+            hour += 12
+        if 0 <= hour <= 24:
+            out.append(hour + int(mins or mins2 or 0) / 60)
+    return out
+
+
+def clock_fit(norm: str, unit_folded: str) -> bool | None:
+    """True: a time of day the question names falls under a rule on the time of day the unit states
+    ("se eu buscar às 3 da tarde" and "Saída depois das 12h acrescenta meia diária"); False: the unit
+    states such rules and none holds it; None: no time asked or no rule stated."""
+    asked = clock_asked(norm)
+    if not asked:
+        return None
+    rules = []
+    for word, h, m1, m2, named in _CLOCK_RULE.findall(unit_folded.replace("-", " ")):
+        at = (12.0 if named.startswith("meio") else 24.0) if named else int(h) + int(m1 or m2 or 0) / 60
+        after = word.startswith(("depois", "apos", "a partir"))
+        rules.append((at, after))
+    if not rules:
+        return None
+    return any((v > at) if after else (v <= at) for v in asked for at, after in rules)
+
+
 @dataclass(frozen=True)
 class _Asked:
     """What kinds of answer a question asks for (read once per question)."""
@@ -910,6 +978,7 @@ class _Asked:
     day: bool
     address: bool
     amounts: bool
+    clock: bool
 
 
 @functools.lru_cache(maxsize=1024)
@@ -918,7 +987,8 @@ def _asked(q: str) -> _Asked:
     duration = bool(_DURATION_Q.search(q))
     return _Asked(price=bool(_PRICE_Q.search(q)), timed=deadline or duration, yes_no=not _WH.search(q),
                   duration=duration and not deadline, hours=_asks_hours(q), deadline=deadline,
-                  day=bool(_DAY_Q.search(q)), address=bool(_ADDRESS_Q.search(q)), amounts=bool(_Q_AMOUNT.search(q)))
+                  day=bool(_DAY_Q.search(q)), address=bool(_ADDRESS_Q.search(q)), amounts=bool(_Q_AMOUNT.search(q)),
+                  clock=bool(clock_asked(q)))
 
 
 @dataclass(frozen=True)
@@ -967,6 +1037,9 @@ def attribute_bonus(question_norm: str, text: str, wants_price: bool = False) ->
     fit = range_fit(question_norm, fold(text)) if q.amounts else None
     if fit is not None:  # the range holding the quantity asked, never one that excludes it
         bonus += 3.0 if fit else -3.0
+    clock = clock_fit(question_norm, fold(text)) if q.clock else None
+    if clock is not None:   # a rule on the time of day asked ("às 3 da tarde": "saída depois das 12h ...")
+        bonus += 3.0 if clock else 1.5   # answers it either way; the rule it falls under answers it best
     return bonus
 
 
@@ -1015,6 +1088,8 @@ def score_units(message: str, units: Sequence[Unit], *, wants_price: bool = Fals
             bonus += 0.75 * sum(idf(s) for s in hint_terms & texts[k])
         bonus += sum(idf(s) for s in asked_terms if names_asked(u, [s]))
         hits = len(focus & (texts[k] | ctxs[k] | (_stems(u.label) if u.label else set())))
+        if clock_asked(norm) and clock_fit(norm, fold(u.text)):
+            hits += 1   # a rule the time asked falls under names it ("às 3 da tarde": "depois das 12h")
         sim = None if sims is None else float(sims[k])
         score = (sim if sim is not None else 0.0) + lexical_weight * (lex + bonus) if sims is not None \
             else lex + bonus

@@ -231,7 +231,11 @@ class OfflineComposer:
         on_subject = [s for s in ranked if asked and compose.names_asked(s.unit, asked)]
         # ... unless another unit names clearly more of the question ("pode fumar na varanda da
         # vila nova?": "A varanda é área livre de fumo" over a rule on smoking elsewhere)
-        if on_subject and max(s.focus_hits for s in on_subject) >= max(s.focus_hits for s in ranked) - 1:
+        # (a price line naming the things around it names nothing of a question that asks no price: "posso
+        # parcelar a castração da minha gata, de 3 kg?" is not answered by "Castração de gata até 4 kg: R$ ...")
+        rivals = ranked if compose.wants_price(message, intent == i.PRICE) else \
+            [s for s in ranked if not compose.carries_price(s.unit.text)]
+        if on_subject and max(s.focus_hits for s in on_subject) >= max((s.focus_hits for s in rivals), default=0) - 1:
             ranked = on_subject
         elif errand:   # ... and a rule on the errand is the answer over a rule on the act alone
             ranked = [s for s in ranked if compose.names_asked(s.unit, errand)] or ranked
@@ -242,7 +246,26 @@ class OfflineComposer:
         denial = self._denial_of_act(message, scored, best, intent)
         if denial is not None and day and not day & compose.unit_words(denial):
             denial = None   # nor does a "no" on the story ("não hospedamos gatos") answer "abrem sábado?"
+        if denial is None:
+            denial = self._limit_over_price(message, ranked, best, intent)
         return [denial] + best[: self.max_sentences - 1] if denial is not None else best
+
+    @staticmethod
+    def _limit_over_price(message: str, ranked: Sequence[compose.Scored], best: list[compose.Unit],
+                          intent: str) -> compose.Unit | None:
+        """"a segunda do combo vale pro delivery?": a yes/no question that asks no price, whose best unit is
+        a price line naming the thing ("Segunda do Combo: ... por R$ 39,90 por pessoa."), while another unit
+        names as much of the question and limits it ("Só no salão, não vale para delivery."): the limit
+        answers the yes or no, first (with the best unit after it)."""
+        if not best or intent in (i.GENERAL, i.OBJECTION) or not compose.is_yes_no(message) \
+                or compose.wants_price(message, intent == i.PRICE) or not compose.carries_price(best[0].text):
+            return None
+        top = next((s for s in ranked if s.unit == best[0]), None)
+        if top is None:
+            return None
+        limits = [s for s in ranked if s.unit not in best and not compose.carries_price(s.unit.text)
+                  and compose.limits(s.unit.text) and s.focus_hits >= top.focus_hits]
+        return limits[0].unit if limits else None
 
     def _limit_on_name(self, message: str, scored: Sequence[compose.Scored], best: list[compose.Unit],
                        intent: str) -> compose.Unit | None:

@@ -64,6 +64,7 @@ from streams.respond.compose import (
     item_name,
     offers_deal,
     paired_items,
+    phrase_forms,
     question_clauses,
     question_part,
     question_words,
@@ -1005,6 +1006,13 @@ def lexically_sure(message: str, text: str) -> bool:
     return carries_price(text) or not asks_price(message)
 
 
+def _named_words(words: frozenset[str], forms: dict[str, set[str]]) -> frozenset[str]:
+    """``words`` with each asked word whose other name is among them (``forms``: asked stem → the
+    stems of its other names)."""
+    extra = {t for t, names in forms.items() if t not in words and names & words}
+    return words | extra if extra else words
+
+
 def rerank(message: str, chunks: Sequence[KnowledgeChunk]) -> list[KnowledgeChunk]:
     """Hybrid order: cosine distance, minus a small bonus per rare word the chunk
     shares with the message (chat spelling normalised, singular stems, idf over
@@ -1021,7 +1029,10 @@ def rerank(message: str, chunks: Sequence[KnowledgeChunk]) -> list[KnowledgeChun
         return []
     query, focus = question_words(message)
     norm = normalize_chat(message)
-    bags = [chunk_words(c.text) for c in chunks]
+    # a word the chunk names by the other name of the customer's phrase ("em casa" → "domiciliar":
+    # ``phrase_forms``; not a single word's wider kind, "gato" → "pet") is named
+    forms = {t: {f for f in x if f != t} for t, x in phrase_forms(message).items() if t in query}
+    bags = [_named_words(chunk_words(c.text), forms) for c in chunks]
     n = len(chunks)
     df = {t: sum(t in b for b in bags) for t in query}
 

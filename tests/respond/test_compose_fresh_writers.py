@@ -633,3 +633,88 @@ Não hospedamos gatos: o hotel recebe somente cães.
 Segunda a sexta, das 8h às 18h. Sábados: das 8h às 12h."""
     text = ask("vcs abrem sábado? meu gato ta espirrando", "info_request", shop)
     assert "Sábados" in text and "gatos" not in text
+
+
+DAYCARE = """# Creche
+
+- Diária da creche: R$ 70,00
+- Meia diária (até 5 horas): R$ 45,00
+
+A diária vai das 7h às 19h. Retirada depois das 19h acrescenta uma taxa de R$ 30,00.
+
+# Horários
+
+Recepção: de segunda a sexta, entradas a partir das 7h; aos sábados, até as 13h."""
+
+
+def test_a_time_of_day_in_words_falls_under_a_rule_on_the_time_of_day(use_embedder):
+    """"se eu pegar ele as oito da noite pago mais?": "as oito da noite" is 20h, which falls under "depois
+    das 19h"; the rule on the time asked names it, though it shares no word with the question."""
+    from streams.respond.compose import clock_asked, clock_fit
+
+    assert clock_asked("se eu pegar ele as oito da noite") == [20.0]
+    assert clock_asked("e as 3 da tarde") == [15.0] and clock_asked("umas 23h") == [23.0]
+    assert clock_asked("as 2 pizzas") == [] and clock_asked("o pacote de 4h") == []
+    assert clock_fit("as oito da noite", "retirada depois das 19h acrescenta") is True
+    assert clock_fit("as dez da manha", "retirada depois das 19h acrescenta") is False
+    assert clock_fit("as dez da manha", "a diaria da creche") is None
+    text = ask_with(use_embedder, "se eu pegar ele na creche as oito da noite pago mais?", "price_question", DAYCARE)
+    assert "R$ 30,00" in text
+
+
+SURGERY = """# Cirurgias
+
+- Castração de gata até 4 kg: R$ 450,00
+- Castração de gata acima de 4 kg: R$ 520,00
+
+# Pagamento
+
+Cirurgias podem ser parceladas em até 5x sem juros no cartão."""
+
+
+def test_a_price_line_naming_the_things_around_it_does_not_answer_a_question_asking_no_price(use_embedder):
+    """"posso parcelar a castração da minha gata, de 3 kg?": the price line names the surgery, the
+    species and the weight, but the question is whether it can be paid in instalments."""
+    text = ask_with(use_embedder, "Boa tarde. Queria saber se posso parcelar a castração da minha gata, de 3 kg.",
+                    "policy", SURGERY)
+    assert "5x sem juros" in text
+
+
+DEALS = """# Promoções
+
+- Segunda do Combo: hambúrguer, batata e refrigerante por R$ 39,90 por pessoa.
+
+Só no salão, não vale para delivery.
+
+# Bebidas
+
+- Refrigerante lata: R$ 7,00"""
+
+
+def test_a_limit_answers_a_yes_no_question_asking_no_price_over_a_price_line(use_embedder):
+    """"a segunda do combo vale pro delivery?": the price line names the deal asked about, the limit
+    ("Só no salão, não vale para delivery.") answers it."""
+    text = ask_with(use_embedder, "a segunda do combo vale pro delivery?", "policy", DEALS)
+    assert "não vale para delivery" in text
+
+
+BILLING = """# Descontos
+
+- Clientes com mais de 60 anos: 5% de desconto no banho e na tosa.
+- Pacote de 4 banhos: 10% de desconto, pago antecipado.
+
+# Formas de pagamento
+
+Aceitamos cartão de débito e crédito. Pagamento por Pix só pelo QR code do balcão, com comprovante na hora."""
+
+
+def test_two_reported_yes_no_questions_joined_by_e_se_are_each_answered(use_embedder):
+    """"queria saber se tem desconto pra idoso e se da pra pagar no pix": two yes/no questions reported
+    by one "saber se", the second opened by "e se"; each gets its answer."""
+    from streams.respond.compose import question_clauses
+
+    msg = "bom dia, sou cliente faz tempo e queria saber se tem desconto pra idoso e se da pra pagar no pix"
+    assert question_clauses(msg)[1:] == ["se da pra pagar no pix"]
+    assert question_clauses("queria saber se tem banho e tosa") == []
+    text = ask_with(use_embedder, msg, "policy", BILLING)
+    assert "mais de 60 anos" in text and "QR code" in text

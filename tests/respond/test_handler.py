@@ -177,6 +177,26 @@ def test_a_word_of_the_question_may_be_in_a_chunk_by_another_name():
     assert not lexically_sure(msg, "Gatos: banho somente com hora marcada.")   # a price is asked
 
 
+def test_rerank_counts_a_word_the_chunk_names_by_another_name():
+    """"vcs fazem atendimento em casa?": the chunk saying "atendimento domiciliar" names "em casa" by its
+    other name (``phrase_forms``) and goes before a nearer chunk where "casa" is only where the pet
+    goes back to."""
+    from uuid import uuid4
+
+    from streams.respond.handler import rerank
+    from streams.respond.model import KnowledgeChunk
+
+    near = KnowledgeChunk(uuid4(), uuid4(), 0.64, "Atendemos com hora marcada; depois da consulta o pet volta para casa.")
+    far = KnowledgeChunk(uuid4(), uuid4(), 0.70, "Não fazemos atendimento domiciliar: as consultas são na clínica.")
+    other = KnowledgeChunk(uuid4(), uuid4(), 0.62, "Aceitamos Pix e cartão de crédito.")
+    assert rerank("vcs fazem atendimento em casa?", [near, other, far])[0] == far
+    # a single word's wider kind ("gato" → "pet", "animal") is no other name of it here: most chunks name it
+    from streams.respond.compose import phrase_forms
+
+    assert phrase_forms("vcs fazem atendimento em casa?") == {"casa": {"domic"}}
+    assert phrase_forms("o hotel aceita gato?") == {}
+
+
 def test_the_cheapest_of_a_kind_brings_the_chunk_of_that_item_when_the_search_missed_it():
     from uuid import NAMESPACE_URL as NS
     from uuid import uuid5
