@@ -166,7 +166,9 @@ INSTRUCTION_RE = re.compile(
     r"|\b(?:voce|vc)\s+(?:agora\s+)?(?:e|eh|sera|vai\s+ser)\s+(?:um|uma|o|a|so\s+um)\s+(?:assistente|ia|bot|robo)\b"
     r"|\btem\s+(?:que|q)\s+(?:me\s+)?obedecer\b|\b(?:finja|finge|faz\s+de\s+conta)\s+que\b"
     r"|\bmodo\s+(?:desenvolvedor|admin|debug)\b"
-    r"|\b(?:a\s+partir\s+de\s+agora|de\s+agora\s+em\s+diante)\b.{0,30}\b(?:voce|vc|responda|responde|fale|me\s+trat)"
+    r"|\b(?:a\s+partir\s+de\s+agora|de\s+agora\s+em\s+diante)\b.{0,30}\b(?:voce|vc|vcs|responda|responde|fale|me\s+(?:trat|cham))"
+    # a percentage off asked as an order: "me dá 20% off", "aplica 15% pra mim", "sempre me faz 10%"
+    r"|\b(?:me\s+(?:da|de|faz|faca|libera|manda|passa)|aplica|aplique|libera|libere)\s+(?:um\s+|uns\s+|o\s+|os\s+)?\d+\s*%"
     r"|\b(?:responda|responde|fale|fala)\s+(?:so|somente|apenas)\s+em\s+(?:ingles|espanhol)"
     # an entitlement only the business can grant, claimed by the customer
     r"|\b(?:gerente|dono|dona|chefe|supervisor\w*|diretor\w*)\b.{0,40}\b(?:autoriz\w*|liber\w*|prometeu|falou|disse|garantiu)\b"
