@@ -104,11 +104,28 @@ class Span:
     clauses: int = 1   # how many clauses the span runs over
 
 
+# A dot that does not end a sentence: a title or a one-letter abbreviation before a capitalised
+# name ("a Dra. Marta", "Sr. Ferraz", "Av. Brasil") or a dot between digits ("R$ 1.200").
+_ABBREVIATION = re.compile(r"\b(?:dr|dra|drs|dras|sr|sra|srs|sras|srta|prof|profa|sto|sta|av|pe|cel|[a-z])$")
+# What ends a sentence (as opposed to a clause): a window of clauses never runs over it.
+_SENTENCE_END = re.compile(r"[.!?…\n]")
+
+
+def _not_a_boundary(folded: str, text: str, m: re.Match) -> bool:
+    if m.group() != ".":
+        return False
+    a, b = m.start(), m.end()
+    if a and folded[a - 1].isdigit() and folded[b:b + 1].isdigit():
+        return True
+    return bool(_ABBREVIATION.search(folded[:a])) and text[b:b + 1] == " " and text[b + 1:b + 2].isupper()
+
+
 def clauses(text: str) -> list[tuple[int, int]]:
     """Clause bounds in ``text`` (trimmed, at least one word each)."""
     folded = fold(text)
     out, pos = [], 0
-    for m in list(_BOUNDARY.finditer(folded)) + [None]:
+    cuts = [m for m in _BOUNDARY.finditer(folded) if not _not_a_boundary(folded, text, m)]
+    for m in cuts + [None]:
         end = m.start() if m else len(text)
         a, b = pos, end
         while a < b and not text[a].isalnum():
@@ -147,13 +164,17 @@ def mention_spans(text: str) -> list[tuple[int, int]]:
 
 
 def candidate_spans(text: str, message_index: int = 0, max_window: int = MAX_WINDOW) -> list[Span]:
-    """Runs of 1..max_window consecutive clauses, plus the possessive mentions (``mention_spans``)
+    """Runs of 1..max_window consecutive clauses of one sentence, plus the possessive mentions (``mention_spans``)
     that are not a clause already; each a verbatim substring of ``text``."""
     cl = clauses(text)
+    # A window stays inside one sentence: a clause after a sentence end (". ", "?", "!", a line
+    # break) starts a new statement, and a window over both is two facts in one span or a fact
+    # with the question or request next to it ("meu filho. e por favor avisa a cozinha…").
+    ends = [bool(_SENTENCE_END.search(text[cl[k][1]:cl[k + 1][0]])) for k in range(len(cl) - 1)]
     out = []
     for i in range(len(cl)):
         for w in range(1, max_window + 1):
-            if i + w > len(cl):
+            if i + w > len(cl) or (w > 1 and ends[i + w - 2]):
                 break
             a, b = cl[i][0], cl[i + w - 1][1]
             piece = text[a:b].strip()

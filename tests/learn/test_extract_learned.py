@@ -14,6 +14,7 @@ from streams.learn.extract_learned import (
     LinearModel,
     Span,
     candidate_spans,
+    clauses,
     select,
     transcript_spans,
 )
@@ -77,6 +78,40 @@ def test_a_possessive_mention_inside_a_clause_is_a_candidate(text, mention):
     s = next(s for s in spans if s.text == mention)
     assert text[s.start:s.end] == mention and s.message_index == 3 and s.clauses == 1
     assert len({(s.start, s.end) for s in spans}) == len(spans)   # no span twice
+
+
+@pytest.mark.parametrize("text, inside", [
+    ("a Dra. Marta foi um amor, explicou tudo com paciência", "a Dra. Marta foi um amor"),
+    ("nosso diretor, Sr. Ferraz, aprova as compras", "Sr. Ferraz"),
+    ("paguei R$ 1.200 no pix ontem", "paguei R$ 1.200 no pix ontem"),
+])
+def test_a_dot_inside_an_abbreviation_or_a_number_does_not_cut_a_clause(text, inside):
+    assert inside in {text[a:b] for a, b in clauses(text)}
+
+
+def test_a_dot_before_a_new_sentence_still_cuts():
+    text = "foi ótimo. Obrigada pelo carinho"
+    assert [text[a:b] for a, b in clauses(text)] == ["foi ótimo", "Obrigada pelo carinho"]
+
+
+@pytest.mark.parametrize("text, first, second", [
+    ("meu filho. e por favor avisa a cozinha", "meu filho", "e por favor avisa a cozinha"),
+    ("e da pra parcelar a 4h? eu sempre parcelo tudo no cartao", "e da pra parcelar a 4h", "eu sempre parcelo tudo no cartao"),
+    ("1 grande calabresa\nsem cebola pfv", "1 grande calabresa", "sem cebola pfv"),
+    ("adorei o banho! ele voltou cheiroso", "adorei o banho", "ele voltou cheiroso"),
+])
+def test_a_window_of_clauses_does_not_run_over_a_sentence_end(text, first, second):
+    # Two sentences are two statements (or a statement and a question/request): each sentence is
+    # a candidate, the span over both is not.
+    got = {s.text for s in candidate_spans(text)}
+    assert first in got and second in got
+    assert not any(first in t and second in t for t in got)
+
+
+def test_clauses_of_one_sentence_still_make_windows():
+    text = "eu e o boy sempre ficamos na Safira, pq tem sauna, e a gente ama"
+    got = {s.text for s in candidate_spans(text)}
+    assert "eu e o boy sempre ficamos na Safira, pq tem sauna" in got
 
 
 # -------------------------------------------------------------- guard
