@@ -4,9 +4,10 @@ How it proposes facts for one conversation:
 
 1. **Candidates are verbatim spans.** Every contact message is cut into clauses
    (sentence ends, commas, semicolons, emojis, laughter, "mas", "pq", "então"...);
-   a candidate is a run of one to ``MAX_WINDOW`` consecutive clauses, cut from the
-   original text, so its evidence is a substring of what the customer wrote by
-   construction; a possessive mention ("minha namorada", "meu filho Pedro") inside a
+   a candidate is a run of one to ``MAX_WINDOW`` consecutive clauses of one sentence (a
+   window never runs over ". ", "?", "!", "…" or a line break; a dot in "Dra." or "1.200"
+   cuts nothing), cut from the original text, so its evidence is a substring of what the
+   customer wrote by construction; a possessive mention ("minha namorada", "meu filho Pedro") inside a
    clause is a candidate too. Messages that instruct the agent yield no candidate at all: the
    explicit guard (``normalise.is_instruction``) or a message-level classifier learnt
    from the corpus's ``"instruction": true`` flags (its threshold chosen by CV).
