@@ -5,10 +5,9 @@ How it proposes facts for one conversation:
 1. **Candidates are verbatim spans.** Every contact message is cut into clauses
    (sentence ends, commas, semicolons, emojis, laughter, "mas", "pq", "então"...);
    a candidate is a run of one to ``MAX_WINDOW`` consecutive clauses of one sentence (a
-   window never runs over ". ", "?", "!", "…" or a line break; a dot in "Dra." or "1.200"
-   cuts nothing), cut from the original text, so its evidence is a substring of what the
-   customer wrote by construction; a possessive mention ("minha namorada", "meu filho Pedro") inside a
-   clause is a candidate too. Messages that instruct the agent yield no candidate at all: the
+   window never runs over ". ", "?", "!", "…" or a line break), cut from the original text,
+   so its evidence is a substring of what the customer wrote by construction; a possessive
+   mention ("minha namorada", "meu filho Pedro") inside a clause is a candidate too. Messages that instruct the agent yield no candidate at all: the
    explicit guard (``normalise.is_instruction``) or a message-level classifier learnt
    from the corpus's ``"instruction": true`` flags (its threshold chosen by CV).
 2. **Features**: the sentence embedding of the span (USE multilingual, the memory
@@ -105,28 +104,15 @@ class Span:
     clauses: int = 1   # how many clauses the span runs over
 
 
-# A dot that does not end a sentence: a title or a one-letter abbreviation before a capitalised
-# name ("a Dra. Marta", "Sr. Ferraz", "Av. Brasil") or a dot between digits ("R$ 1.200").
-_ABBREVIATION = re.compile(r"\b(?:dr|dra|drs|dras|sr|sra|srs|sras|srta|prof|profa|sto|sta|av|pe|cel|[a-z])$")
 # What ends a sentence (as opposed to a clause): a window of clauses never runs over it.
 _SENTENCE_END = re.compile(r"[.!?…\n]")
-
-
-def _not_a_boundary(folded: str, text: str, m: re.Match) -> bool:
-    if m.group() != ".":
-        return False
-    a, b = m.start(), m.end()
-    if a and folded[a - 1].isdigit() and folded[b:b + 1].isdigit():
-        return True
-    return bool(_ABBREVIATION.search(folded[:a])) and text[b:b + 1] == " " and text[b + 1:b + 2].isupper()
 
 
 def clauses(text: str) -> list[tuple[int, int]]:
     """Clause bounds in ``text`` (trimmed, at least one word each)."""
     folded = fold(text)
     out, pos = [], 0
-    cuts = [m for m in _BOUNDARY.finditer(folded) if not _not_a_boundary(folded, text, m)]
-    for m in cuts + [None]:
+    for m in list(_BOUNDARY.finditer(folded)) + [None]:
         end = m.start() if m else len(text)
         a, b = pos, end
         while a < b and not text[a].isalnum():
@@ -165,8 +151,8 @@ def mention_spans(text: str) -> list[tuple[int, int]]:
 
 
 def candidate_spans(text: str, message_index: int = 0, max_window: int = MAX_WINDOW) -> list[Span]:
-    """Runs of 1..max_window consecutive clauses of one sentence, plus the possessive mentions (``mention_spans``)
-    that are not a clause already; each a verbatim substring of ``text``."""
+    """Runs of 1..max_window consecutive clauses of one sentence, plus the possessive mentions
+    (``mention_spans``) that are not a clause already; each a verbatim substring of ``text``."""
     cl = clauses(text)
     # A window stays inside one sentence: a clause after a sentence end (". ", "?", "!", a line
     # break) starts a new statement, and a window over both is two facts in one span or a fact
