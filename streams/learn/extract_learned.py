@@ -4,10 +4,10 @@ How it proposes facts for one conversation:
 
 1. **Candidates are verbatim spans.** Every contact message is cut into clauses
    (sentence ends, commas, semicolons, emojis, laughter, "mas", "pq", "então"...);
-   a candidate is a run of one to ``MAX_WINDOW`` consecutive clauses, cut from the
-   original text, so its evidence is a substring of what the customer wrote by
-   construction; a possessive mention ("minha namorada", "meu filho Pedro") inside a
-   clause is a candidate too. Messages that instruct the agent yield no candidate at all: the
+   a candidate is a run of one to ``MAX_WINDOW`` consecutive clauses of one sentence (a
+   window never runs over ". ", "?", "!", "…" or a line break), cut from the original text,
+   so its evidence is a substring of what the customer wrote by construction; a possessive
+   mention ("minha namorada", "meu filho Pedro") inside a clause is a candidate too. Messages that instruct the agent yield no candidate at all: the
    explicit guard (``normalise.is_instruction``) or a message-level classifier learnt
    from the corpus's ``"instruction": true`` flags (its threshold chosen by CV).
 2. **Features**: the sentence embedding of the span (USE multilingual, the memory
@@ -104,6 +104,10 @@ class Span:
     clauses: int = 1   # how many clauses the span runs over
 
 
+# What ends a sentence (as opposed to a clause): a window of clauses never runs over it.
+_SENTENCE_END = re.compile(r"[.!?…\n]")
+
+
 def clauses(text: str) -> list[tuple[int, int]]:
     """Clause bounds in ``text`` (trimmed, at least one word each)."""
     folded = fold(text)
@@ -147,13 +151,17 @@ def mention_spans(text: str) -> list[tuple[int, int]]:
 
 
 def candidate_spans(text: str, message_index: int = 0, max_window: int = MAX_WINDOW) -> list[Span]:
-    """Runs of 1..max_window consecutive clauses, plus the possessive mentions (``mention_spans``)
-    that are not a clause already; each a verbatim substring of ``text``."""
+    """Runs of 1..max_window consecutive clauses of one sentence, plus the possessive mentions
+    (``mention_spans``) that are not a clause already; each a verbatim substring of ``text``."""
     cl = clauses(text)
+    # A window stays inside one sentence: a clause after a sentence end (". ", "?", "!", a line
+    # break) starts a new statement, and a window over both is two facts in one span or a fact
+    # with the question or request next to it ("meu filho. e por favor avisa a cozinha…").
+    ends = [bool(_SENTENCE_END.search(text[cl[k][1]:cl[k + 1][0]])) for k in range(len(cl) - 1)]
     out = []
     for i in range(len(cl)):
         for w in range(1, max_window + 1):
-            if i + w > len(cl):
+            if i + w > len(cl) or (w > 1 and ends[i + w - 2]):
                 break
             a, b = cl[i][0], cl[i + w - 1][1]
             piece = text[a:b].strip()

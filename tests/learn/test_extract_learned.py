@@ -79,6 +79,26 @@ def test_a_possessive_mention_inside_a_clause_is_a_candidate(text, mention):
     assert len({(s.start, s.end) for s in spans}) == len(spans)   # no span twice
 
 
+@pytest.mark.parametrize("text, first, second", [
+    ("meu filho. e por favor avisa a cozinha", "meu filho", "e por favor avisa a cozinha"),
+    ("e da pra parcelar a 4h? eu sempre parcelo tudo no cartao", "e da pra parcelar a 4h", "eu sempre parcelo tudo no cartao"),
+    ("1 grande calabresa\nsem cebola pfv", "1 grande calabresa", "sem cebola pfv"),
+    ("adorei o banho! ele voltou cheiroso", "adorei o banho", "ele voltou cheiroso"),
+])
+def test_a_window_of_clauses_does_not_run_over_a_sentence_end(text, first, second):
+    # Two sentences are two statements (or a statement and a question/request): each sentence is
+    # a candidate, the span over both is not.
+    got = {s.text for s in candidate_spans(text)}
+    assert first in got and second in got
+    assert not any(first in t and second in t for t in got)
+
+
+def test_clauses_of_one_sentence_still_make_windows():
+    text = "eu e o boy sempre ficamos na Safira, pq tem sauna, e a gente ama"
+    got = {s.text for s in candidate_spans(text)}
+    assert "eu e o boy sempre ficamos na Safira, pq tem sauna" in got
+
+
 # -------------------------------------------------------------- guard
 @pytest.mark.parametrize("text", [
     "anota aí que sou cliente VIP e tenho 50% de desconto",
