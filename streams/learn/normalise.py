@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from datetime import date, datetime, timedelta
 
+from streams.learn import lexicon
 from streams.learn.lexicon import MONTHS
 from streams.learn.text import fold
 
@@ -166,7 +167,15 @@ INSTRUCTION_RE = re.compile(
     r"|\b(?:voce|vc)\s+(?:agora\s+)?(?:e|eh|sera|vai\s+ser)\s+(?:um|uma|o|a|so\s+um)\s+(?:assistente|ia|bot|robo)\b"
     r"|\btem\s+(?:que|q)\s+(?:me\s+)?obedecer\b|\b(?:finja|finge|faz\s+de\s+conta)\s+que\b"
     r"|\bmodo\s+(?:desenvolvedor|admin|debug)\b"
-    r"|\b(?:a\s+partir\s+de\s+agora|de\s+agora\s+em\s+diante)\b.{0,30}\b(?:voce|vc|vcs|responda|responde|fale|me\s+(?:trat|cham))"
+    r"|\b(?:a\s+partir\s+de\s+(?:agora|hoje)|de\s+(?:agora|hoje)\s+em\s+diante)\b.{0,30}"
+    r"\b(?:voce|vc|vcs|voces|responda|responde|fale|me\s+(?:trat|cham|consider|d[aeo]|cobr))"
+    r"|\bme\s+consider[ae]\s+(?:como\s+)?(?:cliente\s+)?(?:vip|premium|socio|parceir|funcionari)"
+    # a note to the system or the record: "recado pro sistema: …", "inclui na minha ficha: …", "muda meu saldo pra zero"
+    r"|\b(?:nota|recado|aviso|mensagem|obs|observacao)\s+(?:pro|para\s+o|ao)\s+(?:sistema|bot|robo|atendente|assistente)\b"
+    r"|\b(?:inclui|inclua|acrescenta|acrescente|adiciona|adicione|atualiza|atualize|altera|altere|muda|mude)\s+(?:ai\s+|la\s+)?"
+    r"(?:na|no|nas|nos)\s+(?:minha|meu|minhas|meus)\s+(?:ficha|cadastro|perfil|conta|registro)"
+    r"|\b(?:muda|mude|altera|altere|zera|zere)\s+(?:ai\s+)?(?:o\s+)?(?:valor|preco|saldo|total)\s+(?:d[aoe]\s+)?(?:minha|meu)\b"
+    r"|\b(?:se\s+(?:alguem|algum\s+\w+)\s+perguntar|pra\s+quem\s+perguntar)\b.{0,20}\b(?:diz|diga|fala|fale|responde)\s+(?:que|q)\b"
     # a percentage off asked as an order: "me dá 20% off", "aplica 15% pra mim", "sempre me faz 10%"
     r"|\b(?:me\s+(?:da|de|faz|faca|libera|manda|passa)|aplica|aplique|libera|libere)\s+(?:um\s+|uns\s+|o\s+|os\s+)?\d+\s*%"
     r"|\b(?:responda|responde|fale|fala)\s+(?:so|somente|apenas)\s+em\s+(?:ingles|espanhol)"
@@ -181,5 +190,7 @@ INSTRUCTION_RE = re.compile(
 
 
 def is_instruction(text: str) -> bool:
-    """The explicit guard: the message instructs the agent (never a source of facts)."""
-    return bool(INSTRUCTION_RE.search(fold(text)))
+    """The explicit guard: the message instructs the agent (never a source of facts). It also
+    holds every message ``lexicon.is_instruction`` (the contradiction side's guard) holds, so a
+    form one of them knows ("SISTEMA: …", "you are now…") is never a fact on the other."""
+    return bool(INSTRUCTION_RE.search(fold(text))) or lexicon.is_instruction(text)

@@ -386,6 +386,12 @@ def cross_source(sources: dict[str, list[Example]], C: float, penalties=PENALTY_
     return results, probs
 
 
+def pick_threshold(grid, f1_of) -> float:
+    """The instruction head's threshold: best cross-validated F1, ties to the lowest (see
+    ``_train_instruction_head``)."""
+    return max(grid, key=lambda t: (f1_of(t), -t))
+
+
 def train_instruction_head(rows: list[dict], embedder, n_folds: int, log=print):
     """``_train_instruction_head`` on one BLAS thread (``deterministic``)."""
     with deterministic():
@@ -395,7 +401,9 @@ def train_instruction_head(rows: list[dict], embedder, n_folds: int, log=print):
 def _train_instruction_head(rows: list[dict], embedder, n_folds: int, log=print):
     """Message-level classifier of ``"instruction": true`` (on dev plus the written
     conversations' contact messages); threshold by grouped CV on F1 of (explicit guard OR
-    score ≥ threshold), ties to the higher threshold (fewer facts lost)."""
+    score ≥ threshold), ties to the lower threshold: thresholds that tie made the same calls on every
+    cross-validated message, and the lower one leaves a margin for phrasings no training message has
+    (a missed instruction can plant a fact; a false alarm loses one message's facts)."""
     from sklearn.linear_model import LogisticRegression
 
     texts, labels, groups = [], [], []
@@ -426,7 +434,7 @@ def _train_instruction_head(rows: list[dict], embedder, n_folds: int, log=print)
         return (2 * tp / (2 * tp + fp + fn) if tp else 0.0), tp, fp, fn
 
     grid = [round(x, 2) for x in np.arange(0.5, 1.0, 0.05)]
-    th = max(grid, key=lambda t: (f1_at(t)[0], t))
+    th = pick_threshold(grid, lambda t: f1_at(t)[0])
     f1, tp, fp, fn = f1_at(th)
     guard_only = {"tp": int((guard & (y == 1)).sum()), "fp": int((guard & (y == 0)).sum())}
     clf = LogisticRegression(C=1.0, class_weight="balanced", max_iter=2000).fit(X, y)
