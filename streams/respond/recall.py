@@ -433,14 +433,16 @@ def is_update(content: str) -> bool:
     return bool(_UPDATE.search(fold(content)))
 
 
-def _subject_stems(p: "_Profile") -> set[str]:
+@functools.lru_cache(maxsize=16384)
+def _subject_stems(content: str) -> frozenset[str]:
     """A fact's content stems but for names, relation and species words: what the fact is about."""
+    p = _profile(content)
     drop = {fold(n) for n in p.names} | set(_ROLE_OF) | set(_SPECIES_OF)
-    return {stem(w) for w in p.words if w not in STOPWORDS and len(w) > 2 and w not in drop
-            and not _UPDATE.fullmatch(w)}
+    return frozenset(stem(w) for w in p.words if w not in STOPWORDS and len(w) > 2 and w not in drop
+                     and not _UPDATE.fullmatch(w))
 
 
-def _partner(i: int, subj: Sequence[set[str]], profiles: Sequence["_Profile"], types: Sequence[str]) -> int | None:
+def _partner(i: int, subj: Sequence[frozenset[str]], profiles: Sequence["_Profile"], types: Sequence[str]) -> int | None:
     """The one other fact of the same memory type about the same party (the same names, relations
     and species) sharing most of fact ``i``'s subject stems; None when no fact shares one or two
     share as many ("Voltou a comer peixe, por orientação médica" does not update "É médica")."""
@@ -459,7 +461,7 @@ def superseded(facts: Sequence["MemoryFact"]) -> set[int]:
     beside "O filho não tem mais alergia a leite". Such a state is history the fact does not tell in
     the past ("Era vegana" would be ``is_history``), so it is kept below by ``HISTORY_OFF`` too."""
     profiles = [_profile(f.content) for f in facts]
-    subj = [_subject_stems(p) for p in profiles]
+    subj = [_subject_stems(f.content) for f in facts]
     out = set()
     for i, f in enumerate(facts):
         if is_update(f.content) and subj[i]:
