@@ -25,7 +25,9 @@ more when the message is about a place (``talks_place``: "onde deixo", "entrega 
 (``anchor_lift``); and a fact told in the past imperfect or about an ex ("Morava no Centro",
 "Trabalhava de caminhoneiro", "A Paula gostava de balões brancos") is history, kept below the
 current ones (``is_history``, ``HISTORY_OFF``; "Parou de beber" and "Não é mais vegana" are
-current). A breed is a pet ("Tem um border collie chamado Guri"), another person's pet ("o cachorro da
+current), and so is a state a change of state replaces, told in the present ("É vegana" beside "Não é
+mais vegana, voltou a comer queijo": ``superseded``). An optional second encoder's cosines can be fused
+in (``second``, ``SECOND_WEIGHT``; 0, off: multilingual-e5-small lost out of set, see the quality log). A breed is a pet ("Tem um border collie chamado Guri"), another person's pet ("o cachorro da
 irmã") is not the one asked about; a pronoun with no one named in the message ("algo pra ela") points
 to the one person of its sex the facts introduce (``pronoun_referent``); a birthday said in chat ("faz
 aninho", "faz niver", "faz anos") lifts the birthday facts (``talks_birthday``), a message about paying
