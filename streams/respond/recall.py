@@ -27,7 +27,10 @@ more when the message is about a place (``talks_place``: "onde deixo", "entrega 
 current ones (``is_history``, ``HISTORY_OFF``; "Parou de beber" and "Não é mais vegana" are
 current), and so is a state a change of state replaces, told in the present ("É vegana" beside "Não é
 mais vegana, voltou a comer queijo": ``superseded``). An optional second encoder's cosines can be fused
-in (``second``, ``SECOND_WEIGHT``; 0, off: multilingual-e5-small lost out of set, see the quality log). A breed is a pet ("Tem um border collie chamado Guri"), another person's pet ("o cachorro da
+in (``second``, ``SECOND_WEIGHT``; 0, off: multilingual-e5-small lost out of set, see the quality log). A
+message that speaks of a professional by trade ("a vet de sempre", "a mesma prof", "aquele fisio")
+lifts the facts naming one ("Só quer ser atendida pela Dra. Helena": ``talks_professional``,
+``names_professional``, ``PRO_BONUS``). A breed is a pet ("Tem um border collie chamado Guri"), another person's pet ("o cachorro da
 irmã") is not the one asked about; a pronoun with no one named in the message ("algo pra ela") points
 to the one person of its sex the facts introduce (``pronoun_referent``); a birthday said in chat ("faz
 aninho", "faz niver", "faz anos") lifts the birthday facts (``talks_birthday``), a message about paying
@@ -138,14 +141,8 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
         old = superseded([facts[k] for k, _, _ in live])
         live = [(k, sim, b - HISTORY_OFF if is_history(facts[k].content) or n in old else b)
                 for n, (k, sim, b) in enumerate(live)]
-    if query_text and talks_place(query_text):
-        live = [(k, sim, b + PLACE_BONUS if is_place_fact(facts[k].content) else b) for k, sim, b in live]
-    if query_text and talks_birthday(query_text):
-        live = [(k, sim, b + BIRTHDAY_BONUS if is_birthday_fact(facts[k]) else b) for k, sim, b in live]
-    if query_text and talks_payment(query_text):
-        live = [(k, sim, b + PAYMENT_ON if is_payment_fact(facts[k]) else b) for k, sim, b in live]
-    if query_text and asks_usual(query_text):
-        live = [(k, sim, b + USUAL_BONUS if is_own_usual(facts[k]) else b) for k, sim, b in live]
+    if query_text:
+        live = _kind_lifts(query_text, facts, live)
     lifted = anchor_lift([facts[k] for k, _, _ in live], [b for _, _, b in live])
     scored: list[ScoredFact] = []
     for (k, sim, _), base in zip(live, lifted):
@@ -156,6 +153,23 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
         scored.append(ScoredFact(fact, sim, score))
     scored.sort(key=lambda s: (-s.score, -s.fact.confidence, s.fact.id))
     return scored[:top_k]
+
+
+def _kind_lifts(query_text: str, facts: Sequence[MemoryFact],
+                live: list[tuple[int, float, float]]) -> list[tuple[int, float, float]]:
+    """The lifts of a kind of message for a kind of fact: a place, a birthday, paying, the usual, a
+    professional by trade (each rule's words are in its ``talks_*`` / ``asks_*`` function)."""
+    if talks_place(query_text):
+        live = [(k, sim, b + PLACE_BONUS if is_place_fact(facts[k].content) else b) for k, sim, b in live]
+    if talks_birthday(query_text):
+        live = [(k, sim, b + BIRTHDAY_BONUS if is_birthday_fact(facts[k]) else b) for k, sim, b in live]
+    if talks_payment(query_text):
+        live = [(k, sim, b + PAYMENT_ON if is_payment_fact(facts[k]) else b) for k, sim, b in live]
+    if asks_usual(query_text):
+        live = [(k, sim, b + USUAL_BONUS if is_own_usual(facts[k]) else b) for k, sim, b in live]
+    if PRO_BONUS and talks_professional(query_text):
+        live = [(k, sim, b + PRO_BONUS if names_professional(facts[k].content) else b) for k, sim, b in live]
+    return live
 
 
 def _fuse_second(live: list[tuple[int, float, float]], second: Sequence[float | None],
@@ -235,6 +249,28 @@ def is_own_usual(fact: "MemoryFact") -> bool:
     return fact.memory_type in USUAL_TYPES and not _profile(fact.content).roles
 
 
+# the professionals who serve a customer, by trade or title ("a prof", "o fisio", "a vet", "Dra. Helena")
+_PRO = (r"prof|profe|professor\w*|instrutor\w*|vet|veterinari\w*|dra|dr|doutor\w*|fisio|fisioterapeuta|"
+        r"cabeleireir\w*|barbeir\w*|manicure|personal|coach|tatuador\w*|massagista|treinador\w*|dentista|"
+        r"esteticista|tosador\w*|nutricionista|psicolog\w*|terapeuta")
+_PRO_WORD = re.compile(rf"\b(?:{_PRO})\b")
+_PRO_NAMED = re.compile(rf"\b(?:{_PRO})\s+([a-z]+)")
+
+
+def talks_professional(query_text: str) -> bool:
+    """The message speaks of one of the business's professionals by trade ("com a vet de sempre",
+    "a mesma prof no próximo módulo", "aquele fisio")."""
+    return bool(_PRO_WORD.search(normalize_chat(query_text)))
+
+
+@functools.lru_cache(maxsize=16384)
+def names_professional(content: str) -> bool:
+    """The fact names a professional the customer deals with ("Só quer ser atendida pela Dra. Helena",
+    "Elogiou o instrutor Neto", "Treina com o personal Caio"): a trade or title followed by a name."""
+    names = _profile(content).names
+    return any(m.group(1) in names for m in _PRO_NAMED.finditer(fold(content)))
+
+
 def is_payment_fact(fact: "MemoryFact") -> bool:
     """A commercial fact about paying ("Paga com Pix", "Pede nota fiscal no CNPJ"); not a
     service the customer uses or a deal they have ("Usa o leva e traz", "Tem convênio pela empresa")."""
@@ -302,6 +338,7 @@ OTHER_PARTY = 0.08     # the customer refers to someone, and the fact is about a
 ANCHOR_LIFT = 0.5      # share of the gap to the best fact about a person that the fact introducing them closes
 ANCHOR_MIN = 0.15      # ... when that fact itself matches the message at least this well
 PLACE_BONUS = 0.08     # where the customer lives or goes, when the message is about a place
+PRO_BONUS = 0.08      # a fact naming a professional, when the message speaks of one by trade (as ROLE_BONUS)
 USUAL_BONUS = 0.08     # a preference or habit, when the customer asks for their usual
 ROLE_BONUS = 0.08      # the fact holds the role the customer referred to
 LINK_BONUS = 0.08      # the fact names a person of that role

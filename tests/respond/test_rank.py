@@ -393,3 +393,20 @@ def test_a_second_encoder_adds_its_spread_between_the_facts_at_its_weight():
     assert [s.fact.id for s in fused] == [1, 0] and fused[0].similarity == plain[0].similarity
     off = score_memories([1.0, 0.0], facts, None, query_text="tem algo quente?", second=[0.80, 0.84])
     assert [s.fact.id for s in off] == [0, 1]            # the shipped weight is 0: off
+
+
+def test_a_professional_spoken_of_by_trade_lifts_the_facts_naming_one():
+    from streams.respond.recall import names_professional, score_memories, talks_professional
+
+    assert talks_professional("quero a mesma personal da semana passada")
+    assert talks_professional("o dentista de sempre atende sabado?")
+    assert not talks_professional("quero um horario pra sexta") and not talks_professional("tem vaga hoje?")
+    assert names_professional("Só quer ser atendido pelo Dr. Rui") and names_professional("Treina com a coach Lívia")
+    assert not names_professional("É dentista") and not names_professional("Elogiou o atendimento")
+    facts = _facts(("preferencia", "Prefere horário depois do almoço"),
+                   ("feedback_positivo", "Elogiou a massagista Joana, mão leve"))
+    # the same vector for both facts: only the rule puts the named professional first
+    top = score_memories([1.0, 0.0], facts, None, query_text="consegue me encaixar com aquela terapeuta boa?")
+    assert [s.fact.id for s in top] == [1, 0]
+    plain = score_memories([1.0, 0.0], facts, None, query_text="consegue me encaixar amanha?")
+    assert [s.fact.id for s in plain] == [0, 1]
