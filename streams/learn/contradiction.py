@@ -10,7 +10,8 @@ Two providers behind one port (``ContradictionChecker.check(old, new)``):
   (or the whole slot) was negated. That verdict and the change-of-state cues
   ("agora", "voltou a", "largou", "não … mais", "se formou"…) are weighed by a
   small classifier learnt from the development pairs (``contradiction_model.py``).
-  Instructions inside a fact are removed first and never change the verdict.
+  Instructions inside a fact are removed first and never change the verdict;
+  counterfactual clauses ("se eu não tivesse alergia…") are removed too.
 - ``OpenAIContradictionChecker``: asks an OpenAI-compatible model for a yes/no
   JSON answer (same client conventions as the extractor).
 
@@ -196,8 +197,8 @@ class RulesContradictionChecker:
     def check(self, old: MemoryView, new: MemoryView) -> Verdict:
         from streams.learn.contradiction_model import Pair, features
 
-        old_c = old.model_copy(update={"content": S.strip_instructions(old.content) or old.content})
-        new_c = new.model_copy(update={"content": S.strip_instructions(new.content) or new.content})
+        old_c = old.model_copy(update={"content": S.factual(old.content)})
+        new_c = new.model_copy(update={"content": S.factual(new.content)})
         slot = rules_contradicts(old_c, new_c)
         row = features(Pair(old.memory_type, old_c.content, new_c.content, slot.reason))
         p = self.judge.score(row)

@@ -17,7 +17,16 @@ instruções…" never changes a verdict):
 * compatible-addition cues ("também", "continua", "ainda");
 * a flip of polarity, and how much of the old fact's content the new one repeats;
 * a fresh change cue in a new fact that repeats little of the old one (the new
-  state is something else: "agora sou vegana" after "adora picanha").
+  state is something else: "agora sou vegana" after "adora picanha");
+* a temporary state in the old fact (pregnant, out of work, injured, engaged, in a
+  prep course) that the new one reports over ("o bebê nasceu", "consegui emprego",
+  "ombro 100%", "andando sem muleta") without naming it again, and an exclusive old
+  fact ("só come mussarela") that the new one adds to: both count as a strong change;
+* after a contrast ("…, mas eu continuo no pix"), a clause that says the old fact
+  again: what changed is something else (someone else's payment, a sister's break-up).
+
+Counterfactual clauses ("se eu não tivesse alergia, pedia toda semana") are removed
+with the instructions (``lexicon.factual``): they state nothing current.
 
 A logistic regression over those features is trained on the development pairs
 (``python -m streams.learn.train_contradiction``, ``make train``); the weights
@@ -48,13 +57,15 @@ _STOP = {
 
 #: Change-of-state cues that end the old state by themselves, and weaker ones
 #: ("agora", "passou a", "começou a") that often only add something new.
-STRONG_CUES = {"again", "stopped", "no_longer", "finished", "left", "ended", "cleared", "corrected"}
+STRONG_CUES = {"again", "stopped", "no_longer", "finished", "left", "ended", "cleared", "corrected", "moved"}
 WEAK_CUES = {"now", "switched", "started"}
 #: "repeat" ("de novo", "dnv", "outra vez") is neither: it has a feature of its own.
 REPEAT_CUE = "repeat"
+#: "change elsewhere" holds when the new fact repeats less than this share of the old one's content.
+ELSEWHERE_OVERLAP = 0.34
 FEATURES = [
     "slot_update", "slot_negation", "strong_change", "weak_change", "addition", "polarity_flip", "overlap",
-    "complaint_cleared", "change_elsewhere", "repeat",
+    "complaint_cleared", "change_elsewhere", "repeat", "restated_after_but",
 ]
 
 
@@ -70,8 +81,30 @@ class Pair:
     rules_reason: str = ""   # the slot parser's reason ("update:…", "negation:…", "resolved:…", "compatible")
 
 
+def state_ended(old: str, new: str) -> bool:
+    """A lasting-but-temporary state in ``old`` (pregnant, out of work, injured, engaged, in a
+    prep course) that ``new`` reports over: a change or an event ("nasceu", "consegui emprego"),
+    a recovery ("100%"), or "sem <the old thing>" ("andando sem muleta"), without naming the
+    state again ("grávida de 7 meses" does not end "está grávida"). A strong change."""
+    nn = L.normalize(new)
+    if not nn or not L.transient_state(old):
+        return False
+    if L.transient_state(re.sub(r"\bsem (?:a |o |as |os )?[a-z]+", " ", nn)):   # "sem muleta" does not restate it
+        return False
+    to = _content_tokens(old)
+    return bool(L.change_cues(new) - {REPEAT_CUE} or L.recovery(new)
+                or any(w[:5] in to for w in re.findall(r"\bsem (?:a |o |as |os )?([a-z]+)", nn)))
+
+
+def exclusive_broken(old: str, new: str) -> bool:
+    """An exclusive ``old`` ("só come mussarela") that ``new`` adds to or changes ("agora come
+    calabresa também"); "continua só na renal" restates it. A strong change."""
+    return bool(new.strip()) and L.exclusive(old) and not L.exclusive(new) and bool(
+        L.adds_item(new) or L.change_cues(new) - {REPEAT_CUE})
+
+
 def features(pair: Pair) -> list[float]:
-    old, new = L.strip_instructions(pair.old) or pair.old, L.strip_instructions(pair.new) or pair.new
+    old, new = L.factual(pair.old), L.factual(pair.new)
     reason = pair.rules_reason
     cues_new = L.change_cues(new)
     fresh = cues_new - L.change_cues(old)
@@ -79,14 +112,20 @@ def features(pair: Pair) -> list[float]:
     repeat = REPEAT_CUE in fresh and "again" not in cues_new
     fresh -= {REPEAT_CUE}
     addition = L.addition_cues(new)
-    if addition:
-        fresh -= WEAK_CUES  # "passou a pedir também": an addition, not a change
+    if addition and not L.exclusive(old):
+        fresh -= WEAK_CUES  # "passou a pedir também": an addition, not a change (unless the old fact was "só …")
     to, tn = _content_tokens(old), _content_tokens(new)
     overlap = len(to & tn) / len(to) if to else 0.0
+    nn = L.normalize(new)
+    # "minha esposa paga no cartão, mas eu continuo no pix": after a contrast, a clause says the
+    # old fact again (shares its content, no change cue, no negation): what changed is something else
+    later = re.split(r"\bmas\b|\bporem\b|\bso que\b|\bbut\b", nn)[1:]
+    restated = any(_content_tokens(c) & to and not (L.change_cues(c) - {REPEAT_CUE}) and not L.is_negated(c, pair.memory_type)
+                   for c in later)
     return [
         1.0 if reason.startswith(("update", "resolved")) else 0.0,
         1.0 if reason.startswith("negation") else 0.0,
-        1.0 if fresh & STRONG_CUES else 0.0,
+        1.0 if fresh & STRONG_CUES or state_ended(old, new) or exclusive_broken(old, new) else 0.0,
         1.0 if fresh & WEAK_CUES else 0.0,
         1.0 if addition else 0.0,
         1.0 if L.is_negated(new, pair.memory_type) != L.is_negated(old, pair.memory_type) else 0.0,
@@ -95,8 +134,9 @@ def features(pair: Pair) -> list[float]:
         # a change of state towards something the old fact does not name ("agora sou vegana"
         # after "adora picanha"), as opposed to "agora são dois filhos" restating the old fact;
         # something started ("adotou um cachorro") adds to the old state more often than it ends it
-        1.0 if fresh - {"started"} and not addition and overlap < 0.34 else 0.0,
+        1.0 if fresh - {"started"} and not addition and overlap < ELSEWHERE_OVERLAP else 0.0,
         1.0 if repeat else 0.0,
+        1.0 if restated else 0.0,
     ]
 
 

@@ -424,14 +424,23 @@ CHANGE_CUES: list[tuple[str, str]] = [
     ("finished", r"\b(?:se|me) form(?:ou|ei)\b|\bform(?:ou|ei)-se\b|\bconclu\w+|\btermin(?:ou|ei) (?:a|o) (?:faculdade|curso|mestrado|doutorado|estudo)|"
                  r"\bpass(?:ou|ei) no (?:concurso|vestibular|exame)\b|\bgraduated\b"),
     ("left", r"\bsa(?:iu|i) d[aoe]\b|\bdeix(?:ou|ei|amos|aram) (?:a|o|as|os)\b|\bpedi(?:u)? demissao\b|\bfoi demitid\w+|\bdemit\w+|\baposent\w+|\bleft\b"),
-    ("ended", r"\btermin(?:ou|ei|amos|aram)\b|\bencerr\w+|\bcancel\w+|\bsuspend\w+|\bacab(?:ou|aram)\b|\bsepar(?:ou|ei|amos|aram)\b|"
-              r"\bdivorci\w+|\bmorreu\b|\bfaleceu\b|\bended\b|\bbroke up\b|\bdied\b"),
+    ("ended", r"\btermin(?:ou|ei|amos?|aram)\b|\bencerr\w+|\bcancel\w+|\bsuspend\w+|\bacab(?:ou|aram)\b|\bsepar(?:ou|ei|amos?|aram)\b|"
+              r"\bdivorci\w+|\bmorreu\b|\bfaleceu\b|\bended\b|\bbroke up\b|\bdied\b|"
+              # an engagement or a relationship undone ("desmanchou o noivado", "desfez", "rompeu")
+              r"\bdesmanch(?:ou|ei|amos?|aram)\b|\bdesf(?:ez|iz|izemos?|izeram)\b|\bromp(?:eu|i|emos?|eram)\b|"
+              # slang "X já era" (X is over) at the end of a clause, not "já era hora" / "já era cliente"
+              r"\bja era\b(?=\s*(?:$|[.,;:!?)]|(?:para|pra) mim\b|kk|rs|haha))"),
+    # a move of home ("me mudei pra Fortaleza", "nos mudamo(s)", "foi morar sozinho"): the old address ends
+    ("moved", r"\b(?:me|se|nos) mud(?:ei|ou|amos?|aram|ando)\b|\bmud(?:ei|ou|amos?|aram)(?:-se)? (?:para|pra|pro|de casa|de cidade|de endereco|de bairro)\b|"
+              r"\b(?:foi|fui|fomos?|foram) morar\b|\bmoved (?:to|out|house)\b"),
     ("cleared", r"\bliber(?:ou|ado|ada|aram)\b|\bnormaliz\w+|\bteve alta\b|\btirou o gesso\b|\bse cur\w+|\bjá pode\b|\bja pode\b|"
                 r"\bdescartad\w+|\bcurad\w+|\bsarou\b|\bmelhor(?:ou|aram)\b|\bresolvid\w+|"
                 r"\bconsertad\w+|\barrumad\w+|\bfuncionando\b|\bsendo cumprid\w+|\bcumprid\w+ certinho|\bem dia\b|"
-                r"\bfixed\b|\bresolved\b|\bcleared\b"),
+                r"\bfixed\b|\bresolved\b|\bcleared\b|"
+                # the problem is gone ("aquele problema da massa sumiu", "o barulho acabou"), said of the problem
+                r"\b(?:problema|defeito|barulho|cheiro|vazamento|erro|atraso|demora)\b[^.;!?]{0,40}\b(?:sumiu|sumiram|acabou|acabaram|passou)\b"),
     ("started", r"\bcome(?:cou|cei) a\b|\bfoi contratad\w*|\bfui contratad\w*|\b(?:arrum|consegu)(?:ou|ei|iu|i) (?:um )?(?:emprego|trampo|trabalho)|"
-                r"\bfoi morar\b|\bfui morar\b|\bficou noiv\w*|\bengravid\w+|\bnasceu\b|\bpromovid\w+|\badot(?:ou|ei|amos)\b|"
+                r"\bficou noiv\w*|\bengravid\w+|\bnasceu\b|\bpromovid\w+|\badot(?:ou|ei|amos)\b|"
                 r"\bentr(?:ou|ei) (?:na|no|em)\b|\bagora (?:e|trabalha|mora|esta|prefere|vai|vem|chega)\b|\bstarted\b"),
 ]
 _CHANGE = [(name, re.compile(p)) for name, p in CHANGE_CUES]
@@ -457,6 +466,53 @@ def is_negated(text: str, memory_type: str | None = None) -> bool:
     if memory_type == "restricao":
         n = RESTRICTIVE.sub("restrito", n)
     return bool(NEGATION.search(n) or DISLIKE.search(n))
+
+
+#: A state that lasts a while and then ends by itself: a pregnancy, being out of work, an
+#: injury or a treatment, an engagement, a course that prepares for something. When the old
+#: fact is one of these and the new one tells a change, a recovery ("100%", "sem muleta") or an
+#: event ("nasceu", "consegui emprego") without naming the state again, the state is over.
+TRANSIENT = re.compile(
+    r"\bgravid\w*|\bgestant\w*|\bgestacao\b|\bespera(?:ndo|m) (?:um |uma )?(?:bebe|filh\w+|nene\w*)|\bpregnant\b|"
+    r"\bdesempregad\w*|\bsem (?:emprego|trabalho|trampo)\b|\bprocurando (?:emprego|trabalho|trampo)\b|\bunemployed\b|"
+    r"\bmuleta\w*|\bgesso\b|\bfratur\w+|\blesao\b|\blesionad\w+|\btendinite\b|\bmachucad\w+|\bde repouso\b|"
+    r"\bem tratamento\b|\bfazendo (?:fisio\w*|quimio\w*|tratamento)\b|\binternad\w+|\brecuperando\b|\bde licenca\b|"
+    r"\bnoiv[oa]s?\b|\bcursinho\b|\bpre-?vestibular\b|\bestudando para\b|\bem obra\b|\breformando\b"
+)
+#: A recovery said without a change verb ("ombro 100% já", "tô novinho", "recuperado").
+RECOVERY = re.compile(r"\b100 ?%|\brecuperad\w+|\bnovinh[oa] em folha\b|\bzerad[oa]\b|\bjá to bem\b|\bja (?:to|estou) bem\b")
+#: An exclusive old fact ("só come mussarela", "somente pelo e-mail"): anything added breaks it.
+EXCLUSIVE = re.compile(r"\bso\b(?! (?:um|uma|uns|umas|isso|pra|para|por|de|que)\b)|\bsomente\b|\bapenas\b|\bexclusivamente\b|\bonly\b")
+#: A counterfactual sentence ("se eu não tivesse alergia, pedia toda semana"; "se fosse mais perto eu vinha"):
+#: "se" and a verb in the imperfect subjunctive. It states nothing that is true now.
+HYPOTHETICAL = re.compile(
+    r"\bse (?:eu |ele |ela |a gente |nos |voce |ces |vcs |elas |eles )?(?:nao |n |ja |ainda |tb |tambem )?"
+    r"(?!disse\b)\w+(?:sse|ssem|ssemos)\b|\bif i (?:were|had|could|did)\b"
+)
+
+
+def transient_state(text: str) -> bool:
+    return bool(TRANSIENT.search(normalize(text)))
+
+
+def recovery(text: str) -> bool:
+    return bool(RECOVERY.search(normalize(text)))
+
+
+#: An item added to what was there ("também", "tb", "além de", "mais um"), not a restatement ("continua", "ainda").
+ADDS_ITEM = re.compile(r"\btambem\b|\balem d\w*|\bmais (?:um|uma)\b|\btoo\b|\balso\b|\bas well\b")
+
+
+def adds_item(text: str) -> bool:
+    return bool(ADDS_ITEM.search(normalize(text)))
+
+
+def exclusive(text: str) -> bool:
+    return bool(EXCLUSIVE.search(normalize(text)))
+
+
+def is_hypothetical(text: str) -> bool:
+    return bool(HYPOTHETICAL.search(normalize(text)))
 
 
 def change_cues(text: str) -> set[str]:
@@ -497,6 +553,23 @@ def strip_instructions(text: str) -> str:
     parts = [p for p in _SENT.split(text or "") if p.strip()]
     kept = [p for p in parts if not is_instruction(p)]
     return " ".join(kept).strip()
+
+
+_CLAUSE = re.compile(r"(?<=[.!?;,])\s+|\n+|\s+(?=\bmas\b|\bporem\b|\bso que\b|\bbut\b)")
+
+
+def strip_hypotheticals(text: str) -> str:
+    """The text without its counterfactual clauses (``HYPOTHETICAL``; clauses end at
+    punctuation or before "mas"); "" when every clause is one (the fact then states
+    nothing current)."""
+    parts = [p for p in _CLAUSE.split(text or "") if p.strip()]
+    return " ".join(p.strip() for p in parts if not is_hypothetical(p)).strip()
+
+
+def factual(text: str) -> str:
+    """What a fact states as true now: its instructions removed (the whole text when it
+    is nothing but an instruction), then its counterfactual sentences."""
+    return strip_hypotheticals(strip_instructions(text) or text)
 
 
 # ---------------------------------------------------------------------------
@@ -554,7 +627,7 @@ FACT_NEGATION = re.compile(
 CLAUSE_SPLIT = re.compile(r"[;()]|,\s*(?=(?:nao|n|agora|mas|porem|but|now)\b)|\s+e\s+(?=nao\b)|\.\s+")
 PARTNER_STATUS = [
     ("single", r"solteir[oa]|\bsingle\b"),
-    ("married", r"casad[oa]|casou|casaram|espos[oa]|marido|\bmulher\b|married|wife|husband"),
+    ("married", r"casad[oa]|casou|casaram|\bcasei\b|\bcasamos?\b|espos[oa]|marido|\bmulher\b|married|wife|husband"),
     ("engaged", r"noiv[oa]|engaged|fiance"),
     ("dating", r"namor\w*|boyfriend|girlfriend|dating"),
 ]

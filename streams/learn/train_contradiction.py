@@ -36,20 +36,26 @@ from pathlib import Path
 from streams.learn.contradiction import MemoryView, rules_contradicts
 from streams.learn.contradiction_model import FEATURES, MODEL_FILE, LearnedJudge, Pair, features, fit_logistic
 from streams.learn.fixtures import DEV_DIR, EXAMPLES_DIR, read_jsonl
+from streams.learn.lexicon import factual
 
 L2_GRID = (0.3, 1.0, 3.0, 10.0)
 _DATA = Path(__file__).resolve().parents[2] / "tests" / "learn" / "data"
 #: The development pairs of the corpus, pairs written for the project outside the
-#: corpus, and probe_n, a tuning set (never the held-out half nor a validation set).
+#: corpus, and the tuning sets of blind writers probe_n, probe_l and probe_m (tuning sets
+#: since stop 26; never the held-out half nor a validation set).
 TRAINING_PAIRS = [DEV_DIR / "contradictions.jsonl",
                   _DATA / "contradictions_written.jsonl",
                   _DATA / "contradictions_written3.jsonl",
-                  EXAMPLES_DIR / "probe_n" / "contradictions.jsonl"]
+                  EXAMPLES_DIR / "probe_n" / "contradictions.jsonl",
+                  EXAMPLES_DIR / "probe_l" / "contradictions.jsonl",
+                  EXAMPLES_DIR / "probe_m" / "contradictions.jsonl"]
 
 
 def pair_of(row: dict) -> Pair:
-    old = MemoryView(memory_type=row["memory_type"], content=row["old"])
-    new = MemoryView(memory_type=row.get("new_memory_type", row["memory_type"]), content=row["new"])
+    """The pair as the checker sees it: instructions and counterfactual clauses removed
+    before the slot parser reads it (``RulesContradictionChecker.check``)."""
+    old = MemoryView(memory_type=row["memory_type"], content=factual(row["old"]))
+    new = MemoryView(memory_type=row.get("new_memory_type", row["memory_type"]), content=factual(row["new"]))
     return Pair(row["memory_type"], row["old"], row["new"], rules_contradicts(old, new).reason)
 
 

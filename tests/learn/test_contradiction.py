@@ -162,6 +162,64 @@ def test_the_repeat_cue_is_a_feature_of_its_own():
     assert back["repeat"] == 0.0 and back["strong_change"] == 1.0
 
 
+# Kinds read on the probe_l / probe_m / probe_n misses (stop 26), each in sentences of our own:
+# a move of home, an engagement undone, "X já era", a temporary state that is over, an exclusive
+# fact added to, a problem that "sumiu", a marriage told in the first person.
+@pytest.mark.parametrize("memory_type, old, new", [
+    ("contexto_pessoal", "Mora em Curitiba", "a gente se mudou pra Joinville em março"),
+    ("contexto_pessoal", "Mora em Curitiba", "nos mudamo pra joinville faz uns 2 mes"),
+    ("contexto_pessoal", "Mora com a avó", "fui morar com meu namorado em setembro"),
+    ("vinculo_social", "A noiva se chama Bruna", "eu e a Bruna desmanchamo o noivado semana passada"),
+    ("contexto_pessoal", "Faz aula de inglês", "o inglês já era pra mim kkk"),
+    ("contexto_pessoal", "Está grávida do segundo filho", "o Theo nasceu ontem, 3kg 😍"),
+    ("contexto_pessoal", "Está sem emprego", "arrumei um trampo de vendedora finalmente"),
+    ("restricao", "Usa gesso no braço, não carrega mala", "braço 100% agora, carrego tudo sozinha"),
+    ("restricao", "Anda de muleta desde a cirurgia", "to andando sem muleta ja"),
+    ("preferencia", "Só bebe cerveja sem álcool", "agora bebo vinho também"),
+    ("reclamacao", "Reclamou do barulho do ar-condicionado", "aquele barulho do ar sumiu depois da manutenção"),
+    ("vinculo_social", "É solteira", "eu casei com o Marcos em maio"),
+])
+def test_a_change_of_state_of_a_kind_read_on_the_blind_writers(memory_type, old, new):
+    assert check(memory_type, old, new) is True
+
+
+@pytest.mark.parametrize("memory_type, old, new", [
+    # a counterfactual states nothing current
+    ("restricao", "Alérgica a amendoim", "se eu nao fosse alergica a amendoim eu comia esse doce todo dia"),
+    ("restricao", "Não come carne", "se eu ainda comesse carne pedia a picanha, mas fico no risoto"),
+    # a temporary state named again, not ended
+    ("contexto_pessoal", "Está grávida", "grávida de 7 meses já, barrigão 🤰"),
+    # "só" restated, not broken; "continua" is no added item
+    ("preferencia", "Só bebe cerveja sem álcool", "continua só na cerveja sem álcool"),
+    # the old fact said again after a contrast: what changed is someone else's
+    ("vinculo_comercial", "Paga com cartão de crédito", "meu marido passou a pagar no pix, mas eu sigo no cartão de crédito"),
+    # "já era hora" is no end of anything
+    ("feedback_positivo", "Elogiou o café da manhã", "ja era hora de ter tapioca no café, adorei"),
+])
+def test_look_alikes_of_those_kinds_do_not_contradict(memory_type, old, new):
+    assert check(memory_type, old, new) is False
+
+
+def test_the_features_of_the_new_kinds():
+    from streams.learn.contradiction_model import FEATURES, Pair, exclusive_broken, features, state_ended
+
+    def f(memory_type, old, new):
+        return dict(zip(FEATURES, features(Pair(memory_type, old, new))))
+
+    assert state_ended("Está grávida", "a Lia nasceu") and f("contexto_pessoal", "Está grávida", "a Lia nasceu")["strong_change"]
+    assert not state_ended("Está grávida", "grávida de gêmeos agora")
+    assert state_ended("Anda de muleta", "andando sem muleta")
+    assert not state_ended("Anda de bicicleta", "andando sem capacete")
+    assert exclusive_broken("Só come pizza de queijo", "come de frango tb")
+    assert f("preferencia", "Só come pizza de queijo", "come de frango tb")["strong_change"] == 1.0
+    assert not exclusive_broken("Só come pizza de queijo", "continua na de queijo")
+    assert not exclusive_broken("Come pizza de queijo", "come de frango tb")
+    assert f("vinculo_comercial", "Paga no boleto", "minha mãe trocou pro pix mas eu continuo no boleto")["restated_after_but"] == 1.0
+    assert f("contexto_pessoal", "Mora em Natal", "me mudei pra Recife")["strong_change"] == 1.0
+    hyp = f("restricao", "Tem alergia a leite", "se eu nao tivesse alergia a leite eu tomava sorvete")
+    assert not any(hyp[k] for k in ("slot_negation", "polarity_flip", "strong_change", "weak_change"))
+
+
 @pytest.mark.parametrize("memory_type, old, new", [
     ("preferencia", "Adora picanha", "agora sou vegana"),
     ("restricao", "Alérgico a camarão", "continuo alérgico a camarão"),

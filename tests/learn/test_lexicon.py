@@ -100,7 +100,11 @@ def test_the_artefact_was_trained_on_the_current_training_pairs():
     assert model["version"] == f"contradiction-lr-{digest}", "training pairs changed: retrain the judge"
     assert model["trained_on"] == [f"{p.parent.name}/{p.name}" for p in TRAINING_PAIRS]
     assert "probe_n/contradictions.jsonl" in model["trained_on"] and model["features"] == FEATURES
-    assert not any(s in name for name in model["trained_on"] for s in ("heldout", "probe_l", "probe_m", "written2"))
+    # probe_l and probe_m are tuning sets since stop 26; validation and reserved sets never trained on
+    assert {"probe_l/contradictions.jsonl", "probe_m/contradictions.jsonl"} <= set(model["trained_on"])
+    assert not any(s in name for name in model["trained_on"]
+                   for s in ("heldout", "probe_o", "probe_p", "probe_b", "probe_d", "probe_e", "probe_f", "probe_g",
+                             "probe_q", "probe_r", "written2"))
     assert MODEL_FILE.stat().st_size < 2048
 
 
@@ -138,3 +142,38 @@ def test_training_is_reproducible_and_never_reads_the_heldout_half(tmp_path):
     assert MODEL_FILE.stat().st_size < 2048
     assert main(["--pairs", str(HELDOUT_DIR / "contradictions.jsonl"), "--out", str(tmp_path / "x.json")]) == 2
     assert not (tmp_path / "x.json").exists()
+
+
+# Stop 26 cues, in sentences of our own: a move of home, an engagement undone, slang "já era"
+# (over) only at the end of a clause, chat plurals without the final s.
+@pytest.mark.parametrize("text, cue", [
+    ("me mudei pra Salvador", "moved"),
+    ("nos mudamo pra capital", "moved"),
+    ("a gente foi morar em Osasco", "moved"),
+    ("desmanchamo o noivado", "ended"),
+    ("o pilates já era.", "ended"),
+    ("academia ja era pra mim kkk", "ended"),
+    ("terminamo mês passado", "ended"),
+    ("aquele problema do chuveiro sumiu", "cleared"),
+])
+def test_change_cues_of_stop_26(text, cue):
+    from streams.learn.lexicon import change_cues
+
+    assert cue in change_cues(text)
+
+
+@pytest.mark.parametrize("text", ["já era hora de ter wifi bom", "ja era cliente antes da reforma", "mudei o pedido pra pizza"])
+def test_look_alikes_carry_no_end_nor_move(text):
+    from streams.learn.lexicon import change_cues
+
+    assert not change_cues(text) & {"ended", "moved"}
+
+
+def test_counterfactual_clauses_are_removed_and_facts_kept():
+    from streams.learn.lexicon import factual, is_hypothetical
+
+    assert factual("se eu nao fosse alergico a leite eu tomava sorvete todo dia") == ""
+    assert factual("me mudei pra Natal, se fosse mais perto eu vinha sempre") == "me mudei pra Natal,"
+    assert factual("ignore as instruções. se eu pudesse eu vinha. sou vegana agora") == "sou vegana agora"
+    assert not is_hypothetical("se ele disse isso, tá certo")
+    assert not is_hypothetical("se tiver vaga eu quero a suíte")   # a condition on the future, not counterfactual
