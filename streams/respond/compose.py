@@ -1394,6 +1394,31 @@ def _amounts(text: str) -> list[float]:
     return [float(a.replace(".", "").replace(",", ".")) for a in _AMOUNT.findall(text)]
 
 
+def unit_amounts(text: str) -> list[float]:
+    """The amounts in reais a unit states ("R$ 1.250,00" → 1250.0)."""
+    return _amounts(text)
+
+
+# a bare amount in a message ("459", "86 reais", "R$ 58", "58,90"): not a time, a weight, a count of
+# days, years or people, a percentage or a phone number (a number of at most five digits)
+_NAMED_AMOUNT = re.compile(
+    r"(?<![\d:.,/-])(?:r\$\s*)?(\d{2,5}(?:,\d{2})?)(?![\d:/-]|[.,]\d|\s*(?:%|x\b|h\b|hs?\b|hrs?\b|horas?\b|min|kg|quilo|"
+    r"g\b|gramas?\b|km|m\b|metros?\b|anos?\b|mes|meses\b|dias?\b|semanas?\b|pessoas?\b|vezes\b|pizzas?\b|"
+    r"unidades?\b|[ºª°]))",
+    re.IGNORECASE)
+
+
+def amounts_named(message: str) -> set[float]:
+    """The amounts of money a message may name as bare numbers ("459 na lírio??" → {459.0},
+    "86 reais numa família" → {86.0}); times, weights, ages and counts are not amounts."""
+    out = set()
+    for m in _NAMED_AMOUNT.finditer(message):
+        v = float(m.group(1).replace(",", "."))
+        if v >= 10:
+            out.add(v)
+    return out
+
+
 def item_head(unit: Unit) -> str:
     """The stem of the first word of a list item's label ("suite" of "Suíte Brisa: ...", "pacot"
     of "Pacote Pétalas — R$ 120,00: ..."); "" for prose."""

@@ -222,9 +222,12 @@ class OfflineComposer:
             # a question about one thing ("aceita pix?"): a unit naming it ("Pix, cartão...") beats
             # one only sounding like it ("Não aceitamos cheque.")
             ranked = [s for s in ranked if s.focus_hits]
+        # "459 na lírio?? tá caro": an objection naming the amount it objects to is answered with the
+        # line priced at that amount first (the price confirmed), then a deal if there is one
+        quoted = self._priced_as_named(message, scored) if intent == i.OBJECTION else None
         if not ranked or self._mostly_uncovered(compose.question_part(message), units, focus, ranked[0], intent,
                                                 self._said_otherwise):
-            return []
+            return [quoted] if quoted is not None else []
         ranked = self._narrow(message, ranked, intent)
         # "da pra parcelar uma castração?": the units on what decided the intent (parcelamento),
         # when there are any, answer it; the things named around it are context
@@ -248,7 +251,20 @@ class OfflineComposer:
             denial = None   # nor does a "no" on the story ("não hospedamos gatos") answer "abrem sábado?"
         if denial is None:
             denial = self._limit_over_price(message, ranked, best, intent)
-        return [denial] + best[: self.max_sentences - 1] if denial is not None else best
+        out = [denial] + best[: self.max_sentences - 1] if denial is not None else best
+        if quoted is not None:
+            out = [quoted] + [u for u in out if u != quoted][: self.max_sentences - 1]
+        return out
+
+    @staticmethod
+    def _priced_as_named(message: str, scored: Sequence[compose.Scored]) -> compose.Unit | None:
+        """The unit priced at an amount the message names ("86 reais numa família?", "459 na lírio??"),
+        the best scored of them (the one naming most of the message); None when none is."""
+        named = compose.amounts_named(message)
+        if not named:
+            return None
+        priced = [s for s in scored if named & set(compose.unit_amounts(s.unit.text))]
+        return max(priced, key=lambda s: (s.score, -s.unit.order)).unit if priced else None
 
     @staticmethod
     def _limit_over_price(message: str, ranked: Sequence[compose.Scored], best: list[compose.Unit],

@@ -718,3 +718,31 @@ def test_two_reported_yes_no_questions_joined_by_e_se_are_each_answered(use_embe
     assert question_clauses("queria saber se tem banho e tosa") == []
     text = ask_with(use_embedder, msg, "policy", BILLING)
     assert "mais de 60 anos" in text and "QR code" in text
+
+
+SPA_PRICES = """# Massagens
+
+- Massagem relaxante de 50 minutos: R$ 180,00
+- Massagem com pedras quentes: R$ 240,00
+- Drenagem linfática: R$ 150,00
+
+# Promoções
+
+Pacote de 4 massagens relaxantes com 15% de desconto, pago antecipado."""
+
+
+def test_an_objection_naming_the_amount_confirms_the_line_priced_at_it(use_embedder):
+    """"240 numa massagem com pedra?? salgado": the customer objects to an amount; the reply confirms the
+    line priced at it (then a deal), where before it offered the deal alone. Bare numbers that are times,
+    weights, ages or counts are not amounts."""
+    from streams.respond.compose import amounts_named
+
+    assert amounts_named("quase 240 numa massagem, puxado") == {240.0}
+    assert amounts_named("R$ 99,90 por isso?") == {99.9} and amounts_named("150 reais?") == {150.0}
+    assert amounts_named("as 15h com 12 kg, 30 anos, 4 pessoas, 50 minutos, dia 25/12") == set()
+    assert amounts_named("liga no 98877-6655") == set() and amounts_named("tá caro") == set()
+    text = ask_with(use_embedder, "240 numa massagem com pedra?? ta salgado hein", "objection", SPA_PRICES)
+    assert text.startswith("Entendo!") and "R$ 240,00" in text and "R$ 180,00" not in text
+    # no amount named: the deal alone, as before
+    text = ask_with(use_embedder, "massagem ta muito cara", "objection", SPA_PRICES)
+    assert "15% de desconto" in text and "R$ 240,00" not in text
