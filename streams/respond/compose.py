@@ -1394,6 +1394,42 @@ def _amounts(text: str) -> list[float]:
     return [float(a.replace(".", "").replace(",", ".")) for a in _AMOUNT.findall(text)]
 
 
+# "o q eu faço?", "e agora, como resolvo?": asked at the end of a sentence, after a story, it asks
+# what to do about what was told (not "como faço pra agendar?": something follows the verb)
+_WHAT_TO_DO = re.compile(r"(?:^|\b)(?:e agora |e ai |entao )?(?:o que|como|que) (?:(?:eu|a gente|agente|nos|"
+                         r"que eu|q eu) )?(?:devo |posso |tenho que |preciso )?(?:faco|fasso|fazemos|faz|fazer|"
+                         r"resolvo|resolvemos|resolve|resolver|procedo|proceder)(?: (?:agora|entao|nesse caso|"
+                         r"com isso|ai|isso|dai))?$")
+# what a business writes on a problem with an order or a service ("Pedido errado ou com problema:
+# refazemos...", "Reclamações: ...", "produto com defeito")
+PROBLEM_STEMS = ("problem", "errad", "reclam", "defeit")
+
+
+def asks_what_to_do(message: str) -> bool:
+    """Whether a sentence of the message ends in "what do I do (now)?" with a story told before it
+    (at least three words): the question is about the problem told ("a pizza chegou fria, o que eu
+    faço?"); "como faço pra agendar?" (something follows the verb), a bare "oq eu faço?" and a wish
+    told ("quero marcar um banho, como faço?") are not."""
+    pieces = [normalize_chat(p).strip() for p in re.split(r"[?!.\n,;]+", message)]
+    told = 0
+    for p in filter(None, pieces):
+        m = _WHAT_TO_DO.search(p)
+        if m and told + len(p[: m.start()].split()) >= 3:
+            # ... a story, not a wish ("quero marcar um banho, como faço?" asks how to book)
+            return not _WISH.search(" ".join(pieces))
+        told += len(p.split())
+    return False
+
+
+_WISH = re.compile(r"\b(?:quero|queria|quer|queremos|gostaria|pretendo|preciso|precisava|vou|vamos)\b(?! (?:q|que)\b)")
+
+
+def addresses_problem(text: str) -> bool:
+    """A unit on what the business does about a problem (it names one: "problema", "errado",
+    "reclamação", "defeito")."""
+    return any(w.startswith(PROBLEM_STEMS) for w in fold(text).split())
+
+
 def unit_amounts(text: str) -> list[float]:
     """The amounts in reais a unit states ("R$ 1.250,00" → 1250.0)."""
     return _amounts(text)

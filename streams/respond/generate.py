@@ -211,6 +211,13 @@ class OfflineComposer:
                                      sims=sims, hint=hint, lexical_weight=self.lexical_weight,
                                      asked=asked)
         _, focus = compose.question_words(message)
+        if intent not in (i.GENERAL, i.OBJECTION) and compose.asks_what_to_do(message):
+            # "a pizza chegou fria, o q eu faço?": what to do about the problem told is what the
+            # knowledge says about a problem ("Pedido errado ou com problema: ... mande uma foto"),
+            # not a line naming the things of the story (the flavour list, the crust deal)
+            problem = [s for s in scored if compose.addresses_problem(s.unit.text)]
+            if problem:
+                return [max(problem, key=lambda s: (s.score, -s.unit.order)).unit]
         ranked = sorted((s for s in scored if self._eligible(s, intent, focus)),
                         key=lambda s: (-s.score, s.unit.order))
         day = compose.opening_day_asked(message)

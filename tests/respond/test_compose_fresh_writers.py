@@ -746,3 +746,33 @@ def test_an_objection_naming_the_amount_confirms_the_line_priced_at_it(use_embed
     # no amount named: the deal alone, as before
     text = ask_with(use_embedder, "massagem ta muito cara", "objection", SPA_PRICES)
     assert "15% de desconto" in text and "R$ 240,00" not in text
+
+
+BAKERY = """# Bolos
+
+Sabores: chocolate, cenoura, limão e morango com chantilly.
+
+- Bolo de aniversário de 2 kg: R$ 140,00
+- **Quarta do Morango**: bolo de morango com 10% de desconto às quartas.
+
+# Encomendas
+
+- **Encomenda com problema ou errada**: trocamos o bolo ou devolvemos o valor; envie uma foto em até 2 horas.
+- Encomendas com 48 horas de antecedência."""
+
+
+def test_a_problem_told_then_what_do_i_do_is_answered_by_the_line_on_problems(use_embedder):
+    """"o bolo de morango chegou todo amassado, o que eu faço?": the question is what to do about the
+    problem told; the knowledge's line on a problem answers it, not the line naming the story's things
+    (the flavours, the strawberry deal). A wish told before "como faço?" is a how-to, not a problem."""
+    from streams.respond.compose import addresses_problem, asks_what_to_do
+
+    assert asks_what_to_do("o bolo chegou amassado, e agora como resolvo?")
+    assert asks_what_to_do("a tosa ficou torta no lado esquerdo o que devo fazer")
+    assert not asks_what_to_do("como faço pra encomendar um bolo?") and not asks_what_to_do("oq eu faço?")
+    assert not asks_what_to_do("quero encomendar um bolo de morango, como faço?")
+    assert addresses_problem("Encomenda com problema: trocamos") and not addresses_problem("Sabores: chocolate")
+    text = ask_with(use_embedder, "o bolo de morango chegou todo amassado 😡 o que eu faço?", "policy", BAKERY)
+    assert "envie uma foto" in text and "Sabores" not in text
+    text = ask_with(use_embedder, "quero encomendar um bolo de morango, como faço?", "policy", BAKERY)
+    assert "envie uma foto" not in text
