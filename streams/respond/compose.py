@@ -295,7 +295,7 @@ GENERIC = frozenset("""
 quanto quanta quantos quantas custa custam custar fica ficaria sai valor valores preco precos
 cobra cobram cobrado paga pago pagar taxa qual quais que como onde quando quem porque tem temos
 tenho voces voce fazem faz fazer aceita aceitam atende atendem vende vendem pode posso podem
-consigo consegue da dar precisa preciso levar leva levam trazer existe algum alguma alguem coisa coisas
+consigo consegue da dar precisa preciso levar leva levam trazer existe algum alguma alguem coisa coisas algo
 hora horas horario abre abrem fecha fecham funciona funcionam dia dias semana unidade unidades
 ate ai la sobre gostaria saber informar informacao ola oi gente favor ainda tipo sei nossa hein
 entao mesmo assim tambem agora depois antes hoje amanha seu sua meu minha ele ela eles elas
@@ -645,9 +645,28 @@ def question_part(message: str) -> str:
         clauses = said
         message = " ".join(said)
     if len(clauses) < 2 or not any("?" in c for c in clauses):
-        return message
+        return buried_question(message)
     asked = [c for c in clauses if "?" in c or _WH.search(normalize_chat(c)) or _PRICE_Q.search(normalize_chat(c))]
-    return " ".join(asked) if asked and len(asked) < len(clauses) else message
+    return buried_question(" ".join(asked) if asked and len(asked) < len(clauses) else message)
+
+
+BURIED_AFTER = 12   # words told before the last piece of a long question, at least
+_CONDITION = re.compile(r"\b(?:se|caso|quando|qdo|qnd)\b")
+
+
+def buried_question(text: str) -> str:
+    """"eu e minha esposa moramos com a sogra ... fico com medo de verem o carro, a unidade do centro tem
+    garagem privativa?": a long story and, after its last comma, a question of its own (at least four
+    words, ending in "?"): that piece is what is asked; the rest is told. Not when the story sets a
+    condition the question depends on ("se eu for buscar às 3 da tarde, cobra taxa?")."""
+    body = text.strip()
+    if not body.endswith("?") or body.count("?") > 1 or "," not in body:
+        return text
+    told, _, last = body.rpartition(",")
+    if len(told.split()) < BURIED_AFTER or len(normalize_chat(last).split()) < 4 or \
+            _CONDITION.search(normalize_chat(told)) or not _question_words(last)[1]:
+        return text
+    return last.strip()
 
 
 def unit_words(unit: "Unit") -> frozenset[str]:

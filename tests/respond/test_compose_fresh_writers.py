@@ -776,3 +776,40 @@ def test_a_problem_told_then_what_do_i_do_is_answered_by_the_line_on_problems(us
     assert "envie uma foto" in text and "Sabores" not in text
     text = ask_with(use_embedder, "quero encomendar um bolo de morango, como faço?", "policy", BAKERY)
     assert "envie uma foto" not in text
+
+
+INN = """# Estrutura
+
+Todas as cabanas têm lareira. Aceitamos pets de pequeno porte.
+
+## Unidade Serra
+A unidade Serra não tem piscina aquecida: a piscina é externa, sem aquecimento.
+
+# Cardápio
+
+Café da manhã colonial incluso. Não temos opções sem glúten no cardápio."""
+
+
+def test_an_indefinite_object_is_no_unknown_item():
+    """"tem algo sem glúten no cardápio?": "algo" asks, like "alguma coisa"; it names no item the
+    knowledge lacks, so the "no" the knowledge gives answers."""
+    units = units_of_chunks([INN])
+    from streams.respond.compose import unknown_object
+
+    assert "algo" not in unknown_object("minha filha é celíaca, tem algo sem glúten no cardápio pra ela?", units)
+    text = ask("minha filha é celíaca, tem algo sem glúten no cardápio pra ela?", "info_request", INN)
+    assert "não temos opções sem glúten" in text.lower()
+
+
+def test_a_question_after_a_long_story_is_the_last_piece():
+    """A long story, then after its last comma a question of its own: that piece is what is asked, and
+    what the knowledge does not say about the story is no reason to hand over. A condition told before
+    the question is part of it."""
+    story = ("boa noite então eu e meu marido estamos juntos faz dez anos e nunca viajamos sozinhos, as crianças "
+             "vão ficar com a avó no fim de semana e a gente quer aproveitar, a unidade serra tem piscina aquecida?")
+    assert question_part(story) == "a unidade serra tem piscina aquecida?"
+    cond = "se eu chegar depois das dez da noite com as crianças e o cachorro pequeno, tem alguma taxa a mais?"
+    assert question_part(cond) == cond
+    assert question_part("tem piscina aquecida na serra? queremos ir em julho") == "tem piscina aquecida na serra?"
+    text = ask(story, "info_request", INN)
+    assert "não tem piscina aquecida" in text
