@@ -325,23 +325,37 @@ class OfflineComposer:
         ("Em caso de emergência ... indicamos o Hospital ...") while another denies that very act
         ("Não temos pronto-socorro nem atendimento 24 horas."): the denial is the answer, first.
         Only when the best unit neither names the act nor says no, and the denial scores at least
-        ``fuller_ratio`` of it."""
+        ``fuller_ratio`` of it; or when the best unit was scored by the told part and the denial names
+        more of the question itself and is nearer to it in meaning."""
         acts = compose.asked_acts(message)
         if not best or intent in (i.GENERAL, i.OBJECTION, i.PRICE) or not compose.is_yes_no(message):
             return None
         top = next((s for s in scored if s.unit == best[0]), None)
         q_all, own = compose.question_words(message)
-        if top is None or (acts and compose.names_act(top.unit.text, acts)) or compose.says_no(top.unit.text, own):
+        if top is None or (acts and compose.names_act(top.unit.text, acts)):
             return None
+        top_says_no = compose.says_no(top.unit.text, own)
         focus = compose.expanded_focus(message)
+        part = compose.question_part(message)
+        own_part = compose.expanded_focus(part) if part != message else set()
+
+        def closer_on_the_question(s: compose.Scored) -> bool:
+            # "o hotelzinho aceita gato? vou viajar pra casa da minha mãe": the told part's words ("casa")
+            # score the best unit; a "no" naming more of the question itself, and nearer in meaning, wins
+            mine, its = own_part & compose.unit_words(s.unit), own_part & compose.unit_words(top.unit)
+            return (bool(own_part) and len(mine) > len(its) and s.similarity is not None
+                    and top.similarity is not None and s.similarity > top.similarity)
+
         if acts:
             denials = [s for s in scored if s.unit not in best and compose.denies_act(s.unit.text, acts, focus)
-                       and s.score >= self.fuller_ratio * top.score]
+                       and ((s.score >= self.fuller_ratio * top.score and not top_says_no)
+                            or closer_on_the_question(s))]
         else:   # "queria deixar meus gatos no hotelzinho, pode?": a "no" about what was asked, nearly as good
             named = max(s.focus_hits for s in scored if s.unit in best)   # as much as any unit picked
             denials = [s for s in scored if s.unit not in best and compose.opens_with_no(s.unit.text)
-                       and compose.says_no(s.unit.text, focus, q_all | focus) and s.focus_hits >= named
-                       and s.score >= self.second_ratio * top.score]
+                       and compose.says_no(s.unit.text, focus, q_all | focus)
+                       and ((s.focus_hits >= named and s.score >= self.second_ratio * top.score
+                             and not top_says_no) or closer_on_the_question(s))]
         return max(denials, key=lambda s: s.score).unit if denials else None
 
     def _similarities(self, message: str, units: Sequence[compose.Unit], query_vector) -> list[float] | None:

@@ -813,3 +813,23 @@ def test_a_question_after_a_long_story_is_the_last_piece():
     assert question_part("tem piscina aquecida na serra? queremos ir em julho") == "tem piscina aquecida na serra?"
     text = ask(story, "info_request", INN)
     assert "não tem piscina aquecida" in text
+
+
+KENNEL = """# Hospedagem
+
+A hospedagem funciona só na unidade Centro e recebe somente cães. Não hospedamos coelhos.
+
+- Diária para cães até 10 kg: R$ 80,00
+- Diária para cães acima de 10 kg: R$ 100,00
+
+# Saúde
+
+Não temos plantão noturno: pets doentes voltam para casa ao fim do dia."""
+
+
+def test_a_no_on_the_question_beats_a_unit_scored_by_the_told_part(use_embedder):
+    """"a hospedagem aceita coelho? vou viajar e ele fica sozinho em casa": "casa" of the told part
+    scores a line on going home; the "no" naming the question's own thing, nearer in meaning, answers."""
+    text = ask_with(use_embedder, "a hospedagem aceita coelho? vou viajar no fim do mes e ele nao pode ficar "
+                    "sozinho em casa o dia todo", "policy", KENNEL)
+    assert "não hospedamos coelhos" in text.lower()
