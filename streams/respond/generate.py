@@ -356,6 +356,8 @@ class OfflineComposer:
                        and compose.says_no(s.unit.text, focus, q_all | focus)
                        and ((s.focus_hits >= named and s.score >= self.second_ratio * top.score
                              and not top_says_no) or closer_on_the_question(s))]
+        denials = denials or [s for s in scored if s.unit not in best and compose.opens_with_no(s.unit.text)
+                              and compose.says_no(s.unit.text, focus, q_all | focus) and closer_on_the_question(s)]
         return max(denials, key=lambda s: s.score).unit if denials else None
 
     def _similarities(self, message: str, units: Sequence[compose.Unit], query_vector) -> list[float] | None:
