@@ -236,6 +236,8 @@ class OfflineComposer:
                                                 self._said_otherwise):
             return [quoted] if quoted is not None else []
         ranked = self._narrow(message, ranked, intent)
+        if compose.wants_price(message, intent == i.PRICE):
+            ranked = self._on_the_question(message, ranked)
         # "da pra parcelar uma castração?": the units on what decided the intent (parcelamento),
         # when there are any, answer it; the things named around it are context
         on_subject = [s for s in ranked if asked and compose.names_asked(s.unit, asked)]
@@ -272,6 +274,22 @@ class OfflineComposer:
             return None
         priced = [s for s in scored if named & set(compose.unit_amounts(s.unit.text))]
         return max(priced, key=lambda s: (s.score, -s.unit.order)).unit if priced else None
+
+    @staticmethod
+    def _on_the_question(message: str, ranked: list[compose.Scored]) -> list[compose.Scored]:
+        """"qnto ta a consulta? minha gata ta vomitando": the best unit names only the told part's words
+        ("Castração de gata: ...") while others name what the question itself asks ("Consulta clínica
+        geral: ..."): those answer it. Only when the message tells something besides its question, and
+        only for a price asked (the thing priced is in the question); a yes/no question may need the told
+        part ("vcs buscam em casa? moro na bela vista": the place told decides)."""
+        part = compose.question_part(message)
+        if not ranked or part == message:
+            return ranked
+        own = compose.expanded_focus(part)
+        on_question = [s for s in ranked if own & compose.unit_words(s.unit)]
+        if on_question and not own & compose.unit_words(ranked[0].unit):
+            return on_question
+        return ranked
 
     @staticmethod
     def _limit_over_price(message: str, ranked: Sequence[compose.Scored], best: list[compose.Unit],

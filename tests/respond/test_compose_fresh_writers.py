@@ -833,3 +833,22 @@ def test_a_no_on_the_question_beats_a_unit_scored_by_the_told_part(use_embedder)
     text = ask_with(use_embedder, "a hospedagem aceita coelho? vou viajar no fim do mes e ele nao pode ficar "
                     "sozinho em casa o dia todo", "policy", KENNEL)
     assert "não hospedamos coelhos" in text.lower()
+
+
+GARAGE = """# Serviços
+
+- Troca de pastilhas de freio dianteiro: R$ 250,00
+- Troca de disco de freio: R$ 480,00
+- Revisão completa (30 itens): R$ 390,00
+- Alinhamento e balanceamento: R$ 120,00"""
+
+
+def test_the_question_s_own_thing_beats_a_line_named_by_the_told_part(use_embedder):
+    """"qnto ta a revisão? meu carro ta com o disco de freio fazendo barulho": the price line on the brake
+    disc names the told part; the line on what the question itself names (the service) answers it."""
+    text = ask_with(use_embedder, "qnto ta a revisao? meu carro ta com o disco de freio fazendo barulho",
+                    "price_question", GARAGE)
+    assert "R$ 390,00" in text and "R$ 480,00" not in text
+    text = ask_with(use_embedder, "quanto custa o alinhamento? o disco de freio do meu carro ta chiando",
+                    "price_question", GARAGE)
+    assert "R$ 120,00" in text and "R$ 480,00" not in text
