@@ -815,7 +815,7 @@ def test_a_question_after_a_long_story_is_the_last_piece():
     assert "não tem piscina aquecida" in text
 
 
-KENNEL = """# Hospedagem
+BOARDING = """# Hospedagem
 
 A hospedagem funciona só na unidade Centro e recebe somente cães. Não hospedamos coelhos.
 
@@ -831,7 +831,7 @@ def test_a_no_on_the_question_beats_a_unit_scored_by_the_told_part(use_embedder)
     """"a hospedagem aceita coelho? vou viajar e ele fica sozinho em casa": "casa" of the told part
     scores a line on going home; the "no" naming the question's own thing, nearer in meaning, answers."""
     text = ask_with(use_embedder, "a hospedagem aceita coelho? vou viajar no fim do mes e ele nao pode ficar "
-                    "sozinho em casa o dia todo", "policy", KENNEL)
+                    "sozinho em casa o dia todo", "policy", BOARDING)
     assert "não hospedamos coelhos" in text.lower()
 
 
