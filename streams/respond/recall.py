@@ -25,7 +25,12 @@ more when the message is about a place (``talks_place``: "onde deixo", "entrega 
 (``anchor_lift``); and a fact told in the past imperfect or about an ex ("Morava no Centro",
 "Trabalhava de caminhoneiro", "A Paula gostava de balões brancos") is history, kept below the
 current ones (``is_history``, ``HISTORY_OFF``; "Parou de beber" and "Não é mais vegana" are
-current). A breed is a pet ("Tem um border collie chamado Guri"), another person's pet ("o cachorro da
+current), and so is a state a change of state replaces, told in the present ("É vegana" beside "Não é
+mais vegana, voltou a comer queijo": ``superseded``). An optional second encoder's cosines can be fused
+in (``second``, ``SECOND_WEIGHT``; 0, off: multilingual-e5-small lost out of set, see the quality log). A
+message that speaks of a professional by trade ("a vet de sempre", "a mesma prof", "aquele fisio")
+lifts the facts naming one ("Só quer ser atendida pela Dra. Helena": ``talks_professional``,
+``names_professional``, ``PRO_BONUS``). A breed is a pet ("Tem um border collie chamado Guri"), another person's pet ("o cachorro da
 irmã") is not the one asked about; a pronoun with no one named in the message ("algo pra ela") points
 to the one person of its sex the facts introduce (``pronoun_referent``); a birthday said in chat ("faz
 aninho", "faz niver", "faz anos") lifts the birthday facts (``talks_birthday``), a message about paying
@@ -58,6 +63,7 @@ PART_MIN_WORDS = 3
 PART_WEIGHT = 0.3
 _PART_SPLIT = re.compile(r"[,;.!?]|\s+e\s+|\s+mas\s+|\s+porque\s+|\s+pq\s+")
 DEFAULT_MIN_SCORE: float | None = None
+SECOND_WEIGHT = 0.0   # weight of a second encoder's cosine deviation (``_fuse_second``)
 
 
 @dataclass(frozen=True)
@@ -99,7 +105,9 @@ def message_parts(text: str) -> list[str]:
 def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[MemoryFact],
                    unit_id: int | None, top_k: int = TOP_K,
                    min_score: float | None = DEFAULT_MIN_SCORE,
-                   query_text: str | None = None, part_vecs=None, examples=None) -> list[ScoredFact]:
+                   query_text: str | None = None, part_vecs=None, examples=None,
+                   second: Sequence[float | None] | None = None,
+                   second_weight: float | None = None) -> list[ScoredFact]:
     """The at most ``top_k`` compatible facts, best first (ties: higher confidence, lower id).
     ``part_vecs``: vectors of the message's parts (``message_parts``): a fact matching one part
     well scores by that part too (``PART_WEIGHT`` of its excess over the whole message).
@@ -120,6 +128,8 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
             parts = None
     live = [(k, sim, sim + (evidence[k] if evidence is not None else 0.0))
             for k, sim in _similarities(q, facts, unit_id, parts)]   # (index, similarity, + word evidence)
+    if second is not None and live:
+        live = _fuse_second(live, second, SECOND_WEIGHT if second_weight is None else second_weight)
     if examples is not None and live:
         votes = examples.votes(q, [facts[k].content for k, _, _ in live], [facts[k].embedding for k, _, _ in live])
         if others is not None:   # never a vote for a fact about someone else than the one asked about
@@ -127,16 +137,12 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
         live = [(k, sim, b + v) for (k, sim, b), v in zip(live, votes)]
     if query_text and not talks_payment(query_text):
         live = [(k, sim, b - PAYMENT_OFF if is_payment_fact(facts[k]) else b) for k, sim, b in live]
-    if not (query_text and looks_back(query_text)):
-        live = [(k, sim, b - HISTORY_OFF if is_history(facts[k].content) else b) for k, sim, b in live]
-    if query_text and talks_place(query_text):
-        live = [(k, sim, b + PLACE_BONUS if is_place_fact(facts[k].content) else b) for k, sim, b in live]
-    if query_text and talks_birthday(query_text):
-        live = [(k, sim, b + BIRTHDAY_BONUS if is_birthday_fact(facts[k]) else b) for k, sim, b in live]
-    if query_text and talks_payment(query_text):
-        live = [(k, sim, b + PAYMENT_ON if is_payment_fact(facts[k]) else b) for k, sim, b in live]
-    if query_text and asks_usual(query_text):
-        live = [(k, sim, b + USUAL_BONUS if is_own_usual(facts[k]) else b) for k, sim, b in live]
+    if not (query_text and looks_back(query_text)):   # history, and the states a change of state replaced
+        old = superseded([facts[k] for k, _, _ in live])
+        live = [(k, sim, b - HISTORY_OFF if is_history(facts[k].content) or n in old else b)
+                for n, (k, sim, b) in enumerate(live)]
+    if query_text:
+        live = _kind_lifts(query_text, facts, live)
     lifted = anchor_lift([facts[k] for k, _, _ in live], [b for _, _, b in live])
     scored: list[ScoredFact] = []
     for (k, sim, _), base in zip(live, lifted):
@@ -147,6 +153,36 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
         scored.append(ScoredFact(fact, sim, score))
     scored.sort(key=lambda s: (-s.score, -s.fact.confidence, s.fact.id))
     return scored[:top_k]
+
+
+def _kind_lifts(query_text: str, facts: Sequence[MemoryFact],
+                live: list[tuple[int, float, float]]) -> list[tuple[int, float, float]]:
+    """The lifts of a kind of message for a kind of fact: a place, a birthday, paying, the usual, a
+    professional by trade (each rule's words are in its ``talks_*`` / ``asks_*`` function)."""
+    if talks_place(query_text):
+        live = [(k, sim, b + PLACE_BONUS if is_place_fact(facts[k].content) else b) for k, sim, b in live]
+    if talks_birthday(query_text):
+        live = [(k, sim, b + BIRTHDAY_BONUS if is_birthday_fact(facts[k]) else b) for k, sim, b in live]
+    if talks_payment(query_text):
+        live = [(k, sim, b + PAYMENT_ON if is_payment_fact(facts[k]) else b) for k, sim, b in live]
+    if asks_usual(query_text):
+        live = [(k, sim, b + USUAL_BONUS if is_own_usual(facts[k]) else b) for k, sim, b in live]
+    if PRO_BONUS and talks_professional(query_text):
+        live = [(k, sim, b + PRO_BONUS if names_professional(facts[k].content) else b) for k, sim, b in live]
+    return live
+
+
+def _fuse_second(live: list[tuple[int, float, float]], second: Sequence[float | None],
+                 w: float) -> list[tuple[int, float, float]]:
+    """A second encoder's cosines (``second[k]`` for fact ``k``; None: no vector) added at weight
+    ``w`` as their deviation from the mean over the facts that have one (its cosines sit in a
+    narrow band of their own, so only the spread between the contact's facts is read)."""
+    got = [second[k] for k, _, _ in live if k < len(second) and second[k] is not None]
+    if not got or not w:
+        return live
+    mean = sum(got) / len(got)
+    return [(k, sim, b + w * (second[k] - mean)) if k < len(second) and second[k] is not None else (k, sim, b)
+            for k, sim, b in live]
 
 
 def _similarities(q: np.ndarray, facts: Sequence[MemoryFact], unit_id: int | None,
@@ -211,6 +247,28 @@ def asks_usual(query_text: str) -> bool:
 def is_own_usual(fact: "MemoryFact") -> bool:
     """A preference or habit of the customer's own (not "A namorada gosta de ...")."""
     return fact.memory_type in USUAL_TYPES and not _profile(fact.content).roles
+
+
+# the professionals who serve a customer, by trade or title ("a prof", "o fisio", "a vet", "Dra. Helena")
+_PRO = (r"prof|profe|professor\w*|instrutor\w*|vet|veterinari\w*|dra|dr|doutor\w*|fisio|fisioterapeuta|"
+        r"cabeleireir\w*|barbeir\w*|manicure|personal|coach|tatuador\w*|massagista|treinador\w*|dentista|"
+        r"esteticista|tosador\w*|nutricionista|psicolog\w*|terapeuta")
+_PRO_WORD = re.compile(rf"\b(?:{_PRO})\b")
+_PRO_NAMED = re.compile(rf"\b(?:{_PRO})\s+([a-z]+)")
+
+
+def talks_professional(query_text: str) -> bool:
+    """The message speaks of one of the business's professionals by trade ("com a vet de sempre",
+    "a mesma prof no próximo módulo", "aquele fisio")."""
+    return bool(_PRO_WORD.search(normalize_chat(query_text)))
+
+
+@functools.lru_cache(maxsize=16384)
+def names_professional(content: str) -> bool:
+    """The fact names a professional the customer deals with ("Só quer ser atendida pela Dra. Helena",
+    "Elogiou o instrutor Neto", "Treina com o personal Caio"): a trade or title followed by a name."""
+    names = _profile(content).names
+    return any(m.group(1) in names for m in _PRO_NAMED.finditer(fold(content)))
 
 
 def is_payment_fact(fact: "MemoryFact") -> bool:
@@ -280,6 +338,7 @@ OTHER_PARTY = 0.08     # the customer refers to someone, and the fact is about a
 ANCHOR_LIFT = 0.5      # share of the gap to the best fact about a person that the fact introducing them closes
 ANCHOR_MIN = 0.15      # ... when that fact itself matches the message at least this well
 PLACE_BONUS = 0.08     # where the customer lives or goes, when the message is about a place
+PRO_BONUS = 0.08      # a fact naming a professional, when the message speaks of one by trade (as ROLE_BONUS)
 USUAL_BONUS = 0.08     # a preference or habit, when the customer asks for their usual
 ROLE_BONUS = 0.08      # the fact holds the role the customer referred to
 LINK_BONUS = 0.08      # the fact names a person of that role
@@ -399,6 +458,55 @@ def anchor_lift(facts: Sequence["MemoryFact"], scores: Sequence[float]) -> list[
                    default=None)
         if best is not None and best >= ANCHOR_MIN and best > scores[i]:
             out[i] = scores[i] + ANCHOR_LIFT * (best - scores[i])
+    return out
+
+
+# a fact that says a state changed: "Não é mais vegana", "O filho não tem mais alergia a leite", "Agora
+# prefere aula presencial", "Voltou a comer carne", "Foi liberado para ração normal", "Joelho recuperado"
+_UPDATE = re.compile(r"\b(?:nao(?:\s+\w+){0,3}\s+mais|agora|voltou a|volta a|liberad[oa]s?|parou de|deixou de|"
+                     r"recuperad[oa]s?|curad[oa]s?)\b")
+
+
+def is_update(content: str) -> bool:
+    """The fact says a state changed ("não ... mais", "agora", "voltou a", "liberado", "parou de")."""
+    return bool(_UPDATE.search(fold(content)))
+
+
+@functools.lru_cache(maxsize=16384)
+def _subject_stems(content: str) -> frozenset[str]:
+    """A fact's content stems but for names, relation and species words: what the fact is about."""
+    p = _profile(content)
+    drop = {fold(n) for n in p.names} | set(_ROLE_OF) | set(_SPECIES_OF)
+    return frozenset(stem(w) for w in p.words if w not in STOPWORDS and len(w) > 2 and w not in drop
+                     and not _UPDATE.fullmatch(w))
+
+
+def _partner(i: int, subj: Sequence[frozenset[str]], profiles: Sequence["_Profile"], types: Sequence[str]) -> int | None:
+    """The one other fact of the same memory type about the same party (the same names, relations
+    and species) sharing most of fact ``i``'s subject stems; None when no fact shares one or two
+    share as many ("Voltou a comer peixe, por orientação médica" does not update "É médica")."""
+    party = lambda j: (types[j], profiles[j].names, profiles[j].roles, profiles[j].species)  # noqa: E731
+    counts = sorted(((len(subj[i] & subj[j]), j) for j in range(len(subj))
+                     if j != i and party(j) == party(i)), reverse=True)
+    if not counts or counts[0][0] == 0 or (len(counts) > 1 and counts[1][0] == counts[0][0]):
+        return None
+    return counts[0][1]
+
+
+def superseded(facts: Sequence["MemoryFact"]) -> set[int]:
+    """Indices of the facts a change of state replaces: each update fact's (``is_update``) partner
+    (``_partner``), when that partner is no update itself and not already history (``is_history``):
+    "É vegana" beside "Não é mais vegana, voltou a comer queijo", "O filho é alérgico a leite de vaca"
+    beside "O filho não tem mais alergia a leite". Such a state is history the fact does not tell in
+    the past ("Era vegana" would be ``is_history``), so it is kept below by ``HISTORY_OFF`` too."""
+    profiles = [_profile(f.content) for f in facts]
+    subj = [_subject_stems(f.content) for f in facts]
+    out = set()
+    for i, f in enumerate(facts):
+        if is_update(f.content) and subj[i]:
+            j = _partner(i, subj, profiles, [g.memory_type for g in facts])
+            if j is not None and not is_update(facts[j].content) and not is_history(facts[j].content):
+                out.add(j)
     return out
 
 

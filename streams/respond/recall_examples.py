@@ -47,6 +47,8 @@ READABLE = {"dev": "examples/dev/recall.jsonl", "train": "examples/train/recall.
             "probe_a": "examples/probe_a/recall.jsonl", "probe_c": "examples/probe_c/recall.jsonl",
             "probe_i": "examples/probe_i/recall.jsonl", "probe_j": "examples/probe_j/recall.jsonl",
             "probe_k": "examples/probe_k/recall.jsonl",
+            "probe_l": "examples/probe_l/recall.jsonl", "probe_m": "examples/probe_m/recall.jsonl",
+            "probe_r": "examples/probe_r/recall.jsonl",
             "written": "tests/respond/data/recall_written.jsonl"}
 
 

@@ -447,3 +447,15 @@ def test_the_instruction_threshold_ties_to_the_lower_value():
     f1 = {0.5: 0.9, 0.55: 1.0, 0.6: 1.0, 0.7: 1.0, 0.75: 0.95}
     assert pick_threshold(sorted(f1), f1.get) == 0.55
     assert pick_threshold([0.5, 0.6], {0.5: 0.8, 0.6: 0.9}.get) == 0.6
+
+
+def test_the_extractor_trains_on_the_five_blind_tuning_writers_and_never_on_a_validation_set():
+    """Stop 26: probe_i, j, k, l, m (tuning sets) are training sources, each its own writer in the
+    cross-source figures; a validation or reserved set is never one."""
+    from streams.learn import train_extractor as T
+
+    names = {p.parent.name for p in T._written_paths(T.WRITTEN_FILES)}
+    assert {"probe_i", "probe_j", "probe_k", "probe_l", "probe_m"} <= names
+    never = {"heldout", "probe_b", "probe_d", "probe_e", "probe_f", "probe_g", "probe_o", "probe_p", "probe_q", "probe_r"}
+    assert not names & never
+    assert len({T._relative(p) for p in T._written_paths(T.WRITTEN_FILES)}) == len(T.WRITTEN_FILES)

@@ -342,3 +342,71 @@ def test_nested_loso_chooses_the_settings_on_the_other_sets_only():
     # a tie goes to the earlier row (no vote before a vote)
     tie = [dict(rows[0]), {**rows[0], "tau": 0.8, "beta": 0.1}]
     assert nested(tie)["a"][0] == {"tau": None, "beta": None}
+
+
+def test_a_state_a_change_of_state_replaces_is_kept_below_like_history():
+    from streams.respond.recall import is_update, score_memories, superseded
+
+    assert is_update("Não come mais glúten") and is_update("Agora treina de manhã")
+    assert is_update("Voltou a tomar café") and is_update("Foi liberada para correr")
+    assert not is_update("Come glúten") and not is_update("Treina de manhã")
+    facts = _facts(("restricao", "Não pode comer glúten"),                  # 0: replaced by 1
+                   ("restricao", "Já pode comer glúten de novo, não tem mais a doença"),
+                   ("restricao", "A esposa Marta não pode comer glúten"),   # another party: not replaced
+                   ("preferencia", "Gosta de pão de fermentação natural"))
+    assert superseded(facts) == {0}
+    # the same vector for every fact: only the rule orders the replaced state last
+    top = score_memories([1.0, 0.0], facts, None, query_text="tem pão sem glúten hoje?")
+    assert [s.fact.id for s in top][-1] == 0
+    # looking back ("como antigamente"), the replaced state stays where it was
+    back = score_memories([1.0, 0.0], facts, None, query_text="posso pedir como antigamente?")
+    assert [s.fact.id for s in back][0] == 0
+
+
+def test_a_change_of_state_replaces_only_one_clear_fact_of_its_own_kind():
+    from streams.respond.recall import superseded
+
+    # two facts share as much with the update: no pair (which one changed is not clear)
+    tie = _facts(("preferencia", "Agora prefere a sala do térreo"), ("preferencia", "Prefere a sala com janela"),
+                 ("preferencia", "Prefere sala silenciosa"))
+    assert superseded(tie) == set()
+    # another memory type sharing a word is not the state that changed
+    other_type = _facts(("restricao", "Voltou a comer ovo por conselho médico"), ("contexto_pessoal", "É médico"))
+    assert superseded(other_type) == set()
+    # a fact already told in the past is history already: not counted twice
+    past = _facts(("preferencia", "Agora usa lente de contato"), ("preferencia", "Gostava de lente de contato gelatinosa"))
+    assert superseded(past) == set()
+    # the same party only: the son's change does not replace the customer's own fact
+    son = _facts(("restricao", "O filho Caio não tem mais alergia a ovo"), ("restricao", "É alérgico a ovo"),
+                 ("restricao", "O filho Caio é alérgico a ovo"))
+    assert superseded(son) == {2}
+
+
+def test_a_second_encoder_adds_its_spread_between_the_facts_at_its_weight():
+    from streams.respond.recall import score_memories
+
+    facts = _facts(("preferencia", "Gosta de chá verde"), ("preferencia", "Gosta de café forte"))
+    plain = score_memories([1.0, 0.0], facts, None, query_text="tem algo quente?")
+    assert [s.fact.id for s in plain] == [0, 1]          # a tie, broken by id
+    fused = score_memories([1.0, 0.0], facts, None, query_text="tem algo quente?", second=[0.80, 0.84],
+                           second_weight=1.0)
+    assert [s.fact.id for s in fused] == [1, 0] and fused[0].similarity == plain[0].similarity
+    off = score_memories([1.0, 0.0], facts, None, query_text="tem algo quente?", second=[0.80, 0.84])
+    assert [s.fact.id for s in off] == [0, 1]            # the shipped weight is 0: off
+
+
+def test_a_professional_spoken_of_by_trade_lifts_the_facts_naming_one():
+    from streams.respond.recall import names_professional, score_memories, talks_professional
+
+    assert talks_professional("quero a mesma personal da semana passada")
+    assert talks_professional("o dentista de sempre atende sabado?")
+    assert not talks_professional("quero um horario pra sexta") and not talks_professional("tem vaga hoje?")
+    assert names_professional("Só quer ser atendido pelo Dr. Rui") and names_professional("Treina com a coach Lívia")
+    assert not names_professional("É dentista") and not names_professional("Elogiou o atendimento")
+    facts = _facts(("preferencia", "Prefere horário depois do almoço"),
+                   ("feedback_positivo", "Elogiou a massagista Joana, mão leve"))
+    # the same vector for both facts: only the rule puts the named professional first
+    top = score_memories([1.0, 0.0], facts, None, query_text="consegue me encaixar com aquela terapeuta boa?")
+    assert [s.fact.id for s in top] == [1, 0]
+    plain = score_memories([1.0, 0.0], facts, None, query_text="consegue me encaixar amanha?")
+    assert [s.fact.id for s in plain] == [0, 1]

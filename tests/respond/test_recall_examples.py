@@ -79,20 +79,26 @@ def test_the_vote_reorders_recall_and_leaving_a_set_out_removes_its_votes():
 
 
 def test_shipped_examples_come_from_readable_sets_and_evaluation_leaves_its_own_out(monkeypatch):
+    from streams.respond.recall_examples import REPO_ROOT, source_of
+
     rows = load_cases()
     assert rows and {r["source"] for r in rows} <= {"dev", "train", "probe_a", "probe_c", "written",
-                                                    "probe_i", "probe_j", "probe_k", "probe_h"}
+                                                    "probe_i", "probe_j", "probe_k", "probe_h",
+                                                    "probe_l", "probe_m", "probe_r"}
     assert any(r["source"] == "probe_k" for r in rows)   # probe_k, a tuning set now, is in the examples
+    for s in ("probe_l", "probe_m", "probe_r"):   # tuning sets from stop 26: in the examples, left out when scored
+        assert any(r["source"] == s for r in rows)
+        assert source_of(REPO_ROOT / "examples" / s) == {s}
     assert all(r["query"] and (r["relevant"] or r["other"]) for r in rows)
-    from streams.respond.recall_examples import REPO_ROOT, source_of
 
     monkeypatch.setenv("MEMORIA_RECALL_EXAMPLES", "1")
     left = RecallExamples.leaving_out(TableEmbedder({}), REPO_ROOT / "examples" / "dev")
     assert left.cases and not any(c["source"] == "dev" for c in left.cases)
     assert source_of(REPO_ROOT / "examples/train/recall.jsonl") == {"train"}
-    left_k = RecallExamples.leaving_out(TableEmbedder({}), REPO_ROOT / "examples" / "probe_k")
-    assert left_k.cases and not any(c["source"] == "probe_k" for c in left_k.cases)   # scoring probe_k: out-of-set
-    for s in ("probe_l", "probe_m"):    # the validation sets are never in the examples
+    for s in ("probe_k", "probe_l", "probe_m", "probe_r"):   # scoring a readable probe: out-of-set
+        left_s = RecallExamples.leaving_out(TableEmbedder({}), REPO_ROOT / "examples" / s)
+        assert left_s.cases and not any(c["source"] == s for c in left_s.cases)
+    for s in ("probe_o", "probe_p", "probe_q"):    # validation / reserved sets are never in the examples
         assert source_of(REPO_ROOT / "examples" / s) == set() and not any(r["source"] == s for r in rows)
     assert source_of(REPO_ROOT / "examples" / "heldout") == set() and source_of(None) == set()
     got = cases_from_recall("x", [{"case_id": "c", "query": "q", "relevant": [1],
