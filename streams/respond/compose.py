@@ -295,7 +295,7 @@ GENERIC = frozenset("""
 quanto quanta quantos quantas custa custam custar fica ficaria sai valor valores preco precos
 cobra cobram cobrado paga pago pagar taxa qual quais que como onde quando quem porque tem temos
 tenho voces voce fazem faz fazer aceita aceitam atende atendem vende vendem pode posso podem
-consigo consegue da dar precisa preciso levar leva levam trazer existe algum alguma alguem coisa coisas
+consigo consegue da dar precisa preciso levar leva levam trazer existe algum alguma alguem coisa coisas algo
 hora horas horario abre abrem fecha fecham funciona funcionam dia dias semana unidade unidades
 ate ai la sobre gostaria saber informar informacao ola oi gente favor ainda tipo sei nossa hein
 entao mesmo assim tambem agora depois antes hoje amanha seu sua meu minha ele ela eles elas
@@ -645,9 +645,28 @@ def question_part(message: str) -> str:
         clauses = said
         message = " ".join(said)
     if len(clauses) < 2 or not any("?" in c for c in clauses):
-        return message
+        return buried_question(message)
     asked = [c for c in clauses if "?" in c or _WH.search(normalize_chat(c)) or _PRICE_Q.search(normalize_chat(c))]
-    return " ".join(asked) if asked and len(asked) < len(clauses) else message
+    return buried_question(" ".join(asked) if asked and len(asked) < len(clauses) else message)
+
+
+BURIED_AFTER = 12   # words told before the last piece of a long question, at least
+_CONDITION = re.compile(r"\b(?:se|caso|quando|qdo|qnd)\b")
+
+
+def buried_question(text: str) -> str:
+    """"eu e minha esposa moramos com a sogra ... fico com medo de verem o carro, a unidade do centro tem
+    garagem privativa?": a long story and, after its last comma, a question of its own (at least four
+    words, ending in "?"): that piece is what is asked; the rest is told. Not when the story sets a
+    condition the question depends on ("se eu for buscar às 3 da tarde, cobra taxa?")."""
+    body = text.strip()
+    if not body.endswith("?") or body.count("?") > 1 or "," not in body:
+        return text
+    told, _, last = body.rpartition(",")
+    if len(told.split()) < BURIED_AFTER or len(normalize_chat(last).split()) < 4 or \
+            _CONDITION.search(normalize_chat(told)) or not _question_words(last)[1]:
+        return text
+    return last.strip()
 
 
 def unit_words(unit: "Unit") -> frozenset[str]:
@@ -1392,6 +1411,67 @@ def extreme_price(message: str) -> tuple[str, frozenset[str]] | None:
 
 def _amounts(text: str) -> list[float]:
     return [float(a.replace(".", "").replace(",", ".")) for a in _AMOUNT.findall(text)]
+
+
+# "o q eu faço?", "e agora, como resolvo?": asked at the end of a sentence, after a story, it asks
+# what to do about what was told (not "como faço pra agendar?": something follows the verb)
+_WHAT_TO_DO = re.compile(r"(?:^|\b)(?:e agora |e ai |entao )?(?:o que|como|que) (?:(?:eu|a gente|agente|nos|"
+                         r"que eu|q eu) )?(?:devo |posso |tenho que |preciso )?(?:faco|fasso|fazemos|faz|fazer|"
+                         r"resolvo|resolvemos|resolve|resolver|procedo|proceder)(?: (?:agora|entao|nesse caso|"
+                         r"com isso|ai|isso|dai))?$")
+# what a business writes on a problem with an order or a service ("Pedido errado ou com problema:
+# refazemos...", "Reclamações: ...", "produto com defeito")
+PROBLEM_STEMS = ("problem", "errad", "reclam", "defeit")
+
+
+def asks_what_to_do(message: str) -> bool:
+    """Whether a sentence of the message ends in "what do I do (now)?" with a story told before it
+    (at least three words): the question is about the problem told ("a pizza chegou fria, o que eu
+    faço?"); "como faço pra agendar?" (something follows the verb), a bare "oq eu faço?" and a wish
+    told ("quero marcar um banho, como faço?") are not."""
+    pieces = [normalize_chat(p).strip() for p in re.split(r"[?!.\n,;]+", message)]
+    told = 0
+    for p in filter(None, pieces):
+        m = _WHAT_TO_DO.search(p)
+        if m and told + len(p[: m.start()].split()) >= 3:
+            # ... a story, not a wish ("quero marcar um banho, como faço?" asks how to book)
+            return not _WISH.search(" ".join(pieces))
+        told += len(p.split())
+    return False
+
+
+_WISH = re.compile(r"\b(?:quero|queria|quer|queremos|gostaria|pretendo|preciso|precisava|vou|vamos)\b(?! (?:q|que)\b)")
+
+
+def addresses_problem(text: str) -> bool:
+    """A unit on what the business does about a problem (it names one: "problema", "errado",
+    "reclamação", "defeito")."""
+    return any(w.startswith(PROBLEM_STEMS) for w in fold(text).split())
+
+
+def unit_amounts(text: str) -> list[float]:
+    """The amounts in reais a unit states ("R$ 1.250,00" → 1250.0)."""
+    return _amounts(text)
+
+
+# a bare amount in a message ("459", "86 reais", "R$ 58", "58,90"): not a time, a weight, a count of
+# days, years or people, a percentage or a phone number (a number of at most five digits)
+_NAMED_AMOUNT = re.compile(
+    r"(?<![\d:.,/-])(?:r\$\s*)?(\d{2,5}(?:,\d{2})?)(?![\d:/-]|[.,]\d|\s*(?:%|x\b|h\b|hs?\b|hrs?\b|horas?\b|min|kg|quilo|"
+    r"g\b|gramas?\b|km|m\b|metros?\b|anos?\b|mes|meses\b|dias?\b|semanas?\b|pessoas?\b|vezes\b|pizzas?\b|"
+    r"unidades?\b|[ºª°]))",
+    re.IGNORECASE)
+
+
+def amounts_named(message: str) -> set[float]:
+    """The amounts of money a message may name as bare numbers ("459 na lírio??" → {459.0},
+    "86 reais numa família" → {86.0}); times, weights, ages and counts are not amounts."""
+    out = set()
+    for m in _NAMED_AMOUNT.finditer(message):
+        v = float(m.group(1).replace(",", "."))
+        if v >= 10:
+            out.add(v)
+    return out
 
 
 def item_head(unit: Unit) -> str:

@@ -211,6 +211,13 @@ class OfflineComposer:
                                      sims=sims, hint=hint, lexical_weight=self.lexical_weight,
                                      asked=asked)
         _, focus = compose.question_words(message)
+        if intent not in (i.GENERAL, i.OBJECTION) and compose.asks_what_to_do(message):
+            # "a pizza chegou fria, o q eu faço?": what to do about the problem told is what the
+            # knowledge says about a problem ("Pedido errado ou com problema: ... mande uma foto"),
+            # not a line naming the things of the story (the flavour list, the crust deal)
+            problem = [s for s in scored if compose.addresses_problem(s.unit.text)]
+            if problem:
+                return [max(problem, key=lambda s: (s.score, -s.unit.order)).unit]
         ranked = sorted((s for s in scored if self._eligible(s, intent, focus)),
                         key=lambda s: (-s.score, s.unit.order))
         day = compose.opening_day_asked(message)
@@ -222,10 +229,15 @@ class OfflineComposer:
             # a question about one thing ("aceita pix?"): a unit naming it ("Pix, cartão...") beats
             # one only sounding like it ("Não aceitamos cheque.")
             ranked = [s for s in ranked if s.focus_hits]
+        # "459 na lírio?? tá caro": an objection naming the amount it objects to is answered with the
+        # line priced at that amount first (the price confirmed), then a deal if there is one
+        quoted = self._priced_as_named(message, scored) if intent == i.OBJECTION else None
         if not ranked or self._mostly_uncovered(compose.question_part(message), units, focus, ranked[0], intent,
                                                 self._said_otherwise):
-            return []
+            return [quoted] if quoted is not None else []
         ranked = self._narrow(message, ranked, intent)
+        if compose.wants_price(message, intent == i.PRICE):
+            ranked = self._on_the_question(message, ranked)
         # "da pra parcelar uma castração?": the units on what decided the intent (parcelamento),
         # when there are any, answer it; the things named around it are context
         on_subject = [s for s in ranked if asked and compose.names_asked(s.unit, asked)]
@@ -248,7 +260,36 @@ class OfflineComposer:
             denial = None   # nor does a "no" on the story ("não hospedamos gatos") answer "abrem sábado?"
         if denial is None:
             denial = self._limit_over_price(message, ranked, best, intent)
-        return [denial] + best[: self.max_sentences - 1] if denial is not None else best
+        out = [denial] + best[: self.max_sentences - 1] if denial is not None else best
+        if quoted is not None:
+            out = [quoted] + [u for u in out if u != quoted][: self.max_sentences - 1]
+        return out
+
+    @staticmethod
+    def _priced_as_named(message: str, scored: Sequence[compose.Scored]) -> compose.Unit | None:
+        """The unit priced at an amount the message names ("86 reais numa família?", "459 na lírio??"),
+        the best scored of them (the one naming most of the message); None when none is."""
+        named = compose.amounts_named(message)
+        if not named:
+            return None
+        priced = [s for s in scored if named & set(compose.unit_amounts(s.unit.text))]
+        return max(priced, key=lambda s: (s.score, -s.unit.order)).unit if priced else None
+
+    @staticmethod
+    def _on_the_question(message: str, ranked: list[compose.Scored]) -> list[compose.Scored]:
+        """"qnto ta a consulta? minha gata ta vomitando": the best unit names only the told part's words
+        ("Castração de gata: ...") while others name what the question itself asks ("Consulta clínica
+        geral: ..."): those answer it. Only when the message tells something besides its question, and
+        only for a price asked (the thing priced is in the question); a yes/no question may need the told
+        part ("vcs buscam em casa? moro na bela vista": the place told decides)."""
+        part = compose.question_part(message)
+        if not ranked or part == message:
+            return ranked
+        own = compose.expanded_focus(part)
+        on_question = [s for s in ranked if own & compose.unit_words(s.unit)]
+        if on_question and not own & compose.unit_words(ranked[0].unit):
+            return on_question
+        return ranked
 
     @staticmethod
     def _limit_over_price(message: str, ranked: Sequence[compose.Scored], best: list[compose.Unit],
@@ -302,23 +343,39 @@ class OfflineComposer:
         ("Em caso de emergência ... indicamos o Hospital ...") while another denies that very act
         ("Não temos pronto-socorro nem atendimento 24 horas."): the denial is the answer, first.
         Only when the best unit neither names the act nor says no, and the denial scores at least
-        ``fuller_ratio`` of it."""
+        ``fuller_ratio`` of it; or when the best unit was scored by the told part and the denial names
+        more of the question itself and is nearer to it in meaning."""
         acts = compose.asked_acts(message)
         if not best or intent in (i.GENERAL, i.OBJECTION, i.PRICE) or not compose.is_yes_no(message):
             return None
         top = next((s for s in scored if s.unit == best[0]), None)
         q_all, own = compose.question_words(message)
-        if top is None or (acts and compose.names_act(top.unit.text, acts)) or compose.says_no(top.unit.text, own):
+        if top is None or (acts and compose.names_act(top.unit.text, acts)):
             return None
+        top_says_no = compose.says_no(top.unit.text, own)
         focus = compose.expanded_focus(message)
+        part = compose.question_part(message)
+        own_part = compose.expanded_focus(part) if part != message else set()
+
+        def closer_on_the_question(s: compose.Scored) -> bool:
+            # "o hotelzinho aceita gato? vou viajar pra casa da minha mãe": the told part's words ("casa")
+            # score the best unit; a "no" naming more of the question itself, and nearer in meaning, wins
+            mine, its = own_part & compose.unit_words(s.unit), own_part & compose.unit_words(top.unit)
+            return (bool(own_part) and len(mine) > len(its) and s.similarity is not None
+                    and top.similarity is not None and s.similarity > top.similarity)
+
         if acts:
             denials = [s for s in scored if s.unit not in best and compose.denies_act(s.unit.text, acts, focus)
-                       and s.score >= self.fuller_ratio * top.score]
+                       and ((s.score >= self.fuller_ratio * top.score and not top_says_no)
+                            or closer_on_the_question(s))]
         else:   # "queria deixar meus gatos no hotelzinho, pode?": a "no" about what was asked, nearly as good
             named = max(s.focus_hits for s in scored if s.unit in best)   # as much as any unit picked
             denials = [s for s in scored if s.unit not in best and compose.opens_with_no(s.unit.text)
-                       and compose.says_no(s.unit.text, focus, q_all | focus) and s.focus_hits >= named
-                       and s.score >= self.second_ratio * top.score]
+                       and compose.says_no(s.unit.text, focus, q_all | focus)
+                       and ((s.focus_hits >= named and s.score >= self.second_ratio * top.score
+                             and not top_says_no) or closer_on_the_question(s))]
+        denials = denials or [s for s in scored if s.unit not in best and compose.opens_with_no(s.unit.text)
+                              and compose.says_no(s.unit.text, focus, q_all | focus) and closer_on_the_question(s)]
         return max(denials, key=lambda s: s.score).unit if denials else None
 
     def _similarities(self, message: str, units: Sequence[compose.Unit], query_vector) -> list[float] | None:

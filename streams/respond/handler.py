@@ -50,8 +50,11 @@ from streams.embedding import tokens as embedding_tokens
 from streams.ingest.knowledge import default_max_distance
 from streams.pricing import ModelCall, PriceTable, model_call
 from streams.respond.compose import (
+    PROBLEM_STEMS,
+    addresses_problem,
     answer_units,
     asks_price,
+    asks_what_to_do,
     attribute_bonus,
     carries_asked_attribute,
     carries_price,
@@ -598,6 +601,11 @@ def _by_words_steps(msg: InboundMessage, p: Plan, asked: str, stems: list[str], 
         # "tá caro" and "se eu for buscar tem algum desconto?" alike: the deals are found by their words,
         # whether the question was read as an objection or as a policy question (a fragile line)
         chunks += yield from _deals_steps(msg, chunks, lexical)
+    if asks_what_to_do(msg.text) and not any(addresses_problem(u.text) for u in units_of_chunks(
+            [c.text for c in chunks])):
+        # "a pizza chegou fria, o q eu faço?": what the business does about a problem is found by its
+        # words, whatever the story names
+        chunks = chunks[: max(0, limit - 1)] + (yield from _problem_steps(msg, chunks, lexical))
     if chunks:
         chunks = yield from _named_item_line_steps(msg, asked, chunks, lexical, limit)
     return (yield from _extreme_of_kind_steps(msg, asked, chunks, lexical, limit))
@@ -735,6 +743,19 @@ def _deals_steps(msg: InboundMessage, chunks: list[KnowledgeChunk],
             if c.chunk_id not in have and any(offers_deal(u.text) for u in answer_units(c.text)):
                 found.setdefault(c.chunk_id, c)
     return rerank(msg.text, list(found.values()))[:MAX_DEAL_CHUNKS]
+
+
+def _problem_steps(msg: InboundMessage, chunks: list[KnowledgeChunk],
+                  lexical) -> Steps[Calls, list[Any], list[KnowledgeChunk]]:
+    """The account's chunk with a unit on a problem (``compose.addresses_problem``), best for the
+    message, besides what the vector search found (at most one)."""
+    have = {c.chunk_id for c in chunks}
+    found: dict = {}
+    for hits in (yield [(lexical, (msg.account_id, [s], 4)) for s in PROBLEM_STEMS]):
+        for c in map(_as_chunk, hits):
+            if c.chunk_id not in have and any(addresses_problem(u.text) for u in answer_units(c.text)):
+                found.setdefault(c.chunk_id, c)
+    return rerank(msg.text, list(found.values()))[:1]
 
 
 MAX_MISSING_WORD_CHUNKS = 3   # a word found in more chunks than this is not specific enough to rescue one

@@ -58,11 +58,12 @@ WRITTEN = ROOT / "tests" / "respond" / "data" / "questions_written.jsonl"
 #: Questions written for training (``examples/train/``, labelled by docs/intent-labels.md).
 TRAIN_QUESTIONS = ROOT / "examples" / "train" / "questions.jsonl"
 #: The readable (tuning) probes whose questions train the classifier too: blind writers, labelled by
-#: docs/intent-labels.md. Never a validation set (probe_l, probe_m) nor a reserved one (heldout,
-#: probe_b, probe_d, probe_e, probe_f, probe_g): those stay out so their intent figure is out of sample.
-READABLE_PROBES = ("probe_a", "probe_c", "probe_h", "probe_i", "probe_j", "probe_k")
+#: docs/intent-labels.md. probe_l and probe_m were validation sets until stop 26 and are tuning sets
+#: since. Never a validation set (probe_o, probe_p) nor a reserved one (heldout, probe_b, probe_d,
+#: probe_e, probe_f, probe_g, probe_q, probe_r): those stay out so their intent figure is out of sample.
+READABLE_PROBES = ("probe_a", "probe_c", "probe_h", "probe_i", "probe_j", "probe_k", "probe_l", "probe_m")
 #: Sets that must never train the classifier (``train`` refuses them even when asked).
-NEVER_TRAIN = ("heldout", "probe_b", "probe_d", "probe_e", "probe_f", "probe_g", "probe_l", "probe_m")
+NEVER_TRAIN = ("heldout", "probe_b", "probe_d", "probe_e", "probe_f", "probe_g", "probe_o", "probe_p", "probe_q", "probe_r")
 PROBE_QUESTIONS = tuple(ROOT / "examples" / p / "questions.jsonl" for p in READABLE_PROBES)
 WRITTEN_FILES = (WRITTEN, TRAIN_QUESTIONS) + PROBE_QUESTIONS
 

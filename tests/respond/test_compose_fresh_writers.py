@@ -718,3 +718,137 @@ def test_two_reported_yes_no_questions_joined_by_e_se_are_each_answered(use_embe
     assert question_clauses("queria saber se tem banho e tosa") == []
     text = ask_with(use_embedder, msg, "policy", BILLING)
     assert "mais de 60 anos" in text and "QR code" in text
+
+
+SPA_PRICES = """# Massagens
+
+- Massagem relaxante de 50 minutos: R$ 180,00
+- Massagem com pedras quentes: R$ 240,00
+- Drenagem linfática: R$ 150,00
+
+# Promoções
+
+Pacote de 4 massagens relaxantes com 15% de desconto, pago antecipado."""
+
+
+def test_an_objection_naming_the_amount_confirms_the_line_priced_at_it(use_embedder):
+    """"240 numa massagem com pedra?? salgado": the customer objects to an amount; the reply confirms the
+    line priced at it (then a deal), where before it offered the deal alone. Bare numbers that are times,
+    weights, ages or counts are not amounts."""
+    from streams.respond.compose import amounts_named
+
+    assert amounts_named("quase 240 numa massagem, puxado") == {240.0}
+    assert amounts_named("R$ 99,90 por isso?") == {99.9} and amounts_named("150 reais?") == {150.0}
+    assert amounts_named("as 15h com 12 kg, 30 anos, 4 pessoas, 50 minutos, dia 25/12") == set()
+    assert amounts_named("liga no 98877-6655") == set() and amounts_named("tá caro") == set()
+    text = ask_with(use_embedder, "240 numa massagem com pedra?? ta salgado hein", "objection", SPA_PRICES)
+    assert text.startswith("Entendo!") and "R$ 240,00" in text and "R$ 180,00" not in text
+    # no amount named: the deal alone, as before
+    text = ask_with(use_embedder, "massagem ta muito cara", "objection", SPA_PRICES)
+    assert "15% de desconto" in text and "R$ 240,00" not in text
+
+
+BAKERY = """# Bolos
+
+Sabores: chocolate, cenoura, limão e morango com chantilly.
+
+- Bolo de aniversário de 2 kg: R$ 140,00
+- **Quarta do Morango**: bolo de morango com 10% de desconto às quartas.
+
+# Encomendas
+
+- **Encomenda com problema ou errada**: trocamos o bolo ou devolvemos o valor; envie uma foto em até 2 horas.
+- Encomendas com 48 horas de antecedência."""
+
+
+def test_a_problem_told_then_what_do_i_do_is_answered_by_the_line_on_problems(use_embedder):
+    """"o bolo de morango chegou todo amassado, o que eu faço?": the question is what to do about the
+    problem told; the knowledge's line on a problem answers it, not the line naming the story's things
+    (the flavours, the strawberry deal). A wish told before "como faço?" is a how-to, not a problem."""
+    from streams.respond.compose import addresses_problem, asks_what_to_do
+
+    assert asks_what_to_do("o bolo chegou amassado, e agora como resolvo?")
+    assert asks_what_to_do("a tosa ficou torta no lado esquerdo o que devo fazer")
+    assert not asks_what_to_do("como faço pra encomendar um bolo?") and not asks_what_to_do("oq eu faço?")
+    assert not asks_what_to_do("quero encomendar um bolo de morango, como faço?")
+    assert addresses_problem("Encomenda com problema: trocamos") and not addresses_problem("Sabores: chocolate")
+    text = ask_with(use_embedder, "o bolo de morango chegou todo amassado 😡 o que eu faço?", "policy", BAKERY)
+    assert "envie uma foto" in text and "Sabores" not in text
+    text = ask_with(use_embedder, "quero encomendar um bolo de morango, como faço?", "policy", BAKERY)
+    assert "envie uma foto" not in text
+
+
+INN = """# Estrutura
+
+Todas as cabanas têm lareira. Aceitamos pets de pequeno porte.
+
+## Unidade Serra
+A unidade Serra não tem piscina aquecida: a piscina é externa, sem aquecimento.
+
+# Cardápio
+
+Café da manhã colonial incluso. Não temos opções sem glúten no cardápio."""
+
+
+def test_an_indefinite_object_is_no_unknown_item():
+    """"tem algo sem glúten no cardápio?": "algo" asks, like "alguma coisa"; it names no item the
+    knowledge lacks, so the "no" the knowledge gives answers."""
+    units = units_of_chunks([INN])
+    from streams.respond.compose import unknown_object
+
+    assert "algo" not in unknown_object("minha filha é celíaca, tem algo sem glúten no cardápio pra ela?", units)
+    text = ask("minha filha é celíaca, tem algo sem glúten no cardápio pra ela?", "info_request", INN)
+    assert "não temos opções sem glúten" in text.lower()
+
+
+def test_a_question_after_a_long_story_is_the_last_piece():
+    """A long story, then after its last comma a question of its own: that piece is what is asked, and
+    what the knowledge does not say about the story is no reason to hand over. A condition told before
+    the question is part of it."""
+    story = ("boa noite então eu e meu marido estamos juntos faz dez anos e nunca viajamos sozinhos, as crianças "
+             "vão ficar com a avó no fim de semana e a gente quer aproveitar, a unidade serra tem piscina aquecida?")
+    assert question_part(story) == "a unidade serra tem piscina aquecida?"
+    cond = "se eu chegar depois das dez da noite com as crianças e o cachorro pequeno, tem alguma taxa a mais?"
+    assert question_part(cond) == cond
+    assert question_part("tem piscina aquecida na serra? queremos ir em julho") == "tem piscina aquecida na serra?"
+    text = ask(story, "info_request", INN)
+    assert "não tem piscina aquecida" in text
+
+
+BOARDING = """# Hospedagem
+
+A hospedagem funciona só na unidade Centro e recebe somente cães. Não hospedamos coelhos.
+
+- Diária para cães até 10 kg: R$ 80,00
+- Diária para cães acima de 10 kg: R$ 100,00
+
+# Saúde
+
+Não temos plantão noturno: pets doentes voltam para casa ao fim do dia."""
+
+
+def test_a_no_on_the_question_beats_a_unit_scored_by_the_told_part(use_embedder):
+    """"a hospedagem aceita coelho? vou viajar e ele fica sozinho em casa": "casa" of the told part
+    scores a line on going home; the "no" naming the question's own thing, nearer in meaning, answers."""
+    text = ask_with(use_embedder, "a hospedagem aceita coelho? vou viajar no fim do mes e ele nao pode ficar "
+                    "sozinho em casa o dia todo", "policy", BOARDING)
+    assert "não hospedamos coelhos" in text.lower()
+
+
+GARAGE = """# Serviços
+
+- Troca de pastilhas de freio dianteiro: R$ 250,00
+- Troca de disco de freio: R$ 480,00
+- Revisão completa (30 itens): R$ 390,00
+- Alinhamento e balanceamento: R$ 120,00"""
+
+
+def test_the_question_s_own_thing_beats_a_line_named_by_the_told_part(use_embedder):
+    """"qnto ta a revisão? meu carro ta com o disco de freio fazendo barulho": the price line on the brake
+    disc names the told part; the line on what the question itself names (the service) answers it."""
+    text = ask_with(use_embedder, "qnto ta a revisao? meu carro ta com o disco de freio fazendo barulho",
+                    "price_question", GARAGE)
+    assert "R$ 390,00" in text and "R$ 480,00" not in text
+    text = ask_with(use_embedder, "quanto custa o alinhamento? o disco de freio do meu carro ta chiando",
+                    "price_question", GARAGE)
+    assert "R$ 120,00" in text and "R$ 480,00" not in text
