@@ -84,13 +84,13 @@ from streams.respond.generate import (
     LOCATION_REPLY,
     unsupported_prices,
 )
-from streams.respond.intent import OBJECTION, IntentExamples, IntentResult, detect_intent, refine_intent
+from streams.respond.intent import GENERAL, OBJECTION, IntentExamples, IntentResult, detect_intent, refine_intent
 from streams.respond.lead import next_lead_state
 from streams.respond.model import ConversationContext, Generation, KnowledgeChunk, ReplyRequest, Usage
 from streams.respond.ports import Clock, ConversationStore, Embedder, Generator, KnowledgeSearch, MemoryRecall
 from streams.respond.prompt import HISTORY_MESSAGES, build_messages
 from streams.respond.recall import TOP_K, ScoredFact, message_parts, score_memories
-from streams.respond.strategy import Strategy, decide
+from streams.respond.strategy import Strategy, decide, knowledge_required
 from streams.respond.text import fold, normalize_chat
 
 log = logging.getLogger(__name__)
@@ -847,14 +847,21 @@ def _to_generate(msg: InboundMessage, ctx: ConversationContext, p: Plan,
     """``compose`` before the generator: a fixed sentence (no request), or the request."""
     if p.over_limit and p.strategy.retrieval == "required" and g.tool_chunk is None:
         return Composed(FALLBACK_LOOP, degraded=["retrieval_limit"]), None
+    intent = p.intent.intent
     if p.strategy.retrieval == "required" and not g.chunks:
-        return Composed(FALLBACK_NO_KNOWLEDGE), None
+        if knowledge_required(p.intent, msg.text, decided=p.act is not None and bool(p.act.intent)):
+            return Composed(FALLBACK_NO_KNOWLEDGE), None
+        # a guessed intent found no knowledge for a message that asks nothing: answered as a
+        # ``general`` read is (the model with the customer's memory), never handed over for it
+        log.info("no knowledge for a guessed intent, answered as general conversation_id=%s intent=%s",
+                 msg.conversation_id, intent)
+        p.strategy, intent = decide(GENERAL), GENERAL
     c = Composed("", memories=g.memories, chunks=g.chunks)
     inbox = ctx.inbox
     messages = build_messages(msg.text, system_prompt=inbox.system_prompt, playbook=inbox.playbook_prompt,
                               lead_state=ctx.lead_state, memories=c.memories,
                               chunks=c.chunks if p.retrieve else None, history=ctx.history)
-    return c, ReplyRequest(messages=messages, message=msg.text, intent=p.intent.intent,
+    return c, ReplyRequest(messages=messages, message=msg.text, intent=intent,
                            retrieval=p.strategy.retrieval, chunks=tuple(c.chunks), memories=tuple(c.memories),
                            model=inbox.model, temperature=inbox.temperature, account_id=msg.account_id,
                            **g.query)
