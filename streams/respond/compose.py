@@ -650,6 +650,21 @@ def question_part(message: str) -> str:
     return buried_question(" ".join(asked) if asked and len(asked) < len(clauses) else message)
 
 
+def carried_question(message: str) -> tuple[str, str] | None:
+    """A confirmation or a greeting that carries a question to the business ("fechado, pode reservar a
+    coral pra sexta 22h!!! como pago o sinal?", "bom dia! vcs abrem domingo?"): (the asking piece, the
+    intent the keyword dictionary gives that piece alone) when the piece (``question_part``) is not the
+    whole message, asks (``asks_a_question``) and wants knowledge (a price, information, a policy);
+    None otherwise ("oiii tudo bem?" asks nothing of the business)."""
+    from streams.respond import intent as i
+
+    piece = question_part(message).strip()
+    if not piece or piece == message.strip() or not i.asks_a_question(piece):
+        return None
+    wanted = i.detect_intent(piece).intent
+    return (piece, wanted) if wanted in (i.PRICE, i.INFO, i.POLICY) else None
+
+
 BURIED_AFTER = 12   # words told before the last piece of a long question, at least
 _CONDITION = re.compile(r"\b(?:se|caso|quando|qdo|qnd)\b")
 

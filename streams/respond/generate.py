@@ -139,11 +139,13 @@ class OfflineComposer:
 
     def compose(self, r: ReplyRequest) -> str:
         self._stored_sentences(r)
-        if r.intent == i.GREETING:
-            return self._with_memory(GREETING_REPLY, r.memories, r.chunks)
-        if r.intent == i.CONFIRMATION:
-            return CONFIRMATION_REPLY
         query_vector = r.query_vector if (self.embedder is not None and r.query_model == self.embedder.name) else None
+        if r.intent in (i.GREETING, i.CONFIRMATION):
+            carried = self._carried_answer(r) if r.chunks else None
+            if r.intent == i.GREETING:
+                return self._with_memory(GREETING_REPLY if carried is None else f"Olá! {carried}", r.memories,
+                                         r.chunks)
+            return CONFIRMATION_REPLY if carried is None else f"Perfeito! {carried}"
         # a question about what the business offers is answered as one, or handed over
         asked = r.intent == i.GENERAL and compose.asks_the_business(r.message)
         picked = self.pick_sentences(r.message, r.chunks, i.INFO if asked else r.intent,
@@ -164,6 +166,17 @@ class OfflineComposer:
             answer = f"{answer} {FALLBACK_NO_KNOWLEDGE}"
         opener = "Entendo! " if r.intent == i.OBJECTION else ""
         return self._with_memory(opener + answer, r.memories, r.chunks)
+
+    def _carried_answer(self, r: ReplyRequest) -> str | None:
+        """The answer to the question a confirmation or a greeting carries ("fechado, pode reservar a
+        coral pra sexta 22h!!! como pago o sinal?": ``compose.carried_question``), from the chunks;
+        None when there is none or the chunks do not answer it (the courtesy reply then stands)."""
+        carried = compose.carried_question(r.message)
+        if carried is None:
+            return None
+        piece, intent = carried
+        picked = self.pick_sentences(piece, r.chunks, intent, hint=preference_hint(r.memories))
+        return compose.answer_text(piece, picked) if picked else None
 
     MAX_UNITS = 3
 

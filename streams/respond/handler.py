@@ -56,6 +56,7 @@ from streams.respond.compose import (
     asks_price,
     asks_what_to_do,
     attribute_bonus,
+    carried_question,
     carries_asked_attribute,
     carries_price,
     chunk_words,
@@ -84,7 +85,16 @@ from streams.respond.generate import (
     LOCATION_REPLY,
     unsupported_prices,
 )
-from streams.respond.intent import GENERAL, OBJECTION, IntentExamples, IntentResult, detect_intent, refine_intent
+from streams.respond.intent import (
+    CONFIRMATION,
+    GENERAL,
+    GREETING,
+    OBJECTION,
+    IntentExamples,
+    IntentResult,
+    detect_intent,
+    refine_intent,
+)
 from streams.respond.lead import next_lead_state
 from streams.respond.model import ConversationContext, Generation, KnowledgeChunk, ReplyRequest, Usage
 from streams.respond.ports import Clock, ConversationStore, Embedder, Generator, KnowledgeSearch, MemoryRecall
@@ -355,6 +365,8 @@ async def plan(msg: InboundMessage, ctx: ConversationContext, deps: Responder) -
         except Exception as e:  # the embedding failure is reported by recall/knowledge
             log.warning("intent fallback skipped conversation_id=%s error=%r", msg.conversation_id, e)
     strategy = decide(detected.intent)
+    if detected.intent in (CONFIRMATION, GREETING) and carried_question(msg.text) is not None:
+        strategy = decide(GENERAL)   # "fechado, pode reservar …! como pago o sinal?": the question is searched
     over_limit = strategy.retrieves and ctx.retrieval_count >= deps.max_retrievals
     retrieve = strategy.retrieves and not over_limit
     same_model = deps.memory_embedder.name == deps.knowledge_embedder.name

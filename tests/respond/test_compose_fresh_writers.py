@@ -852,3 +852,60 @@ def test_the_question_s_own_thing_beats_a_line_named_by_the_told_part(use_embedd
     text = ask_with(use_embedder, "quanto custa o alinhamento? o disco de freio do meu carro ta chiando",
                     "price_question", GARAGE)
     assert "R$ 120,00" in text and "R$ 480,00" not in text
+
+
+BOOKING = """# Reservas
+
+Reservas pelo WhatsApp com um sinal de 40% do valor, pago por Pix.
+O restante é pago na chegada, em dinheiro ou cartão.
+Cancelamento até 12 horas antes devolve o sinal."""
+
+
+def test_a_confirmation_carrying_a_question_answers_it_after_the_confirmation():
+    """"combinado, pode marcar o quarto jade pro sábado! e o sinal, pago como?": the confirmation is
+    acknowledged and its question answered from the knowledge; a bare confirmation, or a greeting
+    whose question is small talk, keeps its courtesy reply."""
+    from streams.respond.compose import carried_question
+
+    msg = "combinado, pode marcar o quarto jade pro sabado!! como pago o sinal?"
+    assert carried_question(msg) == ("como pago o sinal?", "policy")
+    assert carried_question("oi tudo bem?") is None and carried_question("fechado, pode marcar!") is None
+    text = ask(msg, "confirmation", BOOKING)
+    assert text.startswith("Perfeito!") and "sinal de 40%" in text
+    assert ask("fechado, pode marcar!", "confirmation", BOOKING) == "Perfeito! Qualquer dúvida é só chamar por aqui."
+    text = ask("boa tarde! como faço pra pagar o sinal?", "greeting", BOOKING)
+    assert text.startswith("Olá!") and "40%" in text
+
+
+class ReadsConfirmation:
+    """A learnt classifier that reads the whole message as the confirmation it opens with."""
+
+    model = "bow"
+
+    def decides(self, detected):
+        return True
+
+    def classify(self, vector, exclude=None, text=None, detected=None):
+        from streams.respond.intent import IntentResult
+
+        return IntentResult("confirmation", 0.8, ("~learnt",))
+
+
+def test_a_confirmation_carrying_a_question_is_searched_in_the_knowledge():
+    """The responder searches the knowledge for such a confirmation (a bare one searches nothing)."""
+    import asyncio
+
+    from streams.respond.handler import Responder, respond
+    from streams.respond.model import InboxConfig
+    from tests.respond.fakes import BagOfWordsEmbedder, FakeKnowledge, FakeMemory, FakeStore, FixedClock, inbound
+
+    emb = BagOfWordsEmbedder()
+    knowledge = FakeKnowledge(emb, [(101, "reservas", BOOKING)])
+    deps = Responder(store=FakeStore(inbox=InboxConfig(1101, rag_distance_threshold=0.95)), memory=FakeMemory([]),
+                     knowledge=knowledge, memory_embedder=emb, knowledge_embedder=emb,
+                     generator=OfflineComposer(), clock=FixedClock(), intent_examples=ReadsConfirmation())
+    out = asyncio.run(respond(inbound("fechado, pode reservar o quarto jade pra sexta!! como pago o sinal?"), deps))
+    assert out.reply.intent == "confirmation" and out.reply.chunk_ids and "40%" in out.reply.text
+    searched = knowledge.calls
+    out = asyncio.run(respond(inbound("fechado, pode reservar!", message_id="wamid.2"), deps))
+    assert out.reply.strategy == "none" and knowledge.calls == searched > 0
