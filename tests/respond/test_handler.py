@@ -1,6 +1,7 @@
 import asyncio
 import json
 import time
+from uuid import uuid4
 
 from streams.respond.generate import FALLBACK_LOOP, FALLBACK_NO_KNOWLEDGE, GREETING_REPLY, OfflineComposer
 from streams.respond.handler import Responder, reply_id_for, respond
@@ -323,3 +324,51 @@ def test_knowledge_is_required_for_a_question_or_a_keyword_verdict_not_for_a_gue
     assert knowledge_required(guess, "qual a senha do wifi")                 # a question word
     assert knowledge_required(IntentResult("policy", 2.0, ("cancelamento",)), "sobre o cancelamento")  # a keyword
     assert knowledge_required(guess, "quero a suite stilo", decided=True)    # the acts step named it
+
+
+def _words_search(texts):
+    from uuid import NAMESPACE_URL as NS
+    from uuid import uuid5
+
+    from streams.respond.text import fold
+
+    def lexical(account_id, stems, limit):
+        return [(uuid5(NS, t), uuid5(NS, "d"), 1.0, t) for t in texts
+                if all(any(w.startswith(s) for w in fold(t).split()) for s in stems)][:limit]
+    return lexical
+
+
+def test_a_place_asked_of_a_service_finds_the_list_chunk_that_names_it():
+    """A coverage list cut from its service's name by the chunker ("# Entrega de compras" … then
+    "**Bairros atendidos** - Loja Norte: Centro, Morro Azul…"): "a entrega vai no morro azul?" finds no
+    chunk naming both words; the chunk that writes the place as a name is brought. One word of two is
+    never enough when the knowledge writes it as a common word ("posso levar meu som?")."""
+    from streams.respond.handler import _as_chunk, _most_words, lexical_stems
+
+    service = "# Entrega de compras\n\nEntregamos suas compras em casa. Taxa: R$ 12,00."
+    places = "**Bairros atendidos** - Loja Norte: Centro, Morro Azul, Vila Rica e Lagoa."
+    suite = "Suíte Safira: banheira e som ambiente. 2h: R$ 120,00."
+    lexical = _words_search([service, places, suite])
+    msg = inbound("a entrega vai no morro azul?")
+    stems = lexical_stems(msg.text)
+    assert len(stems) >= 2 and not lexical(101, stems, 10)
+    got = asyncio.run(_most_words(msg, msg.text, stems, [], lexical, 3))
+    assert places in [c.text for c in got]
+    msg = inbound("posso levar minha caixa de som?")
+    got = asyncio.run(_most_words(msg, msg.text, lexical_stems(msg.text), [], lexical, 3))
+    assert suite not in [c.text for c in got]
+    # a price asked by a second question does not bar the chunk answering the first
+    msg = inbound("a entrega vai na vila rica? e qnto fica")
+    got = asyncio.run(_most_words(msg, msg.text, lexical_stems(msg.text), [_as_chunk(
+        (uuid4(), uuid4(), 0.5, "Banho: R$ 50,00."))], lexical, 3))
+    assert places in [c.text for c in got]
+
+
+def test_chunks_naming_nothing_asked_are_searched_again_by_the_question_s_words():
+    from streams.respond.handler import _names_nothing_asked
+    from streams.respond.model import KnowledgeChunk
+
+    table = KnowledgeChunk(uuid4(), uuid4(), 0.5, "Banho pequeno porte: R$ 50,00. Banho grande porte: R$ 80,00.")
+    places = KnowledgeChunk(uuid4(), uuid4(), 0.7, "Bairros atendidos: Centro, Morro Azul e Lagoa.")
+    assert _names_nothing_asked("a entrega vai no morro azul? e qnto fica", [table])
+    assert not _names_nothing_asked("a entrega vai no morro azul? e qnto fica", [places])
