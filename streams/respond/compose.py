@@ -1109,6 +1109,9 @@ def score_units(message: str, units: Sequence[Unit], *, wants_price: bool = Fals
 
     hint_terms = _stems(hint) - q_all
     asked_terms = _asked_stems(asked) & focus
+    # a phrase of the customer's the unit says by its other name ("em casa" → "atendimento domiciliar") is
+    # named as a whole, where the bare word ("voltam para casa") may mean something else: once more
+    phrase_names = set().union(*phrase_forms(message).values()) - question_words(message)[0] if groups else set()
     out = []
     for k, u in enumerate(units):
         lex = sum(idf(s) for s in q_all & texts[k]) + 0.5 * sum(idf(s) for s in q_all & ctxs[k])
@@ -1121,6 +1124,7 @@ def score_units(message: str, units: Sequence[Unit], *, wants_price: bool = Fals
         if hint_terms:
             bonus += 0.75 * sum(idf(s) for s in hint_terms & texts[k])
         bonus += sum(idf(s) for s in asked_terms if names_asked(u, [s]))
+        bonus += sum(idf(s) for s in phrase_names & texts[k])
         hits = len(focus & (texts[k] | ctxs[k] | (_stems(u.label) if u.label else set())))
         if clock_asked(norm) and clock_fit(norm, fold(u.text)):
             hits += 1   # a rule the time asked falls under names it ("às 3 da tarde": "depois das 12h")

@@ -909,3 +909,20 @@ def test_a_confirmation_carrying_a_question_is_searched_in_the_knowledge():
     searched = knowledge.calls
     out = asyncio.run(respond(inbound("fechado, pode reservar!", message_id="wamid.2"), deps))
     assert out.reply.strategy == "none" and knowledge.calls == searched > 0
+
+
+
+def test_a_phrase_said_by_its_other_name_beats_a_line_with_the_bare_word():
+    """"fazem atendimento em casa? meu pai nao consegue sair com a perna engessada": "atendimento
+    domiciliar" says the customer's phrase "em casa" by its other name (``phrase_forms``), named as a
+    whole; a line where "casa" is only where one goes back to, nearer in meaning to the told part (the
+    similarities below, as an embedder gives them when the story weighs on the message's vector), does
+    not answer it."""
+    from streams.respond.compose import score_units
+
+    units = units_of_chunks(["Não temos leitos: pacientes em observação ficam conosco até o fim da tarde e "
+                             "depois voltam para casa.",
+                             "Não fazemos atendimento domiciliar: as sessões são no consultório."])
+    scored = score_units("fazem atendimento em casa? meu pai nao consegue sair com a perna engessada", units,
+                         sims=[0.38, 0.15])
+    assert "domiciliar" in max(scored, key=lambda s: s.score).unit.text
