@@ -920,8 +920,8 @@ def test_a_phrase_said_by_its_other_name_beats_a_line_with_the_bare_word():
     not answer it."""
     from streams.respond.compose import score_units
 
-    units = units_of_chunks(["Não temos leitos: pacientes em observação ficam conosco até o fim da tarde e "
-                             "depois voltam para casa.",
+    units = units_of_chunks(["Não temos leitos: quem está em observação fica conosco até o fim da tarde e "
+                             "depois volta para casa com o pai ou a mãe.",
                              "Não fazemos atendimento domiciliar: as sessões são no consultório."])
     scored = score_units("fazem atendimento em casa? meu pai nao consegue sair com a perna engessada", units,
                          sims=[0.38, 0.15])
