@@ -1432,12 +1432,14 @@ def _amounts(text: str) -> list[float]:
     return [float(a.replace(".", "").replace(",", ".")) for a in _AMOUNT.findall(text)]
 
 
-# "o q eu faço?", "e agora, como resolvo?": asked at the end of a sentence, after a story, it asks
+# "o q eu faço?", "e agora, como resolvo?", "e agora?": asked at the end of a sentence, after a story, it asks
 # what to do about what was told (not "como faço pra agendar?": something follows the verb)
 _WHAT_TO_DO = re.compile(r"(?:^|\b)(?:e agora |e ai |entao )?(?:o que|como|que) (?:(?:eu|a gente|agente|nos|"
                          r"que eu|q eu) )?(?:devo |posso |tenho que |preciso )?(?:faco|fasso|fazemos|faz|fazer|"
                          r"resolvo|resolvemos|resolve|resolver|procedo|proceder)(?: (?:agora|entao|nesse caso|"
-                         r"com isso|ai|isso|dai))?$")
+                         r"com isso|ai|isso|dai))?$"
+                         # a bare "e agora?" after the story asks the same ("veio a pizza errada!!! e agora???")
+                         r"|^e agora$")
 # what a business writes on a problem with an order or a service ("Pedido errado ou com problema:
 # refazemos...", "Reclamações: ...", "produto com defeito")
 PROBLEM_STEMS = ("problem", "errad", "reclam", "defeit")

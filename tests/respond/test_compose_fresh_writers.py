@@ -926,3 +926,13 @@ def test_a_phrase_said_by_its_other_name_beats_a_line_with_the_bare_word():
     scored = score_units("fazem atendimento em casa? meu pai nao consegue sair com a perna engessada", units,
                          sims=[0.38, 0.15])
     assert "domiciliar" in max(scored, key=lambda s: s.score).unit.text
+
+
+def test_a_bare_e_agora_after_a_problem_told_asks_what_to_do():
+    """"O BOLO VEIO AMASSADO!!! E O NOME ESCRITO ERRADO!!! E AGORA???": "e agora?" after a story asks what
+    to do about it, as "o que eu faço?" does; alone, or glued to another clause, it does not."""
+    from streams.respond.compose import asks_what_to_do
+
+    assert asks_what_to_do("O BOLO VEIO AMASSADO!!! E O NOME ESCRITO ERRADO!!! E AGORA???")
+    assert not asks_what_to_do("e agora?")
+    assert not asks_what_to_do("paguei o sinal e agora? como faço pra agendar")
