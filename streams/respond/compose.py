@@ -551,6 +551,13 @@ _PLACE_BEFORE = re.compile(r"\b(Rua|R\.|Av\.|Avenida|Travessa|Alameda|Praça|Rod
                            r"Colégio|Edifício|Shopping|Parque)\s*$")
 
 
+def asks_attribute(message: str) -> bool:
+    """Whether the question asks an attribute by its form: a deadline, a duration, hours, a day, an
+    address ("com qnto tempo tenho q pedir", "que horas abre", "onde fica")."""
+    q = _asked(normalize_chat(message))
+    return q.deadline or q.duration or q.hours or q.day or q.address
+
+
 def carries_asked_attribute(message: str, text: str) -> bool | None:
     """Does ``text`` carry what the question asks for (an address for "onde
     fica", hours for "que horas", a weekday for "qual dia", a deadline for "até

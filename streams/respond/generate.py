@@ -23,7 +23,7 @@ from streams.respond import compose
 from streams.respond import intent as i
 from streams.respond.model import Generation, KnowledgeChunk, ReplyRequest, Usage
 from streams.respond.recall import ScoredFact
-from streams.respond.text import fold
+from streams.respond.text import fold, normalize_chat
 
 log = logging.getLogger(__name__)
 
@@ -251,6 +251,8 @@ class OfflineComposer:
         ranked = self._narrow(message, ranked, intent)
         if compose.wants_price(message, intent == i.PRICE):
             ranked = self._on_the_question(message, ranked)
+        else:
+            ranked = self._attribute_on_the_question(message, ranked)
         # "da pra parcelar uma castração?": the units on what decided the intent (parcelamento),
         # when there are any, answer it; the things named around it are context
         on_subject = [s for s in ranked if asked and compose.names_asked(s.unit, asked)]
@@ -303,6 +305,29 @@ class OfflineComposer:
         if on_question and not own & compose.unit_words(ranked[0].unit):
             return on_question
         return ranked
+
+    @staticmethod
+    def _attribute_on_the_question(message: str, ranked: list[compose.Scored]) -> list[compose.Scored]:
+        """"quero fazer surpresa pra patroa no nosso aniversario de casamento, com qnto tempo tenho q pedir a
+        decoração?": the question asks an attribute by its form (a deadline, hours, a day, an address, a
+        duration) and the best unit, scored by the told part's words ("Aniversário, bodas, …"), carries none;
+        the units that carry it and name a word of the question itself ("Prazo: a decoração precisa ser
+        pedida com 48 horas de antecedência") go first. Only when the message tells something besides its
+        question (``_on_the_question`` is the same for a price asked); a question after the story's last comma
+        that asks such an attribute is the question, however short the story."""
+        part = compose.question_part(message)
+        if part == message and "," in message:   # "…de casamento, com qnto tempo tenho q pedir a decoração?"
+            last = message.rsplit(",", 1)[1].strip()
+            if last.endswith("?") and len(last.split()) >= 4 and compose.asks_attribute(last):
+                part = last
+        if not ranked or part == message:
+            return ranked
+        norm = normalize_chat(part)
+        if compose.attribute_bonus(norm, ranked[0].unit.text) > 0:
+            return ranked
+        own = compose.expanded_focus(part)
+        carrying = [s for s in ranked if own & compose.unit_words(s.unit) and compose.attribute_bonus(norm, s.unit.text) > 0]
+        return carrying + [s for s in ranked if s not in carrying] if carrying else ranked
 
     @staticmethod
     def _limit_over_price(message: str, ranked: Sequence[compose.Scored], best: list[compose.Unit],

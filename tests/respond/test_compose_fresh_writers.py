@@ -936,3 +936,23 @@ def test_a_bare_e_agora_after_a_problem_told_asks_what_to_do():
     assert asks_what_to_do("O BOLO VEIO AMASSADO!!! E O NOME ESCRITO ERRADO!!! E AGORA???")
     assert not asks_what_to_do("e agora?")
     assert not asks_what_to_do("paguei o sinal e agora? como faço pra agendar")
+
+
+CAKES = """# Bolos personalizados
+
+Aniversário, chá de bebê, batizado ou casamento: montamos a mesa do bolo antes da festa.
+Sabores: chocolate, ninho com morango e doce de leite.
+
+**Prazo**: o bolo precisa ser encomendado com pelo menos 72 horas de antecedência."""
+
+
+def test_an_attribute_asked_after_a_story_is_answered_by_the_unit_carrying_it(use_embedder):
+    """"quero fazer surpresa pro meu marido no aniversario de casamento, com qnto tempo tenho q encomendar o
+    bolo?": the story's words score the line on occasions; the question after the last comma asks a
+    deadline, which the line on the deadline carries (and names the question's own thing, the cake)."""
+    from streams.respond.compose import asks_attribute
+
+    assert asks_attribute("com qnto tempo tenho q encomendar o bolo?") and not asks_attribute("tem bolo de chocolate?")
+    text = ask_with(use_embedder, "quero fazer surpresa pro meu marido no aniversario de casamento, com qnto tempo "
+                    "tenho q encomendar o bolo?", "policy", CAKES)
+    assert "72 horas" in text
