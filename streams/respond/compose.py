@@ -657,17 +657,28 @@ def question_part(message: str) -> str:
     return buried_question(" ".join(asked) if asked and len(asked) < len(clauses) else message)
 
 
+# an order asking for information ("manda o pix", "me passa o endereço", "me fala o valor")
+_REQUEST = re.compile(r"^(?:me |nos )?(?:manda|mande|passa|passe|envia|envie|fala|fale|diz|diga|informa|informe)\b")
+
+
 def carried_question(message: str) -> tuple[str, str] | None:
     """A confirmation or a greeting that carries a question to the business ("fechado, pode reservar a
     coral pra sexta 22h!!! como pago o sinal?", "bom dia! vcs abrem domingo?"): (the asking piece, the
     intent the keyword dictionary gives that piece alone) when the piece (``question_part``) is not the
-    whole message, asks (``asks_a_question``) and wants knowledge (a price, information, a policy);
+    whole message, asks (``asks_a_question``) or, as the last sentence, asks by an order ("manda o pix do
+    sinal", ``_REQUEST``), and wants knowledge (a price, information, a policy);
     None otherwise ("oiii tudo bem?" asks nothing of the business)."""
     from streams.respond import intent as i
 
     piece = question_part(message).strip()
     if not piece or piece == message.strip() or not i.asks_a_question(piece):
-        return None
+        # a request put as an order, in a sentence of its own ("fechado, vou reservar a coral. manda o pix do
+        # sinal"): asked as a question is
+        sentences = [x.strip() for x in re.split(r"[.!?\n]+", message) if x.strip()]
+        last = sentences[-1] if len(sentences) >= 2 else ""
+        if not _REQUEST.match(normalize_chat(last)):
+            return None
+        piece = last
     wanted = i.detect_intent(piece).intent
     return (piece, wanted) if wanted in (i.PRICE, i.INFO, i.POLICY) else None
 

@@ -870,6 +870,11 @@ def test_a_confirmation_carrying_a_question_answers_it_after_the_confirmation():
     msg = "combinado, pode marcar o quarto jade pro sabado!! como pago o sinal?"
     assert carried_question(msg) == ("como pago o sinal?", "policy")
     assert carried_question("oi tudo bem?") is None and carried_question("fechado, pode marcar!") is None
+    # a request put as an order, in a sentence of its own, asks as a question does
+    order = "combinado, vou marcar o quarto jade pro sabado. me manda o pix do sinal"
+    assert carried_question(order) == ("me manda o pix do sinal", "policy")
+    assert carried_question("ok. manda um beijo pra ela") is None
+    assert "sinal de 40%" in ask(order, "confirmation", BOOKING)
     text = ask(msg, "confirmation", BOOKING)
     assert text.startswith("Perfeito!") and "sinal de 40%" in text
     assert ask("fechado, pode marcar!", "confirmation", BOOKING) == "Perfeito! Qualquer dúvida é só chamar por aqui."
