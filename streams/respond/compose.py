@@ -657,6 +657,29 @@ def question_part(message: str) -> str:
     return buried_question(" ".join(asked) if asked and len(asked) < len(clauses) else message)
 
 
+# "é king ou queen?", "sao 110 ou 220?", "cremoso ou fatiado?": the question ends in a choice between two
+_EITHER_OR = re.compile(r"(\w+) ou (?:e |eh |sao |tem |vem )?(\w+)(?: \w+)?\s*$")
+
+
+def alternatives(message: str) -> tuple[str, str] | None:
+    """The two options a single question ends with ("a borda de cheddar é cremoso ou fatiado?" →
+    ("cremoso", "fatiado")), content words both; None for anything else (two questions, no choice)."""
+    pieces = [p for p in message.split("?")[:-1] if p.strip()]
+    if len(pieces) != 1:
+        return None
+    m = _EITHER_OR.search(normalize_chat(pieces[0]).strip())
+    if m is None or any(w in STOPWORDS or len(w) < 3 for w in m.groups()):
+        return None
+    return m.group(1), m.group(2)
+
+
+def names_an_alternative(options: tuple[str, str], texts: Sequence[str]) -> bool:
+    """Whether any of ``texts`` names one of the options (by a word starting with its stem)."""
+    stems = [o if o.isdigit() else stem(o) for o in options]
+    return any(any(w == s or (not s.isdigit() and w.startswith(s)) for s in stems)
+               for t in texts for w in normalize_chat(fold(t)).split())
+
+
 # an order asking for information ("manda o pix", "me passa o endereço", "me fala o valor")
 _REQUEST = re.compile(r"^(?:me |nos )?(?:manda|mande|passa|passe|envia|envie|fala|fale|diz|diga|informa|informe)\b")
 

@@ -150,8 +150,13 @@ class OfflineComposer:
         asked = r.intent == i.GENERAL and compose.asks_the_business(r.message)
         picked = self.pick_sentences(r.message, r.chunks, i.INFO if asked else r.intent,
                                      hint=preference_hint(r.memories), query_vector=query_vector)
+        options = compose.alternatives(r.message) if r.intent in (i.INFO, i.POLICY) else None
+        unchosen = bool(picked and options and not compose.names_an_alternative(options, [u.text for u in picked]))
+        if unchosen:
+            # "as tomadas são 110 ou 220?": an answer naming neither option does not answer the choice
+            picked = []
         partial = False
-        if not picked and r.intent not in (i.OBJECTION, i.GENERAL):
+        if not picked and not unchosen and r.intent not in (i.OBJECTION, i.GENERAL):
             # two questions, one the knowledge does not cover: answer the other, hand the rest over
             picked = self._each_question(r, [], query_vector)
             partial = bool(picked)

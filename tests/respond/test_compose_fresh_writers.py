@@ -961,3 +961,23 @@ def test_an_attribute_asked_after_a_story_is_answered_by_the_unit_carrying_it(us
     text = ask_with(use_embedder, "quero fazer surpresa pro meu marido no aniversario de casamento, com qnto tempo "
                     "tenho q encomendar o bolo?", "policy", CAKES)
     assert "72 horas" in text
+
+
+SALON = """# Estrutura
+
+Todas as cadeiras têm secador de parede e tomada própria.
+Escova progressiva: R$ 180,00.
+Não temos elevador: o salão fica no primeiro andar."""
+
+
+def test_an_either_or_question_answered_by_neither_option_is_handed_over():
+    """"as tomadas sao 110 ou 220?": a line naming the sockets but neither voltage does not answer the
+    choice (hand-over); a line naming one option does ("fica no terreo ou tem elevador?" / "Não temos
+    elevador"). Two questions, or no choice, are not concerned."""
+    from streams.respond.compose import alternatives
+
+    assert alternatives("as tomadas sao 110 ou 220? vou levar meu secador") == ("110", "220")
+    assert alternatives("tem elevador? e escova é quanto?") is None
+    assert ask("as tomadas do salao sao 110 ou 220? vou levar meu secador", "info_request", SALON) \
+        == FALLBACK_NO_KNOWLEDGE
+    assert "elevador" in ask("minha mae usa bengala, o salao fica no terreo ou tem elevador?", "info_request", SALON)
