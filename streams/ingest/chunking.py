@@ -2,7 +2,8 @@
 
 Text is split into blocks (Markdown headings start a section; blank lines end
 a paragraph), blocks are packed greedily up to ``size`` characters, and a
-block longer than ``size`` is cut between list items and sentences, then at
+block longer than ``size`` is cut between list items and sentences (one item or sentence that
+fits in ``size`` stays whole, a chunk of its own), then at
 word boundaries; a table is cut between rows only, and each piece of it repeats
 the header row (a row read without its header means nothing: "Grande (acima de
 25 kg) | R$ 105,00 | R$ 165,00"). Each
@@ -85,7 +86,13 @@ def _split_table(block: str, size: int) -> list[str] | None:
     return out
 
 
-def _split_long(block: str, size: int) -> list[str]:
+def _split_long(block: str, size: int, whole: int | None = None) -> list[str]:
+    """``block`` packed into pieces of up to ``size`` characters, cut between list items and
+    sentences; a single sentence or list item is cut at words only past ``whole`` (default
+    ``size``): an item a little longer than ``size`` stays one piece, a chunk of its own, rather
+    than lose its end ("- **Pacote Aurora** — R$ 260,00: …, cesta de chocolates e morangos e
+    balões" / "pode ser escolhida).")."""
+    whole = size if whole is None else max(size, whole)
     if len(block) <= size:
         return [block]
     table = _split_table(block, size)
@@ -94,6 +101,12 @@ def _split_long(block: str, size: int) -> list[str]:
     out: list[str] = []
     cur = ""
     for piece in _PIECE_END.split(block):
+        if size < len(piece) <= whole:   # one item, whole: a piece of its own
+            if cur:
+                out.append(cur)
+            out.append(piece)
+            cur = ""
+            continue
         while len(piece) > size:  # a single sentence longer than size: cut at words
             cut = piece.rfind(" ", 0, size)
             cut = cut if cut > size // 2 else size
@@ -137,7 +150,7 @@ def chunk_text(text: str, size: int = 800, overlap: int = 120) -> list[Chunk]:
         raise ValueError("chunk overlap must be >= 0 and smaller than half the chunk size")
     pieces: list[str] = []
     for section in _sections(text):
-        blocks = [b for p in section for b in _split_long(p, size - overlap)]
+        blocks = [b for p in section for b in _split_long(p, size - overlap, size)]
         cur = ""
         for b in blocks:
             if cur and len(cur) + 2 + len(b) > size:

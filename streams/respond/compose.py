@@ -551,6 +551,13 @@ _PLACE_BEFORE = re.compile(r"\b(Rua|R\.|Av\.|Avenida|Travessa|Alameda|Praça|Rod
                            r"Colégio|Edifício|Shopping|Parque)\s*$")
 
 
+def asks_attribute(message: str) -> bool:
+    """Whether the question asks an attribute by its form: a deadline, a duration, hours, a day, an
+    address ("com qnto tempo tenho q pedir", "que horas abre", "onde fica")."""
+    q = _asked(normalize_chat(message))
+    return q.deadline or q.duration or q.hours or q.day or q.address
+
+
 def carries_asked_attribute(message: str, text: str) -> bool | None:
     """Does ``text`` carry what the question asks for (an address for "onde
     fica", hours for "que horas", a weekday for "qual dia", a deadline for "até
@@ -648,6 +655,55 @@ def question_part(message: str) -> str:
         return buried_question(message)
     asked = [c for c in clauses if "?" in c or _WH.search(normalize_chat(c)) or _PRICE_Q.search(normalize_chat(c))]
     return buried_question(" ".join(asked) if asked and len(asked) < len(clauses) else message)
+
+
+# "é king ou queen?", "sao 110 ou 220?", "cremoso ou fatiado?": the question ends in a choice between two
+_EITHER_OR = re.compile(r"(\w+) ou (?:e |eh |sao |tem |vem )?(\w+)(?: \w+)?\s*$")
+
+
+def alternatives(message: str) -> tuple[str, str] | None:
+    """The two options a single question ends with ("a borda de cheddar é cremoso ou fatiado?" →
+    ("cremoso", "fatiado")), content words both; None for anything else (two questions, no choice)."""
+    pieces = [p for p in message.split("?")[:-1] if p.strip()]
+    if len(pieces) != 1:
+        return None
+    m = _EITHER_OR.search(normalize_chat(pieces[0]).strip())
+    if m is None or any(w in STOPWORDS or len(w) < 3 for w in m.groups()):
+        return None
+    return m.group(1), m.group(2)
+
+
+def names_an_alternative(options: tuple[str, str], texts: Sequence[str]) -> bool:
+    """Whether any of ``texts`` names one of the options (by a word starting with its stem)."""
+    stems = [o if o.isdigit() else stem(o) for o in options]
+    return any(any(w == s or (not s.isdigit() and w.startswith(s)) for s in stems)
+               for t in texts for w in normalize_chat(fold(t)).split())
+
+
+# an order asking for information ("manda o pix", "me passa o endereço", "me fala o valor")
+_REQUEST = re.compile(r"^(?:me |nos )?(?:manda|mande|passa|passe|envia|envie|fala|fale|diz|diga|informa|informe)\b")
+
+
+def carried_question(message: str) -> tuple[str, str] | None:
+    """A confirmation or a greeting that carries a question to the business ("fechado, pode reservar a
+    coral pra sexta 22h!!! como pago o sinal?", "bom dia! vcs abrem domingo?"): (the asking piece, the
+    intent the keyword dictionary gives that piece alone) when the piece (``question_part``) is not the
+    whole message, asks (``asks_a_question``) or, as the last sentence, asks by an order ("manda o pix do
+    sinal", ``_REQUEST``), and wants knowledge (a price, information, a policy);
+    None otherwise ("oiii tudo bem?" asks nothing of the business)."""
+    from streams.respond import intent as i
+
+    piece = question_part(message).strip()
+    if not piece or piece == message.strip() or not i.asks_a_question(piece):
+        # a request put as an order, in a sentence of its own ("fechado, vou reservar a coral. manda o pix do
+        # sinal"): asked as a question is
+        sentences = [x.strip() for x in re.split(r"[.!?\n]+", message) if x.strip()]
+        last = sentences[-1] if len(sentences) >= 2 else ""
+        if not _REQUEST.match(normalize_chat(last)):
+            return None
+        piece = last
+    wanted = i.detect_intent(piece).intent
+    return (piece, wanted) if wanted in (i.PRICE, i.INFO, i.POLICY) else None
 
 
 BURIED_AFTER = 12   # words told before the last piece of a long question, at least
@@ -1094,6 +1150,9 @@ def score_units(message: str, units: Sequence[Unit], *, wants_price: bool = Fals
 
     hint_terms = _stems(hint) - q_all
     asked_terms = _asked_stems(asked) & focus
+    # a phrase of the customer's the unit says by its other name ("em casa" → "atendimento domiciliar") is
+    # named as a whole, where the bare word ("voltam para casa") may mean something else: once more
+    phrase_names = set().union(*phrase_forms(message).values()) - question_words(message)[0] if groups else set()
     out = []
     for k, u in enumerate(units):
         lex = sum(idf(s) for s in q_all & texts[k]) + 0.5 * sum(idf(s) for s in q_all & ctxs[k])
@@ -1106,6 +1165,7 @@ def score_units(message: str, units: Sequence[Unit], *, wants_price: bool = Fals
         if hint_terms:
             bonus += 0.75 * sum(idf(s) for s in hint_terms & texts[k])
         bonus += sum(idf(s) for s in asked_terms if names_asked(u, [s]))
+        bonus += sum(idf(s) for s in phrase_names & texts[k])
         hits = len(focus & (texts[k] | ctxs[k] | (_stems(u.label) if u.label else set())))
         if clock_asked(norm) and clock_fit(norm, fold(u.text)):
             hits += 1   # a rule the time asked falls under names it ("às 3 da tarde": "depois das 12h")
@@ -1413,12 +1473,14 @@ def _amounts(text: str) -> list[float]:
     return [float(a.replace(".", "").replace(",", ".")) for a in _AMOUNT.findall(text)]
 
 
-# "o q eu faço?", "e agora, como resolvo?": asked at the end of a sentence, after a story, it asks
+# "o q eu faço?", "e agora, como resolvo?", "e agora?": asked at the end of a sentence, after a story, it asks
 # what to do about what was told (not "como faço pra agendar?": something follows the verb)
 _WHAT_TO_DO = re.compile(r"(?:^|\b)(?:e agora |e ai |entao )?(?:o que|como|que) (?:(?:eu|a gente|agente|nos|"
                          r"que eu|q eu) )?(?:devo |posso |tenho que |preciso )?(?:faco|fasso|fazemos|faz|fazer|"
                          r"resolvo|resolvemos|resolve|resolver|procedo|proceder)(?: (?:agora|entao|nesse caso|"
-                         r"com isso|ai|isso|dai))?$")
+                         r"com isso|ai|isso|dai))?$"
+                         # a bare "e agora?" after the story asks the same ("veio a pizza errada!!! e agora???")
+                         r"|^e agora$")
 # what a business writes on a problem with an order or a service ("Pedido errado ou com problema:
 # refazemos...", "Reclamações: ...", "produto com defeito")
 PROBLEM_STEMS = ("problem", "errad", "reclam", "defeit")

@@ -23,7 +23,7 @@ from streams.respond import compose
 from streams.respond import intent as i
 from streams.respond.model import Generation, KnowledgeChunk, ReplyRequest, Usage
 from streams.respond.recall import ScoredFact
-from streams.respond.text import fold
+from streams.respond.text import fold, normalize_chat
 
 log = logging.getLogger(__name__)
 
@@ -139,17 +139,24 @@ class OfflineComposer:
 
     def compose(self, r: ReplyRequest) -> str:
         self._stored_sentences(r)
-        if r.intent == i.GREETING:
-            return self._with_memory(GREETING_REPLY, r.memories, r.chunks)
-        if r.intent == i.CONFIRMATION:
-            return CONFIRMATION_REPLY
         query_vector = r.query_vector if (self.embedder is not None and r.query_model == self.embedder.name) else None
+        if r.intent in (i.GREETING, i.CONFIRMATION):
+            carried = self._carried_answer(r) if r.chunks else None
+            if r.intent == i.GREETING:
+                return self._with_memory(GREETING_REPLY if carried is None else f"Olá! {carried}", r.memories,
+                                         r.chunks)
+            return CONFIRMATION_REPLY if carried is None else f"Perfeito! {carried}"
         # a question about what the business offers is answered as one, or handed over
         asked = r.intent == i.GENERAL and compose.asks_the_business(r.message)
         picked = self.pick_sentences(r.message, r.chunks, i.INFO if asked else r.intent,
                                      hint=preference_hint(r.memories), query_vector=query_vector)
+        options = compose.alternatives(r.message) if r.intent in (i.INFO, i.POLICY) else None
+        unchosen = bool(picked and options and not compose.names_an_alternative(options, [u.text for u in picked]))
+        if unchosen:
+            # "as tomadas são 110 ou 220?": an answer naming neither option does not answer the choice
+            picked = []
         partial = False
-        if not picked and r.intent not in (i.OBJECTION, i.GENERAL):
+        if not picked and not unchosen and r.intent not in (i.OBJECTION, i.GENERAL):
             # two questions, one the knowledge does not cover: answer the other, hand the rest over
             picked = self._each_question(r, [], query_vector)
             partial = bool(picked)
@@ -164,6 +171,17 @@ class OfflineComposer:
             answer = f"{answer} {FALLBACK_NO_KNOWLEDGE}"
         opener = "Entendo! " if r.intent == i.OBJECTION else ""
         return self._with_memory(opener + answer, r.memories, r.chunks)
+
+    def _carried_answer(self, r: ReplyRequest) -> str | None:
+        """The answer to the question a confirmation or a greeting carries ("fechado, pode reservar a
+        coral pra sexta 22h!!! como pago o sinal?": ``compose.carried_question``), from the chunks;
+        None when there is none or the chunks do not answer it (the courtesy reply then stands)."""
+        carried = compose.carried_question(r.message)
+        if carried is None:
+            return None
+        piece, intent = carried
+        picked = self.pick_sentences(piece, r.chunks, intent, hint=preference_hint(r.memories))
+        return compose.answer_text(piece, picked) if picked else None
 
     MAX_UNITS = 3
 
@@ -238,6 +256,8 @@ class OfflineComposer:
         ranked = self._narrow(message, ranked, intent)
         if compose.wants_price(message, intent == i.PRICE):
             ranked = self._on_the_question(message, ranked)
+        else:
+            ranked = self._attribute_on_the_question(message, ranked)
         # "da pra parcelar uma castração?": the units on what decided the intent (parcelamento),
         # when there are any, answer it; the things named around it are context
         on_subject = [s for s in ranked if asked and compose.names_asked(s.unit, asked)]
@@ -290,6 +310,29 @@ class OfflineComposer:
         if on_question and not own & compose.unit_words(ranked[0].unit):
             return on_question
         return ranked
+
+    @staticmethod
+    def _attribute_on_the_question(message: str, ranked: list[compose.Scored]) -> list[compose.Scored]:
+        """"quero fazer surpresa pra patroa no nosso aniversario de casamento, com qnto tempo tenho q pedir a
+        decoração?": the question asks an attribute by its form (a deadline, hours, a day, an address, a
+        duration) and the best unit, scored by the told part's words ("Aniversário, bodas, …"), carries none;
+        the units that carry it and name a word of the question itself ("Prazo: a decoração precisa ser
+        pedida com 48 horas de antecedência") go first. Only when the message tells something besides its
+        question (``_on_the_question`` is the same for a price asked); a question after the story's last comma
+        that asks such an attribute is the question, however short the story."""
+        part = compose.question_part(message)
+        if part == message and "," in message:   # "…de casamento, com qnto tempo tenho q pedir a decoração?"
+            last = message.rsplit(",", 1)[1].strip()
+            if last.endswith("?") and len(last.split()) >= 4 and compose.asks_attribute(last):
+                part = last
+        if not ranked or part == message:
+            return ranked
+        norm = normalize_chat(part)
+        if compose.attribute_bonus(norm, ranked[0].unit.text) > 0:
+            return ranked
+        own = compose.expanded_focus(part)
+        carrying = [s for s in ranked if own & compose.unit_words(s.unit) and compose.attribute_bonus(norm, s.unit.text) > 0]
+        return carrying + [s for s in ranked if s not in carrying] if carrying else ranked
 
     @staticmethod
     def _limit_over_price(message: str, ranked: Sequence[compose.Scored], best: list[compose.Unit],

@@ -56,6 +56,7 @@ from streams.respond.compose import (
     asks_price,
     asks_what_to_do,
     attribute_bonus,
+    carried_question,
     carries_asked_attribute,
     carries_price,
     chunk_words,
@@ -84,13 +85,22 @@ from streams.respond.generate import (
     LOCATION_REPLY,
     unsupported_prices,
 )
-from streams.respond.intent import OBJECTION, IntentExamples, IntentResult, detect_intent, refine_intent
+from streams.respond.intent import (
+    CONFIRMATION,
+    GENERAL,
+    GREETING,
+    OBJECTION,
+    IntentExamples,
+    IntentResult,
+    detect_intent,
+    refine_intent,
+)
 from streams.respond.lead import next_lead_state
 from streams.respond.model import ConversationContext, Generation, KnowledgeChunk, ReplyRequest, Usage
 from streams.respond.ports import Clock, ConversationStore, Embedder, Generator, KnowledgeSearch, MemoryRecall
 from streams.respond.prompt import HISTORY_MESSAGES, build_messages
 from streams.respond.recall import TOP_K, ScoredFact, message_parts, score_memories
-from streams.respond.strategy import Strategy, decide
+from streams.respond.strategy import Strategy, decide, knowledge_required
 from streams.respond.text import fold, normalize_chat
 
 log = logging.getLogger(__name__)
@@ -355,6 +365,8 @@ async def plan(msg: InboundMessage, ctx: ConversationContext, deps: Responder) -
         except Exception as e:  # the embedding failure is reported by recall/knowledge
             log.warning("intent fallback skipped conversation_id=%s error=%r", msg.conversation_id, e)
     strategy = decide(detected.intent)
+    if detected.intent in (CONFIRMATION, GREETING) and carried_question(msg.text) is not None:
+        strategy = decide(GENERAL)   # "fechado, pode reservar …! como pago o sinal?": the question is searched
     over_limit = strategy.retrieves and ctx.retrieval_count >= deps.max_retrievals
     retrieve = strategy.retrieves and not over_limit
     same_model = deps.memory_embedder.name == deps.knowledge_embedder.name
@@ -591,7 +603,7 @@ def _by_words_steps(msg: InboundMessage, p: Plan, asked: str, stems: list[str], 
     """What the lexical search adds to the retrieved chunks: the chunks with most of the words when
     nothing found can answer, a chunk naming a specific word none names, an objection's deals and
     the item a superlative price question asks for."""
-    if stems and not any(answer_units(c.text) for c in chunks):
+    if stems and (not any(answer_units(c.text) for c in chunks) or _names_nothing_asked(asked, chunks)):
         chunks = yield from _most_words_steps(msg, asked, stems, chunks, lexical, limit)
     if chunks:
         chunks = yield from _cover_missing_word_steps(msg, chunks, lexical, limit)
@@ -609,6 +621,22 @@ def _by_words_steps(msg: InboundMessage, p: Plan, asked: str, stems: list[str], 
     if chunks:
         chunks = yield from _named_item_line_steps(msg, asked, chunks, lexical, limit)
     return (yield from _extreme_of_kind_steps(msg, asked, chunks, lexical, limit))
+
+
+_CAPITALISED = re.compile(r"(?<![.!?:\n-]\s)(?<!^)\b[A-ZÀ-Ý][a-zà-ÿ]+")
+
+
+def _written_as_name(stem_: str, text: str) -> bool:
+    """The chunk writes a word starting with ``stem_`` capitalised inside a sentence: a proper name
+    (a place, a brand, a unit), not a common word."""
+    return any(fold(m.group(0)).startswith(stem_) for m in _CAPITALISED.finditer(text))
+
+
+def _names_nothing_asked(asked: str, chunks: list[KnowledgeChunk]) -> bool:
+    """The retrieved chunks name none of the question's focus words (two at least): "o leva e traz vai
+    no alto da colina? e qnto fica" brought only a price table of another service."""
+    focus = question_words(asked)[1]
+    return len(focus) >= 2 and uncovered_focus(asked, units_of_chunks([c.text for c in chunks])) >= focus
 
 
 def _asked_attribute_steps(msg: InboundMessage, asked: str, stems: list[str], chunks: list[KnowledgeChunk], lexical,
@@ -704,13 +732,20 @@ def _most_words_steps(msg: InboundMessage, asked: str, stems: list[str], chunks:
     """Nothing found can answer (no chunk, or only a heading: "# Leva e traz"), and no chunk holds
     every word of the question ("cortam a unha avulso?": the knowledge says "Corte de unhas
     avulso"): the chunks holding all of its words but one (or two, of four), best first."""
-    for drop in range(1, max(1, len(stems) - 1)):
+    # a price asked by one question of two ("o leva e traz vai no alto da colina? e qnto fica") does
+    # not bar a chunk answering the other
+    priced_only = asks_price(asked) and len(question_clauses(asked)) < 2
+    for drop in range(1, max(2, len(stems) - 1)):
         found: dict = {}
-        keeps = [(lexical, (msg.account_id, list(keep), limit * RERANK_POOL))
-                 for keep in itertools.combinations(stems, len(stems) - drop)]
-        for hits in (yield keeps):
+        combos = list(itertools.combinations(stems, len(stems) - drop))
+        keeps = [(lexical, (msg.account_id, list(keep), limit * RERANK_POOL)) for keep in combos]
+        for keep, hits in zip(combos, (yield keeps)):
             for c in map(_as_chunk, hits):
-                if answer_units(c.text) and (carries_price(c.text) or not asks_price(asked)):
+                # one word of two kept: only a name the knowledge writes as one ("o leva e traz vai no
+                # são josé?" / "Unidade Centro: Centro, São José…"), never a common word ("caixa de som")
+                if len(keep) == 1 and not _written_as_name(keep[0], c.text):
+                    continue
+                if answer_units(c.text) and (carries_price(c.text) or not priced_only):
                     found.setdefault(c.chunk_id, c)
         if found:
             return rerank(msg.text, list(found.values()))[:limit]
@@ -847,14 +882,21 @@ def _to_generate(msg: InboundMessage, ctx: ConversationContext, p: Plan,
     """``compose`` before the generator: a fixed sentence (no request), or the request."""
     if p.over_limit and p.strategy.retrieval == "required" and g.tool_chunk is None:
         return Composed(FALLBACK_LOOP, degraded=["retrieval_limit"]), None
+    intent = p.intent.intent
     if p.strategy.retrieval == "required" and not g.chunks:
-        return Composed(FALLBACK_NO_KNOWLEDGE), None
+        if knowledge_required(p.intent, msg.text, decided=p.act is not None and bool(p.act.intent)):
+            return Composed(FALLBACK_NO_KNOWLEDGE), None
+        # a guessed intent found no knowledge for a message that asks nothing: answered as a
+        # ``general`` read is (the model with the customer's memory), never handed over for it
+        log.info("no knowledge for a guessed intent, answered as general conversation_id=%s intent=%s",
+                 msg.conversation_id, intent)
+        p.strategy, intent = decide(GENERAL), GENERAL
     c = Composed("", memories=g.memories, chunks=g.chunks)
     inbox = ctx.inbox
     messages = build_messages(msg.text, system_prompt=inbox.system_prompt, playbook=inbox.playbook_prompt,
                               lead_state=ctx.lead_state, memories=c.memories,
                               chunks=c.chunks if p.retrieve else None, history=ctx.history)
-    return c, ReplyRequest(messages=messages, message=msg.text, intent=p.intent.intent,
+    return c, ReplyRequest(messages=messages, message=msg.text, intent=intent,
                            retrieval=p.strategy.retrieval, chunks=tuple(c.chunks), memories=tuple(c.memories),
                            model=inbox.model, temperature=inbox.temperature, account_id=msg.account_id,
                            **g.query)

@@ -852,3 +852,132 @@ def test_the_question_s_own_thing_beats_a_line_named_by_the_told_part(use_embedd
     text = ask_with(use_embedder, "quanto custa o alinhamento? o disco de freio do meu carro ta chiando",
                     "price_question", GARAGE)
     assert "R$ 120,00" in text and "R$ 480,00" not in text
+
+
+BOOKING = """# Reservas
+
+Reservas pelo WhatsApp com um sinal de 40% do valor, pago por Pix.
+O restante é pago na chegada, em dinheiro ou cartão.
+Cancelamento até 12 horas antes devolve o sinal."""
+
+
+def test_a_confirmation_carrying_a_question_answers_it_after_the_confirmation():
+    """"combinado, pode marcar o quarto jade pro sábado! e o sinal, pago como?": the confirmation is
+    acknowledged and its question answered from the knowledge; a bare confirmation, or a greeting
+    whose question is small talk, keeps its courtesy reply."""
+    from streams.respond.compose import carried_question
+
+    msg = "combinado, pode marcar o quarto jade pro sabado!! como pago o sinal?"
+    assert carried_question(msg) == ("como pago o sinal?", "policy")
+    assert carried_question("oi tudo bem?") is None and carried_question("fechado, pode marcar!") is None
+    # a request put as an order, in a sentence of its own, asks as a question does
+    order = "combinado, vou marcar o quarto jade pro sabado. me manda o pix do sinal"
+    assert carried_question(order) == ("me manda o pix do sinal", "policy")
+    assert carried_question("ok. manda um beijo pra ela") is None
+    assert "sinal de 40%" in ask(order, "confirmation", BOOKING)
+    text = ask(msg, "confirmation", BOOKING)
+    assert text.startswith("Perfeito!") and "sinal de 40%" in text
+    assert ask("fechado, pode marcar!", "confirmation", BOOKING) == "Perfeito! Qualquer dúvida é só chamar por aqui."
+    text = ask("boa tarde! como faço pra pagar o sinal?", "greeting", BOOKING)
+    assert text.startswith("Olá!") and "40%" in text
+
+
+class ReadsConfirmation:
+    """A learnt classifier that reads the whole message as the confirmation it opens with."""
+
+    model = "bow"
+
+    def decides(self, detected):
+        return True
+
+    def classify(self, vector, exclude=None, text=None, detected=None):
+        from streams.respond.intent import IntentResult
+
+        return IntentResult("confirmation", 0.8, ("~learnt",))
+
+
+def test_a_confirmation_carrying_a_question_is_searched_in_the_knowledge():
+    """The responder searches the knowledge for such a confirmation (a bare one searches nothing)."""
+    import asyncio
+
+    from streams.respond.handler import Responder, respond
+    from streams.respond.model import InboxConfig
+    from tests.respond.fakes import BagOfWordsEmbedder, FakeKnowledge, FakeMemory, FakeStore, FixedClock, inbound
+
+    emb = BagOfWordsEmbedder()
+    knowledge = FakeKnowledge(emb, [(101, "reservas", BOOKING)])
+    deps = Responder(store=FakeStore(inbox=InboxConfig(1101, rag_distance_threshold=0.95)), memory=FakeMemory([]),
+                     knowledge=knowledge, memory_embedder=emb, knowledge_embedder=emb,
+                     generator=OfflineComposer(), clock=FixedClock(), intent_examples=ReadsConfirmation())
+    out = asyncio.run(respond(inbound("fechado, pode reservar o quarto jade pra sexta!! como pago o sinal?"), deps))
+    assert out.reply.intent == "confirmation" and out.reply.chunk_ids and "40%" in out.reply.text
+    searched = knowledge.calls
+    out = asyncio.run(respond(inbound("fechado, pode reservar!", message_id="wamid.2"), deps))
+    assert out.reply.strategy == "none" and knowledge.calls == searched > 0
+
+
+
+def test_a_phrase_said_by_its_other_name_beats_a_line_with_the_bare_word():
+    """"fazem atendimento em casa? meu pai nao consegue sair com a perna engessada": "atendimento
+    domiciliar" says the customer's phrase "em casa" by its other name (``phrase_forms``), named as a
+    whole; a line where "casa" is only where one goes back to, nearer in meaning to the told part (the
+    similarities below, as an embedder gives them when the story weighs on the message's vector), does
+    not answer it."""
+    from streams.respond.compose import score_units
+
+    units = units_of_chunks(["Não temos leitos: quem está em observação fica conosco até o fim da tarde e "
+                             "depois volta para casa com o pai ou a mãe.",
+                             "Não fazemos atendimento domiciliar: as sessões são no consultório."])
+    scored = score_units("fazem atendimento em casa? meu pai nao consegue sair com a perna engessada", units,
+                         sims=[0.38, 0.15])
+    assert "domiciliar" in max(scored, key=lambda s: s.score).unit.text
+
+
+def test_a_bare_e_agora_after_a_problem_told_asks_what_to_do():
+    """"O BOLO VEIO AMASSADO!!! E O NOME ESCRITO ERRADO!!! E AGORA???": "e agora?" after a story asks what
+    to do about it, as "o que eu faço?" does; alone, or glued to another clause, it does not."""
+    from streams.respond.compose import asks_what_to_do
+
+    assert asks_what_to_do("O BOLO VEIO AMASSADO!!! E O NOME ESCRITO ERRADO!!! E AGORA???")
+    assert not asks_what_to_do("e agora?")
+    assert not asks_what_to_do("paguei o sinal e agora? como faço pra agendar")
+
+
+CAKES = """# Bolos personalizados
+
+Aniversário, chá de bebê, batizado ou casamento: montamos a mesa do bolo antes da festa.
+Sabores: chocolate, ninho com morango e doce de leite.
+
+**Prazo**: o bolo precisa ser encomendado com pelo menos 72 horas de antecedência."""
+
+
+def test_an_attribute_asked_after_a_story_is_answered_by_the_unit_carrying_it(use_embedder):
+    """"quero fazer surpresa pro meu marido no aniversario de casamento, com qnto tempo tenho q encomendar o
+    bolo?": the story's words score the line on occasions; the question after the last comma asks a
+    deadline, which the line on the deadline carries (and names the question's own thing, the cake)."""
+    from streams.respond.compose import asks_attribute
+
+    assert asks_attribute("com qnto tempo tenho q encomendar o bolo?") and not asks_attribute("tem bolo de chocolate?")
+    text = ask_with(use_embedder, "quero fazer surpresa pro meu marido no aniversario de casamento, com qnto tempo "
+                    "tenho q encomendar o bolo?", "policy", CAKES)
+    assert "72 horas" in text
+
+
+SALON = """# Estrutura
+
+Todas as cadeiras têm secador de parede e tomada própria.
+Escova progressiva: R$ 180,00.
+Não temos elevador: o salão fica no primeiro andar."""
+
+
+def test_an_either_or_question_answered_by_neither_option_is_handed_over():
+    """"as tomadas sao 110 ou 220?": a line naming the sockets but neither voltage does not answer the
+    choice (hand-over); a line naming one option does ("fica no terreo ou tem elevador?" / "Não temos
+    elevador"). Two questions, or no choice, are not concerned."""
+    from streams.respond.compose import alternatives
+
+    assert alternatives("as tomadas sao 110 ou 220? vou levar meu secador") == ("110", "220")
+    assert alternatives("tem elevador? e escova é quanto?") is None
+    assert ask("as tomadas do salao sao 110 ou 220? vou levar meu secador", "info_request", SALON) \
+        == FALLBACK_NO_KNOWLEDGE
+    assert "elevador" in ask("minha mae usa bengala, o salao fica no terreo ou tem elevador?", "info_request", SALON)

@@ -1,6 +1,7 @@
 import asyncio
 import json
 import time
+from uuid import uuid4
 
 from streams.respond.generate import FALLBACK_LOOP, FALLBACK_NO_KNOWLEDGE, GREETING_REPLY, OfflineComposer
 from streams.respond.handler import Responder, reply_id_for, respond
@@ -261,3 +262,113 @@ def test_recall_votes_with_the_responders_labelled_examples():
     voted = run(respond(inbound("Quanto custa o pernoite na suíte Luxo?", unit_id=12, message_id="m2"), deps))
     assert plain[0] == 2 and voted.reply.memory_ids[0] == 1   # the vote put the preference first
     assert deps.recall_examples.seen and "Alérgico a frutos do mar" not in deps.recall_examples.seen[0]
+
+
+class GuessingIntent:
+    """A learnt classifier that reads every message the dictionary leaves open as ``policy``."""
+
+    model = "bow"
+
+    def decides(self, detected):
+        return detected.intent == "general"
+
+    def classify(self, vector, exclude=None, text=None, detected=None):
+        from streams.respond.intent import IntentResult
+
+        return IntentResult("policy", 0.6, ("~learnt",))
+
+
+class RecordingGenerator:
+    def __init__(self):
+        self.requests = []
+
+    def generate(self, request):
+        self.requests.append(request)
+        return Generation(text="Combinado, te esperamos!", model="fake", provider="fake")
+
+
+def test_a_guessed_intent_that_finds_no_knowledge_does_not_drop_the_model_and_the_memory():
+    """A wish the classifier alone reads as policy ("Quero ir aí hoje à noite, na suíte Stilo de
+    sempre"), with no chunk past the threshold, is answered as a general read is: the model is
+    called with the customer's memory, not handed over. A question that finds nothing still is."""
+    emb = BagOfWordsEmbedder()
+    fact = MemoryFact(7, "preferencia", "Prefere a suíte Stilo", 0.9, "global", None, 1.0,
+                      emb.embed_passages(["suíte Stilo de sempre"])[0])
+    gen, store = RecordingGenerator(), FakeStore(inbox=InboxConfig(1101, rag_distance_threshold=0.01))
+    deps = Responder(store=store, memory=FakeMemory([fact]), knowledge=FakeKnowledge(emb, DOCS),
+                     memory_embedder=emb, knowledge_embedder=emb, generator=gen, clock=FixedClock(),
+                     intent_examples=GuessingIntent())
+    out = run(respond(inbound("Quero ir aí hoje à noite, na suíte Stilo de sempre"), deps))
+    assert out.reply.intent == "policy" and out.reply.chunk_ids == []   # the reading is recorded as it was
+    assert out.reply.text == "Combinado, te esperamos!" and out.reply.memory_ids == [7]
+    assert len(gen.requests) == 1 and gen.requests[0].intent == "general"
+    assert [m.fact.id for m in gen.requests[0].memories] == [7]
+    assert out.reply.strategy == "optional" and out.reply.degraded == []
+    # a question the classifier reads as policy and the knowledge does not answer: handed over, no call
+    out = run(respond(inbound("Vocês têm karaokê nas suítes?", message_id="wamid.2"), deps))
+    assert out.reply.text == FALLBACK_NO_KNOWLEDGE and len(gen.requests) == 1
+    # the offline composer, on the same wish, answers as it answers a general message
+    deps.generator = OfflineComposer()
+    out = run(respond(inbound("Quero ir aí hoje à noite, na suíte Stilo de sempre", message_id="wamid.3"), deps))
+    assert out.reply.text != FALLBACK_NO_KNOWLEDGE
+
+
+def test_knowledge_is_required_for_a_question_or_a_keyword_verdict_not_for_a_guess_on_a_statement():
+    from streams.respond.intent import IntentResult
+    from streams.respond.strategy import knowledge_required
+
+    guess = IntentResult("policy", 0.6, ("~learnt",))
+    assert not knowledge_required(guess, "Quero ir aí hoje à noite, na suíte Stilo de sempre")
+    assert not knowledge_required(IntentResult("info_request", 0.5, ("~example",)), "vou levar meu cachorro amanhã")
+    assert knowledge_required(guess, "vcs tem karaoke na suite?")            # a question mark
+    assert knowledge_required(guess, "qual a senha do wifi")                 # a question word
+    assert knowledge_required(IntentResult("policy", 2.0, ("cancelamento",)), "sobre o cancelamento")  # a keyword
+    assert knowledge_required(guess, "quero a suite stilo", decided=True)    # the acts step named it
+
+
+def _words_search(texts):
+    from uuid import NAMESPACE_URL as NS
+    from uuid import uuid5
+
+    from streams.respond.text import fold
+
+    def lexical(account_id, stems, limit):
+        return [(uuid5(NS, t), uuid5(NS, "d"), 1.0, t) for t in texts
+                if all(any(w.startswith(s) for w in fold(t).split()) for s in stems)][:limit]
+    return lexical
+
+
+def test_a_place_asked_of_a_service_finds_the_list_chunk_that_names_it():
+    """A coverage list cut from its service's name by the chunker ("# Entrega de compras" … then
+    "**Bairros atendidos** - Loja Norte: Centro, Morro Azul…"): "a entrega vai no morro azul?" finds no
+    chunk naming both words; the chunk that writes the place as a name is brought. One word of two is
+    never enough when the knowledge writes it as a common word ("posso levar meu som?")."""
+    from streams.respond.handler import _as_chunk, _most_words, lexical_stems
+
+    service = "# Entrega de compras\n\nEntregamos suas compras em casa. Taxa: R$ 12,00."
+    places = "**Bairros atendidos** - Loja Norte: Centro, Morro Azul, Vila Rica e Lagoa."
+    suite = "Suíte Safira: banheira e som ambiente. 2h: R$ 120,00."
+    lexical = _words_search([service, places, suite])
+    msg = inbound("a entrega vai no morro azul?")
+    stems = lexical_stems(msg.text)
+    assert len(stems) >= 2 and not lexical(101, stems, 10)
+    got = asyncio.run(_most_words(msg, msg.text, stems, [], lexical, 3))
+    assert places in [c.text for c in got]
+    msg = inbound("posso levar minha caixa de som?")
+    got = asyncio.run(_most_words(msg, msg.text, lexical_stems(msg.text), [], lexical, 3))
+    assert suite not in [c.text for c in got]
+    # a price asked by a second question does not bar the chunk answering the first
+    msg = inbound("a entrega vai na vila rica? e qnto fica")
+    got = asyncio.run(_most_words(msg, msg.text, lexical_stems(msg.text), [_as_chunk(
+        (uuid4(), uuid4(), 0.5, "Banho: R$ 50,00."))], lexical, 3))
+    assert places in [c.text for c in got]
+
+
+def test_chunks_naming_nothing_asked_are_searched_again_by_the_question_s_words():
+    from streams.respond.handler import _names_nothing_asked
+    from streams.respond.model import KnowledgeChunk
+
+    table = KnowledgeChunk(uuid4(), uuid4(), 0.5, "Banho pequeno porte: R$ 50,00. Banho grande porte: R$ 80,00.")
+    places = KnowledgeChunk(uuid4(), uuid4(), 0.7, "Bairros atendidos: Centro, Morro Azul e Lagoa.")
+    assert _names_nothing_asked("a entrega vai no morro azul? e qnto fica", [table])
+    assert not _names_nothing_asked("a entrega vai no morro azul? e qnto fica", [places])

@@ -119,9 +119,10 @@ def test_openai_prompt_memory_escaping_duplicates_and_dlq(env):
         assert "Prefere suíte Stilo" not in system
 
         enable_recall(env, 1)
-        # account 1 has no knowledge here: the message must be one whose intent does not require it
-        # (a question that requires knowledge and finds none gets the hand-over sentence, no model call)
-        r = ask(env, "Vou aí hoje à noite, na suíte Stilo de sempre", unit=1)
+        # account 1 has no knowledge here; the intent classifier reads this wish as policy, which requires
+        # knowledge: it asks nothing, so the guessed intent falls back to the general path (the model with
+        # the memory), never the hand-over with the memory dropped (``strategy.knowledge_required``)
+        r = ask(env, "Quero ir aí hoje à noite, na suíte Stilo de sempre", unit=1)
         assert r["memory_ids"] == [evil] and other_unit not in r["memory_ids"]
         system = fake.chat_requests[-1]["messages"][0]["content"]
         assert "<memoria_cliente>" in system and system.count("</memoria_cliente>") == 1

@@ -76,3 +76,21 @@ def test_a_long_table_is_cut_between_rows_and_every_piece_keeps_its_header():
     assert "Grande (acima de 25 kg) — Banho: R$ 105,00; Banho + tosa: R$ 165,00." in units
     # list items are never cut in half
     assert all(not re.search(r"R\$\s*$", c.content) for c in chunks)
+
+
+def test_a_list_item_longer_than_the_room_left_by_the_overlap_stays_whole():
+    """A list item a little longer than ``size - overlap`` (but within ``size``) is a chunk of its own,
+    never cut at words: cut, its end ("… pode ser escolhida).") is a piece the composer cannot quote
+    and its start loses what it includes."""
+    item = ("- **Kit Festa Completo** — R$ 310,00: tudo do Kit Simples, mais um bolo de dois andares, "
+            "docinhos de brigadeiro e beijinho, refrigerantes e painel de balões (o tema do painel pode ser "
+            "escolhido na reserva).")
+    doc = "# Festas\n\n- **Kit Simples** — R$ 150,00: mesa decorada, toalha e 20 balões.\n" + item + \
+        "\n- **Kit Luxo** — R$ 480,00: tudo do Kit Festa Completo, mais fotógrafo por 2 horas."
+    assert 180 < len(item) <= 300
+    chunks = chunk_text(doc, size=300, overlap=120)
+    assert any(item in c.content for c in chunks)
+    assert all(len(c.content) <= 300 for c in chunks)
+    # past ``size`` a single sentence is still cut at words
+    long = "Frase " + "muito " * 80 + "longa."
+    assert all(len(c.content) <= 300 for c in chunk_text(long, size=300, overlap=120))
