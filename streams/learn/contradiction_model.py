@@ -14,7 +14,8 @@ instruções…" never changes a verdict):
 * a repeated action ("pediu a pizza de novo", "dnv", "outra vez") without a
   return to an earlier state ("voltou a fumar"): a repeat restates the old
   fact more often than it ends it, so it is a feature of its own, not a change cue;
-* compatible-addition cues ("também", "continua", "ainda");
+* compatible-addition cues ("também", "continua", "ainda"), unless said in another clause
+  than the change ("me mudei pra Fortaleza, vcs tem unidade aqui tb?");
 * a flip of polarity, and how much of the old fact's content the new one repeats;
 * a fresh change cue in a new fact that repeats little of the old one (the new
   state is something else: "agora sou vegana" after "adora picanha");
@@ -24,6 +25,11 @@ instruções…" never changes a verdict):
   fact ("só come mussarela") that the new one adds to: both count as a strong change;
 * after a contrast ("…, mas eu continuo no pix"), a clause that says the old fact
   again: what changed is something else (someone else's payment, a sister's break-up).
+* a change said to hold once or for a bounded while ("só dessa vez", "essa semana",
+  "hj excepcionalmente"): an exception to a lasting fact, not its end (``lexicon.one_off``);
+* a change told of someone close to the contact named by relation ("meu irmão largou o
+  rodeio", "minha filha não é adventista") whom the old fact does not name, while the
+  contact's own clauses tell no change (``lexicon.about_someone_else``).
 
 Counterfactual clauses ("se eu não tivesse alergia, pedia toda semana") are removed
 with the instructions (``lexicon.factual``): they state nothing current.
@@ -65,7 +71,7 @@ REPEAT_CUE = "repeat"
 ELSEWHERE_OVERLAP = 0.34
 FEATURES = [
     "slot_update", "slot_negation", "strong_change", "weak_change", "addition", "polarity_flip", "overlap",
-    "complaint_cleared", "change_elsewhere", "repeat", "restated_after_but",
+    "complaint_cleared", "change_elsewhere", "repeat", "restated_after_but", "one_off", "about_someone_else",
 ]
 
 
@@ -103,6 +109,17 @@ def exclusive_broken(old: str, new: str) -> bool:
         L.adds_item(new) or L.change_cues(new) - {REPEAT_CUE})
 
 
+def addition_elsewhere(new: str) -> bool:
+    """``new`` tells a change and an addition in different clauses ("pode incluir um vinho pra
+    mim tb, desde o ano passado voltei a beber"; "me mudei pra Fortaleza, vcs tem unidade aqui
+    tb?"): the addition is said of another thing, so it does not soften the change. "agora
+    come calabresa também" (both in one clause) stays an addition."""
+    if not (L.change_cues(new) - {REPEAT_CUE}):
+        return False
+    clauses = [c for c in re.split(r"[.!?;,]|\bmas\b|\bporem\b", L.normalize(new)) if c.strip()]
+    return not any(L.addition_cues(c) and (L.change_cues(c) - {REPEAT_CUE}) for c in clauses)
+
+
 def features(pair: Pair) -> list[float]:
     old, new = L.factual(pair.old), L.factual(pair.new)
     reason = pair.rules_reason
@@ -111,7 +128,7 @@ def features(pair: Pair) -> list[float]:
     # "pediu de novo" repeats an action; "voltou a fumar (de novo)" returns to a state
     repeat = REPEAT_CUE in fresh and "again" not in cues_new
     fresh -= {REPEAT_CUE}
-    addition = L.addition_cues(new)
+    addition = L.addition_cues(new) and not addition_elsewhere(new)
     if addition and not L.exclusive(old):
         fresh -= WEAK_CUES  # "passou a pedir também": an addition, not a change (unless the old fact was "só …")
     to, tn = _content_tokens(old), _content_tokens(new)
@@ -137,6 +154,8 @@ def features(pair: Pair) -> list[float]:
         1.0 if fresh - {"started"} and not addition and overlap < ELSEWHERE_OVERLAP else 0.0,
         1.0 if repeat else 0.0,
         1.0 if restated else 0.0,
+        1.0 if L.one_off(new) else 0.0,
+        1.0 if L.about_someone_else(old, new) else 0.0,
     ]
 
 

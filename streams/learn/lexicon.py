@@ -491,6 +491,56 @@ HYPOTHETICAL = re.compile(
 )
 
 
+#: A change said to hold once or for a bounded while ("só dessa vez", "essa semana", "hj
+#: excepcionalmente", "por uns dias"): an exception to a lasting fact, not its end.
+ONE_OFF = re.compile(
+    r"\b(?:so )?(?:desta|dessa|esta|essa|nesta|nessa) vez\b|\b(?:essa|esta|nessa|nesta) semana\b|\bso hoje\b|"
+    r"\bexcepcionalmente\b|\btemporariamente\b|\bpor uns dias\b|\bjust this once\b|\bthis time only\b"
+)
+#: Relatives and people close to the contact, said with a possessive ("meu irmão", "minha filha",
+#: "minha amiga"): when one of them is the subject of a clause, that clause is about them.
+_CLOSE_PEOPLE = REL_ALT.replace("irma[o]?s?", r"irma\w*|irmao\w*") + (
+    r"|colegas?|amig[oa]s?|chefe|patrao|patroa|vizinh[oa]s?|soci[oa]s?|prim[oa]s?|ti[oa]s?")
+OTHER_SUBJECT = re.compile(
+    r"(?:^|[.!?,;]\s*|\b(?:mas|porem|ah|oi|entao|pois)\s+)(?:(?:oi|ola|gente|entao|ah|olha|mas|tipo)\s+)*"
+    r"(?:meu|minha|meus|minhas|mha)\s+(" + _CLOSE_PEOPLE + r")\b")
+_PARTNER_STATE = re.compile(r"\b(?:casad|namor|noiv|solteir|viuv|divorc|separad|casou|casei|casamos)")
+
+
+def _people_named(normalized: str) -> set[str]:
+    keys = {rel[0] for w in re.findall(r"[a-z]+", normalized) if (rel := relation_of(w))}
+    if _PARTNER_STATE.search(normalized):
+        keys.add("partner")
+    return keys
+
+
+def one_off(text: str) -> bool:
+    return bool(ONE_OFF.search(normalize(text)))
+
+
+def about_someone_else(old: str, new: str) -> bool:
+    """What ``new`` tells is about someone else: a clause whose subject is a person close to the
+    contact, named by relation ("meu irmão largou o rodeio", "minha filha não é adventista",
+    "minha esposa paga no cartão"), whom ``old`` does not name (by the same relation, or a partner
+    by a marital state), and the rest of ``new`` (the contact's own clauses) tells no change and
+    no negation ("…, mas eu continuo no pix"; not "não uso mais dinheiro, meu neto me ensinou o pix")."""
+    n = normalize(new)
+    named = _people_named(normalize(old))
+    spans = []
+    for m in OTHER_SUBJECT.finditer(n):
+        word = re.sub(r"zinh[oa]s?$", "", m.group(1))   # "irmãzinha", "irmãozinho"
+        rel = relation_of(word)
+        if (rel[0] if rel else word) not in named:
+            stop = re.compile(r"[.!?;,]|\b(?:mas|porem)\b").search(n, m.end(1))
+            spans.append((m.start(1), stop.start() if stop else len(n)))
+    if not spans:
+        return False
+    rest = n
+    for a, b in reversed(spans):
+        rest = rest[:a] + " " + rest[b:]
+    return not (change_cues(rest) - {"repeat"}) and not NEGATION.search(rest)
+
+
 def transient_state(text: str) -> bool:
     return bool(TRANSIENT.search(normalize(text)))
 

@@ -238,3 +238,71 @@ def test_an_instruction_hidden_in_a_fact_never_changes_the_verdict(memory_type, 
     assert check(memory_type, old, f"{instruction} {new}") is plain
     assert check(memory_type, old, f"{new}. {instruction}") is plain
     assert check(memory_type, f"{old}. {instruction}", new) is plain
+
+
+# Kinds read on the probe_r misses and the leave-one-source-out misses of stop 27, in sentences of
+# our own: a change said to hold once or for a bounded while (an exception, not the end of the
+# lasting fact), and a change told of someone close to the contact, named by relation, whom the
+# old fact does not name, while the contact's own clauses tell no change.
+@pytest.mark.parametrize("memory_type, old, new", [
+    ("padrao_comportamental", "Vem sempre às terças de manhã", "essa semana vou na quarta, só dessa vez pq tenho dentista"),
+    ("preferencia", "Prefere mesa na varanda", "hj excepcionalmente quero mesa lá dentro pq tá ventando"),
+    ("vinculo_comercial", "Trabalha como motoboy", "essa semana to parado pq a moto quebrou, vou buscar de ônibus"),
+    ("preferencia", "Prefere vinho tinto", "meu marido agora prefere branco, mas eu fico no tinto"),
+    ("restricao", "Não come glúten, é celíaca", "minha irmã não é celíaca, ela come pão normal"),
+    ("vinculo_comercial", "Paga no boleto", "minha mãe paga no cartão quando vem sozinha, mas eu sigo no boleto"),
+])
+def test_an_exception_or_someone_else_s_change_does_not_contradict(memory_type, old, new):
+    # Not yet: a strong change cue told of a relative ("meu irmão largou o rodeio" after "sou peão
+    # de rodeio") still outweighs the learnt about_someone_else weight (-1.2); removing those
+    # clauses before the cues were read fixed it but cost more pairs than it won (stop 27 log).
+    assert check(memory_type, old, new) is False
+
+
+@pytest.mark.parametrize("memory_type, old, new", [
+    # the contact's own clause tells the change; a relative is only mentioned
+    ("vinculo_comercial", "Paga em dinheiro", "não pago mais em dinheiro, minha filha me ensinou o pix"),
+    # a relative who is the subject of the change the old fact is about (the partner of a single contact)
+    ("contexto_pessoal", "Está grávida", "minha filha nasceu ontem!!"),
+    # "de vez" is no bounded while
+    ("contexto_pessoal", "Mora em Campinas", "me mudei de vez pra Sorocaba"),
+])
+def test_look_alikes_of_an_exception_or_someone_else_still_contradict(memory_type, old, new):
+    assert check(memory_type, old, new) is True
+
+
+def test_the_features_of_an_exception_and_of_someone_else():
+    from streams.learn import lexicon as L
+
+    assert L.one_off("só dessa vez") and L.one_off("nessa semana não dá") and L.one_off("hj excepcionalmente")
+    assert not L.one_off("hoje em dia prefiro a sexta")
+    assert not L.one_off("me mudei de vez")
+    assert L.about_someone_else("Trabalha na padaria", "meu irmão saiu da padaria")
+    assert L.about_someone_else("Paga no pix", "minha esposa paga no cartão mas eu continuo no pix")
+    # the old fact names that person (by relation, or a partner by a marital state): not someone else
+    assert not L.about_someone_else("A irmã leva o cachorro", "minha irmã parou de levar o cachorro")
+    assert not L.about_someone_else("Namora a Bia", "eu e a bia casamos, agora é minha esposa")
+    assert not L.about_someone_else("É casada com o Marcos", "o marcos, meu marido, vai buscar")
+    # the contact's own clause tells a change or a negation
+    assert not L.about_someone_else("Paga em dinheiro", "nao uso mais dinheiro, meu neto me ensinou o pix")
+    assert L.about_someone_else("Filho Miguel, de 10 anos", "minha irmãzinha fez 3 anos")
+    assert not L.about_someone_else("Tem uma irmã", "minha irmãzinha fez 3 anos")
+
+
+def test_an_addition_said_in_another_clause_than_the_change_does_not_soften_it():
+    from streams.learn.contradiction_model import FEATURES, Pair, addition_elsewhere, features
+
+    assert addition_elsewhere("me mudei pra Maceió, vcs entregam aqui tb?")
+    assert addition_elsewhere("põe um chopp pra mim tb, voltei a beber faz uns meses")
+    assert not addition_elsewhere("agora como frango também")           # one clause: an addition
+    assert not addition_elsewhere("gosto de atum tb")                     # no change told
+    row = dict(zip(FEATURES, features(Pair("contexto_pessoal", "Mora em Aracaju", "me mudei pra Maceió, vcs entregam aqui tb?"))))
+    assert row["addition"] == 0.0 and row["strong_change"] == 1.0
+
+
+@pytest.mark.parametrize("memory_type, old, new", [
+    ("contexto_pessoal", "Mora em Aracaju", "oi, me mudei pra Maceió mês passado, vcs entregam aqui tb?"),
+    ("restricao", "Não bebe álcool", "põe um chopp pra mim tb, voltei a beber faz uns meses"),
+])
+def test_a_change_beside_an_addition_about_something_else_contradicts(memory_type, old, new):
+    assert check(memory_type, old, new) is True
