@@ -61,7 +61,7 @@ TRAIN_QUESTIONS = ROOT / "examples" / "train" / "questions.jsonl"
 #: docs/intent-labels.md. probe_l and probe_m were validation sets until stop 26 and are tuning sets
 #: since. Never a validation set (probe_o, probe_p) nor a reserved one (heldout, probe_b, probe_d,
 #: probe_e, probe_f, probe_g, probe_q, probe_r): those stay out so their intent figure is out of sample.
-READABLE_PROBES = ("probe_a", "probe_c", "probe_h", "probe_i", "probe_j", "probe_k", "probe_l", "probe_m")
+READABLE_PROBES = ("probe_a", "probe_c", "probe_h", "probe_i", "probe_j", "probe_k", "probe_l", "probe_m", "probe_s", "probe_t")
 #: Sets that must never train the classifier (``train`` refuses them even when asked).
 NEVER_TRAIN = ("heldout", "probe_b", "probe_d", "probe_e", "probe_f", "probe_g", "probe_o", "probe_p", "probe_q", "probe_r")
 PROBE_QUESTIONS = tuple(ROOT / "examples" / p / "questions.jsonl" for p in READABLE_PROBES)
