@@ -48,7 +48,9 @@ TRAINING_PAIRS = [DEV_DIR / "contradictions.jsonl",
                   _DATA / "contradictions_written3.jsonl",
                   EXAMPLES_DIR / "probe_n" / "contradictions.jsonl",
                   EXAMPLES_DIR / "probe_l" / "contradictions.jsonl",
-                  EXAMPLES_DIR / "probe_m" / "contradictions.jsonl"]
+                  EXAMPLES_DIR / "probe_m" / "contradictions.jsonl",
+                  EXAMPLES_DIR / "probe_s" / "contradictions.jsonl",
+                  EXAMPLES_DIR / "probe_t" / "contradictions.jsonl"]
 
 
 def pair_of(row: dict) -> Pair:
