@@ -9,7 +9,7 @@ changes of state in chat spelling — diets, health, jobs, studies, payments, pa
 addresses, pets, habits — and look-alike pairs that do not contradict: additions,
 refinements, the same fact restated, instructions hidden in a fact) and the tuning
 sets of blind writers (``examples/probe_n/contradictions.jsonl``: 120 pairs, ten
-with an instruction hidden in a fact; probe_l, probe_m and probe_r: 40 each). ``contradictions_written2.jsonl`` is never
+with an instruction hidden in a fact; probe_l, probe_m, probe_r, probe_s and probe_t: 40 each). ``contradictions_written2.jsonl`` is never
 trained on: it checks the judge; nor are the validation and reserved sets.
 
 Leave-one-out cross-validation picks the L2 strength and prints its accuracy;
@@ -42,7 +42,8 @@ L2_GRID = (0.3, 1.0, 3.0, 10.0)
 _DATA = Path(__file__).resolve().parents[2] / "tests" / "learn" / "data"
 #: The development pairs of the corpus, pairs written for the project outside the
 #: corpus, and the tuning sets of blind writers probe_n, probe_l and probe_m (tuning sets
-#: since stop 26) and probe_r (a tuning set since stop 26, trained on since stop 27); never
+#: since stop 26), probe_r (a tuning set since stop 26, trained on since stop 27) and probe_s, probe_t
+#: (blind tuning sets of stop 27, scored untouched first); never
 #: the held-out half nor a validation set (probe_o, probe_p, probe_q).
 TRAINING_PAIRS = [DEV_DIR / "contradictions.jsonl",
                   _DATA / "contradictions_written.jsonl",
@@ -50,7 +51,9 @@ TRAINING_PAIRS = [DEV_DIR / "contradictions.jsonl",
                   EXAMPLES_DIR / "probe_n" / "contradictions.jsonl",
                   EXAMPLES_DIR / "probe_l" / "contradictions.jsonl",
                   EXAMPLES_DIR / "probe_m" / "contradictions.jsonl",
-                  EXAMPLES_DIR / "probe_r" / "contradictions.jsonl"]
+                  EXAMPLES_DIR / "probe_r" / "contradictions.jsonl",
+                  EXAMPLES_DIR / "probe_s" / "contradictions.jsonl",
+                  EXAMPLES_DIR / "probe_t" / "contradictions.jsonl"]
 
 
 def pair_of(row: dict) -> Pair:

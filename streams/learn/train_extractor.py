@@ -98,7 +98,7 @@ TRAIN_MORE = Path(__file__).resolve().parents[2] / "examples" / "train" / "conve
 #: the five 0.707 -> 0.718) and dev's grouped CV too (0.744 -> 0.758); docs/quality-log.md, "extraction
 #: for new writers (branch h-ext4)". (With only i and j, at stop 23, probe_k had scored lower.)
 PROBES = tuple(Path(__file__).resolve().parents[2] / "examples" / f"probe_{x}" / "conversations.jsonl"
-               for x in ("i", "j", "k", "l", "m"))
+               for x in ("i", "j", "k", "l", "m", "r", "s", "t"))
 WRITTEN_FILES = (WRITTEN, TRAIN_MORE) + PROBES
 THRESHOLD_GRID = tuple(round(x, 2) for x in np.arange(0.2, 0.96, 0.05))
 MATCH = 0.5
