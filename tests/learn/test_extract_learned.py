@@ -449,13 +449,28 @@ def test_the_instruction_threshold_ties_to_the_lower_value():
     assert pick_threshold([0.5, 0.6], {0.5: 0.8, 0.6: 0.9}.get) == 0.6
 
 
-def test_the_extractor_trains_on_the_five_blind_tuning_writers_and_never_on_a_validation_set():
+def test_the_extractor_trains_on_the_six_blind_tuning_writers_and_never_on_a_validation_set():
     """Stop 26: probe_i, j, k, l, m (tuning sets) are training sources, each its own writer in the
-    cross-source figures; a validation or reserved set is never one."""
+    cross-source figures; stop 27: probe_r too. A validation or reserved set is never one."""
     from streams.learn import train_extractor as T
 
     names = {p.parent.name for p in T._written_paths(T.WRITTEN_FILES)}
-    assert {"probe_i", "probe_j", "probe_k", "probe_l", "probe_m"} <= names
-    never = {"heldout", "probe_b", "probe_d", "probe_e", "probe_f", "probe_g", "probe_o", "probe_p", "probe_q", "probe_r"}
+    assert {"probe_i", "probe_j", "probe_k", "probe_l", "probe_m", "probe_r"} <= names
+    never = {"heldout", "probe_b", "probe_d", "probe_e", "probe_f", "probe_g", "probe_o", "probe_p", "probe_q"}
     assert not names & never
     assert len({T._relative(p) for p in T._written_paths(T.WRITTEN_FILES)}) == len(T.WRITTEN_FILES)
+
+
+def test_the_shipped_thresholds_are_tuned_on_the_writers_out_of_source_predictions():
+    """Stop 27: each type's threshold comes from every writer's cross-source predictions pooled
+    (probabilities on a writer the model never read run lower than the corpus's own grouped-CV ones),
+    and the artefact records the CV figure at those thresholds next to the CV-tuned one."""
+    import json
+
+    from streams.learn.extract_learned import ARTEFACT
+
+    meta = json.loads(ARTEFACT.with_suffix(".json").read_text())
+    chosen = meta["cross_source"]["chosen"]
+    assert [meta["thresholds"][t] for t in meta["types"]] == chosen["pooled_thresholds"]
+    assert set(meta["cross_validated_at_shipped_thresholds"]) >= {"precision", "recall", "f1"}
+    assert "examples/probe_r/conversations.jsonl" in meta["cross_source"]["sources"]
