@@ -449,13 +449,31 @@ def test_the_instruction_threshold_ties_to_the_lower_value():
     assert pick_threshold([0.5, 0.6], {0.5: 0.8, 0.6: 0.9}.get) == 0.6
 
 
-def test_the_extractor_trains_on_the_five_blind_tuning_writers_and_never_on_a_validation_set():
+def test_the_extractor_trains_on_the_blind_tuning_writers_and_never_on_a_validation_set():
     """Stop 26: probe_i, j, k, l, m (tuning sets) are training sources, each its own writer in the
-    cross-source figures; a validation or reserved set is never one."""
+    cross-source figures; stop 27: probe_r, probe_s and probe_t too. A validation or reserved set is never one."""
     from streams.learn import train_extractor as T
 
     names = {p.parent.name for p in T._written_paths(T.WRITTEN_FILES)}
-    assert {"probe_i", "probe_j", "probe_k", "probe_l", "probe_m"} <= names
-    never = {"heldout", "probe_b", "probe_d", "probe_e", "probe_f", "probe_g", "probe_o", "probe_p", "probe_q", "probe_r"}
+    assert {"probe_i", "probe_j", "probe_k", "probe_l", "probe_m", "probe_r", "probe_s", "probe_t"} <= names
+    never = {"heldout", "probe_b", "probe_d", "probe_e", "probe_f", "probe_g", "probe_o", "probe_p", "probe_q"}
     assert not names & never
     assert len({T._relative(p) for p in T._written_paths(T.WRITTEN_FILES)}) == len(T.WRITTEN_FILES)
+
+
+def test_the_shipped_thresholds_are_the_ones_train_extractor_says_and_both_figures_are_recorded():
+    """Stop 27: the per-type thresholds come from where ``THRESHOLDS_FROM`` says (the corpus's grouped CV,
+    or every writer's cross-source predictions pooled), and the artefact records the CV figure at the
+    shipped thresholds next to the CV-tuned one."""
+    import json
+
+    from streams.learn import train_extractor as T
+    from streams.learn.extract_learned import ARTEFACT
+
+    meta = json.loads(ARTEFACT.with_suffix(".json").read_text())
+    chosen = meta["cross_source"]["chosen"]
+    expected = (chosen["pooled_thresholds"] if T.THRESHOLDS_FROM == "cross_source"
+                else [meta["cross_validated_cv_thresholds"][t] for t in meta["types"]])
+    assert [meta["thresholds"][t] for t in meta["types"]] == expected
+    assert set(meta["cross_validated_at_shipped_thresholds"]) >= {"precision", "recall", "f1"}
+    assert "examples/probe_r/conversations.jsonl" in meta["cross_source"]["sources"]
