@@ -1289,6 +1289,29 @@ def without_alternatives(text: str) -> str:
 _VERB_END = re.compile(r"(am|em|ar|er|ir)$")
 
 
+_COMPOUND = re.compile(r"\b([a-zà-ÿ]{2,})-([a-zà-ÿ]{4,})\b")
+
+
+def other_head_of_compound(message: str, text: str) -> set[str]:
+    """Stems of the message's words that name a hyphenated compound of ``text`` by another head: the
+    customer writes the head and its qualifier ("ticket refeição", "cartão alimentação") where the text
+    writes the same qualifier with its own head ("vale-refeição"), one name for one thing. Only the
+    first word of the pair (the head; Portuguese puts it first) is covered, and only when its qualifier
+    follows it at once: "vinho branco" is not said by "vinho-rosé" (the qualifier differs: a sibling)."""
+    compounds = {(fold(h), fold(q)) for h, q in _COMPOUND.findall(text.lower())}
+    if not compounds:
+        return set()
+    tokens = normalize_chat(message).split()
+    out: set[str] = set()
+    for head, qualifier in zip(tokens, tokens[1:]):
+        if head in STOPWORDS or len(head) < 3:
+            continue
+        if any(q == qualifier and h != head for h, q in compounds):
+            out.add(stem(head))
+    return out
+
+
+
 def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
     """Focus words of the question that no retrieved unit mentions, not even by prefix."""
     _, focus = question_words(message)

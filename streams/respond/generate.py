@@ -446,6 +446,8 @@ class OfflineComposer:
         ``synonym_similarity`` ("pavor" → "medo", "lugar" → "vaga"; not "nutella" → "doce";
         stopwords of ``text`` are left out, and so are the members of a list of alternatives in it:
         "branco" is not said by "vinho rosé; vinho tinto", a sibling). False without an embedder."""
+        if stems and not set(stems) - compose.other_head_of_compound(message, text):
+            return True   # "ticket refeição" is the text's "vale-refeição", by another head
         if self.embedder is None or not stems:
             return False
         asked = sorted({t for t in compose.normalize_chat(message).split() if compose.stem(t) in stems})

@@ -981,3 +981,23 @@ def test_an_either_or_question_answered_by_neither_option_is_handed_over():
     assert ask("as tomadas do salao sao 110 ou 220? vou levar meu secador", "info_request", SALON) \
         == FALLBACK_NO_KNOWLEDGE
     assert "elevador" in ask("minha mae usa bengala, o salao fica no terreo ou tem elevador?", "info_request", SALON)
+
+
+THEATRE = """# Ingressos
+
+Vendemos ingressos na bilheteria e pelo site.
+Formas de pagamento: Pix, cartão de débito e de crédito. Não aceitamos vale-cultura nem cheque.
+A meia-entrada vale para estudantes e professores, com documento."""
+
+
+def test_a_hyphenated_compound_named_by_another_head_is_no_unknown_word():
+    """"aceitam voucher cultura?": the customer names the text's "vale-cultura" with another head before
+    the same qualifier; the word is no unknown item (the "no" answers it), while a sibling ("vinho
+    branco" for "vinho-rosé": the qualifier differs) or a qualifier alone is not covered."""
+    assert "não aceitamos vale-cultura" in ask("oi, vcs aceitam voucher cultura?", "policy", THEATRE)
+    assert ask("aceitam bitcoin?", "policy", THEATRE) == FALLBACK_NO_KNOWLEDGE
+    from streams.respond.compose import other_head_of_compound
+
+    assert other_head_of_compound("aceitam voucher cultura?", THEATRE) == {"vouch"}
+    assert other_head_of_compound("tem vinho branco?", "Servimos vinho-rosé.") == set()
+    assert "vouch" not in other_head_of_compound("aceitam cultura voucher?", THEATRE)
