@@ -181,6 +181,8 @@ class OfflineComposer:
             return None
         piece, intent = carried
         picked = self.pick_sentences(piece, r.chunks, intent, hint=preference_hint(r.memories))
+        if piece == compose.booking_order(r.message):   # "pode agendar sabado 9h": that day's hours, or nothing
+            picked = [u for u in picked if compose.hours_of_booked_day(piece, u.text)][:1]
         return compose.answer_text(piece, picked) if picked else None
 
     MAX_UNITS = 3
