@@ -684,6 +684,31 @@ def names_an_alternative(options: tuple[str, str], texts: Sequence[str]) -> bool
 _REQUEST = re.compile(r"^(?:me |nos )?(?:manda|mande|passa|passe|envia|envie|fala|fale|diz|diga|informa|informe)\b")
 
 
+_BOOKING = re.compile(r"\b(?:pode |podem |vou |quero )?(?:reserva|reservar|reserve|agenda|agendar|agende|marca|marcar|marque)\b")
+
+
+def booking_order(message: str) -> str:
+    """The clause of a confirmation that books a day or a time ("fechou, pode agendar o banho do Rex sabado
+    9h. obrigada!!", "reserva a jade pra sexta 22h que eu mando o sinal"): what the business says about
+    booking that (the deposit asked, the hours of that day) answers it; "" when the message books nothing,
+    or names no day nor time ("fechado, pode reservar" confirms only)."""
+    for clause in re.split(r"[.!?\n]+|,", message):
+        norm = normalize_chat(clause)
+        m = _BOOKING.search(norm)
+        if m and (_DAY_A.search(norm[m.end():]) or clock_asked(norm) or re.search(r"\b\d{1,2}h\b", norm[m.end():])):
+            return clause.strip()
+    return ""
+
+
+def hours_of_booked_day(piece: str, text: str) -> bool:
+    """Whether ``text`` states the hours of a day the booking ``piece`` names ("pode agendar sabado 9h" /
+    "Sábado: das 8h às 14h"): what answers a booking put as an order, the business's word on that day's
+    hours; a rule on deposits or a price line does not confirm a booking."""
+    booked = {m.group(1) for m in _DAY_A.finditer(normalize_chat(piece))}
+    folded = fold(text)
+    return bool(booked) and _carried(text).hours and any(m.group(1) in booked for m in _DAY_A.finditer(folded))
+
+
 def carried_question(message: str) -> tuple[str, str] | None:
     """A confirmation or a greeting that carries a question to the business ("fechado, pode reservar a
     coral pra sexta 22h!!! como pago o sinal?", "bom dia! vcs abrem domingo?"): (the asking piece, the
@@ -699,9 +724,15 @@ def carried_question(message: str) -> tuple[str, str] | None:
         # sinal"): asked as a question is
         sentences = [x.strip() for x in re.split(r"[.!?\n]+", message) if x.strip()]
         last = sentences[-1] if len(sentences) >= 2 else ""
-        if not _REQUEST.match(normalize_chat(last)):
-            return None
-        piece = last
+        if _REQUEST.match(normalize_chat(last)):
+            piece = last
+        else:
+            piece = booking_order(message)
+            if not piece:
+                return None
+            wanted = i.detect_intent(piece).intent
+            # a booking asks what the business says about it, whatever the dictionary reads in it
+            return (piece, wanted if wanted in (i.PRICE, i.INFO, i.POLICY) else i.INFO)
     wanted = i.detect_intent(piece).intent
     return (piece, wanted) if wanted in (i.PRICE, i.INFO, i.POLICY) else None
 
@@ -1287,6 +1318,29 @@ def without_alternatives(text: str) -> str:
 
 
 _VERB_END = re.compile(r"(am|em|ar|er|ir)$")
+
+
+_COMPOUND = re.compile(r"\b([a-zà-ÿ]{2,})-([a-zà-ÿ]{4,})\b")
+
+
+def other_head_of_compound(message: str, text: str) -> set[str]:
+    """Stems of the message's words that name a hyphenated compound of ``text`` by another head: the
+    customer writes the head and its qualifier ("ticket refeição", "cartão alimentação") where the text
+    writes the same qualifier with its own head ("vale-refeição"), one name for one thing. Only the
+    first word of the pair (the head; Portuguese puts it first) is covered, and only when its qualifier
+    follows it at once: "vinho branco" is not said by "vinho-rosé" (the qualifier differs: a sibling)."""
+    compounds = {(fold(h), fold(q)) for h, q in _COMPOUND.findall(text.lower())}
+    if not compounds:
+        return set()
+    tokens = normalize_chat(message).split()
+    out: set[str] = set()
+    for head, qualifier in zip(tokens, tokens[1:]):
+        if head in STOPWORDS or len(head) < 3:
+            continue
+        if any(q == qualifier and h != head for h, q in compounds):
+            out.add(stem(head))
+    return out
+
 
 
 def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:

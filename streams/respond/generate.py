@@ -181,6 +181,8 @@ class OfflineComposer:
             return None
         piece, intent = carried
         picked = self.pick_sentences(piece, r.chunks, intent, hint=preference_hint(r.memories))
+        if piece == compose.booking_order(r.message):   # "pode agendar sabado 9h": that day's hours, or nothing
+            picked = [u for u in picked if compose.hours_of_booked_day(piece, u.text)][:1]
         return compose.answer_text(piece, picked) if picked else None
 
     MAX_UNITS = 3
@@ -446,6 +448,8 @@ class OfflineComposer:
         ``synonym_similarity`` ("pavor" → "medo", "lugar" → "vaga"; not "nutella" → "doce";
         stopwords of ``text`` are left out, and so are the members of a list of alternatives in it:
         "branco" is not said by "vinho rosé; vinho tinto", a sibling). False without an embedder."""
+        if stems and not set(stems) - compose.other_head_of_compound(message, text):
+            return True   # "ticket refeição" is the text's "vale-refeição", by another head
         if self.embedder is None or not stems:
             return False
         asked = sorted({t for t in compose.normalize_chat(message).split() if compose.stem(t) in stems})

@@ -981,3 +981,51 @@ def test_an_either_or_question_answered_by_neither_option_is_handed_over():
     assert ask("as tomadas do salao sao 110 ou 220? vou levar meu secador", "info_request", SALON) \
         == FALLBACK_NO_KNOWLEDGE
     assert "elevador" in ask("minha mae usa bengala, o salao fica no terreo ou tem elevador?", "info_request", SALON)
+
+
+THEATRE = """# Ingressos
+
+Vendemos ingressos na bilheteria e pelo site.
+Formas de pagamento: Pix, cartão de débito e de crédito. Não aceitamos vale-cultura nem cheque.
+A meia-entrada vale para estudantes e professores, com documento."""
+
+
+def test_a_hyphenated_compound_named_by_another_head_is_no_unknown_word():
+    """"aceitam voucher cultura?": the customer names the text's "vale-cultura" with another head before
+    the same qualifier; the word is no unknown item (the "no" answers it), while a sibling ("vinho
+    branco" for "vinho-rosé": the qualifier differs) or a qualifier alone is not covered."""
+    assert "não aceitamos vale-cultura" in ask("oi, vcs aceitam voucher cultura?", "policy", THEATRE)
+    assert ask("aceitam bitcoin?", "policy", THEATRE) == FALLBACK_NO_KNOWLEDGE
+    from streams.respond.compose import other_head_of_compound
+
+    assert other_head_of_compound("aceitam voucher cultura?", THEATRE) == {"vouch"}
+    assert other_head_of_compound("tem vinho branco?", "Servimos vinho-rosé.") == set()
+    assert "vouch" not in other_head_of_compound("aceitam cultura voucher?", THEATRE)
+
+
+BARBER = """# Horários
+
+- Segunda a sexta: das 9h às 19h.
+- Sábado: das 8h às 13h.
+
+Corte masculino: R$ 45,00. Corte infantil: R$ 35,00.
+- Domingo: fechado.
+
+# Agendamento
+
+Para agendar, pedimos um sinal de R$ 20,00 pelo Pix."""
+
+
+def test_a_confirmation_booking_a_day_is_answered_with_that_day_s_hours(use_embedder):
+    """"show, pode marcar o corte do meu filho pro sabado 10h, valeu!": a booking put as an order carries
+    what the business says of that day's hours; a booking naming no day ("fechado, pode agendar") and a
+    line on something else (the deposit) leave the courtesy reply alone."""
+    msg = "show, pode marcar o corte do meu filho pro sabado 10h, valeu!"
+    assert ask_with(use_embedder, msg, "confirmation", BARBER) == "Perfeito! Sábado: das 8h às 13h."
+    from streams.respond.compose import booking_order, carried_question
+
+    assert booking_order(msg) == "pode marcar o corte do meu filho pro sabado 10h"
+    assert carried_question(msg) is not None        # the plan searches the knowledge
+    assert booking_order("fechado, pode agendar") == "" and carried_question("fechado, pode agendar") is None
+    text = ask_with(use_embedder, "blz, pode marcar sexta as 15h, obg", "confirmation", "# Agendamento\n\nPara agendar, pedimos um sinal de R$ 20,00 pelo Pix.")
+    assert "sinal" not in text and text.startswith("Perfeito!")
