@@ -55,10 +55,13 @@ schemas: install
 	$(PY) -m schemas.export
 
 PROVIDER ?= rules
+# CORPUS: folders to score instead of examples/dev and examples/heldout (space-separated), e.g.
+# `make eval CORPUS=examples/dev PROVIDER=openai` keeps a paid endpoint off the held-out half.
+CORPUS ?=
 
 # Every quality figure on examples/dev and examples/heldout, one table (PROVIDER=openai: the chat endpoint).
 eval: install
-	$(PY) -m streams.evaluation --provider $(PROVIDER)
+	$(PY) -m streams.evaluation --provider $(PROVIDER) $(foreach c,$(CORPUS),--corpus $(c))
 
 # Reproducible training from examples/dev only (artefacts in streams/learn/models/, versioned).
 # The learnt fact extractor, the contradiction judge, the prompts' labelled examples and the intent classifier.
