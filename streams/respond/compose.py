@@ -637,6 +637,16 @@ def denies_whole_kind(text: str, other_names: set[str], asked: set[str] | None =
 _CLAUSE_END = re.compile(r"(?<=[?!.])\s+|\s*\n\s*")   # a line break ends a clause too (one chat line, one thought)
 
 
+# what thanks, acknowledges or greets ("ok obrigado!", "blz valeu", "perfeito"), besides the stopwords
+_COURTESY = frozenset("""ok okay okk blz beleza valeu vlw obrigado obrigada obrigadao obg obgd grato grata agradeco certo
+certinho combinado perfeito otimo show entendi top massa legal opa eai salve fechou fechado tchau""".split())
+
+
+def _courtesy(clause: str) -> bool:
+    """A clause made of greeting, thanks and acknowledgement only ("ok obrigado!", "oi boa tarde tudo bem?")."""
+    return all(t in STOPWORDS or t in _COURTESY or len(t) < 2 for t in normalize_chat(clause).split())
+
+
 def question_part(message: str) -> str:
     """The clauses of a message that ask something, when it also tells things around the
     question ("tem elevador? minha esposa tem problema no joelho", "vcs vendem vale presente?
@@ -646,8 +656,10 @@ def question_part(message: str) -> str:
     but what the knowledge does not say about it is no reason to hand over. A message with no
     question mark, or with nothing else, is returned whole."""
     clauses = [c for c in _CLAUSE_END.split(message.strip()) if c.strip()]
-    # courtesy ("oi boa tarde tudo bem?", "obg!") names nothing: it is never the question
-    said = [c for c in clauses if _question_words(c)[1] or _PRICE_Q.search(normalize_chat(c))]   # "cobra alguma coisa" asks
+    # courtesy ("oi boa tarde tudo bem?", "obg!", "ok obrigado!") names nothing: it is never the question; a
+    # clause that asks with common words only ("vcs abrem amanha?") still asks
+    said = [c for c in clauses if not _courtesy(c) and (_question_words(c)[1] or "?" in c
+                                                        or _PRICE_Q.search(normalize_chat(c)))]   # "cobra alguma coisa" asks
     if said and len(said) < len(clauses):
         clauses = said
         message = " ".join(said)

@@ -1029,3 +1029,13 @@ def test_a_confirmation_booking_a_day_is_answered_with_that_day_s_hours(use_embe
     assert booking_order("fechado, pode agendar") == "" and carried_question("fechado, pode agendar") is None
     text = ask_with(use_embedder, "blz, pode marcar sexta as 15h, obg", "confirmation", "# Agendamento\n\nPara agendar, pedimos um sinal de R$ 20,00 pelo Pix.")
     assert "sinal" not in text and text.startswith("Perfeito!")
+
+
+def test_question_part_keeps_the_question_around_courtesy():
+    # thanks or an acknowledgement before the question is not what is asked, even when the question
+    # names common words only ("abrem", "amanha")
+    assert question_part("ok obrigado! vcs abrem amanha?") == "vcs abrem amanha?"
+    assert question_part("blz valeu!! e domingo, abre?") == "e domingo, abre?"
+    assert question_part("perfeito, obrigada! qual o endereco?") == "qual o endereco?"
+    assert question_part("vcs abrem amanha? obrigado!") == "vcs abrem amanha?"
+    assert question_part("ok obrigado!") == "ok obrigado!"   # nothing else: whole
