@@ -1039,3 +1039,32 @@ def test_question_part_keeps_the_question_around_courtesy():
     assert question_part("perfeito, obrigada! qual o endereco?") == "qual o endereco?"
     assert question_part("vcs abrem amanha? obrigado!") == "vcs abrem amanha?"
     assert question_part("ok obrigado!") == "ok obrigado!"   # nothing else: whole
+
+
+FLOWERS = """# Entregas
+
+A floricultura entrega num raio de até 10 km.
+
+- Loja Vila Rica atende: Vila Rica, Bosque, Jardim Primavera e Centro.
+- Loja Serra atende: Serra, Mirante e Alto da Boa Vista.
+- Acima de 10 km não entregamos, nem com taxa extra.
+
+# Garantia
+
+- Pontualidade: se a entrega passar de 60 minutos do horário combinado, o cliente ganha um cartão de R$ 20,00.
+- Trocas: flores murchas são trocadas em até 24 horas."""
+
+
+def test_a_quantity_told_counts_for_the_limit_that_holds_it():
+    """"moro a uns 14 km da vila rica, vcs levam?": the place told names the area line, but the distance
+    told is what the limit "Acima de 10 km não entregamos" holds; "1h20" (in hours and minutes) is what
+    "passar de 60 minutos" holds."""
+    from streams.respond.compose import normalize_chat, range_fit
+
+    assert range_fit(normalize_chat("a entrega atrasou 1h20, ganho algo?"), "passar de 60 minutos") is True
+    assert range_fit(normalize_chat("atrasou uns 40 min"), "passar de 60 minutos") is False
+    assert range_fit(normalize_chat("chego as 10h20"), "passar de 60 minutos") is None   # a time of day
+    text = ask("moro num sitio a uns 14 km da vila rica, se eu pagar a mais vcs levam?", "info_request", FLOWERS)
+    assert "Acima de 10 km não entregamos" in text
+    text = ask("as flores chegaram 1h20 depois do horario, ganho alguma coisa?", "policy", FLOWERS)
+    assert "R$ 20,00" in text
