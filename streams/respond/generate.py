@@ -283,12 +283,16 @@ class OfflineComposer:
         if denial is None:
             denial = self._limit_over_price(message, ranked, best, intent)
         out = [denial] + best[: self.max_sentences - 1] if denial is not None else best
-        held = self._limit_holding_quantity(message, scored, out, intent)
-        if held is not None:
-            out = [held] + [u for u in out if u != held][: self.max_sentences - 1]
+        out = self._quantity_first(message, scored, out, intent)
         if quoted is not None:
             out = [quoted] + [u for u in out if u != quoted][: self.max_sentences - 1]
         return out
+
+    def _quantity_first(self, message: str, scored: Sequence[compose.Scored], out: list[compose.Unit],
+                        intent: str) -> list[compose.Unit]:
+        """``out`` with the line whose limit holds the quantity told first (``_limit_holding_quantity``)."""
+        held = self._limit_holding_quantity(message, scored, out, intent)
+        return out if held is None else [held] + [u for u in out if u != held][: self.max_sentences - 1]
 
     @staticmethod
     def _limit_holding_quantity(message: str, scored: Sequence[compose.Scored], out: list[compose.Unit],
