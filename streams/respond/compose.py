@@ -637,6 +637,16 @@ def denies_whole_kind(text: str, other_names: set[str], asked: set[str] | None =
 _CLAUSE_END = re.compile(r"(?<=[?!.])\s+|\s*\n\s*")   # a line break ends a clause too (one chat line, one thought)
 
 
+# what thanks, acknowledges or greets ("ok obrigado!", "blz valeu", "perfeito"), besides the stopwords
+_COURTESY = frozenset("""ok okay okk blz beleza valeu vlw obrigado obrigada obrigadao obg obgd grato grata agradeco certo
+certinho combinado perfeito otimo show entendi top massa legal opa eai salve fechou fechado tchau""".split())
+
+
+def _courtesy(clause: str) -> bool:
+    """A clause made of greeting, thanks and acknowledgement only ("ok obrigado!", "oi boa tarde tudo bem?")."""
+    return all(t in STOPWORDS or t in _COURTESY or len(t) < 2 for t in normalize_chat(clause).split())
+
+
 def question_part(message: str) -> str:
     """The clauses of a message that ask something, when it also tells things around the
     question ("tem elevador? minha esposa tem problema no joelho", "vcs vendem vale presente?
@@ -646,8 +656,10 @@ def question_part(message: str) -> str:
     but what the knowledge does not say about it is no reason to hand over. A message with no
     question mark, or with nothing else, is returned whole."""
     clauses = [c for c in _CLAUSE_END.split(message.strip()) if c.strip()]
-    # courtesy ("oi boa tarde tudo bem?", "obg!") names nothing: it is never the question
-    said = [c for c in clauses if _question_words(c)[1] or _PRICE_Q.search(normalize_chat(c))]   # "cobra alguma coisa" asks
+    # courtesy ("oi boa tarde tudo bem?", "obg!", "ok obrigado!") names nothing: it is never the question; a
+    # clause that asks with common words only ("vcs abrem amanha?") still asks
+    said = [c for c in clauses if not _courtesy(c) and (_question_words(c)[1] or "?" in c
+                                                        or _PRICE_Q.search(normalize_chat(c)))]   # "cobra alguma coisa" asks
     if said and len(said) < len(clauses):
         clauses = said
         message = " ".join(said)
@@ -977,13 +989,17 @@ def chunk_words(text: str) -> frozenset[str]:
     return _stems(text)
 
 
-_MEASURE = r"(km|kg|kgs|kilos?|quilos?|cm|h|horas?|pessoas|dias|anos|meses|fatias)"
+_MEASURE = r"(km|kg|kgs|kilos?|quilos?|cm|h|horas?|min|minutos?|pessoas|dias|anos|meses|fatias)"
 _NUM = r"(\d+(?:[.,]\d+)?)"
 _Q_AMOUNT = re.compile(_NUM + r"\s*" + _MEASURE + r"\b")
 _RANGES = [
     (re.compile(r"\bate " + _NUM + r"\s*" + _MEASURE), lambda a: (0.0, a)),
-    (re.compile(r"\b(?:acima de|mais de|a partir de) " + _NUM + r"\s*" + _MEASURE), lambda a: (a, math.inf)),
+    # "acima de 6 km", "se a entrega passar de 80 minutos": a limit from below
+    (re.compile(r"\b(?:acima de|mais de|a partir de|passar de|passa de|passe de|ultrapassar|ultrapassa) " + _NUM
+                + r"\s*" + _MEASURE), lambda a: (a, math.inf)),
 ]
+# a length of time told in hours and minutes ("1h30", "1h 30min", "2 horas"), not a time of day ("às 10h20")
+_HOURS_MINUTES = re.compile(r"(?<!as )(?<!umas )(?<!pelas )(?<!das )(?<!ate )\b(\d{1,2}) ?h(?:oras?)? ?(\d{2})?(?: ?min(?:utos)?)?\b")
 _BETWEEN = re.compile(r"\b(?:de )?" + _NUM + r"\s*" + _MEASURE + r"? a " + _NUM + r"\s*" + _MEASURE)
 
 
@@ -992,7 +1008,16 @@ def _num(x: str) -> float:
 
 
 def _unit_of(m: str) -> str:
-    return {"hora": "h", "horas": "h", "kgs": "kg", "kilo": "kg", "kilos": "kg", "quilo": "kg", "quilos": "kg"}.get(m, m)
+    return {"hora": "h", "horas": "h", "kgs": "kg", "kilo": "kg", "kilos": "kg", "quilo": "kg", "quilos": "kg",
+            "minuto": "min", "minutos": "min"}.get(m, m)
+
+
+def _asked_amounts(question_norm: str) -> list[tuple[float, str]]:
+    """The quantities a question states, each with its measure; a length of time in hours is in minutes
+    too ("1h30" → 90 min), so a limit stated in minutes ("passar de 80 minutos") holds it or not."""
+    asked = [(_num(a), _unit_of(m)) for a, m in _Q_AMOUNT.findall(question_norm)]
+    asked += [(int(h) * 60 + int(mm or 0), "min") for h, mm in _HOURS_MINUTES.findall(question_norm)]
+    return asked
 
 
 def range_match(question_norm: str, unit_folded: str) -> bool:
@@ -1005,7 +1030,7 @@ def range_fit(question_norm: str, unit_folded: str) -> bool | None:
     """True: a quantity of the question falls in a range the unit states; False: the unit
     states ranges of that measure and none holds it ("até 15 kg" for "30kg"); None: no
     quantity asked or no range of its measure stated."""
-    asked = [(_num(a), _unit_of(m)) for a, m in _Q_AMOUNT.findall(question_norm)]
+    asked = _asked_amounts(question_norm)
     if not asked:
         return None
     spans: list[tuple[float, float, str]] = []
@@ -1093,7 +1118,7 @@ def _asked(q: str) -> _Asked:
     duration = bool(_DURATION_Q.search(q))
     return _Asked(price=bool(_PRICE_Q.search(q)), timed=deadline or duration, yes_no=not _WH.search(q),
                   duration=duration and not deadline, hours=_asks_hours(q), deadline=deadline,
-                  day=bool(_DAY_Q.search(q)), address=bool(_ADDRESS_Q.search(q)), amounts=bool(_Q_AMOUNT.search(q)),
+                  day=bool(_DAY_Q.search(q)), address=bool(_ADDRESS_Q.search(q)), amounts=bool(_asked_amounts(q)),
                   clock=bool(clock_asked(q)))
 
 

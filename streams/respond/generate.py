@@ -283,9 +283,32 @@ class OfflineComposer:
         if denial is None:
             denial = self._limit_over_price(message, ranked, best, intent)
         out = [denial] + best[: self.max_sentences - 1] if denial is not None else best
+        out = self._quantity_first(message, scored, out, intent)
         if quoted is not None:
             out = [quoted] + [u for u in out if u != quoted][: self.max_sentences - 1]
         return out
+
+    def _quantity_first(self, message: str, scored: Sequence[compose.Scored], out: list[compose.Unit],
+                        intent: str) -> list[compose.Unit]:
+        """``out`` with the line whose limit holds the quantity told first (``_limit_holding_quantity``)."""
+        held = self._limit_holding_quantity(message, scored, out, intent)
+        return out if held is None else [held] + [u for u in out if u != held][: self.max_sentences - 1]
+
+    @staticmethod
+    def _limit_holding_quantity(message: str, scored: Sequence[compose.Scored], out: list[compose.Unit],
+                                intent: str) -> compose.Unit | None:
+        """"moro uns 8 km da vila nova, vcs trazem?", "a pizza chegou 1h30 depois, ganho algo?": a quantity
+        told (km, minutes or hours, kg, years, people) that a line's limit or range holds ("Acima de 6 km não
+        entregamos", "se a entrega passar de 80 minutos ...") while the line picked states no range of that
+        measure (it was found by the story's place names or breed): the line whose limit holds the quantity
+        answers, first. Only a line naming a word of the question; None when the first line picked holds it."""
+        if not out or intent in (i.GENERAL, i.OBJECTION):
+            return None
+        norm = compose.normalize_chat(message)
+        if compose.range_fit(norm, compose.fold(out[0].text)) is True:
+            return None
+        holding = [s for s in scored if s.focus_hits and compose.range_fit(norm, compose.fold(s.unit.text)) is True]
+        return max(holding, key=lambda s: (s.score, -s.unit.order)).unit if holding else None
 
     @staticmethod
     def _priced_as_named(message: str, scored: Sequence[compose.Scored]) -> compose.Unit | None:

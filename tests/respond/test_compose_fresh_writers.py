@@ -1029,3 +1029,42 @@ def test_a_confirmation_booking_a_day_is_answered_with_that_day_s_hours(use_embe
     assert booking_order("fechado, pode agendar") == "" and carried_question("fechado, pode agendar") is None
     text = ask_with(use_embedder, "blz, pode marcar sexta as 15h, obg", "confirmation", "# Agendamento\n\nPara agendar, pedimos um sinal de R$ 20,00 pelo Pix.")
     assert "sinal" not in text and text.startswith("Perfeito!")
+
+
+def test_question_part_keeps_the_question_around_courtesy():
+    # thanks or an acknowledgement before the question is not what is asked, even when the question
+    # names common words only ("abrem", "amanha")
+    assert question_part("ok obrigado! vcs abrem amanha?") == "vcs abrem amanha?"
+    assert question_part("blz valeu!! e domingo, abre?") == "e domingo, abre?"
+    assert question_part("perfeito, obrigada! qual o endereco?") == "qual o endereco?"
+    assert question_part("vcs abrem amanha? obrigado!") == "vcs abrem amanha?"
+    assert question_part("ok obrigado!") == "ok obrigado!"   # nothing else: whole
+
+
+FLOWERS = """# Entregas
+
+A floricultura entrega num raio de até 10 km.
+
+- Loja Vila Rica atende: Vila Rica, Bosque, Jardim Primavera e Centro.
+- Loja Serra atende: Serra, Mirante e Alto da Boa Vista.
+- Acima de 10 km não entregamos, nem com taxa extra.
+
+# Garantia
+
+- Pontualidade: se a entrega passar de 60 minutos do horário combinado, o cliente ganha um cartão de R$ 20,00.
+- Trocas: flores murchas são trocadas em até 24 horas."""
+
+
+def test_a_quantity_told_counts_for_the_limit_that_holds_it():
+    """"moro a uns 14 km da vila rica, vcs levam?": the place told names the area line, but the distance
+    told is what the limit "Acima de 10 km não entregamos" holds; "1h20" (in hours and minutes) is what
+    "passar de 60 minutos" holds."""
+    from streams.respond.compose import normalize_chat, range_fit
+
+    assert range_fit(normalize_chat("a entrega atrasou 1h20, ganho algo?"), "passar de 60 minutos") is True
+    assert range_fit(normalize_chat("atrasou uns 40 min"), "passar de 60 minutos") is False
+    assert range_fit(normalize_chat("chego as 10h20"), "passar de 60 minutos") is None   # a time of day
+    text = ask("moro num sitio a uns 14 km da vila rica, se eu pagar a mais vcs levam?", "info_request", FLOWERS)
+    assert "Acima de 10 km não entregamos" in text
+    text = ask("as flores chegaram 1h20 depois do horario, ganho alguma coisa?", "policy", FLOWERS)
+    assert "R$ 20,00" in text
