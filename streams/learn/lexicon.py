@@ -418,7 +418,7 @@ CHANGE_CUES: list[tuple[str, str]] = [
     # restates the old fact more often than it ends it; kept apart from "again" so the judge weighs it alone
     ("repeat", r"\bd[ei]? ?novo\b|\bnovament\w*|(?<!\bda )(?<!\bna )(?<!\bduma )\boutra vez\b|\bmais uma vez\b|\bagain\b"),
     ("stopped", r"\bpar(?:ou|ei|amos|aram) de\b|\bdeix(?:ou|ei|amos|aram) de\b|\blarg(?:ou|uei|amos|aram)\b|\bdesist\w+|"
-                r"\bcans(?:ou|ei|amos|aram) d\w*|\benjo(?:ou|ei|amos|aram) d\w*|\babandon\w+|\bcort(?:ou|ei|amos) (?:o|a|os|as)\b|"
+                r"\bcans(?:ou|ei|amos|aram) d\w*|\benjo(?:ou|ei|amos|aram) d\w*|\babandon\w+|\bcort(?:ou|ei|amos) (?:o|a|os|as)\b(?! (?:unha|cabelo|pelo|barba|franja|grama)s?\b)|"
                 r"\bquit\b|\bstopped\b|\bgave up\b"),
     ("no_longer", r"\bnao\b[^.;]{0,40}\bmais\b|\bja nao\b|\bnunca mais\b|\bno longer\b|\bnot any ?more\b"),
     ("switched", r"\btroc(?:ou|ei|amos|aram)\b|\bmud(?:ou|ei|amos|aram)\b|\bse mud\w+|\bvir(?:ou|ei)\b|\bpass(?:ou|ei|amos|aram) a\b|"
