@@ -44,7 +44,7 @@ def test_a_repeated_action_is_a_cue_of_its_own_not_a_return_to_a_state(text):
     ("voltou a fumar", {"again"}),
     ("voltei a fumar de novo", {"again", "repeat"}),
     ("retomou a dieta", {"again"}),
-    ("me confundi da outra vez", set()),        # "the other time", not a repeat
+    ("me confundi da outra vez", {"corrected"}),  # "the other time", not a repeat ("me confundi" corrects: h-con5)
     ("o novo garçom", set()),
 ])
 def test_return_to_a_state_and_repeat_are_told_apart(text, cues):
@@ -189,7 +189,7 @@ def test_counterfactual_clauses_are_removed_and_facts_kept():
     ("liberei o glúten faz um mês", "cleared"),
     ("consertaram o chuveiro ontem", "cleared"),
     ("arrumaram a janela do quarto", "cleared"),
-    ("minha mãe voltou de vez pra Recife", "again"),
+    ("minha mãe voltou de vez pro Recife", "again"),
     ("passei em direito na federal!!", "finished"),
     ("fui aprovada no concurso", "finished"),
     ("minha irmã veio morar comigo", "moved"),
