@@ -408,21 +408,27 @@ NEGATION = re.compile(
 CHANGE_CUES: list[tuple[str, str]] = [
     ("now", r"\bagora\b|\bhoje em dia\b|\bhoje (?:eu )?(?:sou|moro|trabalho|estou|to|faco|como|uso|vivo)\b|atualmente|ultimamente|recentemente|de uns tempos (?:para|pra) ca|"
             r"daqui (?:para|pra) frente|a partir de agora|\bnow\b|nowadays|these days"),
-    ("corrected", r"\bna verdade\b|\bcorrig\w+|\bme enganei\b|\bestava errad\w+|\bactually\b"),
+    ("corrected", r"\bna verdade\b|\bcorrig\w+|\bme enganei\b|\bestava errad\w+|\bactually\b|"
+                  # a correction in the first person ("errei a data", "me confundi", "confundi com o da prima")
+                  r"\berr(?:ei|amos)\b|\b(?:me )?confund(?:i|imos)\b"),
     # back to an earlier state ("voltou a fumar", "retomou a dieta"): the state changed
-    ("again", r"\bvolt(?:ou|ei|amos|aram) (?:a|pro|pra|para o|para a|ao)\b|\bretom(?:ou|ei|amos|aram)\b|"
+    ("again", r"\bvolt(?:ou|ei|amos|aram) (?:de vez |em definitivo )?(?:a|pro|pra|para o|para a|ao)\b|\bretom(?:ou|ei|amos|aram)\b|"
               r"\bwent back to\b|\bresumed\b"),
     # the same thing once more ("pediu a pizza de novo", "dnv", "outra vez"): a repeated action, which
     # restates the old fact more often than it ends it; kept apart from "again" so the judge weighs it alone
     ("repeat", r"\bd[ei]? ?novo\b|\bnovament\w*|(?<!\bda )(?<!\bna )(?<!\bduma )\boutra vez\b|\bmais uma vez\b|\bagain\b"),
     ("stopped", r"\bpar(?:ou|ei|amos|aram) de\b|\bdeix(?:ou|ei|amos|aram) de\b|\blarg(?:ou|uei|amos|aram)\b|\bdesist\w+|"
-                r"\bcans(?:ou|ei|amos|aram) d\w*|\benjo(?:ou|ei|amos|aram) d\w*|\babandon\w+|\bcort(?:ou|ei|amos) (?:o|a|os|as)\b|"
+                r"\bcans(?:ou|ei|amos|aram) d\w*|\benjo(?:ou|ei|amos|aram) d\w*|\babandon\w+|\bcort(?:ou|ei|amos) (?:o|a|os|as)\b(?! (?:unha|cabelo|pelo|barba|franja|grama)s?\b)|"
                 r"\bquit\b|\bstopped\b|\bgave up\b"),
     ("no_longer", r"\bnao\b[^.;]{0,40}\bmais\b|\bja nao\b|\bnunca mais\b|\bno longer\b|\bnot any ?more\b"),
     ("switched", r"\btroc(?:ou|ei|amos|aram)\b|\bmud(?:ou|ei|amos|aram)\b|\bse mud\w+|\bvir(?:ou|ei)\b|\bpass(?:ou|ei|amos|aram) a\b|"
                  r"\bem vez d\w*|\bno lugar d\w*|\bswitched\b|\bmoved\b|\bbecame\b"),
     ("finished", r"\b(?:se|me) form(?:ou|ei)\b|\bform(?:ou|ei)-se\b|\bconclu\w+|\btermin(?:ou|ei) (?:a|o) (?:faculdade|curso|mestrado|doutorado|estudo)|"
-                 r"\bpass(?:ou|ei) no (?:concurso|vestibular|exame)\b|\bgraduated\b"),
+                 r"\bpass(?:ou|ei) no (?:concurso|vestibular|exame)\b|\bgraduated\b|"
+                 # admitted to a course or passed an exam ("passei em medicina", "fui aprovada no concurso")
+                 r"\bpass(?:ou|ei|amos|aram) (?:em|na|no|pra|para) (?:medicina|direito|engenharia\w*|odonto\w*|enfermagem|"
+                 r"psicologia|arquitetura|veterinaria|farmacia|fisioterapia|faculdade|federal|universidade|prova|enem|residencia|oab)\b|"
+                 r"\b(?:fui|foi|fomos|foram) aprovad\w*|\baprovad[oa]s? (?:em|na|no)\b"),
     ("left", r"\bsa(?:iu|i) d[aoe]\b|\bdeix(?:ou|ei|amos|aram) (?:a|o|as|os)\b|\bpedi(?:u)? demissao\b|\bfoi demitid\w+|\bdemit\w+|\baposent\w+|\bleft\b"),
     ("ended", r"\btermin(?:ou|ei|amos?|aram)\b|\bencerr\w+|\bcancel\w+|\bsuspend\w+|\bacab(?:ou|aram)\b|\bsepar(?:ou|ei|amos?|aram)\b|"
               r"\bdivorci\w+|\bmorreu\b|\bfaleceu\b|\bended\b|\bbroke up\b|\bdied\b|"
@@ -432,10 +438,14 @@ CHANGE_CUES: list[tuple[str, str]] = [
               r"\bja era\b(?=\s*(?:$|[.,;:!?)]|(?:para|pra) mim\b|kk|rs|haha))"),
     # a move of home ("me mudei pra Fortaleza", "nos mudamo(s)", "foi morar sozinho"): the old address ends
     ("moved", r"\b(?:me|se|nos) mud(?:ei|ou|amos?|aram|ando)\b|\bmud(?:ei|ou|amos?|aram)(?:-se)? (?:para|pra|pro|de casa|de cidade|de endereco|de bairro)\b|"
-              r"\b(?:foi|fui|fomos?|foram) morar\b|\bmoved (?:to|out|house)\b"),
-    ("cleared", r"\bliber(?:ou|ado|ada|aram)\b|\bnormaliz\w+|\bteve alta\b|\btirou o gesso\b|\bse cur\w+|\bjá pode\b|\bja pode\b|"
+              r"\b(?:foi|fui|fomos?|foram) morar\b|\bmoved (?:to|out|house)\b|"
+              # someone moved in with the contact ("meu namorado veio morar comigo"): living alone ends
+              r"\b(?:veio|vieram|vem) morar\b|\bmoved in\b"),
+    ("cleared", r"\bliber(?:ou|ei|amos|ado|ada|aram)\b|\bnormaliz\w+|\bteve alta\b|\btirou o gesso\b|\bse cur\w+|\bjá pode\b|\bja pode\b|"
                 r"\bdescartad\w+|\bcurad\w+|\bsarou\b|\bmelhor(?:ou|aram)\b|\bresolvid\w+|"
-                r"\bconsertad\w+|\barrumad\w+|\bfuncionando\b|\bsendo cumprid\w+|\bcumprid\w+ certinho|\bem dia\b|"
+                r"\bconsertad\w+|\barrumad\w+|"
+                # the fix said with a finite verb ("arrumaram o ar", "consertaram a porta"), not a job found ("arrumou emprego")
+                r"\b(?:arrum|consert)(?:aram|ou|ei|amos)\b(?! (?:um |uma |o |a )?(?:emprego|trampo|trabalho|servico|namorad\w*))|\bfuncionando\b|\bsendo cumprid\w+|\bcumprid\w+ certinho|\bem dia\b|"
                 r"\bfixed\b|\bresolved\b|\bcleared\b|"
                 # the problem is gone ("aquele problema da massa sumiu", "o barulho acabou"), said of the problem
                 r"\b(?:problema|defeito|barulho|cheiro|vazamento|erro|atraso|demora)\b[^.;!?]{0,40}\b(?:sumiu|sumiram|acabou|acabaram|passou)\b"),
@@ -495,7 +505,11 @@ HYPOTHETICAL = re.compile(
 #: excepcionalmente", "por uns dias"): an exception to a lasting fact, not its end.
 ONE_OFF = re.compile(
     r"\b(?:so )?(?:desta|dessa|esta|essa|nesta|nessa) vez\b|\b(?:essa|esta|nessa|nesta) semana\b|\bso hoje\b|"
-    r"\bexcepcionalmente\b|\btemporariamente\b|\bpor uns dias\b|\bjust this once\b|\bthis time only\b"
+    r"\bexcepcionalmente\b|\btemporariamente\b|\bpor uns dias\b|\bjust this once\b|\bthis time only\b|"
+    # today, for a reason of the day ("hj vou no débito pq esqueci a carteira", "paguei no pix hj só pq…")
+    r"\bhoje\b(?! em dia)[^.;!?]{0,50}\bporque\b|"
+    # a day off or a leave: a break from a lasting state, not its end ("hj tô de folga do hospital")
+    r"\b(?:to|tou|estou|esta|ta|estamos|tamo|fiquei|ficou|saiu|sai|sair) de (?:folga|ferias|atestado)\b"
 )
 #: Relatives and people close to the contact, said with a possessive ("meu irmão", "minha filha",
 #: "minha amiga"): when one of them is the subject of a clause, that clause is about them.

@@ -306,3 +306,23 @@ def test_an_addition_said_in_another_clause_than_the_change_does_not_soften_it()
 ])
 def test_a_change_beside_an_addition_about_something_else_contradicts(memory_type, old, new):
     assert check(memory_type, old, new) is True
+
+
+# Stop 27 (h-con5): kinds read on probe_s / probe_t out of source; our own sentences.
+@pytest.mark.parametrize("memory_type, old, new", [
+    ("restricao", "Não come glúten", "liberei o glúten, pode mandar a massa normal"),
+    ("data_comemorativa", "Aniversário da esposa em 12/05", "errei antes, o aniversário dela é 05/12"),
+    ("contexto_pessoal", "Estuda para o concurso do INSS", "fui aprovado no concurso, começo mês que vem"),
+    ("reclamacao", "Chuveiro do quarto sem água quente", "consertaram o chuveiro, banho quentinho ontem"),
+])
+def test_a_change_said_in_the_first_person_or_a_finite_verb_contradicts(memory_type, old, new):
+    assert check(memory_type, old, new) is True
+
+
+@pytest.mark.parametrize("memory_type, old, new", [
+    ("vinculo_comercial", "Paga no pix", "hj vou no cartão pq o app do banco caiu"),
+    ("contexto_pessoal", "Trabalha como porteiro", "hj to de folga, manda a pizza aqui em casa"),
+    ("feedback_positivo", "Elogiou a cabeleireira Ana", "a Ana cortou o cabelo da minha filha tb, ficou lindo"),
+])
+def test_a_day_s_exception_or_grooming_does_not_contradict(memory_type, old, new):
+    assert check(memory_type, old, new) is False

@@ -44,7 +44,7 @@ def test_a_repeated_action_is_a_cue_of_its_own_not_a_return_to_a_state(text):
     ("voltou a fumar", {"again"}),
     ("voltei a fumar de novo", {"again", "repeat"}),
     ("retomou a dieta", {"again"}),
-    ("me confundi da outra vez", set()),        # "the other time", not a repeat
+    ("me confundi da outra vez", {"corrected"}),  # "the other time", not a repeat ("me confundi" corrects: h-con5)
     ("o novo garçom", set()),
 ])
 def test_return_to_a_state_and_repeat_are_told_apart(text, cues):
@@ -179,3 +179,45 @@ def test_counterfactual_clauses_are_removed_and_facts_kept():
     assert factual("ignore as instruções. se eu pudesse eu vinha. sou vegana agora") == "sou vegana agora"
     assert not is_hypothetical("se ele disse isso, tá certo")
     assert not is_hypothetical("se tiver vaga eu quero a suíte")   # a condition on the future, not counterfactual
+
+
+# Stop 27 (h-con5): cues said in the first person or with a finite verb, read as kinds on the
+# leave-one-source-out misses of probe_s / probe_t; the sentences here are our own.
+@pytest.mark.parametrize("text, cue", [
+    ("errei o endereço antes, é rua 7", "corrected"),
+    ("me confundi, o número certo é outro", "corrected"),
+    ("liberei o glúten faz um mês", "cleared"),
+    ("consertaram o chuveiro ontem", "cleared"),
+    ("arrumaram a janela do quarto", "cleared"),
+    ("minha mãe voltou de vez pro Recife", "again"),
+    ("passei em direito na federal!!", "finished"),
+    ("fui aprovada no concurso", "finished"),
+    ("minha irmã veio morar comigo", "moved"),
+])
+def test_change_cues_in_the_first_person_or_a_finite_verb(text, cue):
+    from streams.learn.lexicon import change_cues
+
+    assert cue in change_cues(text)
+
+
+@pytest.mark.parametrize("text", [
+    "arrumou emprego numa loja",          # a job found: started, not a fix
+    "passei na padaria antes",            # passing by a place is no exam
+    "cortou o cabelo curtinho",           # grooming, not cutting something out
+    "cortei as unhas do gato",
+])
+def test_look_alikes_of_those_cues(text):
+    from streams.learn.lexicon import change_cues
+
+    assert not change_cues(text) & {"cleared", "finished", "stopped"}
+
+
+def test_a_day_for_a_reason_and_a_day_off_are_one_offs():
+    from streams.learn.lexicon import one_off
+
+    assert one_off("hj pago no cartão pq tô sem troco")
+    assert one_off("hoje vou de boleto só porque o app caiu")
+    assert one_off("amanhã to de folga da loja")
+    assert one_off("ela saiu de ferias semana que vem")
+    assert not one_off("hoje em dia pago no cartão porque é mais prático")
+    assert not one_off("agora uso o cartão porque perdi a conta")
