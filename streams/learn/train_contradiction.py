@@ -1,6 +1,6 @@
 """Train the offline contradiction judge (``make train``).
 
-    python -m streams.learn.train_contradiction [--pairs FILE ...] [--out PATH] [--check]
+    python -m streams.learn.train_contradiction [--pairs FILE ...] [--out PATH] [--check] [--no-report]
 
 Trains on the development pairs (``examples/dev/contradictions.jsonl``), the
 pairs written for the project outside the corpus
@@ -122,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=MODEL_FILE)
     parser.add_argument("--check", action="store_true",
                         help="retrain in memory and compare with --out instead of writing it (exit 1 if they differ)")
+    parser.add_argument("--no-report", action="store_true",
+                        help="skip the nested leave-one-source-out report (the artefact is the same; ~10x faster)")
     args = parser.parse_args(argv)
     if any("heldout" in p.resolve().parts for p in args.pairs):
         print("refusing to train on the held-out half", file=sys.stderr)
@@ -137,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"{args.out} is what {len(rows)} pairs ({', '.join(model['trained_on'])}) give")
         return 0
-    if len(set(sources)) > 1:
+    if len(set(sources)) > 1 and not args.no_report:
         per = nested_loso(rows, labels, sources)
         right, total = sum(r for r, _ in per.values()), sum(t for _, t in per.values())
         print(f"nested leave-one-source-out accuracy {right / total:.3f} ({right}/{total}): "
