@@ -149,8 +149,9 @@ class Env:
 
 
 # -- kafka helpers -------------------------------------------------------------
-def consume_all(settings: Settings, topic: str, expect: int, timeout: float = 30.0) -> list:
-    """Read a topic from the beginning (manual assignment, no group) until ``expect`` records."""
+def consume_all(settings: Settings, topic: str, expect: int, timeout: float = 120.0) -> list:
+    """Read a topic from the beginning (manual assignment, no group) until ``expect`` records (or ``timeout`` s:
+    it returns as soon as they are all there, so the bound only matters on a slow, loaded machine)."""
     from aiokafka import AIOKafkaConsumer
 
     async def run():
