@@ -412,7 +412,7 @@ CHANGE_CUES: list[tuple[str, str]] = [
                   # a correction in the first person ("errei a data", "me confundi", "confundi com o da prima")
                   r"\berr(?:ei|amos)\b|\b(?:me )?confund(?:i|imos)\b"),
     # back to an earlier state ("voltou a fumar", "retomou a dieta"): the state changed
-    ("again", r"\bvolt(?:ou|ei|amos|aram) (?:de vez |em definitivo )?(?:a|pro|pra|para o|para a|ao)\b|\bretom(?:ou|ei|amos|aram)\b|"
+    ("again", r"\bvolt(?:ou|ei|amos|aram) (?:de vez |em definitivo )?(?:a|pro|pra|para|ao)\b|\bretom(?:ou|ei|amos|aram)\b|"
               r"\bwent back to\b|\bresumed\b"),
     # the same thing once more ("pediu a pizza de novo", "dnv", "outra vez"): a repeated action, which
     # restates the old fact more often than it ends it; kept apart from "again" so the judge weighs it alone

@@ -50,6 +50,7 @@ READABLE = {"dev": "examples/dev/recall.jsonl", "train": "examples/train/recall.
             "probe_l": "examples/probe_l/recall.jsonl", "probe_m": "examples/probe_m/recall.jsonl",
             "probe_r": "examples/probe_r/recall.jsonl",
             "probe_s": "examples/probe_s/recall.jsonl", "probe_t": "examples/probe_t/recall.jsonl",
+            "probe_u": "examples/probe_u/recall.jsonl", "probe_v": "examples/probe_v/recall.jsonl",
             "written": "tests/respond/data/recall_written.jsonl"}
 
 

@@ -257,7 +257,7 @@ def test_the_readable_probes_train_the_intent_classifier_and_no_validation_or_re
 
     names = {p.parent.name for p in WRITTEN_FILES}
     assert set(READABLE_PROBES) <= names and not names & set(NEVER_TRAIN)
-    assert {"probe_l", "probe_m", "probe_r", "probe_s", "probe_t"} <= set(READABLE_PROBES)
+    assert {"probe_l", "probe_m", "probe_r", "probe_s", "probe_t", "probe_u", "probe_v"} <= set(READABLE_PROBES)
     assert {"probe_o", "probe_p", "probe_q", "heldout"} <= set(NEVER_TRAIN)
     for name in ("probe_o", "probe_q", "heldout"):
         with pytest.raises(ValueError):

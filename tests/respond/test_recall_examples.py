@@ -84,9 +84,10 @@ def test_shipped_examples_come_from_readable_sets_and_evaluation_leaves_its_own_
     rows = load_cases()
     assert rows and {r["source"] for r in rows} <= {"dev", "train", "probe_a", "probe_c", "written",
                                                     "probe_i", "probe_j", "probe_k", "probe_h",
-                                                    "probe_l", "probe_m", "probe_r", "probe_s", "probe_t"}
+                                                    "probe_l", "probe_m", "probe_r", "probe_s", "probe_t",
+                                                    "probe_u", "probe_v"}
     assert any(r["source"] == "probe_k" for r in rows)   # probe_k, a tuning set now, is in the examples
-    for s in ("probe_l", "probe_m", "probe_r", "probe_s", "probe_t"):   # tuning sets from stop 26/27: in the examples, left out when scored
+    for s in ("probe_l", "probe_m", "probe_r", "probe_s", "probe_t", "probe_u", "probe_v"):   # tuning sets from stop 26/27/28: in the examples, left out when scored
         assert any(r["source"] == s for r in rows)
         assert source_of(REPO_ROOT / "examples" / s) == {s}
     assert all(r["query"] and (r["relevant"] or r["other"]) for r in rows)
@@ -95,7 +96,7 @@ def test_shipped_examples_come_from_readable_sets_and_evaluation_leaves_its_own_
     left = RecallExamples.leaving_out(TableEmbedder({}), REPO_ROOT / "examples" / "dev")
     assert left.cases and not any(c["source"] == "dev" for c in left.cases)
     assert source_of(REPO_ROOT / "examples/train/recall.jsonl") == {"train"}
-    for s in ("probe_k", "probe_l", "probe_m", "probe_r", "probe_t"):   # scoring a readable probe: out-of-set
+    for s in ("probe_k", "probe_l", "probe_m", "probe_r", "probe_t", "probe_v"):   # scoring a readable probe: out-of-set
         left_s = RecallExamples.leaving_out(TableEmbedder({}), REPO_ROOT / "examples" / s)
         assert left_s.cases and not any(c["source"] == s for c in left_s.cases)
     for s in ("probe_o", "probe_p", "probe_q"):    # validation / reserved sets are never in the examples
