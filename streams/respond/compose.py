@@ -1495,13 +1495,20 @@ def identifies_item(message: str, units: Sequence[Unit], top: Unit) -> bool:
 
 
 _WHICH_ATTRIBUTE = re.compile(r"\bqua(?:l|is)(?: (?:e|eh|era|seria))? (?:o|a|os|as) ([a-z]{3,}) (?:d[oa]s?|de)\b")
+# the item first, the attribute after: "o chopp é de qual marca?", "a ração é de que marca", "o vinho é qual
+# safra" (the question ends on the attribute: "é de qual unidade o telefone?" names its item after it)
+_ITEM_THEN_ATTRIBUTE = re.compile(r"\b(?:e|eh|sao|seria|era) (?:de |da |do )?(?:qual|quais|que) ([a-z]{3,})$")
+_PIECE_END = re.compile(r"[?!.,;\n]+")
 
 
 def unknown_attribute(message: str, units: Sequence[Unit]) -> set[str]:
     """In a "qual é o X de Y" question ("qual a marca da ração premium?", "qual a senha do
     wifi?"), the attribute X when no retrieved unit mentions it, not even by prefix: the
     knowledge talks about Y but never says its X, so quoting it would answer another question."""
-    m = _WHICH_ATTRIBUTE.search(normalize_chat(message))
+    norm = normalize_chat(message)
+    m = _WHICH_ATTRIBUTE.search(norm) or next(
+        (m for piece in _PIECE_END.split(message) if (m := _ITEM_THEN_ATTRIBUTE.search(normalize_chat(piece).strip()))),
+        None)
     if m is None:
         return set()
     word = m.group(1)

@@ -1068,3 +1068,30 @@ def test_a_quantity_told_counts_for_the_limit_that_holds_it():
     assert "Acima de 10 km não entregamos" in text
     text = ask("as flores chegaram 1h20 depois do horario, ganho alguma coisa?", "policy", FLOWERS)
     assert "R$ 20,00" in text
+
+
+BAR = """# Bebidas
+
+- Cerveja long neck: R$ 12,00
+- Refrigerante lata: R$ 7,00
+- Café coado: R$ 6,00
+
+O café é da marca Serra Alta, torra média."""
+
+
+def test_an_attribute_asked_after_its_item_is_an_unknown_attribute():
+    """"a cerveja é de qual marca?": the item first, then the attribute asked at the end of the clause.
+    When no retrieved line says that attribute, quoting the item's price answers another question
+    (hand-over); a line that says it is the answer. "é de qual unidade o telefone?" names its item
+    after the attribute and is left to the other rules."""
+    from streams.respond.compose import unknown_attribute
+
+    units = units_of_chunks([BAR])
+    assert unknown_attribute("a cerveja de vcs é de qual marca? meu pai so toma uma", units) == set()  # "marca" is there
+    beers = units_of_chunks([BAR.split("\n\nO café")[0]])
+    assert unknown_attribute("a cerveja de vcs é de qual marca? meu pai so toma uma", beers) == {"marca"}
+    assert unknown_attribute("o refri é de que marca?", beers) == {"marca"}
+    assert unknown_attribute("e de qual unidade o telefone?", beers) == set()
+    assert ask("a cerveja é de qual marca? meu pai so toma uma", "info_request", BAR.split("\n\nO café")[0]) \
+        == FALLBACK_NO_KNOWLEDGE
+    assert "Serra Alta" in ask("o cafe de vcs é de qual marca?", "info_request", BAR)
