@@ -936,6 +936,45 @@ def phrases_named(message: str, text: str) -> frozenset[tuple[str, str]]:
     return _pairs(message, False) & _pairs(text)
 
 
+# where the customer lives or is ("moro na vila operaria", "to ali no centro", "fico perto da bela vista"):
+# the place whose service is asked about ("vcs buscam em casa?", "entregam aqui?")
+_TOLD_PLACE = re.compile(r"\b(?:moro|mora|moramos|morando|resido|fico|ficamos|to|tou|estou|estamos)"
+                         r"(?: aqui| ali| la)?(?: perto| pertinho| do lado| ao lado)?"
+                         r" (?:no|na|nos|nas|em|do|da|de) ((?:[a-z0-9]+ ?){1,3})")
+_PLACE_STOP = re.compile(r"\b(?:e|mas|vcs|voces|voce|vc|ai|aqui|entao|tipo|q|que|pra|para|com|se|perto|hj|hoje|"
+                         r"agora|tb|tbm|tambem|kk+|sera|ne|mesmo|casa|duvida)\b")
+
+
+def told_place(message: str) -> tuple[str, ...]:
+    """The words of the place the customer says they live or are at ("moro na vila operaria, vcs
+    buscam?" → ("vila", "operaria")); () when none is told. The words stop at the first word that
+    is no part of a name ("moro na bela vista e queria saber" → ("bela", "vista")); "to em casa" and
+    "to na duvida" tell no place."""
+    for piece in re.split(r"[?!.,;\n]+", message):
+        m = _TOLD_PLACE.search(normalize_chat(piece))
+        if m is None:
+            continue
+        words = []
+        for w in m.group(1).split():
+            if _PLACE_STOP.fullmatch(w) or w in STOPWORDS:
+                break
+            words.append(w)
+        if words:
+            return tuple(words)
+    return ()
+
+
+def names_place(text: str, place: Sequence[str]) -> bool:
+    """Whether ``text`` writes the told place as a proper name: its words one after the other,
+    capitalised ("Vila Operária", "Centro"), not a word of a sentence ("pré-operatória", "centro
+    cirúrgico" in lower case)."""
+    if not place:
+        return False
+    pattern = r"(?<![\w-])" + r"\s+".join(r"[A-ZÀ-Ý]\w*" for _ in place) + r"(?![\w-])"
+    return any(tuple(fold(w).lower() for w in m.group(0).split()) == tuple(place)
+               for m in re.finditer(pattern, text))
+
+
 def limits(text: str) -> bool:
     """A denial or a limit ("não", "só", "somente", "apenas", "exceto")."""
     return bool(_LIMITS & set(fold(text).split()))

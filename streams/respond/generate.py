@@ -284,9 +284,25 @@ class OfflineComposer:
             denial = self._limit_over_price(message, ranked, best, intent)
         out = [denial] + best[: self.max_sentences - 1] if denial is not None else best
         out = self._quantity_first(message, scored, out, intent)
+        out = self._told_place_first(message, scored, out)
         if quoted is not None:
             out = [quoted] + [u for u in out if u != quoted][: self.max_sentences - 1]
         return out
+
+    def _told_place_first(self, message: str, scored: Sequence[compose.Scored],
+                          out: list[compose.Unit]) -> list[compose.Unit]:
+        """"moro na vila sol, vcs buscam o cachorro em casa?": the place told is where the service is
+        asked for; a retrieved line writing it as a name ("Unidade Norte: Vila Sol, Alto Alegre e ...")
+        says whether and from where they serve it, so it leads (the picked line stays after it).
+        Only for a question already answered: a place named alone makes nothing answerable."""
+        place = compose.told_place(message)
+        if not out or not place:
+            return out
+        named = [s for s in scored if compose.names_place(s.unit.text, place)]
+        if not named:
+            return out
+        pick = max(named, key=lambda s: (s.score, -s.unit.order)).unit
+        return [pick] + [u for u in out if u != pick][: self.max_sentences - 1]
 
     def _quantity_first(self, message: str, scored: Sequence[compose.Scored], out: list[compose.Unit],
                         intent: str) -> list[compose.Unit]:

@@ -60,6 +60,7 @@ from streams.respond.compose import (
     carries_asked_attribute,
     carries_price,
     chunk_words,
+    told_place,
     compared_items,
     concept_forms,
     extreme_item,
@@ -810,7 +811,10 @@ def _cover_missing_word_steps(msg: InboundMessage, chunks: list[KnowledgeChunk],
     one item of a long list, and the list's vector does not find it."""
     asked = question_part(msg.text)
     units = units_of_chunks([c.text for c in chunks])
-    missing = sorted(uncovered_focus(asked, units))
+    # ... and the place the customer tells around it ("vcs buscam em casa? moro na vila sol"), which the
+    # question's own part leaves out: the list of the places they serve names it
+    place = " ".join(told_place(msg.text))
+    missing = sorted(uncovered_focus(asked, units) | (uncovered_focus(place, units) if place else set()))
     if not missing or len(missing) > MAX_MISSING_WORDS:
         return chunks
     forms = concept_forms(asked)

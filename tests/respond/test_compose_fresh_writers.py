@@ -1095,3 +1095,53 @@ def test_an_attribute_asked_after_its_item_is_an_unknown_attribute():
     assert ask("a cerveja é de qual marca? meu pai so toma uma", "info_request", BAR.split("\n\nO café")[0]) \
         == FALLBACK_NO_KNOWLEDGE
     assert "Serra Alta" in ask("o cafe de vcs é de qual marca?", "info_request", BAR)
+
+
+LAUNDRY = {"pickup": "# Coleta em casa\n\nBuscamos e entregamos suas roupas em casa, de segunda a sábado. "
+                     "Coleta acima de 8 km: não fazemos.",
+           "areas": "# Bairros da coleta\n\n- Loja Norte: Alto Alegre, Vila Sol e Jardim Primavera.\n"
+                    "- Loja Sul: Porto Velho, Vila Operária e Capão Redondo.",
+           "uniforms": "# Uniformes\n\nUniformes de operários e de cozinha: lavagem industrial, buscamos na empresa "
+                       "às terças."}
+
+
+def test_a_place_the_customer_tells_is_named_by_the_line_of_the_places_served():
+    """"vcs buscam a roupa em casa? moro na vila operaria": where the customer lives is part of what they
+    ask. The told place is read from "moro/to/fico + no/na/em ..." (not "to em casa", "to na duvida"); a
+    retrieved line writing it as a capitalised name leads the answer (a word sharing its stem, "operários",
+    does not name it), and the word search brings that line's chunk when the retrieved ones lack it."""
+    from uuid import NAMESPACE_URL as NS
+    from uuid import uuid5
+
+    from streams.respond.compose import names_place, told_place
+    from streams.respond.handler import _as_chunk, _cover_missing_word_steps, _steps_here
+    from streams.respond.text import fold
+
+    assert told_place("vcs buscam a roupa em casa? moro no capao redondo") == ("capao", "redondo")
+    assert told_place("moro na vila sol e queria saber se vcs buscam") == ("vila", "sol")
+    assert told_place("fico pertinho do Alto Alegre, buscam ai?") == ("alto", "alegre")
+    assert told_place("to em casa agora, vcs buscam?") == () and told_place("to na duvida, buscam?") == ()
+    assert names_place(LAUNDRY["areas"], ("vila", "operaria"))
+    assert not names_place(LAUNDRY["uniforms"], ("operaria",))
+
+    texts = (LAUNDRY["pickup"], LAUNDRY["uniforms"], LAUNDRY["areas"])
+    for q in ("moro na vila operaria, vcs buscam a roupa aqui em casa?",
+              "vcs buscam a roupa em casa? moro na vila operaria"):
+        text = ask(q, "info_request", *texts)
+        assert "Loja Sul: Porto Velho, Vila Operária" in text and "Buscamos" in text
+    # the price asked too, and not written: the place line answers the rest, the price is handed over
+    text = ask("moro na vila operaria, vcs buscam a roupa aqui em casa? qnto?", "info_request", *texts)
+    assert "Vila Operária" in text and text.endswith(FALLBACK_NO_KNOWLEDGE)
+    # no place told, no place line
+    assert "Loja" not in ask("vcs buscam a roupa aqui em casa?", "info_request", *texts)
+
+    def lexical(account_id, stems, limit):
+        return [(uuid5(NS, k), uuid5(NS, k), 1.0, t) for k, t in LAUNDRY.items()
+                if all(any(w.startswith(s) for w in fold(t).split()) for s in stems)][:limit]
+
+    q = "vcs buscam a roupa em casa? moro no capao redondo"
+    msg = type("Msg", (), {"account_id": 1, "text": q})()
+    pickup = _as_chunk((uuid5(NS, "pickup"), uuid5(NS, "pickup"), 0.8, LAUNDRY["pickup"]))
+    uniforms = _as_chunk((uuid5(NS, "uniforms"), uuid5(NS, "uniforms"), 0.5, LAUNDRY["uniforms"]))
+    got = _steps_here(_cover_missing_word_steps(msg, [pickup, uniforms], lexical, 2))
+    assert [c.text for c in got] == [LAUNDRY["pickup"], LAUNDRY["areas"]]
