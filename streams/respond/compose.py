@@ -975,6 +975,52 @@ def names_place(text: str, place: Sequence[str]) -> bool:
                for m in re.finditer(pattern, text))
 
 
+# how many people a party is ("eu e mais 4 amigas", "somos em 5", "pode os 3 na mesma suite", "6 pessoas")
+_PARTY_NUMBER = r"(\d{1,2}|" + "|".join(sorted(set(_NUMBER_WORDS) - {"um", "uma"}, key=len, reverse=True)) + r")"
+_PARTY_PEOPLE = r"(?:pessoas|amig[oa]s|adultos|criancas|convidad[oa]s|colegas|primas?|primos?|irmas|irmaos|gente)"
+_PARTY = [
+    (re.compile(r"\beu e (?:mais )?" + _PARTY_NUMBER + r"\b"), 1),                      # "eu e mais 4": 5
+    (re.compile(r"\b(?:eu|eu e minh[ao]s?|nos) (?:\w+ )?(?:com|e) (?:mais )?" + _PARTY_NUMBER + r" " + _PARTY_PEOPLE), 1),
+    (re.compile(r"\b(?:somos|seremos|sao|vamos ser|vamos em|vamos|iremos|vai ser|vao ser) (?:em )?" + _PARTY_NUMBER
+                + r"\b(?! (?:horas?|h|dias?|noites?|reais|minutos?)\b)"), 0),
+    (re.compile(r"\b(?:os|as|nos|a gente|agente) " + _PARTY_NUMBER + r"\b(?= (?:juntos|juntas|na|no|numa|num|em|pode|podemos|"
+                r"dorme|dormir|entra|entrar|ficar|fica)\b)"), 0),
+    (re.compile(r"\b(?:pra|para|de|com|em) " + _PARTY_NUMBER + r" " + _PARTY_PEOPLE), 0),
+    (re.compile(r"(?<!\d )\b" + _PARTY_NUMBER + r" pessoas\b"), 0),
+]
+
+
+def party_size(message: str) -> int | None:
+    """The number of people the customer says will come together ("eu e mais 4 amigas numa suíte" → 5,
+    "pode os 3 na mesma suíte?" → 3, "somos em 6" → 6, "mesa pra 8 pessoas" → 8); None when no
+    party is counted ("2 horas", "os 2 quartos" are no people)."""
+    norm = normalize_chat(message)
+    for rx, me in _PARTY:
+        m = rx.search(norm)
+        if m:
+            n = m.group(1)
+            return int(_NUMBER_WORDS.get(n, n)) + me
+    return None
+
+
+_PARTY_LIMIT = re.compile(r"\b(maximo|no maximo|limite|ate|capacidade (?:para|de|pra)|acima de|mais de|minimo|a partir de)"
+                          r"(?: de)? (\d{1,3}|" + "|".join(_NUMBER_WORDS) + r") pessoas?\b")
+_FROM_BELOW = ("acima", "mais", "minimo", "a partir")
+
+
+def states_party_limit(text: str, size: int | None = None) -> bool:
+    """Whether ``text`` states how many people something holds or needs ("Máximo de 2 pessoas por
+    suíte", "reservas para grupos acima de 10 pessoas", "até 4 pessoas"); "pessoa física" is no limit.
+    With ``size`` (a party counted), only a limit that concerns it: a cap always (it holds the party or
+    not), a rule from a number up only when the party reaches it (8 people are no "grupo acima de 10")."""
+    for m in _PARTY_LIMIT.finditer(fold(text)):
+        n = m.group(2)
+        bound = int(_NUMBER_WORDS.get(n, n))
+        if size is None or not m.group(1).startswith(_FROM_BELOW) or size >= bound + (m.group(1) in ("acima", "mais")):
+            return True
+    return False
+
+
 def limits(text: str) -> bool:
     """A denial or a limit ("não", "só", "somente", "apenas", "exceto")."""
     return bool(_LIMITS & set(fold(text).split()))

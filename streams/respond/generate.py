@@ -238,6 +238,9 @@ class OfflineComposer:
             problem = [s for s in scored if compose.addresses_problem(s.unit.text)]
             if problem:
                 return [max(problem, key=lambda s: (s.score, -s.unit.order)).unit]
+        party = self._party_limit(message, scored, intent)
+        if party is not None:
+            return [party]
         ranked = sorted((s for s in scored if self._eligible(s, intent, focus)),
                         key=lambda s: (-s.score, s.unit.order))
         day = compose.opening_day_asked(message)
@@ -288,6 +291,18 @@ class OfflineComposer:
         if quoted is not None:
             out = [quoted] + [u for u in out if u != quoted][: self.max_sentences - 1]
         return out
+
+    @staticmethod
+    def _party_limit(message: str, scored: Sequence[compose.Scored], intent: str) -> compose.Unit | None:
+        """"a gente é em 3, pode todo mundo na mesma suíte?": a party counted in a question asking whether
+        it may come is answered by the line stating how many people are allowed ("Máximo de 2 pessoas
+        por suíte"), whatever else the story names (the best of such lines, by its score). Not for a
+        price asked ("qnto é a pernoite pra 2 pessoas?": the price is the answer) nor small talk."""
+        size = compose.party_size(message)
+        if intent in (i.GENERAL, i.OBJECTION) or size is None or compose.wants_price(message, intent == i.PRICE):
+            return None
+        limits = [s for s in scored if compose.states_party_limit(s.unit.text, size)]
+        return max(limits, key=lambda s: (s.score, -s.unit.order)).unit if limits else None
 
     def _told_place_first(self, message: str, scored: Sequence[compose.Scored],
                           out: list[compose.Unit]) -> list[compose.Unit]:

@@ -60,6 +60,8 @@ from streams.respond.compose import (
     carries_asked_attribute,
     carries_price,
     chunk_words,
+    party_size,
+    states_party_limit,
     told_place,
     compared_items,
     concept_forms,
@@ -621,7 +623,8 @@ def _by_words_steps(msg: InboundMessage, p: Plan, asked: str, stems: list[str], 
         chunks = chunks[: max(0, limit - 1)] + (yield from _problem_steps(msg, chunks, lexical))
     if chunks:
         chunks = yield from _named_item_line_steps(msg, asked, chunks, lexical, limit)
-    return (yield from _extreme_of_kind_steps(msg, asked, chunks, lexical, limit))
+    chunks = yield from _extreme_of_kind_steps(msg, asked, chunks, lexical, limit)
+    return (yield from _party_limit_steps(msg, chunks, lexical, limit))
 
 
 _CAPITALISED = re.compile(r"(?<![.!?:\n-]\s)(?<!^)\b[A-ZÀ-Ý][a-zà-ÿ]+")
@@ -658,6 +661,27 @@ def _asked_attribute_steps(msg: InboundMessage, asked: str, stems: list[str], ch
     found = [c for c in map(_as_chunk, hits) if c.chunk_id not in ids and any(
         carries_asked_attribute(asked, u.text) and focus & chunk_words(f"{u.text} {u.context}")
         for u in answer_units(c.text))]
+    if not found:
+        return chunks
+    return chunks[: max(0, limit - 1)] + rerank(msg.text, found)[:1]
+
+
+def _party_limit_steps(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical,
+                       limit: int) -> Steps[Calls, list[Any], list[KnowledgeChunk]]:
+    """"da pra ir eu e mais 4 amigas numa suíte só?": the customer counts a party, and whether that
+    many may come is a rule on people ("Máximo de 2 pessoas por suíte") that the story's words
+    (a bachelorette party, friends) do not find. When no retrieved unit states such a limit, the
+    account's chunks with the word "pessoa" are read and the best one stating a limit takes the last
+    place (``compose.states_party_limit``)."""
+    size = party_size(msg.text)
+    if size is None or not limit:
+        return chunks
+    if any(states_party_limit(u.text, size) for u in units_of_chunks([c.text for c in chunks])):
+        return chunks
+    ids = {c.chunk_id for c in chunks}
+    (hits,) = yield [(lexical, (msg.account_id, ["pessoa"], limit * RERANK_POOL))]
+    found = [c for c in map(_as_chunk, hits) if c.chunk_id not in ids
+             and any(states_party_limit(u.text, size) for u in answer_units(c.text))]
     if not found:
         return chunks
     return chunks[: max(0, limit - 1)] + rerank(msg.text, found)[:1]

@@ -1145,3 +1145,51 @@ def test_a_place_the_customer_tells_is_named_by_the_line_of_the_places_served():
     uniforms = _as_chunk((uuid5(NS, "uniforms"), uuid5(NS, "uniforms"), 0.5, LAUNDRY["uniforms"]))
     got = _steps_here(_cover_missing_word_steps(msg, [pickup, uniforms], lexical, 2))
     assert [c.text for c in got] == [LAUNDRY["pickup"], LAUNDRY["areas"]]
+
+
+CABINS = {"rules": "# Regras\n\n- Check-in a partir das 14h.\n- Cada chalé recebe no máximo 4 pessoas. Não aceitamos pessoa extra.\n"
+                   "- Pets de pequeno porte são bem-vindos.",
+          "party": "# Festas\n\nAniversários e confraternizações: montamos mesa de frios por R$ 150,00. "
+                   "Grupos acima de 12 pessoas: reserva com 7 dias de antecedência.",
+          "cabins": "# Chalés\n\n- Chalé Ipê: lareira e hidromassagem. Diária: R$ 420,00.\n"
+                    "- Chalé Cedro: varanda com rede. Diária: R$ 380,00."}
+
+
+def test_a_party_counted_is_answered_by_the_limit_on_people():
+    """"vamos eu e mais 5 amigos pro aniversario, da pra ficar todo mundo num chale?": the story (a birthday,
+    friends) finds the party line, but how many may stay is the rule on people, which the word search brings
+    when no retrieved chunk states it. A rule from a number up concerns only a party that reaches it; a price
+    asked for a party is answered by the price."""
+    from uuid import NAMESPACE_URL as NS
+    from uuid import uuid5
+
+    from streams.respond.compose import party_size, states_party_limit
+    from streams.respond.handler import _as_chunk, _party_limit_steps, _steps_here
+    from streams.respond.text import fold
+
+    assert party_size("vamos eu e mais 5 amigos pro aniversario, da pra ficar todo mundo num chale?") == 6
+    assert party_size("a gente pode os 3 no mesmo chale?") == 3
+    assert party_size("somos em quatro, tem chale livre?") == 4
+    assert party_size("o chale de 2 diarias qnto sai?") is None and party_size("os 2 chales tem lareira?") is None
+    assert states_party_limit("Cada chalé recebe no máximo 4 pessoas.", 6)
+    assert not states_party_limit(CABINS["party"], 6) and states_party_limit(CABINS["party"], 13)
+    assert not states_party_limit("Nota fiscal para pessoa física.")
+
+    q = "vamos eu e mais 5 amigos pro aniversario, da pra ficar todo mundo num chale?"
+    text = ask(q, "policy", CABINS["party"], CABINS["cabins"], CABINS["rules"])
+    assert "no máximo 4 pessoas" in text and "mesa de frios" not in text
+    assert "no máximo 4 pessoas" not in ask("qnto é a diaria do chale cedro pra 2 pessoas?", "price_question",
+                                            CABINS["cabins"], CABINS["rules"])
+
+    def lexical(account_id, stems, limit):
+        return [(uuid5(NS, k), uuid5(NS, k), 1.0, t) for k, t in CABINS.items()
+                if all(any(w.startswith(s) for w in fold(t).split()) for s in stems)][:limit]
+
+    msg = type("Msg", (), {"account_id": 1, "text": q})()
+    party = _as_chunk((uuid5(NS, "party"), uuid5(NS, "party"), 0.4, CABINS["party"]))
+    cabins = _as_chunk((uuid5(NS, "cabins"), uuid5(NS, "cabins"), 0.5, CABINS["cabins"]))
+    got = _steps_here(_party_limit_steps(msg, [party, cabins], lexical, 2))
+    assert [c.text for c in got] == [CABINS["party"], CABINS["rules"]]
+    # no party counted: nothing searched
+    msg = type("Msg", (), {"account_id": 1, "text": "tem chale com lareira?"})()
+    assert _steps_here(_party_limit_steps(msg, [party, cabins], lexical, 2)) == [party, cabins]
