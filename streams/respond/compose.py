@@ -1021,6 +1021,30 @@ def states_party_limit(text: str, size: int | None = None) -> bool:
     return False
 
 
+# a question from someone looking for work, not for a service: "vcs tao contratando motoboy?", "to procurando
+# emprego", "vcs precisam de ajudante?", "aceitam curriculo?", "queria trabalhar ai"
+_ROLE = r"(?:funcionari[oa]s?|gente|alguem|pessoal|ajudante|[a-z]+(?:boy|eiro|eira|ista|dor|dora|ente|olo)s?)"
+_WORK_Q = re.compile(r"\b(?:emprego|empregos|curriculo|curriculos|contrat(?:ando|am)(?: (?:um |uma )?" + _ROLE + r"|$)|"
+                     r"vagas? (?:de|pra|para) (?:emprego|trabalho|trabalhar)|trabalhar (?:ai|ai com|com|pra|para) "
+                     r"(?:voces|vcs|ces)|trabalhar ai|procurando (?:emprego|trabalho|servico|bico)|"
+                     r"(?:voces|vcs|ces) (?:tao |estao |ta |esta )?precis(?:ando|am) de (?:um |uma )?" + _ROLE + r")\b")
+# the knowledge speaks of hiring
+_WORK_A = re.compile(r"\b(curricul\w*|contrata\w*|vagas? de (?:emprego|trabalho)|trabalhe conosco|empregos?|"
+                     r"processo seletivo|recrutamento)\b")
+
+
+def asks_for_work(message: str) -> bool:
+    """Whether the message asks for a job at the business ("vcs tao contratando motoboy?", "meu filho ta
+    procurando serviço, vcs precisam de ajudante?"), not for what the business sells: the line on the
+    delivery man ("o motoboy leva maquininha") does not answer it."""
+    return any(_WORK_Q.search(normalize_chat(piece).strip()) for piece in re.split(r"[?!.,;\n]+", message))
+
+
+def speaks_of_hiring(text: str) -> bool:
+    """Whether a line of the knowledge says something about jobs (curriculum, hiring, vacancies)."""
+    return bool(_WORK_A.search(fold(text)))
+
+
 def limits(text: str) -> bool:
     """A denial or a limit ("não", "só", "somente", "apenas", "exceto")."""
     return bool(_LIMITS & set(fold(text).split()))

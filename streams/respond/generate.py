@@ -220,6 +220,11 @@ class OfflineComposer:
         if not units:
             return []
         message = compose.respelled(compose.halves_named(message), units)   # "a grnde de calabresa", "2 horinhas"
+        if intent != i.GENERAL and compose.asks_for_work(message):
+            # "vcs tao contratando motoboy?": a job asked for; a line naming the role ("o motoboy leva
+            # maquininha") is about the service: the lines on jobs answer it (whatever words they use),
+            # else it is handed over
+            return [u for u in units if compose.speaks_of_hiring(u.text)][: self.max_sentences]
         extreme = compose.extreme_item(message, units)
         if extreme is not None:   # "qual a suíte mais baratinha": the items compared, the cheapest one
             return [extreme]

@@ -1193,3 +1193,33 @@ def test_a_party_counted_is_answered_by_the_limit_on_people():
     # no party counted: nothing searched
     msg = type("Msg", (), {"account_id": 1, "text": "tem chale com lareira?"})()
     assert _steps_here(_party_limit_steps(msg, [party, cabins], lexical, 2)) == [party, cabins]
+
+
+BAKERY = """# Entregas
+
+O entregador leva maquininha de cartão. Entregamos até 5 km da loja.
+
+# Equipe
+
+Nossa confeiteira chefe, Dona Lurdes, faz os bolos desde 1998."""
+
+
+def test_a_job_asked_for_is_handed_over_unless_the_knowledge_speaks_of_hiring():
+    """"vcs tao contratando entregador? to procurando serviço": someone asks for a job, not for the service;
+    a line naming the role ("O entregador leva maquininha") answers another question. Handed over, unless a
+    line speaks of hiring ("Currículos pelo e-mail ..."). Buying a service ("contratar um buffet") or
+    needing help from the business is no job asked."""
+    from streams.respond.compose import asks_for_work
+
+    assert asks_for_work("vcs tao contratando entregador? to procurando serviço")
+    assert asks_for_work("minha sobrinha ta procurando emprego, vcs precisam de confeiteira?")
+    assert not asks_for_work("quero contratar um buffet pro aniversario")
+    assert not asks_for_work("vcs contratam seguro pra entrega?")
+    assert not asks_for_work("vcs precisam de ajuda pra achar o endereço?")
+    assert ask("vcs tao contratando entregador? to procurando serviço", "info_request", BAKERY) \
+        == FALLBACK_NO_KNOWLEDGE
+    assert ask("minha sobrinha ta procurando emprego, vcs precisam de confeiteira?", "info_request", BAKERY) \
+        == FALLBACK_NO_KNOWLEDGE
+    hiring = BAKERY + "\n\n# Trabalhe conosco\n\nCurrículos pelo e-mail vagas@doceria.com.br."
+    assert "Currículos" in ask("vcs tao contratando entregador? to procurando serviço", "info_request", hiring)
+    assert "maquininha" in ask("o entregador leva maquininha?", "info_request", BAKERY)
