@@ -1409,8 +1409,8 @@ _WORD = re.compile(r"[A-Za-zÀ-ÿ]+")
 
 # "metade calabresa metade mussarela", "meia quatro queijos e meia frango": two halves of two flavours,
 # what a menu calls "meio a meio" (the flavours are the halves, not the question)
-_HALVES = re.compile(r"\b(?:metade|meia) (?:de )?[a-zà-ÿ]+(?: [a-zà-ÿ]+)??(?:,| e| com)? (?:a )?(?:outra )?"
-                     r"(?:metade|meia) (?:de )?[a-zà-ÿ]+", re.I)
+_HALVES = re.compile(r"\b(?:metade|meia|meio) (?!a\b)(?:de )?[a-zà-ÿ]+(?: [a-zà-ÿ]+)??(?:,| e| com)? (?:a )?(?:outra )?"
+                     r"(?:metade|meia|meio) (?:de )?[a-zà-ÿ]+", re.I)
 
 
 def halves_named(message: str) -> str:

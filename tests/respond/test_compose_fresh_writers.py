@@ -1223,3 +1223,17 @@ def test_a_job_asked_for_is_handed_over_unless_the_knowledge_speaks_of_hiring():
     hiring = BAKERY + "\n\n# Trabalhe conosco\n\nCurrículos pelo e-mail vagas@doceria.com.br."
     assert "Currículos" in ask("vcs tao contratando entregador? to procurando serviço", "info_request", hiring)
     assert "maquininha" in ask("o entregador leva maquininha?", "info_request", BAKERY)
+
+
+def test_two_halves_said_with_meio_are_meio_a_meio():
+    """"a grande meio atum meio escarola": the halves said with "meio" are the menu's "meio a meio" too;
+    "meio a meio" itself keeps the flavours that follow it."""
+    from streams.respond.compose import halves_named
+
+    assert halves_named("da pra fazer a grande meio atum meio escarola? como cobra?") == \
+        "da pra fazer a grande meio a meio? como cobra?"
+    assert halves_named("pode meio rucula e meio portuguesa?") == "pode meio a meio?"
+    assert halves_named("faz meio a meio atum e escarola?") == "faz meio a meio atum e escarola?"
+    menu = "# Pizzas\n\nSabores: Atum, Escarola e Rúcula.\nGrande: R$ 70,00.\n" \
+           "Meio a meio só na grande; cobramos o valor do sabor mais caro."
+    assert "sabor mais caro" in ask("da pra fazer a grande meio atum meio escarola? como cobra?", "policy", menu)
