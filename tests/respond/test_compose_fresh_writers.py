@@ -1070,7 +1070,7 @@ def test_a_quantity_told_counts_for_the_limit_that_holds_it():
     assert "R$ 20,00" in text
 
 
-BAR = """# Bebidas
+DRINKS = """# Bebidas
 
 - Cerveja long neck: R$ 12,00
 - Refrigerante lata: R$ 7,00
@@ -1086,15 +1086,15 @@ def test_an_attribute_asked_after_its_item_is_an_unknown_attribute():
     after the attribute and is left to the other rules."""
     from streams.respond.compose import unknown_attribute
 
-    units = units_of_chunks([BAR])
+    units = units_of_chunks([DRINKS])
     assert unknown_attribute("a cerveja de vcs é de qual marca? meu pai so toma uma", units) == set()  # "marca" is there
-    beers = units_of_chunks([BAR.split("\n\nO café")[0]])
+    beers = units_of_chunks([DRINKS.split("\n\nO café")[0]])
     assert unknown_attribute("a cerveja de vcs é de qual marca? meu pai so toma uma", beers) == {"marca"}
     assert unknown_attribute("o refri é de que marca?", beers) == {"marca"}
     assert unknown_attribute("e de qual unidade o telefone?", beers) == set()
-    assert ask("a cerveja é de qual marca? meu pai so toma uma", "info_request", BAR.split("\n\nO café")[0]) \
+    assert ask("a cerveja é de qual marca? meu pai so toma uma", "info_request", DRINKS.split("\n\nO café")[0]) \
         == FALLBACK_NO_KNOWLEDGE
-    assert "Serra Alta" in ask("o cafe de vcs é de qual marca?", "info_request", BAR)
+    assert "Serra Alta" in ask("o cafe de vcs é de qual marca?", "info_request", DRINKS)
 
 
 LAUNDRY = {"pickup": "# Coleta em casa\n\nBuscamos e entregamos suas roupas em casa, de segunda a sábado. "
@@ -1195,7 +1195,7 @@ def test_a_party_counted_is_answered_by_the_limit_on_people():
     assert _steps_here(_party_limit_steps(msg, [party, cabins], lexical, 2)) == [party, cabins]
 
 
-BAKERY = """# Entregas
+PATISSERIE = """# Entregas
 
 O entregador leva maquininha de cartão. Entregamos até 5 km da loja.
 
@@ -1216,13 +1216,13 @@ def test_a_job_asked_for_is_handed_over_unless_the_knowledge_speaks_of_hiring():
     assert not asks_for_work("quero contratar um buffet pro aniversario")
     assert not asks_for_work("vcs contratam seguro pra entrega?")
     assert not asks_for_work("vcs precisam de ajuda pra achar o endereço?")
-    assert ask("vcs tao contratando entregador? to procurando serviço", "info_request", BAKERY) \
+    assert ask("vcs tao contratando entregador? to procurando serviço", "info_request", PATISSERIE) \
         == FALLBACK_NO_KNOWLEDGE
-    assert ask("minha sobrinha ta procurando emprego, vcs precisam de confeiteira?", "info_request", BAKERY) \
+    assert ask("minha sobrinha ta procurando emprego, vcs precisam de confeiteira?", "info_request", PATISSERIE) \
         == FALLBACK_NO_KNOWLEDGE
-    hiring = BAKERY + "\n\n# Trabalhe conosco\n\nCurrículos pelo e-mail vagas@doceria.com.br."
+    hiring = PATISSERIE + "\n\n# Trabalhe conosco\n\nCurrículos pelo e-mail vagas@doceria.com.br."
     assert "Currículos" in ask("vcs tao contratando entregador? to procurando serviço", "info_request", hiring)
-    assert "maquininha" in ask("o entregador leva maquininha?", "info_request", BAKERY)
+    assert "maquininha" in ask("o entregador leva maquininha?", "info_request", PATISSERIE)
 
 
 def test_two_halves_said_with_meio_are_meio_a_meio():
