@@ -220,11 +220,6 @@ class OfflineComposer:
         if not units:
             return []
         message = compose.respelled(compose.halves_named(message), units)   # "a grnde de calabresa", "2 horinhas"
-        if intent != i.GENERAL and compose.asks_for_work(message):
-            # "vcs tao contratando motoboy?": a job asked for; a line naming the role ("o motoboy leva
-            # maquininha") is about the service: the lines on jobs answer it (whatever words they use),
-            # else it is handed over
-            return [u for u in units if compose.speaks_of_hiring(u.text)][: self.max_sentences]
         extreme = compose.extreme_item(message, units)
         if extreme is not None:   # "qual a suíte mais baratinha": the items compared, the cheapest one
             return [extreme]
@@ -236,16 +231,9 @@ class OfflineComposer:
                                      sims=sims, hint=hint, lexical_weight=self.lexical_weight,
                                      asked=asked)
         _, focus = compose.question_words(message)
-        if intent not in (i.GENERAL, i.OBJECTION) and compose.asks_what_to_do(message):
-            # "a pizza chegou fria, o q eu faço?": what to do about the problem told is what the
-            # knowledge says about a problem ("Pedido errado ou com problema: ... mande uma foto"),
-            # not a line naming the things of the story (the flavour list, the crust deal)
-            problem = [s for s in scored if compose.addresses_problem(s.unit.text)]
-            if problem:
-                return [max(problem, key=lambda s: (s.score, -s.unit.order)).unit]
-        party = self._party_limit(message, scored, intent)
-        if party is not None:
-            return [party]
+        outright = self._answered_outright(message, scored, intent)
+        if outright is not None:
+            return outright
         ranked = sorted((s for s in scored if self._eligible(s, intent, focus)),
                         key=lambda s: (-s.score, s.unit.order))
         day = compose.opening_day_asked(message)
@@ -296,6 +284,26 @@ class OfflineComposer:
         if quoted is not None:
             out = [quoted] + [u for u in out if u != quoted][: self.max_sentences - 1]
         return out
+
+    def _answered_outright(self, message: str, scored: Sequence[compose.Scored],
+                           intent: str) -> list[compose.Unit] | None:
+        """The kinds of question a kind of line answers whatever else the message names; None for the
+        others (they go through the ranking)."""
+        if intent != i.GENERAL and compose.asks_for_work(message):
+            # "vcs tao contratando motoboy?": a job asked for; a line naming the role ("o motoboy leva
+            # maquininha") is about the service: the lines on jobs answer it (whatever words they use),
+            # else it is handed over
+            return [s.unit for s in sorted(scored, key=lambda s: s.unit.order)
+                    if compose.speaks_of_hiring(s.unit.text)][: self.max_sentences]
+        if intent not in (i.GENERAL, i.OBJECTION) and compose.asks_what_to_do(message):
+            # "a pizza chegou fria, o q eu faço?": what to do about the problem told is what the
+            # knowledge says about a problem ("Pedido errado ou com problema: ... mande uma foto"),
+            # not a line naming the things of the story (the flavour list, the crust deal)
+            problem = [s for s in scored if compose.addresses_problem(s.unit.text)]
+            if problem:
+                return [max(problem, key=lambda s: (s.score, -s.unit.order)).unit]
+        party = self._party_limit(message, scored, intent)
+        return None if party is None else [party]
 
     @staticmethod
     def _party_limit(message: str, scored: Sequence[compose.Scored], intent: str) -> compose.Unit | None:
