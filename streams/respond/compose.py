@@ -936,6 +936,115 @@ def phrases_named(message: str, text: str) -> frozenset[tuple[str, str]]:
     return _pairs(message, False) & _pairs(text)
 
 
+# where the customer lives or is ("moro na vila operaria", "to ali no centro", "fico perto da bela vista"):
+# the place whose service is asked about ("vcs buscam em casa?", "entregam aqui?")
+_TOLD_PLACE = re.compile(r"\b(?:moro|mora|moramos|morando|resido|fico|ficamos|to|tou|estou|estamos)"
+                         r"(?: aqui| ali| la)?(?: perto| pertinho| do lado| ao lado)?"
+                         r" (?:no|na|nos|nas|em|do|da|de) ((?:[a-z0-9]+ ?){1,3})")
+_PLACE_STOP = re.compile(r"\b(?:e|mas|vcs|voces|voce|vc|ai|aqui|entao|tipo|q|que|pra|para|com|se|perto|hj|hoje|"
+                         r"agora|tb|tbm|tambem|kk+|sera|ne|mesmo|casa|duvida)\b")
+
+
+def told_place(message: str) -> tuple[str, ...]:
+    """The words of the place the customer says they live or are at ("moro na vila operaria, vcs
+    buscam?" → ("vila", "operaria")); () when none is told. The words stop at the first word that
+    is no part of a name ("moro na bela vista e queria saber" → ("bela", "vista")); "to em casa" and
+    "to na duvida" tell no place."""
+    for piece in re.split(r"[?!.,;\n]+", message):
+        m = _TOLD_PLACE.search(normalize_chat(piece))
+        if m is None:
+            continue
+        words = []
+        for w in m.group(1).split():
+            if _PLACE_STOP.fullmatch(w) or w in STOPWORDS:
+                break
+            words.append(w)
+        if words:
+            return tuple(words)
+    return ()
+
+
+def names_place(text: str, place: Sequence[str]) -> bool:
+    """Whether ``text`` writes the told place as a proper name: its words one after the other,
+    capitalised ("Vila Operária", "Centro"), not a word of a sentence ("pré-operatória", "centro
+    cirúrgico" in lower case)."""
+    if not place:
+        return False
+    pattern = r"(?<![\w-])" + r"\s+".join(r"[A-ZÀ-Ý]\w*" for _ in place) + r"(?![\w-])"
+    return any(tuple(fold(w).lower() for w in m.group(0).split()) == tuple(place)
+               for m in re.finditer(pattern, text))
+
+
+# how many people a party is ("eu e mais 4 amigas", "somos em 5", "pode os 3 na mesma suite", "6 pessoas")
+_PARTY_NUMBER = r"(\d{1,2}|" + "|".join(sorted(set(_NUMBER_WORDS) - {"um", "uma"}, key=len, reverse=True)) + r")"
+_PARTY_PEOPLE = r"(?:pessoas|amig[oa]s|adultos|criancas|convidad[oa]s|colegas|primas?|primos?|irmas|irmaos|gente)"
+_PARTY = [
+    (re.compile(r"\beu e (?:mais )?" + _PARTY_NUMBER + r"\b"), 1),                      # "eu e mais 4": 5
+    (re.compile(r"\b(?:eu|eu e minh[ao]s?|nos) (?:\w+ )?(?:com|e) (?:mais )?" + _PARTY_NUMBER + r" " + _PARTY_PEOPLE), 1),
+    (re.compile(r"\b(?:somos|seremos|sao|vamos ser|vamos em|vamos|iremos|vai ser|vao ser) (?:em )?" + _PARTY_NUMBER
+                + r"\b(?! (?:horas?|h|dias?|noites?|reais|minutos?)\b)"), 0),
+    (re.compile(r"\b(?:os|as|nos|a gente|agente) " + _PARTY_NUMBER + r"\b(?= (?:juntos|juntas|na|no|numa|num|em|pode|podemos|"
+                r"dorme|dormir|entra|entrar|ficar|fica)\b)"), 0),
+    (re.compile(r"\b(?:pra|para|de|com|em) " + _PARTY_NUMBER + r" " + _PARTY_PEOPLE), 0),
+    (re.compile(r"(?<!\d )\b" + _PARTY_NUMBER + r" pessoas\b"), 0),
+]
+
+
+def party_size(message: str) -> int | None:
+    """The number of people the customer says will come together ("eu e mais 4 amigas numa suíte" → 5,
+    "pode os 3 na mesma suíte?" → 3, "somos em 6" → 6, "mesa pra 8 pessoas" → 8); None when no
+    party is counted ("2 horas", "os 2 quartos" are no people)."""
+    norm = normalize_chat(message)
+    for rx, me in _PARTY:
+        m = rx.search(norm)
+        if m:
+            n = m.group(1)
+            return int(_NUMBER_WORDS.get(n, n)) + me
+    return None
+
+
+_PARTY_LIMIT = re.compile(r"\b(maximo|no maximo|limite|ate|capacidade (?:para|de|pra)|acima de|mais de|minimo|a partir de)"
+                          r"(?: de)? (\d{1,3}|" + "|".join(_NUMBER_WORDS) + r") pessoas?\b")
+_FROM_BELOW = ("acima", "mais", "minimo", "a partir")
+
+
+def states_party_limit(text: str, size: int | None = None) -> bool:
+    """Whether ``text`` states how many people something holds or needs ("Máximo de 2 pessoas por
+    suíte", "reservas para grupos acima de 10 pessoas", "até 4 pessoas"); "pessoa física" is no limit.
+    With ``size`` (a party counted), only a limit that concerns it: a cap always (it holds the party or
+    not), a rule from a number up only when the party reaches it (8 people are no "grupo acima de 10")."""
+    for m in _PARTY_LIMIT.finditer(fold(text)):
+        n = m.group(2)
+        bound = int(_NUMBER_WORDS.get(n, n))
+        if size is None or not m.group(1).startswith(_FROM_BELOW) or size >= bound + (m.group(1) in ("acima", "mais")):
+            return True
+    return False
+
+
+# a question from someone looking for work, not for a service: "vcs tao contratando motoboy?", "to procurando
+# emprego", "vcs precisam de ajudante?", "aceitam curriculo?", "queria trabalhar ai"
+_ROLE = r"(?:funcionari[oa]s?|gente|alguem|pessoal|ajudante|[a-z]+(?:boy|eiro|eira|ista|dor|dora|ente|olo)s?)"
+_WORK_Q = re.compile(r"\b(?:emprego|empregos|curriculo|curriculos|contrat(?:ando|am)(?: (?:um |uma )?" + _ROLE + r"|$)|"
+                     r"vagas? (?:de|pra|para) (?:emprego|trabalho|trabalhar)|trabalhar (?:ai|ai com|com|pra|para) "
+                     r"(?:voces|vcs|ces)|trabalhar ai|procurando (?:emprego|trabalho|servico|bico)|"
+                     r"(?:voces|vcs|ces) (?:tao |estao |ta |esta )?precis(?:ando|am) de (?:um |uma )?" + _ROLE + r")\b")
+# the knowledge speaks of hiring
+_WORK_A = re.compile(r"\b(curricul\w*|contrata\w*|vagas? de (?:emprego|trabalho)|trabalhe conosco|empregos?|"
+                     r"processo seletivo|recrutamento)\b")
+
+
+def asks_for_work(message: str) -> bool:
+    """Whether the message asks for a job at the business ("vcs tao contratando motoboy?", "meu filho ta
+    procurando serviço, vcs precisam de ajudante?"), not for what the business sells: the line on the
+    delivery man ("o motoboy leva maquininha") does not answer it."""
+    return any(_WORK_Q.search(normalize_chat(piece).strip()) for piece in re.split(r"[?!.,;\n]+", message))
+
+
+def speaks_of_hiring(text: str) -> bool:
+    """Whether a line of the knowledge says something about jobs (curriculum, hiring, vacancies)."""
+    return bool(_WORK_A.search(fold(text)))
+
+
 def limits(text: str) -> bool:
     """A denial or a limit ("não", "só", "somente", "apenas", "exceto")."""
     return bool(_LIMITS & set(fold(text).split()))
@@ -1300,8 +1409,8 @@ _WORD = re.compile(r"[A-Za-zÀ-ÿ]+")
 
 # "metade calabresa metade mussarela", "meia quatro queijos e meia frango": two halves of two flavours,
 # what a menu calls "meio a meio" (the flavours are the halves, not the question)
-_HALVES = re.compile(r"\b(?:metade|meia) (?:de )?[a-zà-ÿ]+(?: [a-zà-ÿ]+)??(?:,| e| com)? (?:a )?(?:outra )?"
-                     r"(?:metade|meia) (?:de )?[a-zà-ÿ]+", re.I)
+_HALVES = re.compile(r"\b(?:metade|meia|meio) (?!a\b)(?:de )?[a-zà-ÿ]+(?: [a-zà-ÿ]+)??(?:,| e| com)? (?:a )?(?:outra )?"
+                     r"(?:metade|meia|meio) (?:de )?[a-zà-ÿ]+", re.I)
 
 
 def halves_named(message: str) -> str:
@@ -1495,13 +1604,20 @@ def identifies_item(message: str, units: Sequence[Unit], top: Unit) -> bool:
 
 
 _WHICH_ATTRIBUTE = re.compile(r"\bqua(?:l|is)(?: (?:e|eh|era|seria))? (?:o|a|os|as) ([a-z]{3,}) (?:d[oa]s?|de)\b")
+# the item first, the attribute after: "o chopp é de qual marca?", "a ração é de que marca", "o vinho é qual
+# safra" (the question ends on the attribute: "é de qual unidade o telefone?" names its item after it)
+_ITEM_THEN_ATTRIBUTE = re.compile(r"\b(?:e|eh|sao|seria|era) (?:de |da |do )?(?:qual|quais|que) ([a-z]{3,})$")
+_PIECE_END = re.compile(r"[?!.,;\n]+")
 
 
 def unknown_attribute(message: str, units: Sequence[Unit]) -> set[str]:
     """In a "qual é o X de Y" question ("qual a marca da ração premium?", "qual a senha do
     wifi?"), the attribute X when no retrieved unit mentions it, not even by prefix: the
     knowledge talks about Y but never says its X, so quoting it would answer another question."""
-    m = _WHICH_ATTRIBUTE.search(normalize_chat(message))
+    norm = normalize_chat(message)
+    m = _WHICH_ATTRIBUTE.search(norm) or next(
+        (m for piece in _PIECE_END.split(message) if (m := _ITEM_THEN_ATTRIBUTE.search(normalize_chat(piece).strip()))),
+        None)
     if m is None:
         return set()
     word = m.group(1)

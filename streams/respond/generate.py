@@ -231,13 +231,9 @@ class OfflineComposer:
                                      sims=sims, hint=hint, lexical_weight=self.lexical_weight,
                                      asked=asked)
         _, focus = compose.question_words(message)
-        if intent not in (i.GENERAL, i.OBJECTION) and compose.asks_what_to_do(message):
-            # "a pizza chegou fria, o q eu faço?": what to do about the problem told is what the
-            # knowledge says about a problem ("Pedido errado ou com problema: ... mande uma foto"),
-            # not a line naming the things of the story (the flavour list, the crust deal)
-            problem = [s for s in scored if compose.addresses_problem(s.unit.text)]
-            if problem:
-                return [max(problem, key=lambda s: (s.score, -s.unit.order)).unit]
+        outright = self._answered_outright(message, scored, intent)
+        if outright is not None:
+            return outright
         ranked = sorted((s for s in scored if self._eligible(s, intent, focus)),
                         key=lambda s: (-s.score, s.unit.order))
         day = compose.opening_day_asked(message)
@@ -284,9 +280,57 @@ class OfflineComposer:
             denial = self._limit_over_price(message, ranked, best, intent)
         out = [denial] + best[: self.max_sentences - 1] if denial is not None else best
         out = self._quantity_first(message, scored, out, intent)
+        out = self._told_place_first(message, scored, out)
         if quoted is not None:
             out = [quoted] + [u for u in out if u != quoted][: self.max_sentences - 1]
         return out
+
+    def _answered_outright(self, message: str, scored: Sequence[compose.Scored],
+                           intent: str) -> list[compose.Unit] | None:
+        """The kinds of question a kind of line answers whatever else the message names; None for the
+        others (they go through the ranking)."""
+        if intent != i.GENERAL and compose.asks_for_work(message):
+            # "vcs tao contratando motoboy?": a job asked for; a line naming the role ("o motoboy leva
+            # maquininha") is about the service: the lines on jobs answer it (whatever words they use),
+            # else it is handed over
+            return [s.unit for s in sorted(scored, key=lambda s: s.unit.order)
+                    if compose.speaks_of_hiring(s.unit.text)][: self.max_sentences]
+        if intent not in (i.GENERAL, i.OBJECTION) and compose.asks_what_to_do(message):
+            # "a pizza chegou fria, o q eu faço?": what to do about the problem told is what the
+            # knowledge says about a problem ("Pedido errado ou com problema: ... mande uma foto"),
+            # not a line naming the things of the story (the flavour list, the crust deal)
+            problem = [s for s in scored if compose.addresses_problem(s.unit.text)]
+            if problem:
+                return [max(problem, key=lambda s: (s.score, -s.unit.order)).unit]
+        party = self._party_limit(message, scored, intent)
+        return None if party is None else [party]
+
+    @staticmethod
+    def _party_limit(message: str, scored: Sequence[compose.Scored], intent: str) -> compose.Unit | None:
+        """"a gente é em 3, pode todo mundo na mesma suíte?": a party counted in a question asking whether
+        it may come is answered by the line stating how many people are allowed ("Máximo de 2 pessoas
+        por suíte"), whatever else the story names (the best of such lines, by its score). Not for a
+        price asked ("qnto é a pernoite pra 2 pessoas?": the price is the answer) nor small talk."""
+        size = compose.party_size(message)
+        if intent in (i.GENERAL, i.OBJECTION) or size is None or compose.wants_price(message, intent == i.PRICE):
+            return None
+        limits = [s for s in scored if compose.states_party_limit(s.unit.text, size)]
+        return max(limits, key=lambda s: (s.score, -s.unit.order)).unit if limits else None
+
+    def _told_place_first(self, message: str, scored: Sequence[compose.Scored],
+                          out: list[compose.Unit]) -> list[compose.Unit]:
+        """"moro na vila sol, vcs buscam o cachorro em casa?": the place told is where the service is
+        asked for; a retrieved line writing it as a name ("Unidade Norte: Vila Sol, Alto Alegre e ...")
+        says whether and from where they serve it, so it leads (the picked line stays after it).
+        Only for a question already answered: a place named alone makes nothing answerable."""
+        place = compose.told_place(message)
+        if not out or not place:
+            return out
+        named = [s for s in scored if compose.names_place(s.unit.text, place)]
+        if not named:
+            return out
+        pick = max(named, key=lambda s: (s.score, -s.unit.order)).unit
+        return [pick] + [u for u in out if u != pick][: self.max_sentences - 1]
 
     def _quantity_first(self, message: str, scored: Sequence[compose.Scored], out: list[compose.Unit],
                         intent: str) -> list[compose.Unit]:

@@ -68,10 +68,13 @@ from streams.respond.compose import (
     item_name,
     offers_deal,
     paired_items,
+    party_size,
     phrase_forms,
     question_clauses,
     question_part,
     question_words,
+    states_party_limit,
+    told_place,
     uncovered_focus,
     units_of_chunks,
 )
@@ -620,7 +623,8 @@ def _by_words_steps(msg: InboundMessage, p: Plan, asked: str, stems: list[str], 
         chunks = chunks[: max(0, limit - 1)] + (yield from _problem_steps(msg, chunks, lexical))
     if chunks:
         chunks = yield from _named_item_line_steps(msg, asked, chunks, lexical, limit)
-    return (yield from _extreme_of_kind_steps(msg, asked, chunks, lexical, limit))
+    chunks = yield from _extreme_of_kind_steps(msg, asked, chunks, lexical, limit)
+    return (yield from _party_limit_steps(msg, chunks, lexical, limit))
 
 
 _CAPITALISED = re.compile(r"(?<![.!?:\n-]\s)(?<!^)\b[A-ZÀ-Ý][a-zà-ÿ]+")
@@ -657,6 +661,27 @@ def _asked_attribute_steps(msg: InboundMessage, asked: str, stems: list[str], ch
     found = [c for c in map(_as_chunk, hits) if c.chunk_id not in ids and any(
         carries_asked_attribute(asked, u.text) and focus & chunk_words(f"{u.text} {u.context}")
         for u in answer_units(c.text))]
+    if not found:
+        return chunks
+    return chunks[: max(0, limit - 1)] + rerank(msg.text, found)[:1]
+
+
+def _party_limit_steps(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical,
+                       limit: int) -> Steps[Calls, list[Any], list[KnowledgeChunk]]:
+    """"da pra ir eu e mais 4 amigas numa suíte só?": the customer counts a party, and whether that
+    many may come is a rule on people ("Máximo de 2 pessoas por suíte") that the story's words
+    (a bachelorette party, friends) do not find. When no retrieved unit states such a limit, the
+    account's chunks with the word "pessoa" are read and the best one stating a limit takes the last
+    place (``compose.states_party_limit``)."""
+    size = party_size(msg.text)
+    if size is None or not limit:
+        return chunks
+    if any(states_party_limit(u.text, size) for u in units_of_chunks([c.text for c in chunks])):
+        return chunks
+    ids = {c.chunk_id for c in chunks}
+    (hits,) = yield [(lexical, (msg.account_id, ["pessoa"], limit * RERANK_POOL))]
+    found = [c for c in map(_as_chunk, hits) if c.chunk_id not in ids
+             and any(states_party_limit(u.text, size) for u in answer_units(c.text))]
     if not found:
         return chunks
     return chunks[: max(0, limit - 1)] + rerank(msg.text, found)[:1]
@@ -810,7 +835,10 @@ def _cover_missing_word_steps(msg: InboundMessage, chunks: list[KnowledgeChunk],
     one item of a long list, and the list's vector does not find it."""
     asked = question_part(msg.text)
     units = units_of_chunks([c.text for c in chunks])
-    missing = sorted(uncovered_focus(asked, units))
+    # ... and the place the customer tells around it ("vcs buscam em casa? moro na vila sol"), which the
+    # question's own part leaves out: the list of the places they serve names it
+    place = " ".join(told_place(msg.text))
+    missing = sorted(uncovered_focus(asked, units) | (uncovered_focus(place, units) if place else set()))
     if not missing or len(missing) > MAX_MISSING_WORDS:
         return chunks
     forms = concept_forms(asked)

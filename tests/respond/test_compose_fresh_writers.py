@@ -1068,3 +1068,172 @@ def test_a_quantity_told_counts_for_the_limit_that_holds_it():
     assert "Acima de 10 km não entregamos" in text
     text = ask("as flores chegaram 1h20 depois do horario, ganho alguma coisa?", "policy", FLOWERS)
     assert "R$ 20,00" in text
+
+
+DRINKS = """# Bebidas
+
+- Cerveja long neck: R$ 12,00
+- Refrigerante lata: R$ 7,00
+- Café coado: R$ 6,00
+
+O café é da marca Serra Alta, torra média."""
+
+
+def test_an_attribute_asked_after_its_item_is_an_unknown_attribute():
+    """"a cerveja é de qual marca?": the item first, then the attribute asked at the end of the clause.
+    When no retrieved line says that attribute, quoting the item's price answers another question
+    (hand-over); a line that says it is the answer. "é de qual unidade o telefone?" names its item
+    after the attribute and is left to the other rules."""
+    from streams.respond.compose import unknown_attribute
+
+    units = units_of_chunks([DRINKS])
+    assert unknown_attribute("a cerveja de vcs é de qual marca? meu pai so toma uma", units) == set()  # "marca" is there
+    beers = units_of_chunks([DRINKS.split("\n\nO café")[0]])
+    assert unknown_attribute("a cerveja de vcs é de qual marca? meu pai so toma uma", beers) == {"marca"}
+    assert unknown_attribute("o refri é de que marca?", beers) == {"marca"}
+    assert unknown_attribute("e de qual unidade o telefone?", beers) == set()
+    assert ask("a cerveja é de qual marca? meu pai so toma uma", "info_request", DRINKS.split("\n\nO café")[0]) \
+        == FALLBACK_NO_KNOWLEDGE
+    assert "Serra Alta" in ask("o cafe de vcs é de qual marca?", "info_request", DRINKS)
+
+
+LAUNDRY = {"pickup": "# Coleta em casa\n\nBuscamos e entregamos suas roupas em casa, de segunda a sábado. "
+                     "Coleta acima de 8 km: não fazemos.",
+           "areas": "# Bairros da coleta\n\n- Loja Norte: Alto Alegre, Vila Sol e Jardim Primavera.\n"
+                    "- Loja Sul: Porto Velho, Vila Operária e Capão Redondo.",
+           "uniforms": "# Uniformes\n\nUniformes de operários e de cozinha: lavagem industrial, buscamos na empresa "
+                       "às terças."}
+
+
+def test_a_place_the_customer_tells_is_named_by_the_line_of_the_places_served():
+    """"vcs buscam a roupa em casa? moro na vila operaria": where the customer lives is part of what they
+    ask. The told place is read from "moro/to/fico + no/na/em ..." (not "to em casa", "to na duvida"); a
+    retrieved line writing it as a capitalised name leads the answer (a word sharing its stem, "operários",
+    does not name it), and the word search brings that line's chunk when the retrieved ones lack it."""
+    from uuid import NAMESPACE_URL as NS
+    from uuid import uuid5
+
+    from streams.respond.compose import names_place, told_place
+    from streams.respond.handler import _as_chunk, _cover_missing_word_steps, _steps_here
+    from streams.respond.text import fold
+
+    assert told_place("vcs buscam a roupa em casa? moro no capao redondo") == ("capao", "redondo")
+    assert told_place("moro na vila sol e queria saber se vcs buscam") == ("vila", "sol")
+    assert told_place("fico pertinho do Alto Alegre, buscam ai?") == ("alto", "alegre")
+    assert told_place("to em casa agora, vcs buscam?") == () and told_place("to na duvida, buscam?") == ()
+    assert names_place(LAUNDRY["areas"], ("vila", "operaria"))
+    assert not names_place(LAUNDRY["uniforms"], ("operaria",))
+
+    texts = (LAUNDRY["pickup"], LAUNDRY["uniforms"], LAUNDRY["areas"])
+    for q in ("moro na vila operaria, vcs buscam a roupa aqui em casa?",
+              "vcs buscam a roupa em casa? moro na vila operaria"):
+        text = ask(q, "info_request", *texts)
+        assert "Loja Sul: Porto Velho, Vila Operária" in text and "Buscamos" in text
+    # the price asked too, and not written: the place line answers the rest, the price is handed over
+    text = ask("moro na vila operaria, vcs buscam a roupa aqui em casa? qnto?", "info_request", *texts)
+    assert "Vila Operária" in text and text.endswith(FALLBACK_NO_KNOWLEDGE)
+    # no place told, no place line
+    assert "Loja" not in ask("vcs buscam a roupa aqui em casa?", "info_request", *texts)
+
+    def lexical(account_id, stems, limit):
+        return [(uuid5(NS, k), uuid5(NS, k), 1.0, t) for k, t in LAUNDRY.items()
+                if all(any(w.startswith(s) for w in fold(t).split()) for s in stems)][:limit]
+
+    q = "vcs buscam a roupa em casa? moro no capao redondo"
+    msg = type("Msg", (), {"account_id": 1, "text": q})()
+    pickup = _as_chunk((uuid5(NS, "pickup"), uuid5(NS, "pickup"), 0.8, LAUNDRY["pickup"]))
+    uniforms = _as_chunk((uuid5(NS, "uniforms"), uuid5(NS, "uniforms"), 0.5, LAUNDRY["uniforms"]))
+    got = _steps_here(_cover_missing_word_steps(msg, [pickup, uniforms], lexical, 2))
+    assert [c.text for c in got] == [LAUNDRY["pickup"], LAUNDRY["areas"]]
+
+
+CABINS = {"rules": "# Regras\n\n- Check-in a partir das 14h.\n- Cada chalé recebe no máximo 4 pessoas. Não aceitamos pessoa extra.\n"
+                   "- Pets de pequeno porte são bem-vindos.",
+          "party": "# Festas\n\nAniversários e confraternizações: montamos mesa de frios por R$ 150,00. "
+                   "Grupos acima de 12 pessoas: reserva com 7 dias de antecedência.",
+          "cabins": "# Chalés\n\n- Chalé Ipê: lareira e hidromassagem. Diária: R$ 420,00.\n"
+                    "- Chalé Cedro: varanda com rede. Diária: R$ 380,00."}
+
+
+def test_a_party_counted_is_answered_by_the_limit_on_people():
+    """"vamos eu e mais 5 amigos pro aniversario, da pra ficar todo mundo num chale?": the story (a birthday,
+    friends) finds the party line, but how many may stay is the rule on people, which the word search brings
+    when no retrieved chunk states it. A rule from a number up concerns only a party that reaches it; a price
+    asked for a party is answered by the price."""
+    from uuid import NAMESPACE_URL as NS
+    from uuid import uuid5
+
+    from streams.respond.compose import party_size, states_party_limit
+    from streams.respond.handler import _as_chunk, _party_limit_steps, _steps_here
+    from streams.respond.text import fold
+
+    assert party_size("vamos eu e mais 5 amigos pro aniversario, da pra ficar todo mundo num chale?") == 6
+    assert party_size("a gente pode os 3 no mesmo chale?") == 3
+    assert party_size("somos em quatro, tem chale livre?") == 4
+    assert party_size("o chale de 2 diarias qnto sai?") is None and party_size("os 2 chales tem lareira?") is None
+    assert states_party_limit("Cada chalé recebe no máximo 4 pessoas.", 6)
+    assert not states_party_limit(CABINS["party"], 6) and states_party_limit(CABINS["party"], 13)
+    assert not states_party_limit("Nota fiscal para pessoa física.")
+
+    q = "vamos eu e mais 5 amigos pro aniversario, da pra ficar todo mundo num chale?"
+    text = ask(q, "policy", CABINS["party"], CABINS["cabins"], CABINS["rules"])
+    assert "no máximo 4 pessoas" in text and "mesa de frios" not in text
+    assert "no máximo 4 pessoas" not in ask("qnto é a diaria do chale cedro pra 2 pessoas?", "price_question",
+                                            CABINS["cabins"], CABINS["rules"])
+
+    def lexical(account_id, stems, limit):
+        return [(uuid5(NS, k), uuid5(NS, k), 1.0, t) for k, t in CABINS.items()
+                if all(any(w.startswith(s) for w in fold(t).split()) for s in stems)][:limit]
+
+    msg = type("Msg", (), {"account_id": 1, "text": q})()
+    party = _as_chunk((uuid5(NS, "party"), uuid5(NS, "party"), 0.4, CABINS["party"]))
+    cabins = _as_chunk((uuid5(NS, "cabins"), uuid5(NS, "cabins"), 0.5, CABINS["cabins"]))
+    got = _steps_here(_party_limit_steps(msg, [party, cabins], lexical, 2))
+    assert [c.text for c in got] == [CABINS["party"], CABINS["rules"]]
+    # no party counted: nothing searched
+    msg = type("Msg", (), {"account_id": 1, "text": "tem chale com lareira?"})()
+    assert _steps_here(_party_limit_steps(msg, [party, cabins], lexical, 2)) == [party, cabins]
+
+
+PATISSERIE = """# Entregas
+
+O entregador leva maquininha de cartão. Entregamos até 5 km da loja.
+
+# Equipe
+
+Nossa confeiteira chefe, Dona Lurdes, faz os bolos desde 1998."""
+
+
+def test_a_job_asked_for_is_handed_over_unless_the_knowledge_speaks_of_hiring():
+    """"vcs tao contratando entregador? to procurando serviço": someone asks for a job, not for the service;
+    a line naming the role ("O entregador leva maquininha") answers another question. Handed over, unless a
+    line speaks of hiring ("Currículos pelo e-mail ..."). Buying a service ("contratar um buffet") or
+    needing help from the business is no job asked."""
+    from streams.respond.compose import asks_for_work
+
+    assert asks_for_work("vcs tao contratando entregador? to procurando serviço")
+    assert asks_for_work("minha sobrinha ta procurando emprego, vcs precisam de confeiteira?")
+    assert not asks_for_work("quero contratar um buffet pro aniversario")
+    assert not asks_for_work("vcs contratam seguro pra entrega?")
+    assert not asks_for_work("vcs precisam de ajuda pra achar o endereço?")
+    assert ask("vcs tao contratando entregador? to procurando serviço", "info_request", PATISSERIE) \
+        == FALLBACK_NO_KNOWLEDGE
+    assert ask("minha sobrinha ta procurando emprego, vcs precisam de confeiteira?", "info_request", PATISSERIE) \
+        == FALLBACK_NO_KNOWLEDGE
+    hiring = PATISSERIE + "\n\n# Trabalhe conosco\n\nCurrículos pelo e-mail vagas@doceria.com.br."
+    assert "Currículos" in ask("vcs tao contratando entregador? to procurando serviço", "info_request", hiring)
+    assert "maquininha" in ask("o entregador leva maquininha?", "info_request", PATISSERIE)
+
+
+def test_two_halves_said_with_meio_are_meio_a_meio():
+    """"a grande meio atum meio escarola": the halves said with "meio" are the menu's "meio a meio" too;
+    "meio a meio" itself keeps the flavours that follow it."""
+    from streams.respond.compose import halves_named
+
+    assert halves_named("da pra fazer a grande meio atum meio escarola? como cobra?") == \
+        "da pra fazer a grande meio a meio? como cobra?"
+    assert halves_named("pode meio rucula e meio portuguesa?") == "pode meio a meio?"
+    assert halves_named("faz meio a meio atum e escarola?") == "faz meio a meio atum e escarola?"
+    menu = "# Pizzas\n\nSabores: Atum, Escarola e Rúcula.\nGrande: R$ 70,00.\n" \
+           "Meio a meio só na grande; cobramos o valor do sabor mais caro."
+    assert "sabor mais caro" in ask("da pra fazer a grande meio atum meio escarola? como cobra?", "policy", menu)
