@@ -362,7 +362,8 @@ async def plan(msg: InboundMessage, ctx: ConversationContext, deps: Responder) -
         vector = MessageVector(deps.memory_embedder, msg.text).start()
         # the learnt classifier may read the clause that carries the question apart (a story or a
         # second question around it): embedded alongside the message, only when it is not all of it
-        clause = examples.clause_for(msg.text)
+        clause_for = getattr(examples, "clause_for", None)  # a classifier that reads no clause has none
+        clause = clause_for(msg.text) if clause_for is not None else None
         clause_vector = MessageVector(deps.memory_embedder, clause).start() if clause is not None else None
         try:
             detected = refine_intent(detected, await vector.get(), examples, msg.text,

@@ -543,10 +543,12 @@ def refine_intent(detected: IntentResult, vector, examples: "IntentExamples | Le
     default = detect_intent(text) if text is not None else None  # what the features describe
     if isinstance(examples, IntentExamples) and clause_vector is None and examples.clause_for(text) is not None:
         clause_vector = np.asarray(examples.embedder.embed_queries([examples.clause_for(text)])[0], dtype=np.float32)
-    got = examples.classify(vector, text=text, detected=default, clause_vector=clause_vector)
+    # the clause's vector only to a classifier that reads one (another classifier takes no such argument)
+    extra = {} if clause_vector is None else {"clause_vector": clause_vector}
+    got = examples.classify(vector, text=text, detected=default, **extra)
     out = detected if got is None else got
     if out.intent == GENERAL and text is not None and asks_a_question(text):
-        other = examples.classify(vector, exclude=GENERAL, text=text, detected=default, clause_vector=clause_vector)
+        other = examples.classify(vector, exclude=GENERAL, text=text, detected=default, **extra)
         if other is not None:
             return other
     return out
