@@ -363,8 +363,14 @@ async def plan(msg: InboundMessage, ctx: ConversationContext, deps: Responder) -
         # verdict it may overrule) is read from the message's vector, which recall and
         # retrieval use afterwards (no second embedding)
         vector = MessageVector(deps.memory_embedder, msg.text).start()
+        # the learnt classifier may read the clause that carries the question apart (a story or a
+        # second question around it): embedded alongside the message, only when it is not all of it
+        clause_for = getattr(examples, "clause_for", None)  # a classifier that reads no clause has none
+        clause = clause_for(msg.text) if clause_for is not None else None
+        clause_vector = MessageVector(deps.memory_embedder, clause).start() if clause is not None else None
         try:
-            detected = refine_intent(detected, await vector.get(), examples, msg.text)
+            detected = refine_intent(detected, await vector.get(), examples, msg.text,
+                                     None if clause_vector is None else await clause_vector.get())
         except Exception as e:  # the embedding failure is reported by recall/knowledge
             log.warning("intent fallback skipped conversation_id=%s error=%r", msg.conversation_id, e)
     strategy = decide(detected.intent)

@@ -33,7 +33,11 @@ vector the responder computes anyway), by :class:`IntentExamples`:
   regression trained on the example phrases (``data/intent_examples.json``), the
   dev questions and the training questions. With ``keyword_scale`` > 0 its input is
   the embedding plus what the default dictionary says (``keyword_features``: each
-  intent's keyword total and the verdict), so it learns when a keyword misleads.
+  intent's keyword total and the verdict), so it learns when a keyword misleads. With
+  ``clause_scale`` > 0 the embedding of the clause that carries the first question
+  (``question_clause``: "meu dog ta velhinho, vcs fazem cremação?" → "vcs fazem cremação?";
+  of two questions the first) follows: a story or a second question weighs less. It is
+  embedded apart only when it is not the whole message.
   It decides when the dictionary says ``general`` or its total weight is below
   the artefact's ``strong`` (chosen by cross-validation; it may be above any
   total) and its most probable intent reaches the artefact's ``floor``. An
@@ -85,6 +89,7 @@ DEFAULT_KEYWORDS: dict[str, dict[str, float]] = {
         "reais": 1, "tabela": 1, "pedido minimo": 2,
         # asking whether one option costs more is a price question, not a complaint
         "e mais caro": 3.5, "e mais cara": 3.5, "fica mais caro": 3.5, "sai mais caro": 3.5,
+        "fica mais cara": 3.5, "sai mais cara": 3.5,
     },
     OBJECTION: {
         "caro": 3, "cara": 2, "caros": 3, "caras": 2, "carissim*": 3, "salgado": 2,
@@ -243,6 +248,30 @@ def keyword_features(text: str, detected: IntentResult | None = None) -> np.ndar
                       + [1.0 if verdict == i else 0.0 for i in INTENTS], dtype=np.float32)
 
 
+# where a clause ends inside a question's segment: a sentence end, a line break, a comma before a space
+_CLAUSE_BREAK = re.compile(r"[.!;\n]+|,\s+")
+#: A last clause shorter than this (words) takes the clause before it along ("vcs buscam?" after "moro no centro").
+SHORT_CLAUSE_WORDS = 3
+
+
+def question_clause(text: str) -> str:
+    """The clause that carries the message's first question: the text up to its first ``?``, from
+    the last clause break before it ("meu cachorro ta velhinho, vcs fazem cremação? …" →
+    "vcs fazem cremação?"); a last clause under ``SHORT_CLAUSE_WORDS`` words takes the clause
+    before it along. Without a ``?`` the last clause. ``text`` itself when that is all the
+    message is (one clause, one question), so its vector is the message's own."""
+    mark = text.find("?")
+    segment = text[:mark] if mark >= 0 else text
+    clauses = [c.strip() for c in _CLAUSE_BREAK.split(segment) if c.strip()]
+    if not clauses:
+        return text
+    out = clauses[-1]
+    if len(out.split()) < SHORT_CLAUSE_WORDS and len(clauses) > 1:
+        out = f"{clauses[-2]}, {out}"
+    out = out + "?" if mark >= 0 else out
+    return text if out == text.strip() else out
+
+
 def detect_intent(text: str, inbox_keywords: Mapping[str, Any] | None = None) -> IntentResult:
     """The message's intent, or ``general`` when no keyword matches."""
     folded = normalize_chat(text)
@@ -308,6 +337,9 @@ class LearntIntent:
     # > 0: the dictionary's per-intent totals and verdict (``keyword_features``), times this,
     # follow the embedding in the classifier's input; 0: the embedding alone
     keyword_scale: float = 0.0
+    # > 0: the embedding of the clause that carries the first question (``question_clause``),
+    # times this, comes last: what is asked weighs apart from the story or the second question
+    clause_scale: float = 0.0
 
     def decides(self, detected: IntentResult) -> bool:
         if detected.intent == GENERAL:
@@ -319,27 +351,47 @@ class LearntIntent:
             return False  # an inbox keyword matched: the operator's word stands
         return detected.score < self.strong
 
-    def features(self, vector, text: str | None = None, detected: IntentResult | None = None) -> np.ndarray:
-        v = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if self.keyword_scale <= 0:
-            return v
-        if text is None:
-            raise ValueError("this intent classifier reads the message's keywords too: pass its text")
-        return np.concatenate([v, keyword_features(text, detected) * np.float32(self.keyword_scale)])
+    def clause_for(self, text: str | None) -> str | None:
+        """The clause whose own embedding this classifier reads (``question_clause``), when it is not
+        the whole message (then the message's vector serves); None otherwise."""
+        if self.clause_scale <= 0 or text is None:
+            return None
+        clause = question_clause(text)
+        return None if clause == text else clause
 
-    def probabilities(self, vector, text: str | None = None, detected: IntentResult | None = None) -> np.ndarray | None:
+    def features(self, vector, text: str | None = None, detected: IntentResult | None = None,
+                 clause_vector=None) -> np.ndarray:
+        v = np.asarray(vector, dtype=np.float32).reshape(-1)
+        parts = [v]
+        if self.keyword_scale > 0 or self.clause_scale > 0:
+            if text is None:
+                raise ValueError("this intent classifier reads the message's text too: pass it")
+        if self.keyword_scale > 0:
+            parts.append(keyword_features(text, detected) * np.float32(self.keyword_scale))
+        if self.clause_scale > 0:
+            if clause_vector is None:
+                if self.clause_for(text) is not None:
+                    raise ValueError("this intent classifier reads the question clause's vector: pass it")
+                clause_vector = v  # the message is its own question clause
+            parts.append(np.asarray(clause_vector, dtype=np.float32).reshape(-1) * np.float32(self.clause_scale))
+        return np.concatenate(parts) if len(parts) > 1 else v
+
+    def probabilities(self, vector, text: str | None = None, detected: IntentResult | None = None,
+                      clause_vector=None) -> np.ndarray | None:
         v = np.asarray(vector, dtype=np.float32).reshape(-1)
         width = self.weights.shape[1] - (2 * len(INTENTS) if self.keyword_scale > 0 else 0)
+        if self.clause_scale > 0:
+            width //= 2
         if v.shape[0] != width:
             return None
-        z = self.weights @ self.features(v, text, detected) + self.bias
+        z = self.weights @ self.features(v, text, detected, clause_vector) + self.bias
         e = np.exp(z - z.max())
         return e / e.sum()
 
     def classify(self, vector, exclude: str | None = None, text: str | None = None,
-                 detected: IntentResult | None = None) -> IntentResult | None:
+                 detected: IntentResult | None = None, clause_vector=None) -> IntentResult | None:
         """The most probable intent (``exclude``: the most probable other than it, floor aside)."""
-        p = self.probabilities(vector, text, detected)
+        p = self.probabilities(vector, text, detected, clause_vector)
         if p is None:
             return None
         if exclude is not None and exclude in self.classes and len(self.classes) > 1:
@@ -356,7 +408,7 @@ class LearntIntent:
         np.savez_compressed(path.with_suffix(".npz"), weights=self.weights.astype(np.float16),
                             bias=self.bias.astype(np.float32))
         meta = dict(self.meta, classes=list(self.classes), strong=self.strong, floor=self.floor,
-                    keyword_scale=self.keyword_scale)
+                    keyword_scale=self.keyword_scale, clause_scale=self.clause_scale)
         path.with_suffix(".json").write_text(json.dumps(meta, ensure_ascii=False, indent=1) + "\n")
 
     @classmethod
@@ -368,7 +420,7 @@ class LearntIntent:
         with np.load(npz) as z:
             return cls(z["weights"].astype(np.float32), z["bias"].astype(np.float32), list(meta["classes"]),
                        float(meta["strong"]), meta, float(meta.get("floor", 0.0)),
-                       float(meta.get("keyword_scale", 0.0)))
+                       float(meta.get("keyword_scale", 0.0)), float(meta.get("clause_scale", 0.0)))
 
 
 class IntentExamples:
@@ -428,14 +480,22 @@ class IntentExamples:
             return self.learnt.decides(detected)
         return detected.intent == GENERAL
 
+    def clause_for(self, text: str | None) -> str | None:
+        """The question clause the learnt classifier reads apart (``LearntIntent.clause_for``)."""
+        return self.learnt.clause_for(text) if self.learnt is not None else None
+
     def classify(self, vector, exclude: str | None = None, text: str | None = None,
-                 detected: IntentResult | None = None) -> IntentResult | None:
+                 detected: IntentResult | None = None, clause_vector=None) -> IntentResult | None:
         """The embedding's verdict; None when the learnt classifier is unsure (below its floor)
         or cannot read the vector: the dictionary's verdict then stands. ``exclude``: the best
         verdict other than that intent. ``text``/``detected``: the message and the default
-        dictionary's verdict, which a classifier with ``keyword_scale`` reads too."""
+        dictionary's verdict, which a classifier with ``keyword_scale`` reads too;
+        ``clause_vector``: the question clause's vector (``clause_for``), embedded here when not given."""
         if self.learnt is not None:
-            return self.learnt.classify(vector, exclude, text, detected)
+            clause = self.learnt.clause_for(text)
+            if clause is not None and clause_vector is None:
+                clause_vector = np.asarray(self.embedder.embed_queries([clause])[0], dtype=np.float32)
+            return self.learnt.classify(vector, exclude, text, detected, clause_vector)
         if exclude is not None:
             m, labels = self._ensure()
             v = np.asarray(vector, dtype=np.float32).reshape(-1)
@@ -471,18 +531,24 @@ def asks_a_question(text: str) -> bool:
 
 
 def refine_intent(detected: IntentResult, vector, examples: "IntentExamples | LearntIntent | None",
-                  text: str | None = None) -> IntentResult:
+                  text: str | None = None, clause_vector=None) -> IntentResult:
     """The dictionary's verdict, or, when it leaves the question open (``general``; with
     the learnt classifier also a verdict of weak hints only), the embedding's one. With
     ``text``: a question about the business (``asks_a_question``) that would end ``general``
-    takes the embedding's best other intent (questions are never small talk)."""
+    takes the embedding's best other intent (questions are never small talk). ``clause_vector``:
+    the vector of ``examples.clause_for(text)`` when the classifier reads one (an
+    ``IntentExamples`` embeds it itself when it is not given)."""
     if examples is None or vector is None or not examples.decides(detected):
         return detected
     default = detect_intent(text) if text is not None else None  # what the features describe
-    got = examples.classify(vector, text=text, detected=default)
+    if isinstance(examples, IntentExamples) and clause_vector is None and examples.clause_for(text) is not None:
+        clause_vector = np.asarray(examples.embedder.embed_queries([examples.clause_for(text)])[0], dtype=np.float32)
+    # the clause's vector only to a classifier that reads one (another classifier takes no such argument)
+    extra = {} if clause_vector is None else {"clause_vector": clause_vector}
+    got = examples.classify(vector, text=text, detected=default, **extra)
     out = detected if got is None else got
     if out.intent == GENERAL and text is not None and asks_a_question(text):
-        other = examples.classify(vector, exclude=GENERAL, text=text, detected=default)
+        other = examples.classify(vector, exclude=GENERAL, text=text, detected=default, **extra)
         if other is not None:
             return other
     return out
