@@ -356,6 +356,8 @@ def test_training_is_reproducible(tmp_path, use_embedder):
     assert np.array_equal(a.thresholds, b.thresholds)
     assert np.allclose(a.weights, b.weights)
     assert np.allclose(a.fact_weights, b.fact_weights)
+    assert a.gate_weights is not None and np.allclose(a.gate_weights, b.gate_weights)   # the gate (stop 28)
+    assert a.meta["gate"] == b.meta["gate"] and set(a.meta["gate"]["per_source"]) == set(a.meta["cross_source"]["sources"])
     cv = a.meta["cross_validated"]
     assert cv["tp"] + cv["fn"] == sum(len(r["gold_facts"]) for r in rows)   # scored on the corpus only
     assert a.meta["training"]["written_conversations"] == 10
