@@ -629,8 +629,8 @@ def _train(corpus: Path, n_folds: int = 5, *, embedder, log=print, c_grid=C_GRID
         gate = train_gate(sources, xs_probs[C], xs[(C, penalty)]["source_thresholds"], penalty, log)
         # The corpus's grouped CV with the gate: its out-of-fold proposals at the shipped thresholds, judged by
         # the gate fit on the other writers' proposals (it never read the corpus's labels).
-        corpus = _relative(path)
-        dev_gate = fit_gate([r for n in sources if n != corpus
+        corpus_name = _relative(path)
+        dev_gate = fit_gate([r for n in sources if n != corpus_name
                              for r in gate_rows(sources[n], xs_probs[C][n], xs[(C, penalty)]["source_thresholds"][n], penalty)])
         cv_gated = _prf(gated_counts(examples, gate_rows(examples, oof[C], thresholds, penalty), dev_gate, gate[2]))
         log(f"cross-validated on the corpus with the gate (fit on the other writers): P={cv_gated['precision']:.3f} "

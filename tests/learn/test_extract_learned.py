@@ -241,6 +241,7 @@ def test_shipped_artefact_is_small_and_described():
     size = ARTEFACT.with_suffix(".npz").stat().st_size + ARTEFACT.with_suffix(".json").stat().st_size
     assert size < 400 * 1024
     assert model.meta["training"]["conversations_sha256"]
+    assert model.meta["training"]["corpus"] == "examples/dev"   # the corpus folder, as `--corpus` takes it
     assert set(model.meta["cross_validated"]) >= {"precision", "recall", "f1"}
     assert model.types == tuple(MEMORY_TYPES)
 
