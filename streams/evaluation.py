@@ -255,6 +255,12 @@ def main(argv: list[str] | None = None) -> int:
               f"its grouped {meta['training']['folds']}-fold cross-validation there: precision {cv['precision']:.3f}, "
               f"recall {cv['recall']:.3f}")
         xs = (meta.get("cross_source") or {}).get("chosen", {}).get("per_source", {})
+        gate = meta.get("gate") or {}
+        if gate.get("per_source"):   # the shipped selection is gated (stop 28): its figures, not the ungated ones
+            xs, gated_cv = gate["per_source"], meta.get("cross_validated_gated") or {}
+            if gated_cv:
+                print(f"  with the gate over the proposals, that cross-validation: precision {gated_cv['precision']:.3f}, "
+                      f"recall {gated_cv['recall']:.3f}")
         if xs:
             print("  cross-source (fit on the other writers; about what an unseen writer gets): " + "; ".join(
                 f"{n} P {r['precision']:.3f} R {r['recall']:.3f}" for n, r in xs.items()))

@@ -27,6 +27,13 @@ How it proposes facts for one conversation:
    (chosen by cross-validation grouped by customer). Overlapping candidates of a
    type keep the most probable one; at most ``MAX_FACTS`` facts per conversation,
    most confident first.
+3b. **A second-stage gate** (stop 28): the two stages propose each type's candidates at
+   ``GATE_SCALE`` × its threshold, and a logistic gate learnt from every training writer's
+   *out-of-source* proposals (each writer's proposals made by a model fit on the other writers)
+   keeps the ones it judges right (``gate_features``: how sure the stages are, the type's margin
+   over the others, other proposals of the same or a competing type in the conversation, the
+   rank, the span's cues). It removes duplicates of one fact, the weaker of two competing types
+   and low-ranked extras that the per-type thresholds keep, and lets the thresholds propose more.
 4. **Content** is normalised, never the evidence: the rule extractor's templated
    content when it saw the same fact, otherwise the span with chat abbreviations
    expanded and dates written ``dd/mm`` (``normalise``); third parties stay in the
@@ -287,6 +294,10 @@ class LinearModel:
     instruction_threshold: float = 1.0
     fact_weights: np.ndarray | None = None          # (n_features,) the shared "is a fact" stage
     fact_bias: float = 0.0
+    gate_weights: np.ndarray | None = None          # the second-stage gate over proposals (``gate_features``)
+    gate_bias: float = 0.0
+    gate_threshold: float = 0.0
+    gate_scale: float = 1.0
 
     def instruction_probability(self, X: np.ndarray) -> np.ndarray:
         if self.instruction_weights is None or X.size == 0:
@@ -310,6 +321,9 @@ class LinearModel:
                          instruction_threshold=np.float32(self.instruction_threshold))
         if self.fact_weights is not None:
             extra.update(fact_weights=self.fact_weights.astype(np.float16), fact_bias=np.float32(self.fact_bias))
+        if self.gate_weights is not None:
+            extra.update(gate_weights=self.gate_weights.astype(np.float32), gate_bias=np.float32(self.gate_bias),
+                         gate_threshold=np.float32(self.gate_threshold), gate_scale=np.float32(self.gate_scale))
         np.savez_compressed(path.with_suffix(".npz"), weights=self.weights.astype(np.float16),
                             bias=self.bias.astype(np.float32), thresholds=self.thresholds.astype(np.float32), **extra)
         meta = dict(self.meta, types=list(self.types))
@@ -331,6 +345,11 @@ class LinearModel:
             if "fact_weights" in z:
                 model.fact_weights = z["fact_weights"].astype(np.float32)
                 model.fact_bias = float(z["fact_bias"])
+            if "gate_weights" in z:
+                model.gate_weights = z["gate_weights"].astype(np.float64)
+                model.gate_bias = float(z["gate_bias"])
+                model.gate_threshold = float(z["gate_threshold"])
+                model.gate_scale = float(z["gate_scale"])
             return model
 
 
@@ -386,6 +405,78 @@ def select(spans: Sequence[Span], probs: np.ndarray, types: Sequence[str], thres
     best (``select_type``); then the ``max_facts`` most confident."""
     return combine([select_type(spans, probs, t, name, thresholds[t], length_penalty)
                     for t, name in enumerate(types)], max_facts)
+
+
+# ------------------------------------------------------------ the gate
+#: The gate's proposals: each type's candidates at this fraction of its threshold (the gate then
+#: drops the ones it judges false, so the first stage can propose more than it would keep alone).
+GATE_SCALE = 0.8
+N_GATE = 16 + 2 * len(MEMORY_TYPES)
+
+
+def gate_features(spans: Sequence[Span], probs: np.ndarray, X: np.ndarray, chosen: Sequence[Scored],
+                  thresholds: np.ndarray, n_messages: int, types: Sequence[str] = MEMORY_TYPES) -> np.ndarray:
+    """One row per proposed fact, for the second-stage "is this proposal right" gate: how sure the
+    two stages are (probability, its ratio to the type's threshold, the fact stage, the type's share
+    and its margin over the best other type), competition in the conversation (proposals of another
+    type on an overlapping span and their probability, proposals of the same type, the rank by
+    confidence, how many proposals), the span (clauses, words, where in the conversation), the
+    chosen type (one-hot, and one-hot × probability: each type its own calibration), and the span's
+    cue and rule-type features (the last columns of ``featurize``'s rows)."""
+    n_types = len(types)
+    if not chosen:
+        return np.zeros((0, N_GATE + N_CUES + n_types), dtype=np.float64)
+    index = {(s.message_index, s.start, s.end): k for k, s in enumerate(spans)}
+    ranks = sorted((c.confidence for c in chosen), reverse=True)
+    tail = X.shape[1] - N_CUES - n_types
+    rows = []
+    for i, c in enumerate(chosen):
+        k = index[(c.span.message_index, c.span.start, c.span.end)]
+        t = types.index(c.memory_type)
+        p = probs[k]
+        fact = float(p.sum())
+        share = p / max(fact, 1e-9)
+        other = float(np.max(np.delete(share, t))) if n_types > 1 else 0.0
+        rivals = [o.probability for j, o in enumerate(chosen) if j != i and o.memory_type != c.memory_type
+                  and o.span.message_index == c.span.message_index
+                  and _overlap(o.span.start, o.span.end, c.span.start, c.span.end) > 0]
+        same = sum(o.memory_type == c.memory_type for o in chosen) - 1
+        q = min(max(c.probability, 1e-6), 1 - 1e-6)
+        one_hot = np.zeros(n_types)
+        one_hot[t] = 1.0
+        head = [c.probability, c.probability / max(float(thresholds[t]), 1e-6), np.log(q / (1 - q)), fact, share[t],
+                share[t] - other, float(share[t] >= other), len(rivals), max(rivals, default=0.0),
+                float(c.probability >= max(rivals, default=0.0)), min(ranks.index(c.confidence), 10) / 10,
+                min(len(chosen), 12) / 12, same / 5, c.span.clauses / 3, min(len(c.span.text.split()), 30) / 15,
+                c.span.message_index / max(1, n_messages)]
+        rows.append(np.concatenate([head, one_hot, one_hot * c.probability, X[k, tail:]]))
+    return np.asarray(rows, dtype=np.float64)
+
+
+def gate_probability(features: np.ndarray, weights: np.ndarray, bias: float) -> np.ndarray:
+    if features.size == 0:
+        return np.zeros(len(features))
+    return 1.0 / (1.0 + np.exp(-(features @ weights + bias)))
+
+
+def gated_proposals(spans: Sequence[Span], probs: np.ndarray, types: Sequence[str], thresholds: np.ndarray,
+                    length_penalty: float = 0.0, scale: float = GATE_SCALE) -> list[Scored]:
+    """Every type's candidates at ``scale`` × its threshold (overlaps of a type collapsed), most
+    confident first, uncapped: what the gate judges."""
+    return combine([select_type(spans, probs, t, name, float(thresholds[t]) * scale, length_penalty)
+                    for t, name in enumerate(types)], max_facts=10**6)
+
+
+def select_gated(spans: Sequence[Span], probs: np.ndarray, X: np.ndarray, types: Sequence[str],
+                 thresholds: np.ndarray, gate_weights: np.ndarray, gate_bias: float, gate_threshold: float,
+                 n_messages: int, length_penalty: float = 0.0, scale: float = GATE_SCALE,
+                 max_facts: int = MAX_FACTS) -> list[Scored]:
+    """``gated_proposals`` whose gate probability reaches ``gate_threshold``, the ``max_facts``
+    most confident."""
+    chosen = gated_proposals(spans, probs, types, thresholds, length_penalty, scale)
+    q = gate_probability(gate_features(spans, probs, X, chosen, thresholds * scale, n_messages, types),
+                         gate_weights, gate_bias)
+    return [c for c, g in zip(chosen, q) if g >= gate_threshold][:max_facts]
 
 
 # ------------------------------------------------------------------ content
@@ -501,9 +592,15 @@ class LearnedExtractor:
         if not spans:
             return Proposal()
         hits = rule_hits(transcript)
-        probs = self.model.probabilities(featurize(transcript, spans, self.embedder, hits))
-        chosen = select(spans, probs, self.model.types, self.model.thresholds,
-                        length_penalty=float(self.model.meta.get("length_penalty", 0.0)))
+        X = featurize(transcript, spans, self.embedder, hits)
+        probs = self.model.probabilities(X)
+        penalty = float(self.model.meta.get("length_penalty", 0.0))
+        m = self.model
+        if m.gate_weights is not None:
+            chosen = select_gated(spans, probs, X, m.types, m.thresholds, m.gate_weights, m.gate_bias,
+                                  m.gate_threshold, len(transcript.messages), penalty, m.gate_scale)
+        else:
+            chosen = select(spans, probs, m.types, m.thresholds, length_penalty=penalty)
         return Proposal(candidates=[self._candidate(c, transcript, hits) for c in chosen])
 
     def _candidate(self, c: Scored, transcript: Transcript, hits) -> CandidateFact:

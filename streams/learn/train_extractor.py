@@ -36,7 +36,11 @@ machine with another number of cores trained another artefact). Steps:
    cross-source figures also count the errors by kind (``error_buckets``: gold evidence no
    candidate reaches, wrong type, span boundary, not proposed; false facts on or near a
    gold evidence, questions, negations, one-off requests, third parties, other);
-4. the final classifiers are fit on all of dev (plus ``WRITTEN``) with the chosen ``C``; the artefact
+4. the second-stage gate (``train_gate``, stop 28): learnt from the cross-source step's out-of-source
+   proposals (at ``GATE_SCALE`` × each writer's thresholds), scored the same way (each writer judged by a
+   gate fit on the others) and on the corpus's grouped CV (its out-of-fold proposals judged by a gate fit
+   on the other writers); the shipped gate is fit on every writer's proposals. ``USE_GATE = False`` ships none;
+5. the final classifiers are fit on all of dev (plus ``WRITTEN``) with the chosen ``C``; the artefact
    records the thresholds, the SHA-256 of the training file, and the cross-validated and
    cross-source metrics, which are printed. ``--check`` trains in memory and compares the metrics
    with the shipped artefact's (exit 1 when they differ). ``--errors`` prints the chosen
@@ -63,13 +67,18 @@ import numpy as np
 from streams.learn.evaluate import evidence_overlap
 from streams.learn.extract_learned import (
     ARTEFACT,
+    GATE_SCALE,
     HASH_DIM,
+    MAX_FACTS,
     MAX_WINDOW,
     N_CUES,
     LinearModel,
     Span,
     combine,
     featurize,
+    gate_features,
+    gate_probability,
+    gated_proposals,
     message_features,
     rule_hits,
     select,
@@ -114,6 +123,8 @@ WRITTEN_FILES = (WRITTEN, TRAIN_MORE) + PROBES
 #: o/p/q F1 0.797 either way: "cv" P 0.810 R 0.784, "cross_source" P 0.824 R 0.771), while dev's grouped CV is
 #: higher on both figures at "cv" thresholds (P/R 0.760/0.757 against 0.737/0.732), so "cv" ships (stop 27).
 THRESHOLDS_FROM = "cv"
+#: The second-stage gate over the proposals (``train_gate``; stop 28, h-ext6).
+USE_GATE = True
 THRESHOLD_GRID = tuple(round(x, 2) for x in np.arange(0.2, 0.96, 0.05))
 MATCH = 0.5
 
@@ -386,10 +397,11 @@ def cross_source(sources: dict[str, list[Example]], C: float, penalties=PENALTY_
                 f"/{sum(len(e.row.get('gold_facts', [])) for e in sources[n])}" for n in names}
     results = {}
     for pen in penalties:
-        per, buckets = {}, {}
+        per, buckets, thr_of = {}, {}, {}
         for n in names:
             others = [o for o in names if o != n]
-            thr = tune_thresholds([e for o in others for e in sources[o]], [p for o in others for p in probs[o]], pen)
+            thr = thr_of[n] = tune_thresholds([e for o in others for e in sources[o]],
+                                              [p for o in others for p in probs[o]], pen)
             per[n] = score(sources[n], probs[n], thr, pen)
             buckets[n] = error_buckets(sources[n], probs[n], thr, pen)
         pooled_ex = [e for n in names for e in sources[n]]
@@ -398,11 +410,92 @@ def cross_source(sources: dict[str, list[Example]], C: float, penalties=PENALTY_
         pooled = score(pooled_ex, pooled_p, pooled_thr, pen)
         macro = round(float(np.mean([per[n]["f1"] for n in names])), 4)
         results[pen] = {"C": C, "length_penalty": pen, "macro_f1": macro, "per_source": per, "reachable": reach,
+                        "source_thresholds": {n: [float(round(x, 2)) for x in thr_of[n]] for n in names},
                         "pooled": {k: v for k, v in pooled.items() if k != "per_type"}, "buckets": buckets,
                         "pooled_thresholds": [float(round(x, 2)) for x in pooled_thr]}
         log(f"  C={C} length penalty {pen}: cross-source macro F1={macro:.3f} — " + "; ".join(
             f"{n} P={per[n]['precision']:.3f} R={per[n]['recall']:.3f} F1={per[n]['f1']:.3f}" for n in names))
     return results, probs
+
+
+# ------------------------------------------------------------------ the gate
+#: The gate's regularisation (0.3 and 1 measured alike; the span's embedding as gate features lowered the F1).
+GATE_C = 0.3
+GATE_GRID = (0.0,) + tuple(round(x, 2) for x in np.arange(0.1, 0.7, 0.05))
+
+
+def gate_rows(examples: list[Example], probs: list[np.ndarray], thresholds, penalty: float) -> list[tuple]:
+    """Per conversation: the proposals (``gated_proposals``), their gate features and whether each is a
+    right fact (one-to-one matched to a gold fact)."""
+    thr = np.asarray(thresholds, dtype=np.float32)
+    out = []
+    for e, P in zip(examples, probs):
+        chosen = gated_proposals(e.spans, P, MEMORY_TYPES, thr, penalty, GATE_SCALE) if len(e.spans) else []
+        F = gate_features(e.spans, P, e.X, chosen, thr * GATE_SCALE, len(e.row["messages"]))
+        used_i, _ = matched(chosen, e.row.get("gold_facts", []))
+        out.append((chosen, F, np.array([int(i in used_i) for i in range(len(chosen))], dtype=np.int8)))
+    return out
+
+
+def fit_gate(rows: list[tuple]) -> tuple[np.ndarray, float]:
+    from sklearn.linear_model import LogisticRegression
+
+    X = np.vstack([F for _, F, y in rows if len(y)])
+    y = np.concatenate([y for _, F, y in rows if len(y)])
+    with deterministic():
+        g = LogisticRegression(C=GATE_C, max_iter=3000, solver="lbfgs").fit(X, y)
+    return g.coef_[0].astype(np.float64), float(g.intercept_[0])
+
+
+def gated_counts(examples: list[Example], rows: list[tuple], gate: tuple[np.ndarray, float], g: float) -> np.ndarray:
+    """(tp, fp, fn) of the gated selection: proposals whose gate probability reaches ``g``, at most five."""
+    tp = fp = fn = 0
+    for e, (chosen, F, _) in zip(examples, rows):
+        q = gate_probability(F, *gate)
+        keep = [c for c, x in zip(chosen, q) if x >= g][:MAX_FACTS]
+        gold = e.row.get("gold_facts", [])
+        used_i, used_j = matched(keep, gold)
+        tp, fp, fn = tp + len(used_i), fp + len(keep) - len(used_i), fn + len(gold) - len(used_j)
+    return np.array([tp, fp, fn])
+
+
+def _prf(counts) -> dict:
+    tp, fp, fn = (int(x) for x in counts)
+    p = tp / (tp + fp) if tp + fp else 1.0
+    r = tp / (tp + fn) if tp + fn else 1.0
+    return {"precision": round(p, 4), "recall": round(r, 4), "f1": round(2 * p * r / (p + r) if p + r else 0.0, 4),
+            "tp": tp, "fp": fp, "fn": fn}
+
+
+def train_gate(sources: dict[str, list[Example]], probs: dict[str, list[np.ndarray]],
+               source_thresholds: dict[str, list[float]], penalty: float, log=print) -> tuple[np.ndarray, float, float, dict]:
+    """The second-stage gate, learnt from out-of-source predictions (each writer's proposals made by a
+    model that never read that writer, at ``GATE_SCALE`` × thresholds tuned on the other writers): is
+    this proposal a right fact? Scored the cross-source way: each writer's proposals judged by a gate
+    fit on the other writers' proposals, its threshold the best pooled F1 on theirs. The shipped gate
+    is fit on every writer's proposals, its threshold the best pooled F1 of those out-of-source gated
+    predictions. Returns (weights, bias, threshold, figures)."""
+    names = [n for n in sources if sources[n]]
+    rows = {n: gate_rows(sources[n], probs[n], source_thresholds[n], penalty) for n in names}
+    per, counts_at = {}, {g: np.zeros(3, dtype=int) for g in GATE_GRID}
+    for n in names:
+        others = [o for o in names if o != n]
+        gate = fit_gate([r for o in others for r in rows[o]])
+        g = max(GATE_GRID, key=lambda g: (_prf(sum(gated_counts(sources[o], rows[o], gate, g) for o in others))["f1"], -g))
+        per[n] = dict(_prf(gated_counts(sources[n], rows[n], gate, g)), gate_threshold=g)
+        for h in GATE_GRID:
+            counts_at[h] = counts_at[h] + gated_counts(sources[n], rows[n], gate, h)
+    threshold = max(GATE_GRID, key=lambda g: (_prf(counts_at[g])["f1"], -g))
+    weights, bias = fit_gate([r for n in names for r in rows[n]])
+    macro = round(float(np.mean([per[n]["f1"] for n in names])), 4)
+    pooled = _prf(sum(np.array([per[n][k] for k in ("tp", "fp", "fn")]) for n in names))
+    stats = {"C": GATE_C, "scale": GATE_SCALE, "threshold": threshold, "macro_f1": macro, "pooled": pooled,
+             "macro_precision": round(float(np.mean([per[n]["precision"] for n in names])), 4),
+             "per_source": per, "pooled_at_shipped_threshold_by_leave_out_gates": _prf(counts_at[threshold])}
+    log(f"gate (scale {GATE_SCALE}, threshold {threshold}): cross-source macro F1 {macro:.3f}, pooled P={pooled['precision']:.3f} "
+        f"R={pooled['recall']:.3f} F1={pooled['f1']:.3f} — " + "; ".join(
+            f"{n} P={r['precision']:.3f} R={r['recall']:.3f} F1={r['f1']:.3f}" for n, r in per.items()))
+    return weights, bias, threshold, stats
 
 
 def pick_threshold(grid, f1_of) -> float:
@@ -502,7 +595,7 @@ def _train(corpus: Path, n_folds: int = 5, *, embedder, log=print, c_grid=C_GRID
         log(f"plus {len(written_rows)} conversations written for the project "
             f"({sum(len(r.get('gold_facts', [])) for r in written_rows)} gold facts), training side only")
     folds = folds_by_group(examples, n_folds)
-    results, oof, xs = {}, {}, {}
+    results, oof, xs, xs_probs = {}, {}, {}, {}
     for C in c_grid:
         probs = oof[C] = out_of_fold(examples, folds, C, extra)
         for pen in PENALTY_GRID:
@@ -512,7 +605,8 @@ def _train(corpus: Path, n_folds: int = 5, *, embedder, log=print, c_grid=C_GRID
             log(f"  C={C} length penalty {pen}: cross-validated P={r['precision']:.3f} R={r['recall']:.3f} "
                 f"F1={r['f1']:.3f}")
         if len(sources) >= 2:
-            xs.update({(C, pen): v for pen, v in cross_source(sources, C, PENALTY_GRID, log)[0].items()})
+            res, xs_probs[C] = cross_source(sources, C, PENALTY_GRID, log)
+            xs.update({(C, pen): v for pen, v in res.items()})
     # C and the length penalty by the mean of the cross-source macro F1 (transfer to another
     # writer) and the grouped CV F1: either alone moves on differences within noise (±0.005);
     # the thresholds by the corpus's grouped CV at that setting (tuned on the corpus's own
@@ -531,6 +625,17 @@ def _train(corpus: Path, n_folds: int = 5, *, embedder, log=print, c_grid=C_GRID
     thresholds = (np.array(xs[(C, penalty)]["pooled_thresholds"], dtype=np.float32)
                   if THRESHOLDS_FROM == "cross_source" and (C, penalty) in xs else cv_thresholds)
     cv_shipped = score(examples, oof[C], thresholds, penalty)
+    gate, cv_gated = (None, 0.0, 1.0, None), None
+    if USE_GATE and (C, penalty) in xs:
+        gate = train_gate(sources, xs_probs[C], xs[(C, penalty)]["source_thresholds"], penalty, log)
+        # The corpus's grouped CV with the gate: its out-of-fold proposals at the shipped thresholds, judged by
+        # the gate fit on the other writers' proposals (it never read the corpus's labels).
+        corpus_name = _relative(path)
+        dev_gate = fit_gate([r for n in sources if n != corpus_name
+                             for r in gate_rows(sources[n], xs_probs[C][n], xs[(C, penalty)]["source_thresholds"][n], penalty)])
+        cv_gated = _prf(gated_counts(examples, gate_rows(examples, oof[C], thresholds, penalty), dev_gate, gate[2]))
+        log(f"cross-validated on the corpus with the gate (fit on the other writers): P={cv_gated['precision']:.3f} "
+            f"R={cv_gated['recall']:.3f} F1={cv_gated['f1']:.3f}")
     if errors:
         print_errors(examples, oof[C], thresholds, penalty, log)
     m = fit(examples + extra, C)
@@ -558,6 +663,8 @@ def _train(corpus: Path, n_folds: int = 5, *, embedder, log=print, c_grid=C_GRID
                           "macro_f1_grid": {f"C={c} penalty={p}": v["macro_f1"] for (c, p), v in xs.items()}}
                          if xs else None),
         "instruction_classifier": istats,
+        "gate": gate[3],
+        "cross_validated_gated": cv_gated,
     }
     log(f"chosen C={C}, length penalty {penalty}; thresholds " + ", ".join(f"{t}={x:.2f}" for t, x in zip(MEMORY_TYPES, thresholds)))
     if xs:
@@ -573,7 +680,8 @@ def _train(corpus: Path, n_folds: int = 5, *, embedder, log=print, c_grid=C_GRID
         f"thresholds precision {cv_shipped['precision']:.3f}, recall {cv_shipped['recall']:.3f}, F1 {cv_shipped['f1']:.3f}; "
         f"{time.perf_counter() - t0:.0f} s")
     return LinearModel(tuple(MEMORY_TYPES), m.W, m.b, thresholds.astype(np.float32), meta, iw, ib, ith,
-                       fact_weights=m.fw, fact_bias=m.fb)
+                       fact_weights=m.fw, fact_bias=m.fb, gate_weights=gate[0], gate_bias=gate[1],
+                       gate_threshold=gate[2], gate_scale=GATE_SCALE if gate[0] is not None else 1.0)
 
 
 def _relative(path: Path) -> str:

@@ -241,6 +241,7 @@ def test_shipped_artefact_is_small_and_described():
     size = ARTEFACT.with_suffix(".npz").stat().st_size + ARTEFACT.with_suffix(".json").stat().st_size
     assert size < 400 * 1024
     assert model.meta["training"]["conversations_sha256"]
+    assert model.meta["training"]["corpus"] == "examples/dev"   # the corpus folder, as `--corpus` takes it
     assert set(model.meta["cross_validated"]) >= {"precision", "recall", "f1"}
     assert model.types == tuple(MEMORY_TYPES)
 
@@ -356,6 +357,8 @@ def test_training_is_reproducible(tmp_path, use_embedder):
     assert np.array_equal(a.thresholds, b.thresholds)
     assert np.allclose(a.weights, b.weights)
     assert np.allclose(a.fact_weights, b.fact_weights)
+    assert a.gate_weights is not None and np.allclose(a.gate_weights, b.gate_weights)   # the gate (stop 28)
+    assert a.meta["gate"] == b.meta["gate"] and set(a.meta["gate"]["per_source"]) == set(a.meta["cross_source"]["sources"])
     cv = a.meta["cross_validated"]
     assert cv["tp"] + cv["fn"] == sum(len(r["gold_facts"]) for r in rows)   # scored on the corpus only
     assert a.meta["training"]["written_conversations"] == 10
@@ -478,3 +481,65 @@ def test_the_shipped_thresholds_are_the_ones_train_extractor_says_and_both_figur
     assert [meta["thresholds"][t] for t in meta["types"]] == expected
     assert set(meta["cross_validated_at_shipped_thresholds"]) >= {"precision", "recall", "f1"}
     assert "examples/probe_r/conversations.jsonl" in meta["cross_source"]["sources"]
+
+
+# --------------------------------------------------------- the gate (stop 28)
+def _gate_case():
+    from streams.learn.extract_learned import N_CUES
+
+    n_feat = 6 + N_CUES + len(MEMORY_TYPES)
+    spans = [Span(0, 0, 20, "tenho dois gatos", 1), Span(2, 0, 25, "tenho 2 gatos em casa", 1),
+             Span(4, 0, 18, "sou vegetariana", 1)]
+    probs = np.zeros((3, len(MEMORY_TYPES)))
+    cp, rs = MEMORY_TYPES.index("contexto_pessoal"), MEMORY_TYPES.index("restricao")
+    probs[0, cp], probs[1, cp], probs[2, rs] = 0.9, 0.7, 0.8
+    return spans, probs, np.zeros((3, n_feat)), cp
+
+
+def test_gate_features_see_a_second_proposal_of_the_same_type_in_the_conversation():
+    from streams.learn.extract_learned import N_GATE, gate_features, gated_proposals
+
+    spans, probs, X, cp = _gate_case()
+    thr = np.full(len(MEMORY_TYPES), 0.5)
+    chosen = gated_proposals(spans, probs, MEMORY_TYPES, thr, scale=0.8)
+    assert [c.span.text for c in chosen] == ["tenho dois gatos", "sou vegetariana", "tenho 2 gatos em casa"]
+    F = gate_features(spans, probs, X, chosen, thr * 0.8, n_messages=6)
+    assert F.shape == (3, N_GATE + X.shape[1] - 6)
+    same = 12   # the "other proposals of the same type" column (see ``gate_features``)
+    assert F[0, same] > 0 and F[2, same] > 0 and F[1, same] == 0
+    assert F[0, 1] == pytest.approx(0.9 / 0.4)   # probability over the (scaled) threshold
+
+
+def test_the_gate_drops_what_it_scores_under_its_threshold_and_caps_at_five():
+    from streams.learn.extract_learned import N_GATE, select_gated
+
+    spans, probs, X, cp = _gate_case()
+    thr = np.full(len(MEMORY_TYPES), 0.5)
+    w = np.zeros(N_GATE + X.shape[1] - 6)
+    w[12] = -10.0   # a gate that rejects a proposal when another of its type is in the conversation
+    kept = select_gated(spans, probs, X, MEMORY_TYPES, thr, w, 1.0, 0.5, n_messages=6, scale=0.8)
+    assert [c.span.text for c in kept] == ["sou vegetariana"]
+    everything = select_gated(spans, probs, X, MEMORY_TYPES, thr, np.zeros_like(w), 0.0, 0.5, n_messages=6, scale=0.8)
+    assert len(everything) == 3   # a gate at 0.5 everywhere keeps all three
+    many = [Span(0, 10 * k, 10 * k + 5, f"span{k}") for k in range(12)]
+    p = np.zeros((12, len(MEMORY_TYPES)))
+    p[:, 0] = np.linspace(0.99, 0.6, 12)
+    assert len(select_gated(many, p, np.zeros((12, X.shape[1])), MEMORY_TYPES, thr, np.zeros_like(w), 0.0, 0.5,
+                            n_messages=1)) == 5
+
+
+def test_the_shipped_gate_raised_cross_source_precision_without_lowering_f1():
+    """Stop 28: the gate is learnt on every writer's out-of-source proposals; the artefact records the
+    cross-source figures with it (each writer judged by a gate fit on the others) next to those without."""
+    model = LinearModel.load()
+    assert model.gate_weights is not None and 0.0 <= model.gate_threshold < 1.0
+    gate, xs = model.meta["gate"], model.meta["cross_source"]["chosen"]
+    assert set(gate["per_source"]) == set(xs["per_source"])
+
+    def precision(per):
+        tp = sum(r["tp"] for r in per.values())
+        return tp / (tp + sum(r["fp"] for r in per.values()))
+
+    assert precision(gate["per_source"]) > precision(xs["per_source"])
+    assert gate["macro_f1"] >= xs["macro_f1"]
+    assert model.meta["cross_validated_gated"]["f1"] > 0
