@@ -961,6 +961,11 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "em casa": ("domiciliar", "domicilio"), "na minha casa": ("domiciliar", "domicilio"),
     "a domicilio": ("domiciliar",), "vr": ("vale refeicao", "refeicao"), "ticket refeicao": ("vale refeicao",), "pagar depois": ("fiado", "posterior"), "pago depois": ("fiado", "posterior"),
     "pendura": ("fiado",), "pendurar": ("fiado",), "estacionar": ("estacionamento",),
+    # where to leave the car said as a verb ("tem onde parar o carro?", "onde deixo a moto?")
+    **{f"{v} {a}{o}": ("estacionamento", "estacionar") for v in ("parar", "paro", "deixar", "deixo", "largar")
+       for a in ("o ", "a ", "meu ", "minha ", "") for o in ("carro", "moto", "caminhonete")},
+    # a pizza's smallest size is the "broto" ("metade x metade y na pequena?")
+    "pequena": ("broto",), "pequenininha": ("broto",), "pizza pequena": ("broto",),
     # what the customer "leva" is what the business lets them "trazer" (de fora)
     "posso levar": ("trazer",), "pode levar": ("trazer",), "da pra levar": ("trazer",), "levar meu": ("trazer",),
     "levar minha": ("trazer",), "levar de casa": ("trazer", "de fora"),

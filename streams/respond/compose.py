@@ -55,7 +55,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
-from streams.learn.lexicon import concepts_in
+from streams.learn.lexicon import CONCEPTS, concepts_in
 from streams.respond.text import STOPWORDS, fold, normalize_chat
 
 _PLURALS = (("oes", "ao"), ("aes", "ao"), ("ais", "al"), ("eis", "el"), ("ns", "m"), ("res", "r"), ("zes", "z"))
@@ -1405,12 +1405,16 @@ def _spelling_of(word: str, vocab: frozenset[str]) -> str:
 
 
 _WORD = re.compile(r"[A-Za-zÀ-ÿ]+")
+# the words of the lexicon's phrases ("parar o carro"): words of the language, never a slip of another
+# one the knowledge writes ("carro" is no "caro"), so ``respelled`` leaves them for ``concept_forms``
+_LEXICON_WORDS = frozenset(w for k in CONCEPTS for w in k.split() if len(w) >= 4)
 
 
 # "metade calabresa metade mussarela", "meia quatro queijos e meia frango": two halves of two flavours,
 # what a menu calls "meio a meio" (the flavours are the halves, not the question)
-_HALVES = re.compile(r"\b(?:metade|meia|meio) (?!a\b)(?:de )?[a-zà-ÿ]+(?: [a-zà-ÿ]+)??(?:,| e| com)? (?:a )?(?:outra )?"
-                     r"(?:metade|meia|meio) (?:de )?[a-zà-ÿ]+", re.I)
+# a flavour may be written with a digit ("metade calabresa metade 4 queijos")
+_HALVES = re.compile(r"\b(?:metade|meia|meio) (?!a\b)(?:de )?(?:\d+ )?[a-zà-ÿ]+(?: [a-zà-ÿ]+)??(?:,| e| com)? (?:a )?"
+                     r"(?:outra )?(?:metade|meia|meio) (?:de )?(?:\d+ )?[a-zà-ÿ]+", re.I)
 
 
 def halves_named(message: str) -> str:
@@ -1431,7 +1435,7 @@ def respelled(message: str, units: Sequence[Unit]) -> str:
         word = fold(m.group(0))
         norm = normalize_chat(word)
         if norm != word or word in STOPWORDS or word in GENERIC or word in vocab or stem(word) in stems \
-                or any(word in w for w in vocab):
+                or word in _LEXICON_WORDS or any(word in w for w in vocab):
             return m.group(0)
         return _spelling_of(word, vocab) or m.group(0)
     return _WORD.sub(fix, message)

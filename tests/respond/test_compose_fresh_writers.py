@@ -1237,3 +1237,34 @@ def test_two_halves_said_with_meio_are_meio_a_meio():
     menu = "# Pizzas\n\nSabores: Atum, Escarola e Rúcula.\nGrande: R$ 70,00.\n" \
            "Meio a meio só na grande; cobramos o valor do sabor mais caro."
     assert "sabor mais caro" in ask("da pra fazer a grande meio atum meio escarola? como cobra?", "policy", menu)
+
+
+def test_the_small_pizza_is_the_broto_and_a_flavour_may_be_written_with_a_digit():
+    """"metade atum metade 3 queijos na pequena?": a menu calls its smallest pizza the "broto" (the
+    lexicon's other name for "pequena"), and a flavour written with a digit is still one of the two
+    halves, so the question is "meio a meio na broto" and its "no" answers it."""
+    from streams.respond.compose import concept_forms, halves_named
+
+    assert halves_named("pode metade atum metade 3 queijos na pequena?") == "pode meio a meio na pequena?"
+    assert halves_named("faz meia 2 queijos e meia rucula?") == "faz meio a meio?"
+    assert "broto" in concept_forms("qnto é a pequena de atum?")["peque"]
+    menu = ("# Pizzas\n\nSabores: Atum, Três Queijos, Rúcula e Escarola.\n"
+            "Meio a meio nos tamanhos média e grande; cobramos o sabor mais caro. Não fazemos meio a meio na broto.\n\n"
+            "# Bebidas\n\nSuco de uva: R$ 9,00.")
+    text = ask("pode metade atum metade 3 queijos na pequena?", "policy", menu)
+    assert "Não fazemos meio a meio na broto" in text
+
+
+def test_where_to_leave_the_car_is_the_parking_and_no_slip_of_another_word():
+    """"tem onde deixar o carro perto da loja?": leaving or stopping the car is the knowledge's
+    "estacionamento"; "carro", a word the lexicon knows, is never respelled as a word the knowledge
+    writes one letter away ("caro")."""
+    from streams.respond.compose import concept_forms, respelled, units_of_chunks
+
+    assert "estac" in concept_forms("tem onde deixar o carro perto da loja?")["carro"]
+    assert "estac" in concept_forms("onde eu paro minha moto?")["moto"]
+    shop = ("# Loja Centro\n\nO Estacionamento Central, conveniado, fica na esquina e dá 1 hora grátis.\n"
+            "Nada aqui é caro: tudo com preço de fábrica.\nAbrimos de segunda a sábado, das 9h às 18h.")
+    units = units_of_chunks([shop])
+    assert respelled("tem onde deixar o carro perto da loja?", units) == "tem onde deixar o carro perto da loja?"
+    assert "Estacionamento Central" in ask("tem onde deixar o carro perto da loja?", "info_request", shop)
