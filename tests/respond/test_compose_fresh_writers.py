@@ -1268,3 +1268,21 @@ def test_where_to_leave_the_car_is_the_parking_and_no_slip_of_another_word():
     units = units_of_chunks([shop])
     assert respelled("tem onde deixar o carro perto da loja?", units) == "tem onde deixar o carro perto da loja?"
     assert "Estacionamento Central" in ask("tem onde deixar o carro perto da loja?", "info_request", shop)
+
+
+def test_the_pet_hotel_and_dividing_a_payment_are_named_as_the_knowledge_names_them():
+    """"meu coelho pode ficar no hotelzinho?" is a stay the knowledge calls "hospedagem" ("Não hospedamos
+    coelhos"); "da pra dividir no cartão?" is paying in parts, its "parcelamento"."""
+    from streams.respond.compose import concept_forms
+
+    assert "hospe" in concept_forms("meu coelho pode ficar no hotelzinho?")["hotel"]
+    assert "parce" in concept_forms("da pra dividir no cartão?")["divid"]
+    kennel = ("# Hotelzinho\n\nDiária do hotelzinho para cães até 20 kg: R$ 90,00.\n"
+              "Diária do hotelzinho para cães acima de 20 kg: R$ 110,00.\n\n"
+              "# O que não fazemos\n\nNão hospedamos coelhos nem aves.\nNão fazemos tosa em coelhos.")
+    text = ask("vou viajar e nao tenho com quem deixar meu coelho, ele pode ficar no hotelzinho de vcs?", "policy",
+               kennel)
+    assert text.startswith("Não hospedamos coelhos")
+    pay = ("# Pagamento\n\nAceitamos Pix, dinheiro e cartão de débito ou de crédito.\n\n# Consultas\n\n"
+           "Consulta: R$ 150,00.\nO parcelamento sai em até 4x sem juros no crédito, acima de R$ 200,00.")
+    assert "4x sem juros" in ask("da pra dividir a consulta no cartão?", "policy", pay)
