@@ -405,7 +405,12 @@ def phrase_forms(message: str) -> dict[str, set[str]]:
     return out
 
 
-_MINOR_AGE = re.compile(r"\b(?:[1-9]|1[0-7]) (?:anos|aninhos)\b")
+# ... or by the birthday ("fez 17 mas ...", "tem 16, pode?": no thing counted after it), or 18 still to come ("faz 18 so
+# em dezembro", "vai fazer 18", "ainda nao fez 18")
+_MINOR_AGE = re.compile(r"\b(?:[1-9]|1[0-7]) (?:anos|aninhos)\b"
+                        r"|\b(?:fez|faz|tem|completou|completa) (?:[1-9]|1[0-7])(?= (?:mas|e|so|pode|podem|ja|ainda|agora|ontem|"
+                        r"semana|mes|ano|entra|entram|nao)\b|$)"
+                        r"|\b(?:faz 18 so|so faz 18|vai fazer 18|nao fez 18|nao tem 18|completa 18 so)\b")
 
 
 # "levar o cachorro pra vacinar", "deixar ele aí pra tosar": the errand a pet or a person is taken on;

@@ -1286,3 +1286,25 @@ def test_the_pet_hotel_and_dividing_a_payment_are_named_as_the_knowledge_names_t
     pay = ("# Pagamento\n\nAceitamos Pix, dinheiro e cartão de débito ou de crédito.\n\n# Consultas\n\n"
            "Consulta: R$ 150,00.\nO parcelamento sai em até 4x sem juros no crédito, acima de R$ 200,00.")
     assert "4x sem juros" in ask("da pra dividir a consulta no cartão?", "policy", pay)
+
+
+def test_an_age_under_18_said_by_the_birthday_is_a_minor():
+    """"meu sobrinho fez 16 mas ta comigo, ele entra?", "ela so faz 18 em março": an age told by the birthday,
+    with no "anos" and no thing counted after it, is a minor's; the knowledge writes its rule for "menores de
+    18 anos". A number of things ("tem 2 vagas", "fez 17h de viagem") or 18 reached ("faz 18 hoje") is not."""
+    from streams.respond.compose import concept_forms, stem
+
+    def minor(msg):
+        return stem("menores") in concept_forms(msg).get(stem("anos"), set())
+
+    assert minor("meu sobrinho fez 16 mas ta comigo, ele entra?")
+    assert minor("ela faz 18 so em março, pode vir junto?")
+    assert minor("ele ainda nao fez 18, tem problema?")
+    assert not minor("tem 2 vagas pra sabado?")
+    assert not minor("fez 17h de viagem, chega cansado")
+    assert not minor("ela faz 18 hoje, pode entrar?")
+    rules = ("# Entrada\n\nNa entrada, todos os hóspedes apresentam documento oficial com foto.\n\n"
+             "# Regras da casa\n\nProibida a hospedagem de menores de 18 anos, mesmo acompanhados.\n"
+             "Aceitamos Pix e cartão.")
+    text = ask("meu sobrinho fez 16 mas ta comigo e tem documento, ele entra?", "policy", rules)
+    assert "menores de 18 anos" in text
