@@ -55,7 +55,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
-from streams.learn.lexicon import CONCEPTS, concepts_in
+from streams.learn.lexicon import CONCEPTS, ROLES, concepts_in
 from streams.respond.text import STOPWORDS, fold, normalize_chat
 
 _PLURALS = (("oes", "ao"), ("aes", "ao"), ("ais", "al"), ("eis", "el"), ("ns", "m"), ("res", "r"), ("zes", "z"))
@@ -1486,9 +1486,22 @@ def other_head_of_compound(message: str, text: str) -> set[str]:
 
 
 
+# the people a customer speaks of as theirs ("meu namorado é vegano", "minha sobrinha é celíaca"): who the
+# question is for, never the thing it asks about (``lexicon.ROLES``, pets left out: they are served)
+_PEOPLE = frozenset(w for role, words in ROLES.items() if role != "pet" for w in words)
+_THEIR_PERSON = re.compile(r"\b(?:meu|minha|meus|minhas) ([a-z]+)")
+
+
+def told_people(message: str) -> set[str]:
+    """The stems of the people a message speaks of as the customer's own ("minha mae nao pode" → "mae")."""
+    return {stem(m.group(1)) for m in _THEIR_PERSON.finditer(normalize_chat(message)) if m.group(1) in _PEOPLE}
+
+
 def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
-    """Focus words of the question that no retrieved unit mentions, not even by prefix."""
+    """Focus words of the question that no retrieved unit mentions, not even by prefix; the customer's
+    people (``told_people``) are who it is for, not what it asks, and never counted."""
     _, focus = question_words(message)
+    focus -= told_people(message)
     words: set[str] = set()
     for u in units:
         words |= _unit_words(u.text, u.context)

@@ -1308,3 +1308,20 @@ def test_an_age_under_18_said_by_the_birthday_is_a_minor():
              "Aceitamos Pix e cartão.")
     text = ask("meu sobrinho fez 16 mas ta comigo e tem documento, ele entra?", "policy", rules)
     assert "menores de 18 anos" in text
+
+
+def test_the_customer_s_people_are_who_the_question_is_for_not_what_it_asks():
+    """"minha cunhada é vegana, tem algo pra ela almoçar na pousada?": the customer's people (``ROLES`` after
+    "meu/minha") are who the question is for; a "no" on vegan dishes answers it, even though no line
+    names the sister-in-law. A pet is what the service is about and stays a focus word."""
+    from streams.respond.compose import told_people, units_of_chunks, uncovered_focus
+
+    assert told_people("minha cunhada é vegana, tem algo pra ela almoçar na pousada?") == {"cunha"}
+    assert told_people("meus filhos podem usar a piscina?") == {"filho"}
+    assert told_people("meu gato pode ficar?") == set()
+    menu = ("# Cardápio\n\nServimos almoço das 12h às 15h.\nNão temos pratos veganos.\n"
+            "Prato do dia: R$ 42,00.")
+    units = units_of_chunks([menu])
+    assert "cunha" not in uncovered_focus("minha cunhada é vegana, tem algo pra ela almoçar na pousada?", units)
+    text = ask("minha cunhada é vegana, tem algo pra ela comer no chalé?", "info_request", menu)
+    assert "não temos pratos veganos" in text.lower()
