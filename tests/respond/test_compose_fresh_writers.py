@@ -1327,7 +1327,7 @@ def test_the_customer_s_people_are_who_the_question_is_for_not_what_it_asks():
     assert "não temos pratos veganos" in text.lower()
 
 
-BAKERY = {"cakes": "# Bolos de festa\n\nBolo de chocolate com morango (2 kg): R$ 160,00.\n"
+CAKE_SHOP = {"cakes": "# Bolos de festa\n\nBolo de chocolate com morango (2 kg): R$ 160,00.\n"
                    "Bolo de nozes (2 kg): R$ 190,00.",
           "orders": "# Encomendas\n\nBolos de festa precisam ser encomendados com 3 dias de antecedência.",
           "shop": "# Loja\n\nAbrimos de terça a domingo, das 8h às 19h."}
@@ -1344,17 +1344,17 @@ def test_a_second_question_asking_only_how_long_before_gets_the_deadline():
     from streams.respond.text import fold
 
     def lexical(account_id, stems, limit):
-        return [(uuid5(NS, k), uuid5(NS, k), 1.0, t) for k, t in BAKERY.items()
+        return [(uuid5(NS, k), uuid5(NS, k), 1.0, t) for k, t in CAKE_SHOP.items()
                 if all(any(w.startswith(s) for w in fold(t).split()) for s in stems)][:limit]
 
     q = "qnto é o bolo de nozes pra festa? e tem q avisar com qnto tempo?"
     msg = type("Msg", (), {"account_id": 1, "text": q})()
-    cakes = _as_chunk((uuid5(NS, "cakes"), uuid5(NS, "cakes"), 0.3, BAKERY["cakes"]))
-    shop = _as_chunk((uuid5(NS, "shop"), uuid5(NS, "shop"), 0.5, BAKERY["shop"]))
+    cakes = _as_chunk((uuid5(NS, "cakes"), uuid5(NS, "cakes"), 0.3, CAKE_SHOP["cakes"]))
+    shop = _as_chunk((uuid5(NS, "shop"), uuid5(NS, "shop"), 0.5, CAKE_SHOP["shop"]))
     got = _steps_here(_deadline_steps(msg, [cakes, shop], lexical, 2))
-    assert [c.text for c in got] == [BAKERY["cakes"], BAKERY["orders"]]
+    assert [c.text for c in got] == [CAKE_SHOP["cakes"], CAKE_SHOP["orders"]]
     # one question only, or a deadline already retrieved: nothing is searched
     one = type("Msg", (), {"account_id": 1, "text": "qnto é o bolo de nozes?"})()
     assert _steps_here(_deadline_steps(one, [cakes, shop], lexical, 2)) == [cakes, shop]
-    text = ask(q, "price_question", BAKERY["cakes"], BAKERY["orders"])
+    text = ask(q, "price_question", CAKE_SHOP["cakes"], CAKE_SHOP["orders"])
     assert "R$ 190,00" in text and "3 dias de antecedência" in text
