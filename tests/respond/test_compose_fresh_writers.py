@@ -1314,7 +1314,7 @@ def test_the_customer_s_people_are_who_the_question_is_for_not_what_it_asks():
     """"minha cunhada é vegana, tem algo pra ela almoçar na pousada?": the customer's people (``ROLES`` after
     "meu/minha") are who the question is for; a "no" on vegan dishes answers it, even though no line
     names the sister-in-law. A pet is what the service is about and stays a focus word."""
-    from streams.respond.compose import told_people, units_of_chunks, uncovered_focus
+    from streams.respond.compose import told_people, uncovered_focus, units_of_chunks
 
     assert told_people("minha cunhada é vegana, tem algo pra ela almoçar na pousada?") == {"cunha"}
     assert told_people("meus filhos podem usar a piscina?") == {"filho"}
