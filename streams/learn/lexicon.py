@@ -961,6 +961,15 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "em casa": ("domiciliar", "domicilio"), "na minha casa": ("domiciliar", "domicilio"),
     "a domicilio": ("domiciliar",), "vr": ("vale refeicao", "refeicao"), "ticket refeicao": ("vale refeicao",), "pagar depois": ("fiado", "posterior"), "pago depois": ("fiado", "posterior"),
     "pendura": ("fiado",), "pendurar": ("fiado",), "estacionar": ("estacionamento",),
+    # where to leave the car said as a verb ("tem onde parar o carro?", "onde deixo a moto?")
+    **{f"{v} {a}{o}": ("estacionamento", "estacionar") for v in ("parar", "paro", "deixar", "deixo", "largar")
+       for a in ("o ", "a ", "meu ", "minha ", "") for o in ("carro", "moto", "caminhonete")},
+    # a pet's stay while its people travel is its "hospedagem" ("vou viajar, ele pode ficar no hotelzinho?")
+    "hotelzinho": ("hotel", "hospedagem", "hospedar", "hospedamos"), "hotel": ("hospedagem", "hospedar", "hospedamos"),
+    # paying in parts said as dividing ("da pra dividir no cartão?"): the knowledge's "parcelamento"
+    **{w: ("parcelar", "parcelamento", "parcelada") for w in ("dividir", "divide", "divido", "dividem", "dividi")},
+    # a pizza's smallest size is the "broto" ("metade x metade y na pequena?")
+    "pequena": ("broto",), "pequenininha": ("broto",), "pizza pequena": ("broto",),
     # what the customer "leva" is what the business lets them "trazer" (de fora)
     "posso levar": ("trazer",), "pode levar": ("trazer",), "da pra levar": ("trazer",), "levar meu": ("trazer",),
     "levar minha": ("trazer",), "levar de casa": ("trazer", "de fora"),

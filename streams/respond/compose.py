@@ -55,7 +55,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
-from streams.learn.lexicon import concepts_in
+from streams.learn.lexicon import CONCEPTS, ROLES, concepts_in
 from streams.respond.text import STOPWORDS, fold, normalize_chat
 
 _PLURALS = (("oes", "ao"), ("aes", "ao"), ("ais", "al"), ("eis", "el"), ("ns", "m"), ("res", "r"), ("zes", "z"))
@@ -405,7 +405,12 @@ def phrase_forms(message: str) -> dict[str, set[str]]:
     return out
 
 
-_MINOR_AGE = re.compile(r"\b(?:[1-9]|1[0-7]) (?:anos|aninhos)\b")
+# ... or by the birthday ("fez 17 mas ...", "tem 16, pode?": no thing counted after it), or 18 still to come ("faz 18 so
+# em dezembro", "vai fazer 18", "ainda nao fez 18")
+_MINOR_AGE = re.compile(r"\b(?:[1-9]|1[0-7]) (?:anos|aninhos)\b"
+                        r"|\b(?:fez|faz|tem|completou|completa) (?:[1-9]|1[0-7])(?= (?:mas|e|so|pode|podem|ja|ainda|agora|ontem|"
+                        r"semana|mes|ano|entra|entram|nao)\b|$)"
+                        r"|\b(?:faz 18 so|so faz 18|vai fazer 18|nao fez 18|nao tem 18|completa 18 so)\b")
 
 
 # "levar o cachorro pra vacinar", "deixar ele aí pra tosar": the errand a pet or a person is taken on;
@@ -1405,12 +1410,16 @@ def _spelling_of(word: str, vocab: frozenset[str]) -> str:
 
 
 _WORD = re.compile(r"[A-Za-zÀ-ÿ]+")
+# the words of the lexicon's phrases ("parar o carro"): words of the language, never a slip of another
+# one the knowledge writes ("carro" is no "caro"), so ``respelled`` leaves them for ``concept_forms``
+_LEXICON_WORDS = frozenset(w for k in CONCEPTS for w in k.split() if len(w) >= 4)
 
 
 # "metade calabresa metade mussarela", "meia quatro queijos e meia frango": two halves of two flavours,
 # what a menu calls "meio a meio" (the flavours are the halves, not the question)
-_HALVES = re.compile(r"\b(?:metade|meia|meio) (?!a\b)(?:de )?[a-zà-ÿ]+(?: [a-zà-ÿ]+)??(?:,| e| com)? (?:a )?(?:outra )?"
-                     r"(?:metade|meia|meio) (?:de )?[a-zà-ÿ]+", re.I)
+# a flavour may be written with a digit ("metade calabresa metade 4 queijos")
+_HALVES = re.compile(r"\b(?:metade|meia|meio) (?!a\b)(?:de )?(?:\d+ )?[a-zà-ÿ]+(?: [a-zà-ÿ]+)??(?:,| e| com)? (?:a )?"
+                     r"(?:outra )?(?:metade|meia|meio) (?:de )?(?:\d+ )?[a-zà-ÿ]+", re.I)
 
 
 def halves_named(message: str) -> str:
@@ -1431,7 +1440,7 @@ def respelled(message: str, units: Sequence[Unit]) -> str:
         word = fold(m.group(0))
         norm = normalize_chat(word)
         if norm != word or word in STOPWORDS or word in GENERIC or word in vocab or stem(word) in stems \
-                or any(word in w for w in vocab):
+                or word in _LEXICON_WORDS or any(word in w for w in vocab):
             return m.group(0)
         return _spelling_of(word, vocab) or m.group(0)
     return _WORD.sub(fix, message)
@@ -1477,9 +1486,22 @@ def other_head_of_compound(message: str, text: str) -> set[str]:
 
 
 
+# the people a customer speaks of as theirs ("meu namorado é vegano", "minha sobrinha é celíaca"): who the
+# question is for, never the thing it asks about (``lexicon.ROLES``, pets left out: they are served)
+_PEOPLE = frozenset(w for role, words in ROLES.items() if role != "pet" for w in words)
+_THEIR_PERSON = re.compile(r"\b(?:meu|minha|meus|minhas) ([a-z]+)")
+
+
+def told_people(message: str) -> set[str]:
+    """The stems of the people a message speaks of as the customer's own ("minha mae nao pode" → "mae")."""
+    return {stem(m.group(1)) for m in _THEIR_PERSON.finditer(normalize_chat(message)) if m.group(1) in _PEOPLE}
+
+
 def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
-    """Focus words of the question that no retrieved unit mentions, not even by prefix."""
+    """Focus words of the question that no retrieved unit mentions, not even by prefix; the customer's
+    people (``told_people``) are who it is for, not what it asks, and never counted."""
     _, focus = question_words(message)
+    focus -= told_people(message)
     words: set[str] = set()
     for u in units:
         words |= _unit_words(u.text, u.context)

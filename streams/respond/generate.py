@@ -204,9 +204,20 @@ class OfflineComposer:
             if options and intent in (i.OBJECTION, i.GENERAL):  # "o que sai mais barato, X?": not a complaint
                 intent = r.intent
             got = self.pick_sentences(clause, r.chunks, intent if intent != i.GENERAL else r.intent)
+            if not got and compose.asks_deadline(clause):
+                got = self._deadline_of(r.message, r.chunks)
             if got and got[0] not in out and len(out) < self.MAX_UNITS:
                 out.append(got[0])
         return out
+
+    @staticmethod
+    def _deadline_of(message: str, chunks: Sequence[KnowledgeChunk]) -> list[compose.Unit]:
+        """A second question asking only how long before ("... vcs arrumam o quarto? tem q avisar com qnto
+        tempo?") names nothing itself: it asks the deadline of what the message is about. The line stating
+        a deadline that scores best for the whole message answers it; [] when no line states one."""
+        units = compose.units_of_chunks([c.text for c in chunks], [c.document_id for c in chunks])
+        timed = [s for s in compose.score_units(message, units) if compose.carries_deadline(s.unit.text)]
+        return [max(timed, key=lambda s: (s.score, -s.unit.order)).unit] if timed else []
 
     def pick_sentences(self, message: str, chunks: Sequence[KnowledgeChunk], intent: str,
                        hint: str = "", query_vector=None) -> list[compose.Unit]:

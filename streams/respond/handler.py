@@ -53,11 +53,13 @@ from streams.respond.compose import (
     PROBLEM_STEMS,
     addresses_problem,
     answer_units,
+    asks_deadline,
     asks_price,
     asks_what_to_do,
     attribute_bonus,
     carried_question,
     carries_asked_attribute,
+    carries_deadline,
     carries_price,
     chunk_words,
     compared_items,
@@ -630,7 +632,29 @@ def _by_words_steps(msg: InboundMessage, p: Plan, asked: str, stems: list[str], 
     if chunks:
         chunks = yield from _named_item_line_steps(msg, asked, chunks, lexical, limit)
     chunks = yield from _extreme_of_kind_steps(msg, asked, chunks, lexical, limit)
-    return (yield from _party_limit_steps(msg, chunks, lexical, limit))
+    chunks = yield from _party_limit_steps(msg, chunks, lexical, limit)
+    return (yield from _deadline_steps(msg, chunks, lexical, limit))
+
+
+def _deadline_steps(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical,
+                    limit: int) -> Steps[Calls, list[Any], list[KnowledgeChunk]]:
+    """"vcs arrumam o quarto com pétalas? tem q avisar com qnto tempo?": a second question asking only
+    how long before names nothing the search can find; its answer is the line of the deadline
+    ("pedida com 48 horas de antecedência"). When a later question of the message asks a deadline
+    and no retrieved unit states one, the account's chunks with "antecedência" are read and the best
+    for the message stating a deadline takes the last place."""
+    clauses = question_clauses(msg.text)
+    if not limit or not chunks or not any(asks_deadline(c) for c in clauses[1:]):
+        return chunks
+    if any(carries_deadline(u.text) for u in units_of_chunks([c.text for c in chunks])):
+        return chunks
+    ids = {c.chunk_id for c in chunks}
+    (hits,) = yield [(lexical, (msg.account_id, ["antecedencia"], limit * RERANK_POOL))]
+    found = [c for c in map(_as_chunk, hits) if c.chunk_id not in ids
+             and any(carries_deadline(u.text) for u in answer_units(c.text))]
+    if not found:
+        return chunks
+    return chunks[: max(0, limit - 1)] + rerank(msg.text, found)[:1]
 
 
 _CAPITALISED = re.compile(r"(?<![.!?:\n-]\s)(?<!^)\b[A-ZÀ-Ý][a-zà-ÿ]+")

@@ -1237,3 +1237,124 @@ def test_two_halves_said_with_meio_are_meio_a_meio():
     menu = "# Pizzas\n\nSabores: Atum, Escarola e Rúcula.\nGrande: R$ 70,00.\n" \
            "Meio a meio só na grande; cobramos o valor do sabor mais caro."
     assert "sabor mais caro" in ask("da pra fazer a grande meio atum meio escarola? como cobra?", "policy", menu)
+
+
+def test_the_small_pizza_is_the_broto_and_a_flavour_may_be_written_with_a_digit():
+    """"metade atum metade 3 queijos na pequena?": a menu calls its smallest pizza the "broto" (the
+    lexicon's other name for "pequena"), and a flavour written with a digit is still one of the two
+    halves, so the question is "meio a meio na broto" and its "no" answers it."""
+    from streams.respond.compose import concept_forms, halves_named
+
+    assert halves_named("pode metade atum metade 3 queijos na pequena?") == "pode meio a meio na pequena?"
+    assert halves_named("faz meia 2 queijos e meia rucula?") == "faz meio a meio?"
+    assert "broto" in concept_forms("qnto é a pequena de atum?")["peque"]
+    menu = ("# Pizzas\n\nSabores: Atum, Três Queijos, Rúcula e Escarola.\n"
+            "Meio a meio nos tamanhos média e grande; cobramos o sabor mais caro. Não fazemos meio a meio na broto.\n\n"
+            "# Bebidas\n\nSuco de uva: R$ 9,00.")
+    text = ask("pode metade atum metade 3 queijos na pequena?", "policy", menu)
+    assert "Não fazemos meio a meio na broto" in text
+
+
+def test_where_to_leave_the_car_is_the_parking_and_no_slip_of_another_word():
+    """"tem onde deixar o carro perto da loja?": leaving or stopping the car is the knowledge's
+    "estacionamento"; "carro", a word the lexicon knows, is never respelled as a word the knowledge
+    writes one letter away ("caro")."""
+    from streams.respond.compose import concept_forms, respelled, units_of_chunks
+
+    assert "estac" in concept_forms("tem onde deixar o carro perto da loja?")["carro"]
+    assert "estac" in concept_forms("onde eu paro minha moto?")["moto"]
+    shop = ("# Loja Centro\n\nO Estacionamento Central, conveniado, fica na esquina e dá 1 hora grátis.\n"
+            "Nada aqui é caro: tudo com preço de fábrica.\nAbrimos de segunda a sábado, das 9h às 18h.")
+    units = units_of_chunks([shop])
+    assert respelled("tem onde deixar o carro perto da loja?", units) == "tem onde deixar o carro perto da loja?"
+    assert "Estacionamento Central" in ask("tem onde deixar o carro perto da loja?", "info_request", shop)
+
+
+def test_the_pet_hotel_and_dividing_a_payment_are_named_as_the_knowledge_names_them():
+    """"meu coelho pode ficar no hotelzinho?" is a stay the knowledge calls "hospedagem" ("Não hospedamos
+    coelhos"); "da pra dividir no cartão?" is paying in parts, its "parcelamento"."""
+    from streams.respond.compose import concept_forms
+
+    assert "hospe" in concept_forms("meu coelho pode ficar no hotelzinho?")["hotel"]
+    assert "parce" in concept_forms("da pra dividir no cartão?")["divid"]
+    kennel = ("# Hotelzinho\n\nDiária do hotelzinho para cães até 20 kg: R$ 90,00.\n"
+              "Diária do hotelzinho para cães acima de 20 kg: R$ 110,00.\n\n"
+              "# O que não fazemos\n\nNão hospedamos coelhos nem aves.\nNão fazemos tosa em coelhos.")
+    text = ask("vou viajar e nao tenho com quem deixar meu coelho, ele pode ficar no hotelzinho de vcs?", "policy",
+               kennel)
+    assert text.startswith("Não hospedamos coelhos")
+    pay = ("# Pagamento\n\nAceitamos Pix, dinheiro e cartão de débito ou de crédito.\n\n# Consultas\n\n"
+           "Consulta: R$ 150,00.\nO parcelamento sai em até 4x sem juros no crédito, acima de R$ 200,00.")
+    assert "4x sem juros" in ask("da pra dividir a consulta no cartão?", "policy", pay)
+
+
+def test_an_age_under_18_said_by_the_birthday_is_a_minor():
+    """"meu sobrinho fez 16 mas ta comigo, ele entra?", "ela so faz 18 em março": an age told by the birthday,
+    with no "anos" and no thing counted after it, is a minor's; the knowledge writes its rule for "menores de
+    18 anos". A number of things ("tem 2 vagas", "fez 17h de viagem") or 18 reached ("faz 18 hoje") is not."""
+    from streams.respond.compose import concept_forms, stem
+
+    def minor(msg):
+        return stem("menores") in concept_forms(msg).get(stem("anos"), set())
+
+    assert minor("meu sobrinho fez 16 mas ta comigo, ele entra?")
+    assert minor("ela faz 18 so em março, pode vir junto?")
+    assert minor("ele ainda nao fez 18, tem problema?")
+    assert not minor("tem 2 vagas pra sabado?")
+    assert not minor("fez 17h de viagem, chega cansado")
+    assert not minor("ela faz 18 hoje, pode entrar?")
+    rules = ("# Entrada\n\nNa entrada, todos os hóspedes apresentam documento oficial com foto.\n\n"
+             "# Regras da casa\n\nProibida a hospedagem de menores de 18 anos, mesmo acompanhados.\n"
+             "Aceitamos Pix e cartão.")
+    text = ask("meu sobrinho fez 16 mas ta comigo e tem documento, ele entra?", "policy", rules)
+    assert "menores de 18 anos" in text
+
+
+def test_the_customer_s_people_are_who_the_question_is_for_not_what_it_asks():
+    """"minha cunhada é vegana, tem algo pra ela almoçar na pousada?": the customer's people (``ROLES`` after
+    "meu/minha") are who the question is for; a "no" on vegan dishes answers it, even though no line
+    names the sister-in-law. A pet is what the service is about and stays a focus word."""
+    from streams.respond.compose import told_people, uncovered_focus, units_of_chunks
+
+    assert told_people("minha cunhada é vegana, tem algo pra ela almoçar na pousada?") == {"cunha"}
+    assert told_people("meus filhos podem usar a piscina?") == {"filho"}
+    assert told_people("meu gato pode ficar?") == set()
+    menu = ("# Cardápio\n\nServimos almoço das 12h às 15h.\nNão temos pratos veganos.\n"
+            "Prato do dia: R$ 42,00.")
+    units = units_of_chunks([menu])
+    assert "cunha" not in uncovered_focus("minha cunhada é vegana, tem algo pra ela almoçar na pousada?", units)
+    text = ask("minha cunhada é vegana, tem algo pra ela comer no chalé?", "info_request", menu)
+    assert "não temos pratos veganos" in text.lower()
+
+
+CAKE_SHOP = {"cakes": "# Bolos de festa\n\nBolo de chocolate com morango (2 kg): R$ 160,00.\n"
+                   "Bolo de nozes (2 kg): R$ 190,00.",
+          "orders": "# Encomendas\n\nBolos de festa precisam ser encomendados com 3 dias de antecedência.",
+          "shop": "# Loja\n\nAbrimos de terça a domingo, das 8h às 19h."}
+
+
+def test_a_second_question_asking_only_how_long_before_gets_the_deadline():
+    """"qnto é o bolo de nozes? e tem q avisar com qnto tempo?": the second question names nothing but
+    the time before; the account's line stating a deadline ("com 3 dias de antecedência") is found by the
+    handler when no retrieved chunk states one, and the composer answers the clause with it."""
+    from uuid import NAMESPACE_URL as NS
+    from uuid import uuid5
+
+    from streams.respond.handler import _as_chunk, _deadline_steps, _steps_here
+    from streams.respond.text import fold
+
+    def lexical(account_id, stems, limit):
+        return [(uuid5(NS, k), uuid5(NS, k), 1.0, t) for k, t in CAKE_SHOP.items()
+                if all(any(w.startswith(s) for w in fold(t).split()) for s in stems)][:limit]
+
+    q = "qnto é o bolo de nozes pra festa? e tem q avisar com qnto tempo?"
+    msg = type("Msg", (), {"account_id": 1, "text": q})()
+    cakes = _as_chunk((uuid5(NS, "cakes"), uuid5(NS, "cakes"), 0.3, CAKE_SHOP["cakes"]))
+    shop = _as_chunk((uuid5(NS, "shop"), uuid5(NS, "shop"), 0.5, CAKE_SHOP["shop"]))
+    got = _steps_here(_deadline_steps(msg, [cakes, shop], lexical, 2))
+    assert [c.text for c in got] == [CAKE_SHOP["cakes"], CAKE_SHOP["orders"]]
+    # one question only, or a deadline already retrieved: nothing is searched
+    one = type("Msg", (), {"account_id": 1, "text": "qnto é o bolo de nozes?"})()
+    assert _steps_here(_deadline_steps(one, [cakes, shop], lexical, 2)) == [cakes, shop]
+    text = ask(q, "price_question", CAKE_SHOP["cakes"], CAKE_SHOP["orders"])
+    assert "R$ 190,00" in text and "3 dias de antecedência" in text
