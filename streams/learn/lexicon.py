@@ -974,6 +974,8 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     # not coming (or forgetting to come) and not telling is the "falta sem aviso" / "não aparecer e não avisar"
     **{w: ("falta", "sem aviso", "nao avisar", "nao aparecer") for w in (
         "faltar", "faltei", "esquecer", "esqueci", "sem avisar", "nao avisar", "nao avisei")},
+    # staying the whole night is the "pernoite" ("qnto sai a noite inteira na suíte X?", "pra dormir aí")
+    **{w: ("pernoite",) for w in ("noite inteira", "noite toda", "a noite toda", "dormir ai", "dormir la")},
     # a pizza's smallest size is the "broto" ("metade x metade y na pequena?")
     "pequena": ("broto",), "pequenininha": ("broto",), "pizza pequena": ("broto",),
     # what the customer "leva" is what the business lets them "trazer" (de fora)

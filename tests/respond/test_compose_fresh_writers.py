@@ -1386,3 +1386,18 @@ def test_a_specialty_named_by_the_organ_and_not_showing_up_unannounced_are_named
     assert lexically_sure(asked, "Falta sem aviso: cobramos 30% do valor da consulta na próxima visita.")
     asked = "e se eu esqueci da tosa e nao avisei, tem problema?"
     assert any("falta" in v and "tosa" in v for v in _named_otherwise(asked, lexical_stems(asked)))
+
+
+def test_the_whole_night_is_the_pernoite_and_naquela_is_no_focus_word():
+    """"qnto fica a noite toda naquela da banheira?" asks the "Pernoite" price of the room with the bathtub:
+    "noite toda" / "noite inteira" is the knowledge's "pernoite", and a demonstrative contracted with its
+    preposition ("naquela", "dessa", "nesse") names no topic, so it is no focus word left uncovered."""
+    from streams.respond.compose import concept_forms, question_words
+
+    assert "perno" in concept_forms("qnto fica a noite toda?")["toda"]
+    assert question_words("qnto fica a noite toda naquela da banheira?")[1] == {"toda", "banhe"}
+    motel = ("# Suítes\n\n- **Suíte Âmbar**: cama king e TV. 3h: R$ 100,00 · Pernoite: R$ 180,00.\n"
+             "- **Suíte Cobre**: tudo o que a Âmbar tem, mais uma banheira de hidromassagem. "
+             "3h: R$ 150,00 · Pernoite: R$ 260,00.")
+    text = ask("boa tarde, qnto fica a noite toda naquela da banheira?", "price_question", motel)
+    assert "R$ 260,00" in text
