@@ -968,6 +968,14 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "hotelzinho": ("hotel", "hospedagem", "hospedar", "hospedamos"), "hotel": ("hospedagem", "hospedar", "hospedamos"),
     # paying in parts said as dividing ("da pra dividir no cartão?"): the knowledge's "parcelamento"
     **{w: ("parcelar", "parcelamento", "parcelada") for w in ("dividir", "divide", "divido", "dividem", "dividi")},
+    # a specialty named by the organ it treats ("médico do coração", "especialista de pele", "a dermato")
+    **{w: ("cardiologia", "cardiologista") for w in ("coracao", "cardio")},
+    **{w: ("dermatologia", "dermatologista") for w in ("pele", "dermato")},
+    # not coming (or forgetting to come) and not telling is the "falta sem aviso" / "não aparecer e não avisar"
+    **{w: ("falta", "sem aviso", "nao avisar", "nao aparecer") for w in (
+        "faltar", "faltei", "esquecer", "esqueci", "sem avisar", "nao avisar", "nao avisei")},
+    # staying the whole night is the "pernoite" ("qnto sai a noite inteira na suíte X?", "pra dormir aí")
+    **{w: ("pernoite",) for w in ("noite inteira", "noite toda", "a noite toda", "dormir ai", "dormir la")},
     # a pizza's smallest size is the "broto" ("metade x metade y na pequena?")
     "pequena": ("broto",), "pequenininha": ("broto",), "pizza pequena": ("broto",),
     # what the customer "leva" is what the business lets them "trazer" (de fora)

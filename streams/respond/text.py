@@ -51,7 +51,9 @@ STOPWORDS = frozenset(
     me te lhe nos meu minha seu sua meus minhas seus suas isso isto esse essa este esta
     aquele aquela ai la aqui ha tem ter ser estar esta sao foi vai vou qual quais quando
     onde quanto quanta ate ao aos the of and to is it dia hoje tambem entao ola oi bom boa
-    noite tarde obrigado obrigada por favor ne ta to tudo bem pode posso queria quero""".split()
+    noite tarde obrigado obrigada por favor ne ta to tudo bem pode posso queria quero
+    aqueles aquelas esses essas estes estas naquele naquela naqueles naquelas daquele daquela daqueles
+    daquelas nesse nessa neste nesta desse dessa deste desta""".split()
 )
 
 
