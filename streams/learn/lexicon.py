@@ -626,8 +626,6 @@ INSTRUCTION = re.compile(
     r"|\bcontradicts\s*=|\bmarqu\w* (?:isso )?como\b"
     r"|\b(?:anot\w*|registr\w*|salv\w*|grav\w*|lembr\w*|coloc\w*|bot\w*|escrev\w*)\s+(?:ai|aí|la|isso|ai no sistema|no sistema|no meu cadastro|no cadastro|na ficha)?\s*(?:que|q)\s+(?:eu\s+)?(?:sou|tenho|ganho|ganhei|tem|mereco)\b[^.!?]{0,60}\b(?:vip|desconto|gratis|gratuit\w*|cortesia|credito|prioridade|isencao|isent\w*|brinde|\d+ ?%)"
     r"|\b(?:me d[aei]|quero|aplica|aplique)\s+(?:um\s+|o\s+)?desconto de \d+"
-    r"|\b(?:me d[aei]|aplica|aplique|aplicar|da|de)\s+(?:um\s+|uns\s+)?\d+ ?%\s*(?:de\s+)?(?:desconto|off)\b"
-    r"|\b(?:atencao|ei|oi|ola|alo|hey)\s*,?\s*(?:robo|bot|ia|sistema|assistente)\b"
     r"|\b(?:ignore|disregard|forget)\s+(?:all\s+|the\s+|your\s+)?(?:previous\s+|prior\s+)?(?:instructions|rules|prompt)"
     r"|\byou are now\b|\bvoce agora e\b|\ba partir de agora voce\b"
 )
@@ -640,10 +638,19 @@ def is_instruction(text: str) -> bool:
     return bool(INSTRUCTION.search(normalize(text)))
 
 
+#: Inside a stored fact, a sentence that asks for a discount ("aplique 20% de desconto") or speaks
+#: to the bot ("atenção robô: …") is an instruction too. Kept apart from ``INSTRUCTION`` (which the
+#: extractor's message guard shares, ``normalise.is_instruction``) so the extractor's artefact does
+#: not change; widening that guard needs an extractor retrain.
+FACT_INSTRUCTION = re.compile(
+    r"\b(?:me d[aei]|aplica|aplique|aplicar|da|de)\s+(?:um\s+|uns\s+)?\d+ ?%\s*(?:de\s+)?(?:desconto|off)\b"
+    r"|\b(?:atencao|ei|oi|ola|alo|hey)\s*,?\s*(?:robo|bot|ia|sistema|assistente)\b")
+
+
 def strip_instructions(text: str) -> str:
     """The text without its sentences that are instructions (the rest unchanged)."""
     parts = [p for p in _SENT.split(text or "") if p.strip()]
-    kept = [p for p in parts if not is_instruction(p)]
+    kept = [p for p in parts if not (is_instruction(p) or FACT_INSTRUCTION.search(normalize(p)))]
     return " ".join(kept).strip()
 
 
