@@ -269,7 +269,7 @@ def test_look_alikes_of_the_stop_28_cues(text, cues):
 def test_a_change_told_as_a_condition_states_nothing_yet():
     assert L.factual("se um dia a gente trocar pra quinta eu aviso vcs") == ""
     assert L.factual("caso eu mude de cartão, te falo") == "te falo"
-    assert L.factual("pago no cartão; caso um dia eu mude, te falo") == "pago no cartão;"
+    assert L.factual("pago no cartão; caso um dia eu mude, te falo") == "pago no cartão; te falo"
     assert L.factual("caso algum dia eu volte a comer carne") == ""
     assert L.factual("pago no pix, se um dia mudar eu aviso") == "pago no pix,"
     assert not L.is_hypothetical("se tiver vaga eu quero a suíte")
