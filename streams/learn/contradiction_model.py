@@ -63,7 +63,7 @@ _STOP = {
 
 #: Change-of-state cues that end the old state by themselves, and weaker ones
 #: ("agora", "passou a", "começou a") that often only add something new.
-STRONG_CUES = {"again", "stopped", "no_longer", "finished", "left", "ended", "cleared", "corrected", "moved"}
+STRONG_CUES = {"from_now", "again", "stopped", "no_longer", "finished", "left", "ended", "cleared", "corrected", "moved"}
 WEAK_CUES = {"now", "switched", "started"}
 #: "repeat" ("de novo", "dnv", "outra vez") is neither: it has a feature of its own.
 REPEAT_CUE = "repeat"
@@ -130,7 +130,7 @@ def features(pair: Pair) -> list[float]:
     fresh -= {REPEAT_CUE}
     addition = L.addition_cues(new) and not addition_elsewhere(new)
     if addition and not L.exclusive(old):
-        fresh -= WEAK_CUES  # "passou a pedir também": an addition, not a change (unless the old fact was "só …")
+        fresh -= WEAK_CUES | {"from_now"}  # "passou a pedir também": an addition, not a change (unless the old fact was "só …")
     to, tn = _content_tokens(old), _content_tokens(new)
     overlap = len(to & tn) / len(to) if to else 0.0
     nn = L.normalize(new)
