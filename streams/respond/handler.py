@@ -641,17 +641,26 @@ def _deadline_steps(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical,
     """"vcs arrumam o quarto com pétalas? tem q avisar com qnto tempo?": a second question asking only
     how long before names nothing the search can find; its answer is the line of the deadline
     ("pedida com 48 horas de antecedência"). When a later question of the message asks a deadline
-    and no retrieved unit states one, the account's chunks with "antecedência" are read and the best
-    for the message stating a deadline takes the last place."""
-    clauses = question_clauses(msg.text)
-    if not limit or not chunks or not any(asks_deadline(c) for c in clauses[1:]):
+    and no retrieved unit states one, the best chunk with "antecedência" stating a deadline takes the
+    last place (``_stating_line_steps``)."""
+    if not chunks or not any(asks_deadline(c) for c in question_clauses(msg.text)[1:]):
         return chunks
-    if any(carries_deadline(u.text) for u in units_of_chunks([c.text for c in chunks])):
+    return (yield from _stating_line_steps(msg, chunks, lexical, limit, ["antecedencia"], carries_deadline))
+
+
+def _stating_line_steps(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical, limit: int, stems: list[str],
+                        states: Callable[[str], Any]) -> Steps[Calls, list[Any], list[KnowledgeChunk]]:
+    """When no retrieved unit ``states`` what was asked (a deadline, a limit on people), the account's
+    chunks with ``stems`` are read and the best one for the message with a unit that states it takes
+    the last place: the words that find such a line are not the customer's."""
+    if not limit:
+        return chunks
+    if any(states(u.text) for u in units_of_chunks([c.text for c in chunks])):
         return chunks
     ids = {c.chunk_id for c in chunks}
-    (hits,) = yield [(lexical, (msg.account_id, ["antecedencia"], limit * RERANK_POOL))]
+    (hits,) = yield [(lexical, (msg.account_id, stems, limit * RERANK_POOL))]
     found = [c for c in map(_as_chunk, hits) if c.chunk_id not in ids
-             and any(carries_deadline(u.text) for u in answer_units(c.text))]
+             and any(states(u.text) for u in answer_units(c.text))]
     if not found:
         return chunks
     return chunks[: max(0, limit - 1)] + rerank(msg.text, found)[:1]
@@ -700,21 +709,14 @@ def _party_limit_steps(msg: InboundMessage, chunks: list[KnowledgeChunk], lexica
                        limit: int) -> Steps[Calls, list[Any], list[KnowledgeChunk]]:
     """"da pra ir eu e mais 4 amigas numa suíte só?": the customer counts a party, and whether that
     many may come is a rule on people ("Máximo de 2 pessoas por suíte") that the story's words
-    (a bachelorette party, friends) do not find. When no retrieved unit states such a limit, the
-    account's chunks with the word "pessoa" are read and the best one stating a limit takes the last
-    place (``compose.states_party_limit``)."""
+    (a bachelorette party, friends) do not find. When no retrieved unit states such a limit, the best
+    chunk with the word "pessoa" stating one takes the last place (``compose.states_party_limit``,
+    ``_stating_line_steps``)."""
     size = party_size(msg.text)
-    if size is None or not limit:
+    if size is None:
         return chunks
-    if any(states_party_limit(u.text, size) for u in units_of_chunks([c.text for c in chunks])):
-        return chunks
-    ids = {c.chunk_id for c in chunks}
-    (hits,) = yield [(lexical, (msg.account_id, ["pessoa"], limit * RERANK_POOL))]
-    found = [c for c in map(_as_chunk, hits) if c.chunk_id not in ids
-             and any(states_party_limit(u.text, size) for u in answer_units(c.text))]
-    if not found:
-        return chunks
-    return chunks[: max(0, limit - 1)] + rerank(msg.text, found)[:1]
+    return (yield from _stating_line_steps(msg, chunks, lexical, limit, ["pessoa"],
+                                           lambda text: states_party_limit(text, size)))
 
 
 # a proper name used in a sentence, after an article or a preposition ("tudo o que a Brisa tem")
