@@ -531,6 +531,9 @@ HYPOTHETICAL = re.compile(
 #: excepcionalmente", "por uns dias"): an exception to a lasting fact, not its end.
 ONE_OFF = re.compile(
     r"\b(?:so )?(?:desta|dessa|esta|essa|nesta|nessa) vez\b|\b(?:essa|esta|nessa|nesta) semana\b|\bso hoje\b|"
+    # one named day or weekend ("esse sábado não vou", "nessa sexta vamos viajar"), not "toda sexta"
+    r"\b(?:esse|este|nesse|neste|essa|esta|nessa|nesta) (?:sabado|domingo|segunda|terca|quarta|quinta|sexta|"
+    r"fim de semana|fds|feriado(?:ao)?)\b|"
     r"\bexcepcionalmente\b|\b(?:essa|esta|nessa|nesta|pra essa|para essa) (?:reserva|compra|encomenda|estadia|viagem)\b|\btemporariamente\b|\bpor uns dias\b|\bjust this once\b|\bthis time only\b|"
     # today, for a reason of the day ("hj vou no débito pq esqueci a carteira", "paguei no pix hj só pq…")
     r"\bhoje\b(?! em dia)[^.;!?]{0,50}\bporque\b|"
@@ -558,6 +561,10 @@ def one_off(text: str) -> bool:
     return bool(ONE_OFF.search(normalize(text)))
 
 
+_REST_CLAUSE = re.compile(r"[.!?;,]|\b(?:mas|porem)\b")
+_PRONOUN_SUBJECT = re.compile(r"\s*(?:(?:e|agora|hoje|ai|entao|que|so que|hj)\s+)*(?:ele|ela|eles|elas)\b")
+
+
 def about_someone_else(old: str, new: str) -> bool:
     """What ``new`` tells is about someone else: a clause whose subject is a person close to the
     contact, named by relation ("meu irmão largou o rodeio", "minha filha não é adventista",
@@ -578,6 +585,9 @@ def about_someone_else(old: str, new: str) -> bool:
     rest = n
     for a, b in reversed(spans):
         rest = rest[:a] + " " + rest[b:]
+    # a later clause whose subject is "ele"/"ela" goes on about that person ("meu irmão saiu da
+    # usina, agora ele dirige de aplicativo"), not about the contact
+    rest = " ".join(c for c in _REST_CLAUSE.split(rest) if not _PRONOUN_SUBJECT.match(c))
     return not (change_cues(rest) - {"repeat"}) and not NEGATION.search(rest)
 
 
@@ -644,7 +654,10 @@ def is_instruction(text: str) -> bool:
 #: not change; widening that guard needs an extractor retrain.
 FACT_INSTRUCTION = re.compile(
     r"\b(?:me d[aei]|aplica|aplique|aplicar|da|de)\s+(?:um\s+|uns\s+)?\d+ ?%\s*(?:de\s+)?(?:desconto|off)\b"
-    r"|\b(?:atencao|ei|oi|ola|alo|hey)\s*,?\s*(?:robo|bot|ia|sistema|assistente)\b")
+    r"|\b(?:atencao|ei|oi|ola|alo|hey)\s*,?\s*(?:robo|bot|ia|sistema|assistente)\b"
+    # the system addressed and told what to write ("sistema, marque a Mel como curada", "robô, apaga isso")
+    r"|\b(?:sistema|robo|bot|assistente)\s*,\s*(?:por favor\s+|pfv\s+|favor\s+)?(?:marqu|marc|anot|registr|atualiz|"
+    r"apag|coloqu|coloc|bot|mud|alter|remov|tir|defin|salv|grav|consider|esquec|ignor|cadastr)\w*")
 
 
 def strip_instructions(text: str) -> str:
