@@ -1062,6 +1062,32 @@ ROLES: dict[str, tuple[str, ...]] = {
     "sibling": ("irmao", "irma", "irmaos", "irmas"),
     "relative": ("sobrinho", "sobrinha", "tio", "tia", "primo", "prima", "avo", "vovo", "cunhado", "cunhada"),
 }
+# Relation words recall reads beside ``ROLES`` (kept apart so the composer's people words stay as they
+# are): a boss ("o chefe é o Dr. Ricardo"), grandparents apart from the other relatives ("a vovó" is not
+# "o sobrinho"), and chat, regional and foreign words for the relations of ``ROLES`` ("a caçula", "o piá",
+# "el niño", "a mina", "ma femme", "mainha").
+RECALL_ROLES: dict[str, tuple[str, ...]] = {
+    "boss": ("chefe", "chefa", "chefinho", "chefia", "diretor", "diretora", "diretorzao", "supervisor",
+             "supervisora"),
+    "grandparent": ("avo", "avos", "vovo", "vovos", "nona", "nono", "bisavo"),
+    "child": ("cacula", "caculinha", "pia", "piazinho", "nino", "nene", "netinho", "netinha",
+              "bisneto", "bisneta", "pequenote", "pequenota", "primogenito", "primogenita"),
+    "partner": ("mina", "femme", "mujer", "senora", "novia", "novio", "namorido", "esposinha", "maridao"),
+    "parent": ("mainha", "painho", "mamae", "papai"),
+}
+# Words that name one relation or another, read as the first of theirs the customer's facts hold
+# ("a patroa": the wife, or the boss when the facts name a boss and no wife; "meu velho": the husband,
+# or the father; "minha gata": the cat, or the girlfriend
+# when there is no pet); with none held, the first.
+AMBIGUOUS_ROLES: dict[str, tuple[str, ...]] = {
+    "patroa": ("partner", "boss"), "patrao": ("partner", "boss"),
+    "velho": ("partner", "parent"), "velha": ("partner", "parent"),
+    "veio": ("partner", "parent"), "veia": ("partner", "parent"),
+    "gata": ("pet", "partner"), "gatinha": ("pet", "partner"), "gato": ("pet", "partner"),
+    "menina": ("child", "pet"), "menino": ("child", "pet"),
+}
+# "o mais velho", "a mais nova": a child by birth order.
+BIRTH_ORDER_WORDS = frozenset({"velho", "velha", "novo", "nova", "novinho", "novinha"})
 # A pet's species: a question about "minha cachorrinha" is not about the customer's cat.
 SPECIES: dict[str, tuple[str, ...]] = {
     "dog": ("cachorro", "cachorra", "cao", "caes", "dog", "cadela", "cadelinha", "cachorrinho", "cachorrinha",

@@ -54,7 +54,8 @@ from typing import Sequence
 
 import numpy as np
 
-from streams.learn.lexicon import PAYING_WORDS, PLACE_FACT_WORDS, PLACE_QUESTION_WORDS, ROLES, SPECIES, USUAL_WORDS
+from streams.learn.lexicon import (AMBIGUOUS_ROLES, BIRTH_ORDER_WORDS, PAYING_WORDS, PLACE_FACT_WORDS, PLACE_QUESTION_WORDS,
+                                   RECALL_ROLES, ROLES, SPECIES, USUAL_WORDS)
 from streams.respond.compose import stem
 from streams.respond.text import STOPWORDS, fold, normalize_chat
 
@@ -324,6 +325,7 @@ def fact_passage_text(memory_type: str, content: str) -> str:
 # ---------------------------------------------------------------- word evidence
 # Relation words and pet species come from the shared lexicon (``streams.learn.lexicon``).
 _ROLE_OF = {w: r for r, ws in ROLES.items() for w in ws}
+_ROLE_OF.update({w: r for r, ws in RECALL_ROLES.items() for w in ws})
 _SPECIES_OF = {w: k for k, ws in SPECIES.items() for w in ws}
 for _w in _SPECIES_OF:
     _ROLE_OF.setdefault(_w, "pet")
@@ -516,6 +518,25 @@ def _roles(words: Sequence[str]) -> set[str]:
     return {_ROLE_OF[w] for k, w in enumerate(words) if w in _ROLE_OF and not (k and words[k - 1] == "ex")}
 
 
+def query_roles(words: Sequence[str], held: set[str]) -> set[str]:
+    """The roles a message's relation words name, its word for a relation read against the relations
+    the customer's facts hold (``held``): a word of several relations (``AMBIGUOUS_ROLES``: "a patroa",
+    "meu velho", "minha gata") names the first of them the facts hold, and "o mais velho",
+    "a mais nova" name a child by birth order."""
+    out = set()
+    for k, w in enumerate(words):
+        before = words[k - 1] if k else ""
+        if before == "ex":
+            continue
+        if before == "mais" and w in BIRTH_ORDER_WORDS:
+            out.add("child")
+        elif w in AMBIGUOUS_ROLES:
+            out.add(next((r for r in AMBIGUOUS_ROLES[w] if r in held), AMBIGUOUS_ROLES[w][0]))
+        elif w in _ROLE_OF:
+            out.add(_ROLE_OF[w])
+    return out
+
+
 @dataclass(frozen=True)
 class _Profile:
     """What the word evidence reads in a fact's text (cached: a contact's facts come back message after message)."""
@@ -647,12 +668,12 @@ def evidence_and_others(query_text: str, contents: Sequence[str],
     q_list = normalize_chat(query_text).split()
     q_words = set(q_list)
     q_stems = {stem(w) for w in q_words if w not in STOPWORDS and len(w) > 2}
-    q_roles = _roles(q_list)
+    profiles = [_profile(c) for c in contents]
+    q_roles = query_roles(q_list, set().union(*(f.roles for f in profiles)) if profiles else set())
     if speaks_as_couple(query_text):
         q_roles.add("partner")
     q_species = {_SPECIES_OF[w] for w in q_words if w in _SPECIES_OF}
     q_gender = pet_gender(q_list)
-    profiles = [_profile(c) for c in contents]
 
     held = [_holds_role(f, q_roles, q_species, q_gender) for f in profiles]
     # a name is a capitalised word that is not the first of its fact; once known,
