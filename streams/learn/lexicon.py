@@ -1086,6 +1086,9 @@ AMBIGUOUS_ROLES: dict[str, tuple[str, ...]] = {
     "gata": ("pet", "partner"), "gatinha": ("pet", "partner"), "gato": ("pet", "partner"),
     "menina": ("child", "pet"), "menino": ("child", "pet"),
 }
+# Relation words that are other words too ("a pizza veio fria", "o pão velho"): a relation only after an
+# article or a possessive ("o véio", "meu velho", "a mina").
+DETERMINED_ROLES = frozenset({"veio", "veia", "velho", "velha", "mina"})
 # "o mais velho", "a mais nova": a child by birth order.
 BIRTH_ORDER_WORDS = frozenset({"velho", "velha", "novo", "nova", "novinho", "novinha"})
 # A pet's species: a question about "minha cachorrinha" is not about the customer's cat.

@@ -54,7 +54,7 @@ from typing import Sequence
 
 import numpy as np
 
-from streams.learn.lexicon import (AMBIGUOUS_ROLES, BIRTH_ORDER_WORDS, PAYING_WORDS, PLACE_FACT_WORDS, PLACE_QUESTION_WORDS,
+from streams.learn.lexicon import (AMBIGUOUS_ROLES, BIRTH_ORDER_WORDS, DETERMINED_ROLES, PAYING_WORDS, PLACE_FACT_WORDS, PLACE_QUESTION_WORDS,
                                    RECALL_ROLES, ROLES, SPECIES, USUAL_WORDS)
 from streams.respond.compose import stem
 from streams.respond.text import STOPWORDS, fold, normalize_chat
@@ -515,7 +515,18 @@ def superseded(facts: Sequence["MemoryFact"]) -> set[int]:
 def _roles(words: Sequence[str]) -> set[str]:
     """The roles a text's relation words name; an "ex-" one ("Ex-namorada se chama Paula")
     is nobody's current partner: it holds no role."""
-    return {_ROLE_OF[w] for k, w in enumerate(words) if w in _ROLE_OF and not (k and words[k - 1] == "ex")}
+    return {_ROLE_OF[w] for k, w in enumerate(words)
+            if w in _ROLE_OF and not (k and words[k - 1] == "ex") and _determined(words, k)}
+
+
+_DETERMINERS = frozenset({"o", "a", "os", "as", "meu", "minha", "meus", "minhas", "do", "da", "no", "na", "pro",
+                          "pra", "seu", "sua", "ao", "um", "uma", "nosso", "nossa"})
+
+
+def _determined(words: Sequence[str], k: int) -> bool:
+    """Word ``k`` names a relation where it reads as one: a word that is another word too
+    (``DETERMINED_ROLES``: "a pizza veio fria") only after an article or a possessive ("o véio")."""
+    return words[k] not in DETERMINED_ROLES or (k > 0 and words[k - 1] in _DETERMINERS)
 
 
 def query_roles(words: Sequence[str], held: set[str]) -> set[str]:
@@ -526,10 +537,10 @@ def query_roles(words: Sequence[str], held: set[str]) -> set[str]:
     out = set()
     for k, w in enumerate(words):
         before = words[k - 1] if k else ""
-        if before == "ex":
-            continue
         if before == "mais" and w in BIRTH_ORDER_WORDS:
             out.add("child")
+        elif before == "ex" or not _determined(words, k):
+            continue
         elif w in AMBIGUOUS_ROLES:
             out.add(next((r for r in AMBIGUOUS_ROLES[w] if r in held), AMBIGUOUS_ROLES[w][0]))
         elif w in _ROLE_OF:
