@@ -1107,8 +1107,10 @@ PAYING_WORDS = re.compile(r"\b(pag\w*|pix|boleto|dinheiro|especie|cartao|credito
                           r"transfer\w*|deposit\w*)\b")
 PLACE_QUESTION_WORDS = re.compile(r"\b(onde|aqui|ai|la|casa|entreg\w*|busc\w*|leva e traz|unidade|endereco|perto|"
                                   r"longe|bairro)\b")
-#: "a de sempre", "o de sempre", "do jeito que eu gosto": the customer asks for their usual, so their
+#: "a de sempre", "o de sempre", "do jeito que eu gosto" (and a Spanish speaker's "lo de siempre"): the
+#: customer asks for their usual, so their
 #: preferences and habits are what the agent must recall.
 USUAL_WORDS = re.compile(r"\b(de sempre|como sempre|(o|a) mesm[oa] de sempre|do jeito que (eu )?gosto|"
-                         r"como eu gosto|do meu jeito|do jeito dele|do jeito dela|o de costume|como de costume)\b")
+                         r"como eu gosto|do meu jeito|do jeito dele|do jeito dela|o de costume|como de costume|"
+                         r"de siempre|como siempre|lo de costumbre|como de costumbre)\b")
 PLACE_FACT_WORDS = re.compile(r"\b(mora|morar|unidade|bairro|perto|endereco|rua)\b")
