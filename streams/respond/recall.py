@@ -54,8 +54,18 @@ from typing import Sequence
 
 import numpy as np
 
-from streams.learn.lexicon import (AMBIGUOUS_ROLES, BIRTH_ORDER_WORDS, DETERMINED_ROLES, PAYING_WORDS, PLACE_FACT_WORDS, PLACE_QUESTION_WORDS,
-                                   RECALL_ROLES, ROLES, SPECIES, USUAL_WORDS)
+from streams.learn.lexicon import (
+    AMBIGUOUS_ROLES,
+    BIRTH_ORDER_WORDS,
+    DETERMINED_ROLES,
+    PAYING_WORDS,
+    PLACE_FACT_WORDS,
+    PLACE_QUESTION_WORDS,
+    RECALL_ROLES,
+    ROLES,
+    SPECIES,
+    USUAL_WORDS,
+)
 from streams.respond.compose import stem
 from streams.respond.text import STOPWORDS, fold, normalize_chat
 
