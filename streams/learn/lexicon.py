@@ -1075,6 +1075,35 @@ ROLES: dict[str, tuple[str, ...]] = {
     "sibling": ("irmao", "irma", "irmaos", "irmas"),
     "relative": ("sobrinho", "sobrinha", "tio", "tia", "primo", "prima", "avo", "vovo", "cunhado", "cunhada"),
 }
+# Relation words recall reads beside ``ROLES`` (kept apart so the composer's people words stay as they
+# are): a boss ("o chefe é o Dr. Ricardo"), grandparents apart from the other relatives ("a vovó" is not
+# "o sobrinho"), and chat, regional and foreign words for the relations of ``ROLES`` ("a caçula", "o piá",
+# "el niño", "a mina", "ma femme", "mainha").
+RECALL_ROLES: dict[str, tuple[str, ...]] = {
+    "boss": ("chefe", "chefa", "chefinho", "chefia", "diretor", "diretora", "diretorzao", "supervisor",
+             "supervisora"),
+    "grandparent": ("avo", "avos", "vovo", "vovos", "nona", "nono", "bisavo"),
+    "child": ("cacula", "caculinha", "pia", "piazinho", "nino", "nene", "netinho", "netinha",
+              "bisneto", "bisneta", "pequenote", "pequenota", "primogenito", "primogenita"),
+    "partner": ("mina", "femme", "mujer", "senora", "novia", "novio", "namorido", "esposinha", "maridao"),
+    "parent": ("mainha", "painho", "mamae", "papai"),
+}
+# Words that name one relation or another, read as the first of theirs the customer's facts hold
+# ("a patroa": the wife, or the boss when the facts name a boss and no wife; "meu velho": the husband,
+# or the father; "minha gata": the cat, or the girlfriend
+# when there is no pet); with none held, the first.
+AMBIGUOUS_ROLES: dict[str, tuple[str, ...]] = {
+    "patroa": ("partner", "boss"), "patrao": ("partner", "boss"),
+    "velho": ("partner", "parent"), "velha": ("partner", "parent"),
+    "veio": ("partner", "parent"), "veia": ("partner", "parent"),
+    "gata": ("pet", "partner"), "gatinha": ("pet", "partner"), "gato": ("pet", "partner"),
+    "menina": ("child", "pet"), "menino": ("child", "pet"),
+}
+# Relation words that are other words too ("a pizza veio fria", "o pão velho"): a relation only after an
+# article or a possessive ("o véio", "meu velho", "a mina").
+DETERMINED_ROLES = frozenset({"veio", "veia", "velho", "velha", "mina"})
+# "o mais velho", "a mais nova": a child by birth order.
+BIRTH_ORDER_WORDS = frozenset({"velho", "velha", "novo", "nova", "novinho", "novinha"})
 # A pet's species: a question about "minha cachorrinha" is not about the customer's cat.
 SPECIES: dict[str, tuple[str, ...]] = {
     "dog": ("cachorro", "cachorra", "cao", "caes", "dog", "cadela", "cadelinha", "cachorrinho", "cachorrinha",
@@ -1091,8 +1120,10 @@ PAYING_WORDS = re.compile(r"\b(pag\w*|pix|boleto|dinheiro|especie|cartao|credito
                           r"transfer\w*|deposit\w*)\b")
 PLACE_QUESTION_WORDS = re.compile(r"\b(onde|aqui|ai|la|casa|entreg\w*|busc\w*|leva e traz|unidade|endereco|perto|"
                                   r"longe|bairro)\b")
-#: "a de sempre", "o de sempre", "do jeito que eu gosto": the customer asks for their usual, so their
+#: "a de sempre", "o de sempre", "do jeito que eu gosto" (and a Spanish speaker's "lo de siempre"): the
+#: customer asks for their usual, so their
 #: preferences and habits are what the agent must recall.
 USUAL_WORDS = re.compile(r"\b(de sempre|como sempre|(o|a) mesm[oa] de sempre|do jeito que (eu )?gosto|"
-                         r"como eu gosto|do meu jeito|do jeito dele|do jeito dela|o de costume|como de costume)\b")
+                         r"como eu gosto|do meu jeito|do jeito dele|do jeito dela|o de costume|como de costume|"
+                         r"de siempre|como siempre|lo de costumbre|como de costumbre)\b")
 PLACE_FACT_WORDS = re.compile(r"\b(mora|morar|unidade|bairro|perto|endereco|rua)\b")

@@ -54,7 +54,18 @@ from typing import Sequence
 
 import numpy as np
 
-from streams.learn.lexicon import PAYING_WORDS, PLACE_FACT_WORDS, PLACE_QUESTION_WORDS, ROLES, SPECIES, USUAL_WORDS
+from streams.learn.lexicon import (
+    AMBIGUOUS_ROLES,
+    BIRTH_ORDER_WORDS,
+    DETERMINED_ROLES,
+    PAYING_WORDS,
+    PLACE_FACT_WORDS,
+    PLACE_QUESTION_WORDS,
+    RECALL_ROLES,
+    ROLES,
+    SPECIES,
+    USUAL_WORDS,
+)
 from streams.respond.compose import stem
 from streams.respond.text import STOPWORDS, fold, normalize_chat
 
@@ -168,7 +179,9 @@ def _kind_lifts(query_text: str, facts: Sequence[MemoryFact],
     if asks_usual(query_text):
         live = [(k, sim, b + USUAL_BONUS if is_own_usual(facts[k]) else b) for k, sim, b in live]
     if PRO_BONUS and talks_professional(query_text):
-        live = [(k, sim, b + PRO_BONUS if names_professional(facts[k].content) else b) for k, sim, b in live]
+        served = serving_facts([facts[k] for k, _, _ in live])
+        live = [(k, sim, b + PRO_BONUS if names_professional(facts[k].content) or n in served else b)
+                for n, (k, sim, b) in enumerate(live)]
     return live
 
 
@@ -257,10 +270,19 @@ _PRO_WORD = re.compile(rf"\b(?:{_PRO})\b")
 _PRO_NAMED = re.compile(rf"\b(?:{_PRO})\s+([a-z]+)")
 
 
+# ... or by who serves them: "com quem sempre faz", "com quem ela gosta", "o mesmo moço da outra vez",
+# "a menina de sempre"
+_SERVER = re.compile(r"\b(?:com quem (?:(?:ela|ele|eu) )?(?:sempre )?(?:faz|fez|gosta|cuida|atende|atendeu|corta|cortou)|"
+                     r"(?:mesmo|mesma) (?:moco|moca|menino|menina|rapaz|pessoa|mocinha)|"
+                     r"(?:moco|moca|menino|menina|rapaz|mocinha) de sempre)\b")
+
+
 def talks_professional(query_text: str) -> bool:
     """The message speaks of one of the business's professionals by trade ("com a vet de sempre",
-    "a mesma prof no próximo módulo", "aquele fisio")."""
-    return bool(_PRO_WORD.search(normalize_chat(query_text)))
+    "a mesma prof no próximo módulo", "aquele fisio") or by who serves the customer ("com quem ela
+    gosta", "o mesmo moço da outra vez", "a menina de sempre")."""
+    text = normalize_chat(query_text)
+    return bool(_PRO_WORD.search(text) or _SERVER.search(text))
 
 
 @functools.lru_cache(maxsize=16384)
@@ -269,6 +291,40 @@ def names_professional(content: str) -> bool:
     "Elogiou o instrutor Neto", "Treina com o personal Caio"): a trade or title followed by a name."""
     names = _profile(content).names
     return any(m.group(1) in names for m in _PRO_NAMED.finditer(fold(content)))
+
+
+_SERVED_TYPES = frozenset({"preferencia", "feedback_positivo", "padrao_comportamental", "reclamacao"})
+_PERSON_BEFORE = frozenset({"a", "o", "na", "no", "da", "do", "pela", "pelo", "com", "ao"})
+
+
+def serving_names(profiles: Sequence["_Profile"], types: Sequence[str]) -> set[str]:
+    """The names of people who serve the customer, though no trade is said ("Só confia na Kátia para
+    o banho", "Faz a unha com a Kelly toda sexta", "Elogio ao banho feito pelo Renan"): named after an
+    article or preposition in a preference, habit or feedback about no relation or pet, and none of
+    the customer's people or pets. A name is one of those when a fact that introduces people
+    introduces it, or holds it beside a relation or pet word ("Namora a Bruna", "Tem uma poodle, a
+    Pipoca"); a name after no article ("a suíte Orquídea") is a thing's."""
+    all_names = set().union(*(p.names for p in profiles)) if profiles else set()
+    kin: set[str] = set()
+    for p, t in zip(profiles, types):
+        if t in _INTRO_TYPES:
+            kin |= introduced(p.words, all_names)
+        if p.roles or p.species:
+            kin |= p.names
+    out: set[str] = set()
+    for p, t in zip(profiles, types):
+        if t in _SERVED_TYPES and not p.roles and not p.species:
+            ws = p.words
+            out |= {w for k, w in enumerate(ws) if w in all_names and w not in kin and k and ws[k - 1] in _PERSON_BEFORE}
+    return out
+
+
+def serving_facts(facts: Sequence["MemoryFact"]) -> set[int]:
+    """Indices of the facts naming someone who serves the customer (``serving_names``)."""
+    profiles = [_profile(f.content) for f in facts]
+    served = serving_names(profiles, [f.memory_type for f in facts])
+    return {n for n, (f, p) in enumerate(zip(facts, profiles))
+            if f.memory_type in _SERVED_TYPES and not p.roles and not p.species and p.names & served}
 
 
 def is_payment_fact(fact: "MemoryFact") -> bool:
@@ -324,6 +380,7 @@ def fact_passage_text(memory_type: str, content: str) -> str:
 # ---------------------------------------------------------------- word evidence
 # Relation words and pet species come from the shared lexicon (``streams.learn.lexicon``).
 _ROLE_OF = {w: r for r, ws in ROLES.items() for w in ws}
+_ROLE_OF.update({w: r for r, ws in RECALL_ROLES.items() for w in ws})
 _SPECIES_OF = {w: k for k, ws in SPECIES.items() for w in ws}
 for _w in _SPECIES_OF:
     _ROLE_OF.setdefault(_w, "pet")
@@ -513,7 +570,37 @@ def superseded(facts: Sequence["MemoryFact"]) -> set[int]:
 def _roles(words: Sequence[str]) -> set[str]:
     """The roles a text's relation words name; an "ex-" one ("Ex-namorada se chama Paula")
     is nobody's current partner: it holds no role."""
-    return {_ROLE_OF[w] for k, w in enumerate(words) if w in _ROLE_OF and not (k and words[k - 1] == "ex")}
+    return {_ROLE_OF[w] for k, w in enumerate(words)
+            if w in _ROLE_OF and not (k and words[k - 1] == "ex") and _determined(words, k)}
+
+
+_DETERMINERS = frozenset({"o", "a", "os", "as", "meu", "minha", "meus", "minhas", "do", "da", "no", "na", "pro",
+                          "pra", "seu", "sua", "ao", "um", "uma", "nosso", "nossa"})
+
+
+def _determined(words: Sequence[str], k: int) -> bool:
+    """Word ``k`` names a relation where it reads as one: a word that is another word too
+    (``DETERMINED_ROLES``: "a pizza veio fria") only after an article or a possessive ("o véio")."""
+    return words[k] not in DETERMINED_ROLES or (k > 0 and words[k - 1] in _DETERMINERS)
+
+
+def query_roles(words: Sequence[str], held: set[str]) -> set[str]:
+    """The roles a message's relation words name, its word for a relation read against the relations
+    the customer's facts hold (``held``): a word of several relations (``AMBIGUOUS_ROLES``: "a patroa",
+    "meu velho", "minha gata") names the first of them the facts hold, and "o mais velho",
+    "a mais nova" name a child by birth order."""
+    out = set()
+    for k, w in enumerate(words):
+        before = words[k - 1] if k else ""
+        if before == "mais" and w in BIRTH_ORDER_WORDS:
+            out.add("child")
+        elif before == "ex" or not _determined(words, k):
+            continue
+        elif w in AMBIGUOUS_ROLES:
+            out.add(next((r for r in AMBIGUOUS_ROLES[w] if r in held), AMBIGUOUS_ROLES[w][0]))
+        elif w in _ROLE_OF:
+            out.add(_ROLE_OF[w])
+    return out
 
 
 @dataclass(frozen=True)
@@ -647,12 +734,12 @@ def evidence_and_others(query_text: str, contents: Sequence[str],
     q_list = normalize_chat(query_text).split()
     q_words = set(q_list)
     q_stems = {stem(w) for w in q_words if w not in STOPWORDS and len(w) > 2}
-    q_roles = _roles(q_list)
+    profiles = [_profile(c) for c in contents]
+    q_roles = query_roles(q_list, set().union(*(f.roles for f in profiles)) if profiles else set())
     if speaks_as_couple(query_text):
         q_roles.add("partner")
     q_species = {_SPECIES_OF[w] for w in q_words if w in _SPECIES_OF}
     q_gender = pet_gender(q_list)
-    profiles = [_profile(c) for c in contents]
 
     held = [_holds_role(f, q_roles, q_species, q_gender) for f in profiles]
     # a name is a capitalised word that is not the first of its fact; once known,
@@ -679,6 +766,8 @@ def evidence_and_others(query_text: str, contents: Sequence[str],
     # the people and pets the facts introduce ("Casado com a Renata", "Tem um gato chamado Sushi"):
     # when the customer refers to someone, a fact about another of them is about someone else
     people = set().union(*intros) if contents else set()
+    if types is not None and talks_professional(query_text):   # the one who serves is no other party
+        people -= serving_names(profiles, types)
     about_self = not refers and speaks_of_self(q_list)
     out, others = [], []
     rare = max(1, max(1, len(contents)) // 3)

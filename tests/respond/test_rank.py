@@ -410,3 +410,64 @@ def test_a_professional_spoken_of_by_trade_lifts_the_facts_naming_one():
     assert [s.fact.id for s in top] == [1, 0]
     plain = score_memories([1.0, 0.0], facts, None, query_text="consegue me encaixar amanha?")
     assert [s.fact.id for s in plain] == [0, 1]
+
+
+def test_a_word_of_several_relations_names_the_one_the_facts_hold():
+    from streams.respond.recall import query_roles, word_evidence
+
+    boss = ["O chefe dela é o Seu Amadeu", "O Seu Amadeu não come pimenta", "Mora no Jardim Botânico"]
+    wife = ["Casado com a Lourdes", "A Lourdes não come pimenta", "Mora no Jardim Botânico"]
+    ev = word_evidence("o patrão vem almoçar amanhã", boss)
+    assert ev[0] > 0 and ev[2] <= 0                            # the boss, where no wife is named
+    ev = word_evidence("o patrão vem almoçar amanhã", wife)
+    assert ev[0] > 0 and ev[1] > 0 and ev[2] <= 0              # ... and the spouse where she is
+    assert query_roles("meu velho faz anos".split(), {"parent"}) == {"parent"}
+    assert query_roles("meu velho faz anos".split(), {"partner", "parent"}) == {"partner"}
+    assert query_roles("minha gata faz anos".split(), {"partner"}) == {"partner"}   # no pet: the girlfriend
+    assert query_roles("minha gata faz anos".split(), {"pet", "partner"}) == {"pet"}
+
+
+def test_a_relation_word_that_is_another_word_too_needs_an_article():
+    from streams.respond.recall import query_roles, word_evidence
+
+    assert query_roles("a encomenda veio torta".split(), {"partner"}) == set()     # "veio": it came
+    assert query_roles("o veio quer bolo".split(), {"partner"}) == {"partner"}
+    assert query_roles("o pao velho".split(), {"parent"}) == set()
+    ev = word_evidence("o sofá veio rasgado", ["O sofá veio com defeito", "A esposa Ivone escolheu o sofá"])
+    assert ev[1] <= ev[0]                                      # no relation named: the wife is not lifted
+
+
+def test_a_child_by_birth_order_or_regional_word_and_grandparents_apart():
+    from streams.respond.recall import query_roles, word_evidence
+    from streams.respond.text import fold
+
+    assert query_roles("o mais velho vai na excursão".split(), {"child", "partner", "parent"}) == {"child"}
+    assert query_roles(fold("a caçula ta gripada").split(), set()) == {"child"}   # the words as the message's, folded
+    facts = ["A avó Dirce usa bengala", "O sobrinho Caio tem 5 anos", "Trabalha de vendedora"]
+    ev = word_evidence("vou trazer a vovó no sábado", facts)
+    assert ev[0] > 0 and ev[1] < 0 and ev[2] <= 0              # the grandmother, and the nephew is another party
+    ev = word_evidence("el niño cumple años", ["Tem um filho, o Matías", "Paga no débito"])
+    assert ev[0] > 0 and ev[1] <= 0
+
+
+def test_a_professional_named_by_who_serves_lifts_the_facts_naming_them():
+    from streams.respond.recall import score_memories, serving_facts, talks_professional
+
+    assert talks_professional("quero com quem ela gosta") and talks_professional("o mesmo rapaz da outra vez")
+    assert talks_professional("a moça de sempre ta de folga?") and not talks_professional("quem vai buscar ela?")
+    facts = _facts(("preferencia", "Só deixa a Soraia fazer as luzes"),       # someone who serves
+                   ("vinculo_social", "Casada com o Heitor"),
+                   ("preferencia", "O Heitor gosta de corte degradê"),      # the husband: one of hers
+                   ("preferencia", "Prefere a sala Ipê"),                   # a thing's name
+                   ("restricao", "Alergia a amônia"))
+    assert serving_facts(facts) == {0}
+    # the same vector for every fact: only the rule puts the one who serves first
+    top = score_memories([1.0, 0.0], facts, None, query_text="marca as luzes pra mim com quem sempre faz")
+    assert top[0].fact.id == 0
+
+
+def test_the_usual_asked_in_spanish():
+    from streams.respond.recall import asks_usual
+
+    assert asks_usual("me manda lo de siempre") and asks_usual("quiero la de siempre, por favor")
+    assert not asks_usual("siempre llego tarde")
