@@ -1401,3 +1401,48 @@ def test_the_whole_night_is_the_pernoite_and_naquela_is_no_focus_word():
              "3h: R$ 150,00 · Pernoite: R$ 260,00.")
     text = ask("boa tarde, qnto fica a noite toda naquela da banheira?", "price_question", motel)
     assert "R$ 260,00" in text
+
+
+def test_no_such_thing_at_all_denies_every_variant_of_it():
+    """"vcs tem hidromassagem dupla?" where the knowledge says "Não temos hidromassagem em
+    nenhum quarto.": the unknown qualifier ("dupla") names no other item the knowledge offers, the
+    thing itself is denied outright, so the honest no answers (h-ans10: probe_v's steam sauna). A
+    narrower kind denied ("Não temos piscina coberta") or a thing named after the denial ("Não temos
+    opções sem glúten no cardápio") denies nothing of the variant asked: handed over as before."""
+    from streams.respond.compose import denies_outright, stem
+
+    spa = "# Estrutura\n\nNão temos hidromassagem em nenhum quarto. A piscina fica aberta das 9h às 19h."
+    text = ask("vcs tem hidromassagem dupla?", "info_request", spa)
+    assert text.startswith("Não") and "hidromassagem" in text
+    assert denies_outright("Não temos hidromassagem em nenhum quarto.", stem("hidromassagem"))
+    assert not denies_outright("Não temos piscina coberta.", stem("piscina"))
+    assert not denies_outright("Não temos opções sem glúten no cardápio.", stem("cardapio"))
+    kids = "# Cardápio\n\nNão temos opções sem glúten no cardápio. Servimos pratos quentes até as 23h."
+    assert ask("vcs tem cardapio kids?", "info_request", kids) == FALLBACK_NO_KNOWLEDGE
+
+
+def test_what_the_customer_s_own_person_has_is_told_not_asked():
+    """"meu filho tem intolerância a ovo, o bolo de vcs leva ovo?": "tem" after the customer's own person
+    tells a condition, it is no item the business is asked to have (an unknown "intolerância" then handed
+    the question over); the question is whether the cake has egg (h-ans10: probe_u's celiac niece)."""
+    from streams.respond.compose import unknown_object
+
+    bakery = ("# Bolos\n\nBolo de cenoura: R$ 40,00.\n"
+              "O bolo de fubá não leva ovo; os demais bolos levam ovo e leite.")
+    units = units_of_chunks([bakery])
+    assert unknown_object("meu filho tem intolerancia a ovo, o bolo de fuba leva ovo?", units) == set()
+    assert unknown_object("vcs tem bolo de pistache?", units) == {"pista"}
+    text = ask("meu filho tem intolerancia a ovo, o bolo de fuba leva ovo?", "info_request", bakery)
+    assert "não leva ovo" in text
+
+
+def test_a_slip_never_turns_a_word_into_a_price_or_hours_cue():
+    """"tem banho a vapor?" next to a line with "qualquer valor": "vapor" is one letter from "valor", but a
+    respelling that makes the question ask a price (or hours, a day, an address) changes what is asked;
+    the word stays as typed. A plain slip ("grnde" → "grande") is still put right."""
+    from streams.respond.compose import respelled
+
+    units = units_of_chunks(["Vendemos vale-presente de qualquer valor. Não temos banho de ofurô."])
+    assert respelled("tem banho a vapor?", units) == "tem banho a vapor?"
+    menu = units_of_chunks(["Pizza grande: R$ 60,00. Pizza média: R$ 50,00."])
+    assert respelled("qnto ta a grnde?", menu) == "qnto ta a grande?"
