@@ -93,6 +93,10 @@ def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_SPLIT.split(text) if s and len(s.strip()) > 2]
 
 
+# what a question asks as possible or allowed, never the thing it asks about
+_MODAL_STEMS = frozenset(compose.stem(w) for w in compose.GENERIC | {"possivel", "possiveis", "permitido", "permitida"})
+
+
 class OfflineComposer:
     """Deterministic replies from retrieved text and fixed sentences only.
 
@@ -458,7 +462,18 @@ class OfflineComposer:
 
         named = [s for s in scored if s.unit != top.unit and compose.phrases_named(message, s.unit.text)
                  and compose.limits(s.unit.text) and as_much_of_the_question(s)]
-        return max(named, key=lambda s: s.score).unit if named else None
+        if not named:
+            return None
+        limit = max(named, key=lambda s: s.score).unit
+        # "a pizza vegana leva castanha?": the limit on the name ("as pizzas veganas não contêm lactose")
+        # denies another thing, while a unit picked denies the very thing asked that the limit never
+        # names ("... (não contém castanhas)"): that "no" is the answer, alone
+        # (a thing: "não é possível cancelar" denies no thing of "é possível pagar em 2x?")
+        unnamed = own - compose.unit_words(limit) - _MODAL_STEMS
+        q_all = compose.question_words(message)[0] | own
+        denial = next((u for u in best if unnamed and any(compose.says_no(clause, unnamed, q_all)
+                                                          for clause in re.split(r"[,;:.!?]", u.text))), None)
+        return denial or limit
 
     def _denial_of_act(self, message: str, scored: Sequence[compose.Scored], best: list[compose.Unit],
                        intent: str) -> compose.Unit | None:

@@ -1446,3 +1446,15 @@ def test_a_slip_never_turns_a_word_into_a_price_or_hours_cue():
     assert respelled("tem banho a vapor?", units) == "tem banho a vapor?"
     menu = units_of_chunks(["Pizza grande: R$ 60,00. Pizza média: R$ 50,00."])
     assert respelled("qnto ta a grnde?", menu) == "qnto ta a grande?"
+
+
+def test_a_no_on_the_very_thing_asked_beats_a_limit_on_the_name_about_another(use_embedder):
+    """"o bolo de chocolate vem com cobertura light?": the line limiting the name asked ("Tradicionais: ...
+    Bolo de Chocolate ... não levam recheio") denies another thing, while the best line denies the very
+    thing asked that the limit never names ("Não temos cobertura sem açúcar ..."): that "no" answers
+    (h-ans10: probe_l's cashews, probe_u's lactose-free cheese)."""
+    cakes = ("# Bolos\n\nSem açúcar: os bolos de fubá não levam açúcar. Não temos cobertura sem açúcar para os "
+             "demais bolos. Tradicionais: Cenoura, Fubá, Bolo de Chocolate e Laranja não levam recheio.")
+    text = ask_with(use_embedder, "o bolo de chocolate vem com cobertura light? meu avo é diabetico", "info_request",
+                    cakes)
+    assert "não temos cobertura sem açúcar" in text.lower() and "recheio" not in text
