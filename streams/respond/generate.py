@@ -269,6 +269,7 @@ class OfflineComposer:
         ranked = self._narrow(message, ranked, intent)
         if compose.wants_price(message, intent == i.PRICE):
             ranked = self._on_the_question(message, ranked)
+            ranked = self._range_of_the_thing_asked(message, ranked)
         else:
             ranked = self._attribute_on_the_question(message, ranked)
         # "da pra parcelar uma castração?": the units on what decided the intent (parcelamento),
@@ -394,6 +395,22 @@ class OfflineComposer:
         if on_question and not own & compose.unit_words(ranked[0].unit):
             return on_question
         return ranked
+
+    def _range_of_the_thing_asked(self, message: str, ranked: list[compose.Scored]) -> list[compose.Scored]:
+        """"qnto é a tosa de um poodle de 12kg?": the best unit fits the amount told ("Cães acima de 10 kg:
+        orçamento") but names none of the customer's own words, only another name of one (the breed's
+        species), while another unit fitting the amount names the thing asked itself ("Médio (10 a 20 kg) —
+        Tosa: R$ 90,00"): the weight only chooses among the lines of the service asked, so that one goes
+        first, when it scores at least ``fuller_ratio`` of the best."""
+        norm = normalize_chat(message)
+        if len(ranked) < 2 or not compose.range_match(norm, fold(ranked[0].unit.text)):
+            return ranked
+        _, focus = compose.question_words(message)
+        if focus & compose.unit_words(ranked[0].unit):
+            return ranked
+        named = [s for s in ranked[1:] if focus & compose.unit_words(s.unit) and s.score >= self.fuller_ratio
+                 * ranked[0].score and compose.range_match(norm, fold(s.unit.text))]
+        return [named[0]] + [s for s in ranked if s is not named[0]] if named else ranked
 
     @staticmethod
     def _attribute_on_the_question(message: str, ranked: list[compose.Scored]) -> list[compose.Scored]:

@@ -1458,3 +1458,20 @@ def test_a_no_on_the_very_thing_asked_beats_a_limit_on_the_name_about_another(us
     text = ask_with(use_embedder, "o bolo de chocolate vem com cobertura light? meu avo é diabetico", "info_request",
                     cakes)
     assert "não temos cobertura sem açúcar" in text.lower() and "recheio" not in text
+
+
+def test_the_weight_told_chooses_among_the_lines_of_the_service_asked(use_embedder):
+    """"qnto fica a tosa de um poodle de 22kg?": the castration list's "Cães acima de 20 kg: orçamento" fits
+    the weight and names the dog (the breed's species) but not the service; the grooming table's line for
+    that weight names the "tosa" asked: the weight only chooses among that service's lines (h-ans10:
+    probe_t's and probe_u's labrador bath)."""
+    grooming = ("| Porte | Tosa | Tosa + banho |\n|---|---|---|\n| Grande (acima de 20 kg) | R$ 110,00 | R$ 150,00 |"
+                "\n\n**Gatos:** tosa R$ 80,00, somente com hora marcada.")
+    surgery = ("# Castração\n\n- Castração de gato macho: R$ 350,00\n- Castração de cão macho até 20 kg: R$ 700,00\n\n"
+               "- Cães acima de 20 kg: orçamento após avaliação\n\nAs cirurgias acontecem às terças-feiras.")
+    from streams.respond.evaluate_answers import CachedEmbedder
+
+    chunks = [KnowledgeChunk(uuid4(), uuid4(), 0.3, t) for t in (grooming, surgery)]
+    picked = OfflineComposer(embedder=CachedEmbedder(use_embedder)).pick_sentences(
+        "qnto fica a tosa de um poodle de 22kg?", chunks, "price_question")
+    assert picked[0].text.startswith("Grande (acima de 20 kg)")   # the answer first, whatever joins it
