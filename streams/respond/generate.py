@@ -599,10 +599,13 @@ class OfflineComposer:
             if unknown and not (said_otherwise and said_otherwise(message, unknown, top.unit.text)):
                 return True
         uncovered = compose.uncovered_focus(message, units)
-        if said_otherwise and len(uncovered) >= 2:   # "desmarcar" is said by "remarcação" (0.68 by USE)
-            uncovered = {w for w in uncovered if not said_otherwise(message, {w}, top.unit.text, paraphrase=True)}
         focus = focus & compose.question_words(message)[1]
-        return (len(uncovered) >= 2 and 3 * len(uncovered) >= 2 * len(focus) and top.focus_hits < 2
+        # "qnto custa um ecocardiograma?": the one thing asked is a word no retrieved unit writes
+        alone = bool(focus) and uncovered == focus and top.focus_hits == 0
+        if said_otherwise and (len(uncovered) >= 2 or alone):   # "desmarcar" is said by "remarcação" (0.68 by USE)
+            uncovered = {w for w in uncovered if not said_otherwise(message, {w}, top.unit.text, paraphrase=True)}
+        alone = alone and uncovered == focus
+        return ((len(uncovered) >= 2 or alone) and 3 * len(uncovered) >= 2 * len(focus) and top.focus_hits < 2
                 and intent not in (i.GENERAL, i.OBJECTION))
 
     @staticmethod

@@ -1475,3 +1475,14 @@ def test_the_weight_told_chooses_among_the_lines_of_the_service_asked(use_embedd
     picked = OfflineComposer(embedder=CachedEmbedder(use_embedder)).pick_sentences(
         "qnto fica a tosa de um poodle de 22kg?", chunks, "price_question")
     assert picked[0].text.startswith("Grande (acima de 20 kg)")   # the answer first, whatever joins it
+
+
+def test_a_question_whose_one_thing_no_unit_writes_is_handed_over(use_embedder):
+    """"qnto custa uma endoscopia?" where the exams priced are a blood count and an X-ray: the one thing
+    asked is a word no retrieved unit writes (nor says in other words), so quoting a sibling exam's price
+    answers another question; handed over (h-ans10: probe_h's echocardiogram). A word the knowledge writes
+    ("qnto custa o raio x?") is still answered."""
+    exams = ("# Exames\n\n- Hemograma completo: R$ 80,00 (resultado no mesmo dia)\n- Raio-X: R$ 140,00\n"
+             "- Exame de urina: R$ 50,00")
+    assert ask_with(use_embedder, "qnto custa uma endoscopia?", "price_question", exams) == FALLBACK_NO_KNOWLEDGE
+    assert "R$ 140,00" in ask_with(use_embedder, "qnto custa o raio x?", "price_question", exams)
