@@ -1555,11 +1555,11 @@ def unknown_object(message: str, units: Sequence[Unit]) -> set[str]:
     norm = normalize_chat(message.split("?")[0])
     if not is_yes_no(message):
         return set()
-    m = None
-    for found in _OFFER_VERB.finditer(norm):
-        # "minha sobrinha tem doença celíaca": what the customer's own person has is told, not asked
-        if not _PERSON_BEFORE.search(norm[:found.start()]):
-            m = found
+    m = _OFFER_VERB.search(norm)
+    # "minha sobrinha tem doença celíaca": what the customer's own person has is told, not asked;
+    # "a suíte q tem varanda ...": a relative clause describes the item asked about, it asks no offer
+    while m is not None and (_PERSON_BEFORE.search(norm[:m.start()]) or _RELATIVE_BEFORE.search(norm[:m.start()])):
+        m = _OFFER_VERB.search(norm, m.end(1))
     if m is None:
         return set()
     item = _ITEM_STOP.split(m.group(2), maxsplit=1)[0]  # "shampoo" of "shampoo pra cachorro com alergia"
@@ -1595,6 +1595,8 @@ def denies_outright(text: str, head: str) -> bool:
     return False
 
 
+# a noun and a relative pronoun just before a verb: "a suíte q tem", "o quarto que tem"
+_RELATIVE_BEFORE = re.compile(r"\b(?:o|a|os|as|um|uma) [a-z]{3,} (?:q|que)\s*$")
 # the customer's own person just before a verb: its subject ("meu filho tem", "minha mãe faz")
 _PERSON_BEFORE = re.compile(r"\b(?:meu|minha|meus|minhas) (?:" + "|".join(sorted(_PEOPLE)) + r")\s*$")
 

@@ -1421,7 +1421,7 @@ def test_no_such_thing_at_all_denies_every_variant_of_it():
     assert ask("vcs tem cardapio kids?", "info_request", kids) == FALLBACK_NO_KNOWLEDGE
 
 
-def test_what_the_customer_s_own_person_has_is_told_not_asked():
+def test_what_the_customer_s_own_person_has_is_told_not_asked_nor_a_relative_clause():
     """"meu filho tem intolerância a ovo, o bolo de vcs leva ovo?": "tem" after the customer's own person
     tells a condition, it is no item the business is asked to have (an unknown "intolerância" then handed
     the question over); the question is whether the cake has egg (h-ans10: probe_u's celiac niece)."""
@@ -1434,6 +1434,9 @@ def test_what_the_customer_s_own_person_has_is_told_not_asked():
     assert unknown_object("vcs tem bolo de pistache?", units) == {"pista"}
     text = ask("meu filho tem intolerancia a ovo, o bolo de fuba leva ovo?", "info_request", bakery)
     assert "não leva ovo" in text
+    # nor does a relative clause ask an offer: "o bolo q tem cobertura crocante" describes the cake asked about
+    assert unknown_object("o bolo q tem cobertura crocante tem em todas as lojas?", units) == set()
+    assert unknown_object("vcs tem cobertura crocante?", units) == {"cober", "croca"}
 
 
 def test_a_slip_never_turns_a_word_into_a_price_or_hours_cue():
