@@ -1489,3 +1489,16 @@ def test_a_question_whose_one_thing_no_unit_writes_is_handed_over(use_embedder):
              "- Exame de urina: R$ 50,00")
     assert ask_with(use_embedder, "qnto custa uma endoscopia?", "price_question", exams) == FALLBACK_NO_KNOWLEDGE
     assert "R$ 140,00" in ask_with(use_embedder, "qnto custa o raio x?", "price_question", exams)
+
+
+def test_a_diet_told_by_what_someone_does_not_eat_is_the_vegetarian_dish():
+    """"minha filha nao come carne, tem alguma coisa pra ela?": not eating meat is the knowledge's
+    "vegetariano" (h-ans10: probe_u, as probe_t's "nada de origem animal" for the vegan dishes)."""
+    from streams.respond.compose import concept_forms
+
+    assert "veget" in concept_forms("ele nao come carne")["carne"]
+    assert "vegan" in concept_forms("nada de origem animal")["anima"]
+    lunch = ("# Almoço\n\n- Bife acebolado com arroz: R$ 42,00\n"
+             "- Lasanha de berinjela (vegetariana, leva queijo): R$ 39,00\n- Suco do dia: R$ 9,00")
+    text = ask("minha filha nao come carne, tem alguma coisa pra ela?", "info_request", lunch)
+    assert "Lasanha de berinjela" in text
