@@ -295,7 +295,7 @@ GENERIC = frozenset("""
 quanto quanta quantos quantas custa custam custar fica ficaria sai valor valores preco precos
 cobra cobram cobrado paga pago pagar taxa qual quais que como onde quando quem porque tem temos
 tenho voces voce fazem faz fazer aceita aceitam atende atendem vende vendem pode posso podem
-consigo consegue da dar precisa preciso levar leva levam trazer existe algum alguma alguem coisa coisas algo
+consigo consegue da dar dao precisa preciso levar leva levam trazer existe algum alguma alguem coisa coisas algo
 hora horas horario abre abrem fecha fecham funciona funcionam dia dias semana unidade unidades
 ate ai la sobre gostaria saber informar informacao ola oi gente favor ainda tipo sei nossa hein
 entao mesmo assim tambem agora depois antes hoje amanha seu sua meu minha ele ela eles elas

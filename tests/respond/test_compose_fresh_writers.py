@@ -1502,3 +1502,12 @@ def test_a_diet_told_by_what_someone_does_not_eat_is_the_vegetarian_dish():
              "- Lasanha de berinjela (vegetariana, leva queijo): R$ 39,00\n- Suco do dia: R$ 9,00")
     text = ask("minha filha nao come carne, tem alguma coisa pra ela?", "info_request", lunch)
     assert "Lasanha de berinjela" in text
+
+
+def test_dao_is_a_verb_of_giving_like_da_and_names_no_topic():
+    """"vcs dao sedativo na vacina?": "dão" is the plural of "dá" (a common verb, as "dar"), no word of the
+    topic that the knowledge should write; left as a focus word it made the question look mostly unknown and
+    the honest "no" was handed over (h-ans10: probe_t; probe_j and probe_s asked "vcs dão calmante" too)."""
+    assert question_words("vcs dao sedativo na vacina?")[1] == {"sedat", "vacin"}
+    clinic = "# Vacinas\n\nNão sedamos animais para vacinar: pets agressivos usam focinheira. Vacina V10: R$ 90,00."
+    assert "Não sedamos" in ask("vcs dao sedativo na vacina?", "policy", clinic)
