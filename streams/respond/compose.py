@@ -1050,6 +1050,28 @@ def speaks_of_hiring(text: str) -> bool:
     return bool(_WORK_A.search(fold(text)))
 
 
+# a pet (or a person) in an urgency, told in the message: a symptom that cannot wait
+_URGENCY = re.compile(r"\b(?:vomit\w*|sangr\w*|passando mal|convuls\w*|engasg\w*|atropel\w*|envenen\w*|desmai\w*|"
+                      r"emergencia|urgencia|urgente)\b")
+_EMERGENCY = re.compile(r"\b(?:emergencia|emergencias|urgencia|urgencias)\b")
+_REFUSAL = re.compile(r"\b(?:nao|nem|fechad[oa]s?)\b")
+
+
+def tells_urgency(message: str) -> bool:
+    """The message tells an urgency ("meu cachorro ta vomitando desde cedo", "ela ta sangrando")."""
+    return bool(_URGENCY.search(normalize_chat(message)))
+
+
+def speaks_of_emergency(text: str) -> bool:
+    """A line on what is done in an emergency ("Em caso de emergência ... indicamos o Hospital ...")."""
+    return bool(_EMERGENCY.search(fold(text)))
+
+
+def refuses(text: str) -> bool:
+    """A line saying no or closed ("Não temos pronto-socorro", "Domingos e feriados: fechado.")."""
+    return bool(_REFUSAL.search(fold(text)))
+
+
 def limits(text: str) -> bool:
     """A denial or a limit ("não", "só", "somente", "apenas", "exceto")."""
     return bool(_LIMITS & set(fold(text).split()))

@@ -288,7 +288,7 @@ class OfflineComposer:
         best = self._best(ranked, compose.expanded_focus(message))
         limit = self._limit_on_name(message, scored, best, intent)
         if limit is not None:   # the best unit only named the words apart: it answers something else
-            return [limit]
+            return self._emergency_after_no(message, scored, [limit])
         denial = self._denial_of_act(message, scored, best, intent)
         if denial is not None and day and not day & compose.unit_words(denial):
             denial = None   # nor does a "no" on the story ("não hospedamos gatos") answer "abrem sábado?"
@@ -297,6 +297,7 @@ class OfflineComposer:
         out = [denial] + best[: self.max_sentences - 1] if denial is not None else best
         out = self._quantity_first(message, scored, out, intent)
         out = self._told_place_first(message, scored, out)
+        out = self._emergency_after_no(message, scored, out)
         if quoted is not None:
             out = [quoted] + [u for u in out if u != quoted][: self.max_sentences - 1]
         return out
@@ -395,6 +396,20 @@ class OfflineComposer:
         if on_question and not own & compose.unit_words(ranked[0].unit):
             return on_question
         return ranked
+
+    def _emergency_after_no(self, message: str, scored: Sequence[compose.Scored],
+                            out: list[compose.Unit]) -> list[compose.Unit]:
+        """"tem pronto socorro 24h? meu cachorro ta vomitando": the answer says no (or closed) to a customer
+        telling an urgency; the retrieved line on what to do in an emergency ("Em caso de emergência ...
+        indicamos o Hospital ...") follows it, as an attendant would add it."""
+        if not out or not compose.tells_urgency(message) or not any(compose.refuses(u.text) for u in out):
+            return out
+        if any(compose.speaks_of_emergency(u.text) for u in out):
+            return out
+        lines = [s for s in scored if compose.speaks_of_emergency(s.unit.text)]
+        if not lines:
+            return out
+        return out[: self.MAX_UNITS - 1] + [max(lines, key=lambda s: (s.score, -s.unit.order)).unit]
 
     def _range_of_the_thing_asked(self, message: str, ranked: list[compose.Scored]) -> list[compose.Scored]:
         """"qnto é a tosa de um poodle de 12kg?": the best unit fits the amount told ("Cães acima de 10 kg:

@@ -1511,3 +1511,20 @@ def test_dao_is_a_verb_of_giving_like_da_and_names_no_topic():
     assert question_words("vcs dao sedativo na vacina?")[1] == {"sedat", "vacin"}
     clinic = "# Vacinas\n\nNão sedamos animais para vacinar: pets agressivos usam focinheira. Vacina V10: R$ 90,00."
     assert "Não sedamos" in ask("vcs dao sedativo na vacina?", "policy", clinic)
+
+
+def test_a_no_to_a_customer_telling_an_urgency_is_followed_by_the_emergency_line():
+    """"vcs atendem de madrugada? minha gata ta sangrando": the answer is no, and the customer tells an
+    urgency; the line on what to do in an emergency follows the "no", as an attendant would add it
+    (h-ans10: probe_j's Sunday and probe_r's 24-hour care, each with a dog vomiting). Without an urgency
+    told, the "no" stands alone."""
+    from streams.respond.compose import tells_urgency
+
+    assert tells_urgency("minha gata ta sangrando") and not tells_urgency("minha gata ta dormindo")
+    hours = ("# Horários\n\nAtendemos de segunda a sábado, das 8h às 20h. Não atendemos de madrugada.\n\n"
+             "Em caso de emergência fora do horário, procure a Clínica Noturna Boa Vista, aberta 24h.\n\n"
+             "Banho e tosa: das 9h às 17h.")
+    text = ask("vcs atendem de madrugada? minha gata ta sangrando", "info_request", hours)
+    assert "não atendemos de madrugada" in text.lower() and "Clínica Noturna Boa Vista" in text
+    text = ask("vcs atendem de madrugada? minha gata ta dormindo", "info_request", hours)
+    assert "não atendemos de madrugada" in text.lower() and "Boa Vista" not in text
