@@ -1012,6 +1012,11 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     # where to leave the car said as a verb ("tem onde parar o carro?", "onde deixo a moto?")
     **{f"{v} {a}{o}": ("estacionamento", "estacionar") for v in ("parar", "paro", "deixar", "deixo", "largar")
        for a in ("o ", "a ", "meu ", "minha ", "") for o in ("carro", "moto", "caminhonete")},
+    # a diet told by what someone does not eat ("minha esposa não come carne", "ele não come nada de origem
+    # animal"): the knowledge's "vegetariano" / "vegano"
+    **{f"nao {v} carne": ("vegetariano", "vegetariana", "vegetarianas") for v in ("come", "comem", "como", "comemos")},
+    "sem carne": ("vegetariano", "vegetariana", "vegetarianas"),
+    "origem animal": ("vegano", "vegana", "veganas", "veganos"),
     # a pet's stay while its people travel is its "hospedagem" ("vou viajar, ele pode ficar no hotelzinho?")
     "hotelzinho": ("hotel", "hospedagem", "hospedar", "hospedamos"), "hotel": ("hospedagem", "hospedar", "hospedamos"),
     # paying in parts said as dividing ("da pra dividir no cartão?"): the knowledge's "parcelamento"

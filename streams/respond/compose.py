@@ -295,7 +295,7 @@ GENERIC = frozenset("""
 quanto quanta quantos quantas custa custam custar fica ficaria sai valor valores preco precos
 cobra cobram cobrado paga pago pagar taxa qual quais que como onde quando quem porque tem temos
 tenho voces voce fazem faz fazer aceita aceitam atende atendem vende vendem pode posso podem
-consigo consegue da dar precisa preciso levar leva levam trazer existe algum alguma alguem coisa coisas algo
+consigo consegue da dar dao precisa preciso levar leva levam trazer existe algum alguma alguem coisa coisas algo
 hora horas horario abre abrem fecha fecham funciona funcionam dia dias semana unidade unidades
 ate ai la sobre gostaria saber informar informacao ola oi gente favor ainda tipo sei nossa hein
 entao mesmo assim tambem agora depois antes hoje amanha seu sua meu minha ele ela eles elas
@@ -1050,6 +1050,28 @@ def speaks_of_hiring(text: str) -> bool:
     return bool(_WORK_A.search(fold(text)))
 
 
+# a pet (or a person) in an urgency, told in the message: a symptom that cannot wait
+_URGENCY = re.compile(r"\b(?:vomit\w*|sangr\w*|passando mal|convuls\w*|engasg\w*|atropel\w*|envenen\w*|desmai\w*|"
+                      r"emergencia|urgencia|urgente)\b")
+_EMERGENCY = re.compile(r"\b(?:emergencia|emergencias|urgencia|urgencias)\b")
+_REFUSAL = re.compile(r"\b(?:nao|nem|fechad[oa]s?)\b")
+
+
+def tells_urgency(message: str) -> bool:
+    """The message tells an urgency ("meu cachorro ta vomitando desde cedo", "ela ta sangrando")."""
+    return bool(_URGENCY.search(normalize_chat(message)))
+
+
+def speaks_of_emergency(text: str) -> bool:
+    """A line on what is done in an emergency ("Em caso de emergência ... indicamos o Hospital ...")."""
+    return bool(_EMERGENCY.search(fold(text)))
+
+
+def refuses(text: str) -> bool:
+    """A line saying no or closed ("Não temos pronto-socorro", "Domingos e feriados: fechado.")."""
+    return bool(_REFUSAL.search(fold(text)))
+
+
 def limits(text: str) -> bool:
     """A denial or a limit ("não", "só", "somente", "apenas", "exceto")."""
     return bool(_LIMITS & set(fold(text).split()))
@@ -1442,8 +1464,16 @@ def respelled(message: str, units: Sequence[Unit]) -> str:
         if norm != word or word in STOPWORDS or word in GENERIC or word in vocab or stem(word) in stems \
                 or word in _LEXICON_WORDS or any(word in w for w in vocab):
             return m.group(0)
-        return _spelling_of(word, vocab) or m.group(0)
+        spelled = _spelling_of(word, vocab)
+        # a slip never changes what kind of thing is asked: "sauna a vapor" is no "sauna a valor"
+        # (a word one letter from a price, hours or day cue is taken as typed)
+        if not spelled or any(cue.search(spelled) for cue in _KIND_CUES):
+            return m.group(0)
+        return spelled
     return _WORD.sub(fix, message)
+
+
+_KIND_CUES = (_PRICE_Q, _HOURS_Q, _DAY_Q, _ADDRESS_Q, _DEADLINE_Q, _DURATION_Q)
 
 
 _ALTERNATIVE_SEP = re.compile(r"[,;()]|\bou\b")
@@ -1547,9 +1577,11 @@ def unknown_object(message: str, units: Sequence[Unit]) -> set[str]:
     norm = normalize_chat(message.split("?")[0])
     if not is_yes_no(message):
         return set()
-    m = None
-    for m in _OFFER_VERB.finditer(norm):
-        pass
+    m = _OFFER_VERB.search(norm)
+    # "minha sobrinha tem doença celíaca": what the customer's own person has is told, not asked;
+    # "a suíte q tem varanda ...": a relative clause describes the item asked about, it asks no offer
+    while m is not None and (_PERSON_BEFORE.search(norm[:m.start()]) or _RELATIVE_BEFORE.search(norm[:m.start()])):
+        m = _OFFER_VERB.search(norm, m.end(1))
     if m is None:
         return set()
     item = _ITEM_STOP.split(m.group(2), maxsplit=1)[0]  # "shampoo" of "shampoo pra cachorro com alergia"
@@ -1557,7 +1589,38 @@ def unknown_object(message: str, units: Sequence[Unit]) -> set[str]:
         return set()
     _, focus = question_words(item)
     missing = focus & uncovered_focus(message, units)
+    head = next((t for t in normalize_chat(item).split() if stem(t) in focus), None)
+    if missing and head is not None and stem(head) not in missing \
+            and any(denies_outright(u.text, stem(head)) for u in units):
+        # "tem sauna a vapor?" and "Não temos sauna em nenhuma unidade": no such thing at all denies
+        # every variant of it too (the honest no), whatever the unknown qualifier
+        return set()
     return missing or unnamed_variant(item, units)
+
+
+def denies_outright(text: str, head: str) -> bool:
+    """A clause of ``text`` denies the thing of stem ``head`` itself, as the object of the "no"
+    ("Não temos sauna em nenhuma unidade", "não servimos sobremesa."): not a narrower kind of it
+    ("Não temos piscina coletiva"), nor a thing named after what is denied ("Não temos opções
+    veganas no cardápio" says nothing of a children's menu)."""
+    for clause in re.split(r"[,:;.!?()]", text):
+        words = fold(clause).split()
+        for k, w in enumerate(words[:-1]):
+            if w not in ("nao", "nem") or words[k + 1] not in _OFFERING:
+                continue
+            j = k + 2
+            while j < len(words) and words[j] in ("o", "a", "os", "as", "um", "uma", "nenhum", "nenhuma"):
+                j += 1
+            if j < len(words) and stem(words[j]) == head:
+                after = words[j + 1] if j + 1 < len(words) else ""
+                return not after or after in STOPWORDS or after in ("nem", "ou", "e")
+    return False
+
+
+# a noun and a relative pronoun just before a verb: "a suíte q tem", "o quarto que tem"
+_RELATIVE_BEFORE = re.compile(r"\b(?:o|a|os|as|um|uma) [a-z]{3,} (?:q|que)\s*$")
+# the customer's own person just before a verb: its subject ("meu filho tem", "minha mãe faz")
+_PERSON_BEFORE = re.compile(r"\b(?:meu|minha|meus|minhas) (?:" + "|".join(sorted(_PEOPLE)) + r")\s*$")
 
 
 def unnamed_variant(item: str, units: Sequence[Unit]) -> set[str]:

@@ -93,6 +93,10 @@ def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_SPLIT.split(text) if s and len(s.strip()) > 2]
 
 
+# what a question asks as possible or allowed, never the thing it asks about
+_MODAL_STEMS = frozenset(compose.stem(w) for w in compose.GENERIC | {"possivel", "possiveis", "permitido", "permitida"})
+
+
 class OfflineComposer:
     """Deterministic replies from retrieved text and fixed sentences only.
 
@@ -265,6 +269,7 @@ class OfflineComposer:
         ranked = self._narrow(message, ranked, intent)
         if compose.wants_price(message, intent == i.PRICE):
             ranked = self._on_the_question(message, ranked)
+            ranked = self._range_of_the_thing_asked(message, ranked)
         else:
             ranked = self._attribute_on_the_question(message, ranked)
         # "da pra parcelar uma castração?": the units on what decided the intent (parcelamento),
@@ -283,7 +288,7 @@ class OfflineComposer:
         best = self._best(ranked, compose.expanded_focus(message))
         limit = self._limit_on_name(message, scored, best, intent)
         if limit is not None:   # the best unit only named the words apart: it answers something else
-            return [limit]
+            return self._emergency_after_no(message, scored, [limit])
         denial = self._denial_of_act(message, scored, best, intent)
         if denial is not None and day and not day & compose.unit_words(denial):
             denial = None   # nor does a "no" on the story ("não hospedamos gatos") answer "abrem sábado?"
@@ -292,6 +297,7 @@ class OfflineComposer:
         out = [denial] + best[: self.max_sentences - 1] if denial is not None else best
         out = self._quantity_first(message, scored, out, intent)
         out = self._told_place_first(message, scored, out)
+        out = self._emergency_after_no(message, scored, out)
         if quoted is not None:
             out = [quoted] + [u for u in out if u != quoted][: self.max_sentences - 1]
         return out
@@ -391,6 +397,36 @@ class OfflineComposer:
             return on_question
         return ranked
 
+    def _emergency_after_no(self, message: str, scored: Sequence[compose.Scored],
+                            out: list[compose.Unit]) -> list[compose.Unit]:
+        """"tem pronto socorro 24h? meu cachorro ta vomitando": the answer says no (or closed) to a customer
+        telling an urgency; the retrieved line on what to do in an emergency ("Em caso de emergência ...
+        indicamos o Hospital ...") follows it, as an attendant would add it."""
+        if not out or not compose.tells_urgency(message) or not any(compose.refuses(u.text) for u in out):
+            return out
+        if any(compose.speaks_of_emergency(u.text) for u in out):
+            return out
+        lines = [s for s in scored if compose.speaks_of_emergency(s.unit.text)]
+        if not lines:
+            return out
+        return out[: self.MAX_UNITS - 1] + [max(lines, key=lambda s: (s.score, -s.unit.order)).unit]
+
+    def _range_of_the_thing_asked(self, message: str, ranked: list[compose.Scored]) -> list[compose.Scored]:
+        """"qnto é a tosa de um poodle de 12kg?": the best unit fits the amount told ("Cães acima de 10 kg:
+        orçamento") but names none of the customer's own words, only another name of one (the breed's
+        species), while another unit fitting the amount names the thing asked itself ("Médio (10 a 20 kg) —
+        Tosa: R$ 90,00"): the weight only chooses among the lines of the service asked, so that one goes
+        first, when it scores at least ``fuller_ratio`` of the best."""
+        norm = normalize_chat(message)
+        if len(ranked) < 2 or not compose.range_match(norm, fold(ranked[0].unit.text)):
+            return ranked
+        _, focus = compose.question_words(message)
+        if focus & compose.unit_words(ranked[0].unit):
+            return ranked
+        named = [s for s in ranked[1:] if focus & compose.unit_words(s.unit) and s.score >= self.fuller_ratio
+                 * ranked[0].score and compose.range_match(norm, fold(s.unit.text))]
+        return [named[0]] + [s for s in ranked if s is not named[0]] if named else ranked
+
     @staticmethod
     def _attribute_on_the_question(message: str, ranked: list[compose.Scored]) -> list[compose.Scored]:
         """"quero fazer surpresa pra patroa no nosso aniversario de casamento, com qnto tempo tenho q pedir a
@@ -458,7 +494,18 @@ class OfflineComposer:
 
         named = [s for s in scored if s.unit != top.unit and compose.phrases_named(message, s.unit.text)
                  and compose.limits(s.unit.text) and as_much_of_the_question(s)]
-        return max(named, key=lambda s: s.score).unit if named else None
+        if not named:
+            return None
+        limit = max(named, key=lambda s: s.score).unit
+        # "a pizza vegana leva castanha?": the limit on the name ("as pizzas veganas não contêm lactose")
+        # denies another thing, while a unit picked denies the very thing asked that the limit never
+        # names ("... (não contém castanhas)"): that "no" is the answer, alone
+        # (a thing: "não é possível cancelar" denies no thing of "é possível pagar em 2x?")
+        unnamed = own - compose.unit_words(limit) - _MODAL_STEMS
+        q_all = compose.question_words(message)[0] | own
+        denial = next((u for u in best if unnamed and any(compose.says_no(clause, unnamed, q_all)
+                                                          for clause in re.split(r"[,;:.!?]", u.text))), None)
+        return denial or limit
 
     def _denial_of_act(self, message: str, scored: Sequence[compose.Scored], best: list[compose.Unit],
                        intent: str) -> compose.Unit | None:
@@ -567,10 +614,13 @@ class OfflineComposer:
             if unknown and not (said_otherwise and said_otherwise(message, unknown, top.unit.text)):
                 return True
         uncovered = compose.uncovered_focus(message, units)
-        if said_otherwise and len(uncovered) >= 2:   # "desmarcar" is said by "remarcação" (0.68 by USE)
-            uncovered = {w for w in uncovered if not said_otherwise(message, {w}, top.unit.text, paraphrase=True)}
         focus = focus & compose.question_words(message)[1]
-        return (len(uncovered) >= 2 and 3 * len(uncovered) >= 2 * len(focus) and top.focus_hits < 2
+        # "qnto custa um ecocardiograma?": the one thing asked is a word no retrieved unit writes
+        alone = bool(focus) and uncovered == focus and top.focus_hits == 0
+        if said_otherwise and (len(uncovered) >= 2 or alone):   # "desmarcar" is said by "remarcação" (0.68 by USE)
+            uncovered = {w for w in uncovered if not said_otherwise(message, {w}, top.unit.text, paraphrase=True)}
+        alone = alone and uncovered == focus
+        return ((len(uncovered) >= 2 or alone) and 3 * len(uncovered) >= 2 * len(focus) and top.focus_hits < 2
                 and intent not in (i.GENERAL, i.OBJECTION))
 
     @staticmethod

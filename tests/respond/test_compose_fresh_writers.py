@@ -1401,3 +1401,130 @@ def test_the_whole_night_is_the_pernoite_and_naquela_is_no_focus_word():
              "3h: R$ 150,00 · Pernoite: R$ 260,00.")
     text = ask("boa tarde, qnto fica a noite toda naquela da banheira?", "price_question", motel)
     assert "R$ 260,00" in text
+
+
+def test_no_such_thing_at_all_denies_every_variant_of_it():
+    """"vcs tem hidromassagem dupla?" where the knowledge says "Não temos hidromassagem em
+    nenhum quarto.": the unknown qualifier ("dupla") names no other item the knowledge offers, the
+    thing itself is denied outright, so the honest no answers (h-ans10: probe_v's steam sauna). A
+    narrower kind denied ("Não temos piscina coberta") or a thing named after the denial ("Não temos
+    opções sem glúten no cardápio") denies nothing of the variant asked: handed over as before."""
+    from streams.respond.compose import denies_outright, stem
+
+    spa = "# Estrutura\n\nNão temos hidromassagem em nenhum quarto. A piscina fica aberta das 9h às 19h."
+    text = ask("vcs tem hidromassagem dupla?", "info_request", spa)
+    assert text.startswith("Não") and "hidromassagem" in text
+    assert denies_outright("Não temos hidromassagem em nenhum quarto.", stem("hidromassagem"))
+    assert not denies_outright("Não temos piscina coberta.", stem("piscina"))
+    assert not denies_outright("Não temos opções sem glúten no cardápio.", stem("cardapio"))
+    kids = "# Cardápio\n\nNão temos opções sem glúten no cardápio. Servimos pratos quentes até as 23h."
+    assert ask("vcs tem cardapio kids?", "info_request", kids) == FALLBACK_NO_KNOWLEDGE
+
+
+def test_what_the_customer_s_own_person_has_is_told_not_asked_nor_a_relative_clause():
+    """"meu filho tem intolerância a ovo, o bolo de vcs leva ovo?": "tem" after the customer's own person
+    tells a condition, it is no item the business is asked to have (an unknown "intolerância" then handed
+    the question over); the question is whether the cake has egg (h-ans10: probe_u's celiac niece)."""
+    from streams.respond.compose import unknown_object
+
+    bakery = ("# Bolos\n\nBolo de cenoura: R$ 40,00.\n"
+              "O bolo de fubá não leva ovo; os demais bolos levam ovo e leite.")
+    units = units_of_chunks([bakery])
+    assert unknown_object("meu filho tem intolerancia a ovo, o bolo de fuba leva ovo?", units) == set()
+    assert unknown_object("vcs tem bolo de pistache?", units) == {"pista"}
+    text = ask("meu filho tem intolerancia a ovo, o bolo de fuba leva ovo?", "info_request", bakery)
+    assert "não leva ovo" in text
+    # nor does a relative clause ask an offer: "o bolo q tem cobertura crocante" describes the cake asked about
+    assert unknown_object("o bolo q tem cobertura crocante tem em todas as lojas?", units) == set()
+    assert unknown_object("vcs tem cobertura crocante?", units) == {"cober", "croca"}
+
+
+def test_a_slip_never_turns_a_word_into_a_price_or_hours_cue():
+    """"tem banho a vapor?" next to a line with "qualquer valor": "vapor" is one letter from "valor", but a
+    respelling that makes the question ask a price (or hours, a day, an address) changes what is asked;
+    the word stays as typed. A plain slip ("grnde" → "grande") is still put right."""
+    from streams.respond.compose import respelled
+
+    units = units_of_chunks(["Vendemos vale-presente de qualquer valor. Não temos banho de ofurô."])
+    assert respelled("tem banho a vapor?", units) == "tem banho a vapor?"
+    menu = units_of_chunks(["Pizza grande: R$ 60,00. Pizza média: R$ 50,00."])
+    assert respelled("qnto ta a grnde?", menu) == "qnto ta a grande?"
+
+
+def test_a_no_on_the_very_thing_asked_beats_a_limit_on_the_name_about_another(use_embedder):
+    """"o bolo de chocolate vem com cobertura light?": the line limiting the name asked ("Tradicionais: ...
+    Bolo de Chocolate ... não levam recheio") denies another thing, while the best line denies the very
+    thing asked that the limit never names ("Não temos cobertura sem açúcar ..."): that "no" answers
+    (h-ans10: probe_l's cashews, probe_u's lactose-free cheese)."""
+    cakes = ("# Bolos\n\nSem açúcar: os bolos de fubá não levam açúcar. Não temos cobertura sem açúcar para os "
+             "demais bolos. Tradicionais: Cenoura, Fubá, Bolo de Chocolate e Laranja não levam recheio.")
+    text = ask_with(use_embedder, "o bolo de chocolate vem com cobertura light? meu avo é diabetico", "info_request",
+                    cakes)
+    assert "não temos cobertura sem açúcar" in text.lower() and "recheio" not in text
+
+
+def test_the_weight_told_chooses_among_the_lines_of_the_service_asked(use_embedder):
+    """"qnto fica a tosa de um poodle de 22kg?": the castration list's "Cães acima de 20 kg: orçamento" fits
+    the weight and names the dog (the breed's species) but not the service; the grooming table's line for
+    that weight names the "tosa" asked: the weight only chooses among that service's lines (h-ans10:
+    probe_t's and probe_u's labrador bath)."""
+    grooming = ("| Porte | Tosa | Tosa + banho |\n|---|---|---|\n| Grande (acima de 20 kg) | R$ 110,00 | R$ 150,00 |"
+                "\n\n**Gatos:** tosa R$ 80,00, somente com hora marcada.")
+    surgery = ("# Castração\n\n- Castração de gato macho: R$ 350,00\n- Castração de cão macho até 20 kg: R$ 700,00\n\n"
+               "- Cães acima de 20 kg: orçamento após avaliação\n\nAs cirurgias acontecem às terças-feiras.")
+    from streams.respond.evaluate_answers import CachedEmbedder
+
+    chunks = [KnowledgeChunk(uuid4(), uuid4(), 0.3, t) for t in (grooming, surgery)]
+    picked = OfflineComposer(embedder=CachedEmbedder(use_embedder)).pick_sentences(
+        "qnto fica a tosa de um poodle de 22kg?", chunks, "price_question")
+    assert picked[0].text.startswith("Grande (acima de 20 kg)")   # the answer first, whatever joins it
+
+
+def test_a_question_whose_one_thing_no_unit_writes_is_handed_over(use_embedder):
+    """"qnto custa uma endoscopia?" where the exams priced are a blood count and an X-ray: the one thing
+    asked is a word no retrieved unit writes (nor says in other words), so quoting a sibling exam's price
+    answers another question; handed over (h-ans10: probe_h's echocardiogram). A word the knowledge writes
+    ("qnto custa o raio x?") is still answered."""
+    exams = ("# Exames\n\n- Hemograma completo: R$ 80,00 (resultado no mesmo dia)\n- Raio-X: R$ 140,00\n"
+             "- Exame de urina: R$ 50,00")
+    assert ask_with(use_embedder, "qnto custa uma endoscopia?", "price_question", exams) == FALLBACK_NO_KNOWLEDGE
+    assert "R$ 140,00" in ask_with(use_embedder, "qnto custa o raio x?", "price_question", exams)
+
+
+def test_a_diet_told_by_what_someone_does_not_eat_is_the_vegetarian_dish():
+    """"minha filha nao come carne, tem alguma coisa pra ela?": not eating meat is the knowledge's
+    "vegetariano" (h-ans10: probe_u, as probe_t's "nada de origem animal" for the vegan dishes)."""
+    from streams.respond.compose import concept_forms
+
+    assert "veget" in concept_forms("ele nao come carne")["carne"]
+    assert "vegan" in concept_forms("nada de origem animal")["anima"]
+    lunch = ("# Almoço\n\n- Bife acebolado com arroz: R$ 42,00\n"
+             "- Lasanha de berinjela (vegetariana, leva queijo): R$ 39,00\n- Suco do dia: R$ 9,00")
+    text = ask("minha filha nao come carne, tem alguma coisa pra ela?", "info_request", lunch)
+    assert "Lasanha de berinjela" in text
+
+
+def test_dao_is_a_verb_of_giving_like_da_and_names_no_topic():
+    """"vcs dao sedativo na vacina?": "dão" is the plural of "dá" (a common verb, as "dar"), no word of the
+    topic that the knowledge should write; left as a focus word it made the question look mostly unknown and
+    the honest "no" was handed over (h-ans10: probe_t; probe_j and probe_s asked "vcs dão calmante" too)."""
+    assert question_words("vcs dao sedativo na vacina?")[1] == {"sedat", "vacin"}
+    clinic = "# Vacinas\n\nNão sedamos animais para vacinar: pets agressivos usam focinheira. Vacina V10: R$ 90,00."
+    assert "Não sedamos" in ask("vcs dao sedativo na vacina?", "policy", clinic)
+
+
+def test_a_no_to_a_customer_telling_an_urgency_is_followed_by_the_emergency_line():
+    """"vcs atendem de madrugada? minha gata ta sangrando": the answer is no, and the customer tells an
+    urgency; the line on what to do in an emergency follows the "no", as an attendant would add it
+    (h-ans10: probe_j's Sunday and probe_r's 24-hour care, each with a dog vomiting). Without an urgency
+    told, the "no" stands alone."""
+    from streams.respond.compose import tells_urgency
+
+    assert tells_urgency("minha gata ta sangrando") and not tells_urgency("minha gata ta dormindo")
+    hours = ("# Horários\n\nAtendemos de segunda a sábado, das 8h às 20h. Não atendemos de madrugada.\n\n"
+             "Em caso de emergência fora do horário, procure a Clínica Noturna Boa Vista, aberta 24h.\n\n"
+             "Banho e tosa: das 9h às 17h.")
+    text = ask("vcs atendem de madrugada? minha gata ta sangrando", "info_request", hours)
+    assert "não atendemos de madrugada" in text.lower() and "Clínica Noturna Boa Vista" in text
+    text = ask("vcs atendem de madrugada? minha gata ta dormindo", "info_request", hours)
+    assert "não atendemos de madrugada" in text.lower() and "Boa Vista" not in text
