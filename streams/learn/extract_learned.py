@@ -34,6 +34,11 @@ How it proposes facts for one conversation:
    over the others, other proposals of the same or a competing type in the conversation, the
    rank, the span's cues). It removes duplicates of one fact, the weaker of two competing types
    and low-ranked extras that the per-type thresholds keep, and lets the thresholds propose more.
+   Since stop 29 the gate also reads a **span type judge** (``span_type_features``): one multinomial
+   decision per span over every memory type and "no fact", from the two stages' type shares, the
+   span's cues and rule types and its sentence embedding, learnt (like the gate) from the training
+   writers' out-of-source proposals; the gate sees whether the judge agrees with the proposed type
+   (``span_type_columns``), so a right evidence proposed under the wrong type weighs less.
 4. **Content** is normalised, never the evidence: the rule extractor's templated
    content when it saw the same fact, otherwise the span with chat abbreviations
    expanded and dates written ``dd/mm`` (``normalise``); third parties stay in the

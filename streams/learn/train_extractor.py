@@ -40,6 +40,8 @@ machine with another number of cores trained another artefact). Steps:
    proposals (at ``GATE_SCALE`` × each writer's thresholds), scored the same way (each writer judged by a
    gate fit on the others) and on the corpus's grouped CV (its out-of-fold proposals judged by a gate fit
    on the other writers); the shipped gate is fit on every writer's proposals. ``USE_GATE = False`` ships none;
+   with ``USE_SPAN_TYPE`` (stop 29) the gate reads a span type judge (``fit_span_type``) learnt from the same
+   out-of-source proposals, each writer's proposals judged by a judge fit on the other writers;
 5. the final classifiers are fit on all of dev (plus ``WRITTEN``) with the chosen ``C``; the artefact
    records the thresholds, the SHA-256 of the training file, and the cross-validated and
    cross-source metrics, which are printed. ``--check`` trains in memory and compares the metrics
