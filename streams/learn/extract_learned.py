@@ -34,11 +34,6 @@ How it proposes facts for one conversation:
    over the others, other proposals of the same or a competing type in the conversation, the
    rank, the span's cues). It removes duplicates of one fact, the weaker of two competing types
    and low-ranked extras that the per-type thresholds keep, and lets the thresholds propose more.
-   Since stop 29 the gate also reads a **span type judge** (``span_type_features``): one multinomial
-   decision per span over every memory type and "no fact", from the two stages' type shares, the
-   span's cues and rule types and its sentence embedding, learnt (like the gate) from the training
-   writers' out-of-source proposals; the gate sees whether the judge agrees with the proposed type
-   (``span_type_columns``), so a right evidence proposed under the wrong type weighs less.
 4. **Content** is normalised, never the evidence: the rule extractor's templated
    content when it saw the same fact, otherwise the span with chat abbreviations
    expanded and dates written ``dd/mm`` (``normalise``); third parties stay in the
@@ -303,8 +298,6 @@ class LinearModel:
     gate_bias: float = 0.0
     gate_threshold: float = 0.0
     gate_scale: float = 1.0
-    span_type_weights: np.ndarray | None = None     # the span's type judge (``span_type_features``), read by the gate
-    span_type_bias: np.ndarray | None = None
 
     def instruction_probability(self, X: np.ndarray) -> np.ndarray:
         if self.instruction_weights is None or X.size == 0:
@@ -331,9 +324,6 @@ class LinearModel:
         if self.gate_weights is not None:
             extra.update(gate_weights=self.gate_weights.astype(np.float32), gate_bias=np.float32(self.gate_bias),
                          gate_threshold=np.float32(self.gate_threshold), gate_scale=np.float32(self.gate_scale))
-        if self.span_type_weights is not None:
-            extra.update(span_type_weights=self.span_type_weights.astype(np.float32),
-                         span_type_bias=self.span_type_bias.astype(np.float32))
         np.savez_compressed(path.with_suffix(".npz"), weights=self.weights.astype(np.float16),
                             bias=self.bias.astype(np.float32), thresholds=self.thresholds.astype(np.float32), **extra)
         meta = dict(self.meta, types=list(self.types))
@@ -360,9 +350,6 @@ class LinearModel:
                 model.gate_bias = float(z["gate_bias"])
                 model.gate_threshold = float(z["gate_threshold"])
                 model.gate_scale = float(z["gate_scale"])
-            if "span_type_weights" in z:
-                model.span_type_weights = z["span_type_weights"].astype(np.float64)
-                model.span_type_bias = z["span_type_bias"].astype(np.float64)
             return model
 
 
@@ -425,68 +412,20 @@ def select(spans: Sequence[Span], probs: np.ndarray, types: Sequence[str], thres
 #: drops the ones it judges false, so the first stage can propose more than it would keep alone).
 GATE_SCALE = 0.8
 N_GATE = 16 + 2 * len(MEMORY_TYPES)
-#: The gate's columns from the span's type judge (``span_type_columns``), when the artefact has one.
-N_SPAN_TYPE = 5
-
-
-def span_type_features(spans: Sequence[Span], probs: np.ndarray, X: np.ndarray, chosen: Sequence[Scored],
-                       n_types: int = len(MEMORY_TYPES)) -> np.ndarray:
-    """One row per proposal, what the span's type judge reads: the two stages' type shares (log) and
-    fact probability (log), the span's cue and rule-type columns and its sentence embedding (the first
-    columns of ``featurize``'s rows; the hashed n-grams are left out). The same span gives the same row
-    whatever type is proposed on it: the judge decides among all types at once."""
-    index = {(s.message_index, s.start, s.end): k for k, s in enumerate(spans)}
-    dim = X.shape[1] - HASH_DIM - N_CUES - n_types
-    rows = []
-    for c in chosen:
-        k = index[(c.span.message_index, c.span.start, c.span.end)]
-        p = probs[k]
-        fact = float(p.sum())
-        share = p / max(fact, 1e-9)
-        rows.append(np.concatenate([np.log(np.clip(share, 1e-6, 1.0)), [np.log(max(fact, 1e-6))],
-                                    X[k, X.shape[1] - N_CUES - n_types:], X[k, :max(dim, 0)]]))
-    width = 2 * n_types + 1 + N_CUES + max(dim, 0)
-    return np.asarray(rows, dtype=np.float64).reshape(len(chosen), width)
-
-
-def span_type_probabilities(R: np.ndarray, weights: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    """Softmax over the memory types and "no fact" (the last class): (n, d) → (n, n_types + 1)."""
-    if R.size == 0:
-        return np.zeros((0, len(bias)))
-    z = R @ weights.T + bias
-    z = z - z.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
-
-
-def span_type_columns(chosen: Sequence[Scored], judged: np.ndarray, types: Sequence[str] = MEMORY_TYPES) -> np.ndarray:
-    """The gate's view of the type judge for each proposal: the judge's probability of the proposed
-    type, of "no fact", of the best other type, whether the proposed type is the judge's best, and the
-    margin. A right evidence proposed under another writer's convention for its type ("tenho um golden"
-    as a pet or a bond) shows as a judge preferring another type."""
-    n_types = len(types)
-    if not len(chosen):
-        return np.zeros((0, N_SPAN_TYPE))
-    t = np.array([types.index(c.memory_type) for c in chosen])
-    own = judged[np.arange(len(t)), t]
-    other = np.array([np.max(np.delete(judged[j, :n_types], t[j])) for j in range(len(t))])
-    return np.column_stack([own, judged[:, n_types], other, (own >= other).astype(float), own - other])
 
 
 def gate_features(spans: Sequence[Span], probs: np.ndarray, X: np.ndarray, chosen: Sequence[Scored],
-                  thresholds: np.ndarray, n_messages: int, types: Sequence[str] = MEMORY_TYPES,
-                  judged: np.ndarray | None = None) -> np.ndarray:
+                  thresholds: np.ndarray, n_messages: int, types: Sequence[str] = MEMORY_TYPES) -> np.ndarray:
     """One row per proposed fact, for the second-stage "is this proposal right" gate: how sure the
     two stages are (probability, its ratio to the type's threshold, the fact stage, the type's share
     and its margin over the best other type), competition in the conversation (proposals of another
     type on an overlapping span and their probability, proposals of the same type, the rank by
     confidence, how many proposals), the span (clauses, words, where in the conversation), the
     chosen type (one-hot, and one-hot × probability: each type its own calibration), and the span's
-    cue and rule-type features (the last columns of ``featurize``'s rows); with ``judged`` (the span's
-    type judge's distribution per proposal, ``span_type_probabilities``) its ``span_type_columns`` last."""
+    cue and rule-type features (the last columns of ``featurize``'s rows)."""
     n_types = len(types)
     if not chosen:
-        return np.zeros((0, N_GATE + N_CUES + n_types + (N_SPAN_TYPE if judged is not None else 0)), dtype=np.float64)
+        return np.zeros((0, N_GATE + N_CUES + n_types), dtype=np.float64)
     index = {(s.message_index, s.start, s.end): k for k, s in enumerate(spans)}
     ranks = sorted((c.confidence for c in chosen), reverse=True)
     tail = X.shape[1] - N_CUES - n_types
@@ -511,8 +450,7 @@ def gate_features(spans: Sequence[Span], probs: np.ndarray, X: np.ndarray, chose
                 min(len(chosen), 12) / 12, same / 5, c.span.clauses / 3, min(len(c.span.text.split()), 30) / 15,
                 c.span.message_index / max(1, n_messages)]
         rows.append(np.concatenate([head, one_hot, one_hot * c.probability, X[k, tail:]]))
-    F = np.asarray(rows, dtype=np.float64)
-    return F if judged is None else np.hstack([F, span_type_columns(chosen, judged, types)])
+    return np.asarray(rows, dtype=np.float64)
 
 
 def gate_probability(features: np.ndarray, weights: np.ndarray, bias: float) -> np.ndarray:
@@ -532,13 +470,11 @@ def gated_proposals(spans: Sequence[Span], probs: np.ndarray, types: Sequence[st
 def select_gated(spans: Sequence[Span], probs: np.ndarray, X: np.ndarray, types: Sequence[str],
                  thresholds: np.ndarray, gate_weights: np.ndarray, gate_bias: float, gate_threshold: float,
                  n_messages: int, length_penalty: float = 0.0, scale: float = GATE_SCALE,
-                 max_facts: int = MAX_FACTS, span_type: tuple[np.ndarray, np.ndarray] | None = None) -> list[Scored]:
+                 max_facts: int = MAX_FACTS) -> list[Scored]:
     """``gated_proposals`` whose gate probability reaches ``gate_threshold``, the ``max_facts``
-    most confident. ``span_type``: the type judge's (weights, bias), whose view the gate reads."""
+    most confident."""
     chosen = gated_proposals(spans, probs, types, thresholds, length_penalty, scale)
-    judged = (span_type_probabilities(span_type_features(spans, probs, X, chosen, len(types)), *span_type)
-              if span_type is not None else None)
-    q = gate_probability(gate_features(spans, probs, X, chosen, thresholds * scale, n_messages, types, judged),
+    q = gate_probability(gate_features(spans, probs, X, chosen, thresholds * scale, n_messages, types),
                          gate_weights, gate_bias)
     return [c for c, g in zip(chosen, q) if g >= gate_threshold][:max_facts]
 
@@ -661,10 +597,8 @@ class LearnedExtractor:
         penalty = float(self.model.meta.get("length_penalty", 0.0))
         m = self.model
         if m.gate_weights is not None:
-            span_type = (m.span_type_weights, m.span_type_bias) if m.span_type_weights is not None else None
             chosen = select_gated(spans, probs, X, m.types, m.thresholds, m.gate_weights, m.gate_bias,
-                                  m.gate_threshold, len(transcript.messages), penalty, m.gate_scale,
-                                  span_type=span_type)
+                                  m.gate_threshold, len(transcript.messages), penalty, m.gate_scale)
         else:
             chosen = select(spans, probs, m.types, m.thresholds, length_penalty=penalty)
         return Proposal(candidates=[self._candidate(c, transcript, hits) for c in chosen])

@@ -40,8 +40,6 @@ machine with another number of cores trained another artefact). Steps:
    proposals (at ``GATE_SCALE`` × each writer's thresholds), scored the same way (each writer judged by a
    gate fit on the others) and on the corpus's grouped CV (its out-of-fold proposals judged by a gate fit
    on the other writers); the shipped gate is fit on every writer's proposals. ``USE_GATE = False`` ships none;
-   with ``USE_SPAN_TYPE`` (stop 29) the gate reads a span type judge (``fit_span_type``) learnt from the same
-   out-of-source proposals, each writer's proposals judged by a judge fit on the other writers;
 5. the final classifiers are fit on all of dev (plus ``WRITTEN``) with the chosen ``C``; the artefact
    records the thresholds, the SHA-256 of the training file, and the cross-validated and
    cross-source metrics, which are printed. ``--check`` trains in memory and compares the metrics
@@ -85,8 +83,6 @@ from streams.learn.extract_learned import (
     rule_hits,
     select,
     select_type,
-    span_type_features,
-    span_type_probabilities,
     transcript_spans,
     two_stage_probabilities,
 )
@@ -129,8 +125,6 @@ WRITTEN_FILES = (WRITTEN, TRAIN_MORE) + PROBES
 THRESHOLDS_FROM = "cv"
 #: The second-stage gate over the proposals (``train_gate``; stop 28, h-ext6).
 USE_GATE = True
-#: The span's type judge read by the gate (``fit_span_type``; stop 29, h-ext7).
-USE_SPAN_TYPE = True
 THRESHOLD_GRID = tuple(round(x, 2) for x in np.arange(0.2, 0.96, 0.05))
 MATCH = 0.5
 
@@ -430,67 +424,17 @@ GATE_C = 0.3
 GATE_GRID = (0.0,) + tuple(round(x, 2) for x in np.arange(0.1, 0.7, 0.05))
 
 
-def gate_rows(examples: list[Example], probs: list[np.ndarray], thresholds, penalty: float,
-              judge: tuple[np.ndarray, np.ndarray] | None = None) -> list[tuple]:
-    """Per conversation: the proposals (``gated_proposals``), their gate features (with the span type
-    ``judge``'s columns when given) and whether each is a right fact (one-to-one matched to a gold fact)."""
+def gate_rows(examples: list[Example], probs: list[np.ndarray], thresholds, penalty: float) -> list[tuple]:
+    """Per conversation: the proposals (``gated_proposals``), their gate features and whether each is a
+    right fact (one-to-one matched to a gold fact)."""
     thr = np.asarray(thresholds, dtype=np.float32)
     out = []
     for e, P in zip(examples, probs):
         chosen = gated_proposals(e.spans, P, MEMORY_TYPES, thr, penalty, GATE_SCALE) if len(e.spans) else []
-        judged = None
-        if judge is not None:
-            judged = span_type_probabilities(span_type_features(e.spans, P, e.X, chosen), *judge)
-        F = gate_features(e.spans, P, e.X, chosen, thr * GATE_SCALE, len(e.row["messages"]), judged=judged)
+        F = gate_features(e.spans, P, e.X, chosen, thr * GATE_SCALE, len(e.row["messages"]))
         used_i, _ = matched(chosen, e.row.get("gold_facts", []))
         out.append((chosen, F, np.array([int(i in used_i) for i in range(len(chosen))], dtype=np.int8)))
     return out
-
-
-#: The span type judge's regularisation (it reads the 512-d sentence embedding; 0.1 beat 0.03 out of source).
-SPAN_TYPE_C = 0.1
-
-
-def span_type_rows(examples: list[Example], probs: list[np.ndarray], thresholds, penalty: float) -> tuple:
-    """The span type judge's examples: every proposal (``gated_proposals``) and the type of the gold fact
-    on its evidence (the proposed type when it is one of the gold types there, else the best-overlapping
-    gold fact's), or "no fact" (class ``len(MEMORY_TYPES)``) when no gold evidence overlaps it by ``MATCH``."""
-    thr = np.asarray(thresholds, dtype=np.float32)
-    R, y = [], []
-    for e, P in zip(examples, probs):
-        chosen = gated_proposals(e.spans, P, MEMORY_TYPES, thr, penalty, GATE_SCALE) if len(e.spans) else []
-        if not chosen:
-            continue
-        R.append(span_type_features(e.spans, P, e.X, chosen))
-        gold = e.row.get("gold_facts", [])
-        for c in chosen:
-            here = sorted(((_overlap(c.span.text, g["evidence"]), MEMORY_TYPES.index(g["memory_type"])) for g in gold),
-                          reverse=True)
-            here = [(o, t) for o, t in here if o >= MATCH]
-            own = MEMORY_TYPES.index(c.memory_type)
-            y.append(len(MEMORY_TYPES) if not here else own if own in {t for _, t in here} else here[0][1])
-    return (np.vstack(R) if R else None), np.array(y, dtype=int)
-
-
-def fit_span_type(data: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
-    """The judge: a multinomial over the memory types and "no fact", fit on out-of-source proposals
-    (``span_type_rows``); a class no example has gets no probability."""
-    from sklearn.linear_model import LogisticRegression
-
-    X = np.vstack([R for R, _ in data if R is not None])
-    y = np.concatenate([y for R, y in data if R is not None])
-    W = np.zeros((len(MEMORY_TYPES) + 1, X.shape[1]))
-    b = np.full(len(MEMORY_TYPES) + 1, -1e4)
-    if len(set(y.tolist())) < 2:   # a tiny training set (the tests'): one class, always that class
-        b[y[0]] = 0.0
-        return W, b
-    with deterministic():
-        g = LogisticRegression(C=SPAN_TYPE_C, max_iter=3000, solver="lbfgs").fit(X, y)
-    if len(g.classes_) == 2:   # sklearn's binary form: one row for the second class
-        W[g.classes_[1]], b[g.classes_[1]], b[g.classes_[0]] = g.coef_[0], g.intercept_[0], 0.0
-    else:
-        W[g.classes_], b[g.classes_] = g.coef_, g.intercept_
-    return W, b
 
 
 def fit_gate(rows: list[tuple]) -> tuple[np.ndarray, float]:
@@ -530,18 +474,9 @@ def train_gate(sources: dict[str, list[Example]], probs: dict[str, list[np.ndarr
     this proposal a right fact? Scored the cross-source way: each writer's proposals judged by a gate
     fit on the other writers' proposals, its threshold the best pooled F1 on theirs. The shipped gate
     is fit on every writer's proposals, its threshold the best pooled F1 of those out-of-source gated
-    predictions. With ``USE_SPAN_TYPE`` the gate also reads a span type judge (``fit_span_type``), learnt
-    from the same out-of-source proposals: each writer's proposals judged by a judge fit on the other
-    writers (``judges``), the shipped judge fit on all. Returns (weights, bias, threshold, figures, judge,
-    judges)."""
+    predictions. Returns (weights, bias, threshold, figures)."""
     names = [n for n in sources if sources[n]]
-    judges: dict = {}
-    judge = None
-    if USE_SPAN_TYPE:
-        data = {n: span_type_rows(sources[n], probs[n], source_thresholds[n], penalty) for n in names}
-        judges = {n: fit_span_type([data[o] for o in names if o != n]) for n in names}
-        judge = fit_span_type([data[n] for n in names])
-    rows = {n: gate_rows(sources[n], probs[n], source_thresholds[n], penalty, judges.get(n)) for n in names}
+    rows = {n: gate_rows(sources[n], probs[n], source_thresholds[n], penalty) for n in names}
     per, counts_at = {}, {g: np.zeros(3, dtype=int) for g in GATE_GRID}
     for n in names:
         others = [o for o in names if o != n]
@@ -556,12 +491,11 @@ def train_gate(sources: dict[str, list[Example]], probs: dict[str, list[np.ndarr
     pooled = _prf(sum(np.array([per[n][k] for k in ("tp", "fp", "fn")]) for n in names))
     stats = {"C": GATE_C, "scale": GATE_SCALE, "threshold": threshold, "macro_f1": macro, "pooled": pooled,
              "macro_precision": round(float(np.mean([per[n]["precision"] for n in names])), 4),
-             "per_source": per, "pooled_at_shipped_threshold_by_leave_out_gates": _prf(counts_at[threshold]),
-             "span_type_judge": {"C": SPAN_TYPE_C} if judge is not None else None}
+             "per_source": per, "pooled_at_shipped_threshold_by_leave_out_gates": _prf(counts_at[threshold])}
     log(f"gate (scale {GATE_SCALE}, threshold {threshold}): cross-source macro F1 {macro:.3f}, pooled P={pooled['precision']:.3f} "
         f"R={pooled['recall']:.3f} F1={pooled['f1']:.3f} — " + "; ".join(
             f"{n} P={r['precision']:.3f} R={r['recall']:.3f} F1={r['f1']:.3f}" for n, r in per.items()))
-    return weights, bias, threshold, stats, judge, judges
+    return weights, bias, threshold, stats
 
 
 def pick_threshold(grid, f1_of) -> float:
@@ -691,18 +625,15 @@ def _train(corpus: Path, n_folds: int = 5, *, embedder, log=print, c_grid=C_GRID
     thresholds = (np.array(xs[(C, penalty)]["pooled_thresholds"], dtype=np.float32)
                   if THRESHOLDS_FROM == "cross_source" and (C, penalty) in xs else cv_thresholds)
     cv_shipped = score(examples, oof[C], thresholds, penalty)
-    gate, cv_gated = (None, 0.0, 1.0, None, None, {}), None
+    gate, cv_gated = (None, 0.0, 1.0, None), None
     if USE_GATE and (C, penalty) in xs:
         gate = train_gate(sources, xs_probs[C], xs[(C, penalty)]["source_thresholds"], penalty, log)
         # The corpus's grouped CV with the gate: its out-of-fold proposals at the shipped thresholds, judged by
-        # the gate (and the span type judge) fit on the other writers' proposals (neither read the corpus's labels).
+        # the gate fit on the other writers' proposals (it never read the corpus's labels).
         corpus_name = _relative(path)
-        judges = gate[5]
         dev_gate = fit_gate([r for n in sources if n != corpus_name
-                             for r in gate_rows(sources[n], xs_probs[C][n], xs[(C, penalty)]["source_thresholds"][n], penalty,
-                                                judges.get(n))])
-        cv_gated = _prf(gated_counts(examples, gate_rows(examples, oof[C], thresholds, penalty, judges.get(corpus_name)),
-                                     dev_gate, gate[2]))
+                             for r in gate_rows(sources[n], xs_probs[C][n], xs[(C, penalty)]["source_thresholds"][n], penalty)])
+        cv_gated = _prf(gated_counts(examples, gate_rows(examples, oof[C], thresholds, penalty), dev_gate, gate[2]))
         log(f"cross-validated on the corpus with the gate (fit on the other writers): P={cv_gated['precision']:.3f} "
             f"R={cv_gated['recall']:.3f} F1={cv_gated['f1']:.3f}")
     if errors:
@@ -750,9 +681,7 @@ def _train(corpus: Path, n_folds: int = 5, *, embedder, log=print, c_grid=C_GRID
         f"{time.perf_counter() - t0:.0f} s")
     return LinearModel(tuple(MEMORY_TYPES), m.W, m.b, thresholds.astype(np.float32), meta, iw, ib, ith,
                        fact_weights=m.fw, fact_bias=m.fb, gate_weights=gate[0], gate_bias=gate[1],
-                       gate_threshold=gate[2], gate_scale=GATE_SCALE if gate[0] is not None else 1.0,
-                       span_type_weights=gate[4][0] if gate[4] is not None else None,
-                       span_type_bias=gate[4][1] if gate[4] is not None else None)
+                       gate_threshold=gate[2], gate_scale=GATE_SCALE if gate[0] is not None else 1.0)
 
 
 def _relative(path: Path) -> str:

@@ -358,7 +358,6 @@ def test_training_is_reproducible(tmp_path, use_embedder):
     assert np.allclose(a.weights, b.weights)
     assert np.allclose(a.fact_weights, b.fact_weights)
     assert a.gate_weights is not None and np.allclose(a.gate_weights, b.gate_weights)   # the gate (stop 28)
-    assert a.span_type_weights is not None and np.allclose(a.span_type_weights, b.span_type_weights)   # its judge (stop 29)
     assert a.meta["gate"] == b.meta["gate"] and set(a.meta["gate"]["per_source"]) == set(a.meta["cross_source"]["sources"])
     cv = a.meta["cross_validated"]
     assert cv["tp"] + cv["fn"] == sum(len(r["gold_facts"]) for r in rows)   # scored on the corpus only
@@ -544,80 +543,3 @@ def test_the_shipped_gate_raised_cross_source_precision_without_lowering_f1():
     assert precision(gate["per_source"]) > precision(xs["per_source"])
     assert gate["macro_f1"] >= xs["macro_f1"]
     assert model.meta["cross_validated_gated"]["f1"] > 0
-
-
-# ------------------------------------------------- the span type judge (stop 29)
-def _judge_case():
-    """Two proposals on one span ("a gente tem uma vira-lata, a Pipoca": a pet, which writers label as
-    personal context or as a bond) and one elsewhere; features with a 4-wide embedding."""
-    from streams.learn.extract_learned import HASH_DIM, N_CUES
-
-    n_feat = 4 + HASH_DIM + N_CUES + len(MEMORY_TYPES)
-    spans = [Span(0, 0, 37, "a gente tem uma vira-lata, a Pipoca", 1), Span(2, 0, 22, "prefiro pagar no pix", 1)]
-    probs = np.zeros((2, len(MEMORY_TYPES)))
-    cp, vs, pf = (MEMORY_TYPES.index(t) for t in ("contexto_pessoal", "vinculo_social", "preferencia"))
-    probs[0, cp], probs[0, vs], probs[1, pf] = 0.6, 0.3, 0.8
-    X = np.zeros((2, n_feat))
-    X[0, :4] = [1.0, 0.0, 0.5, 0.0]
-    X[1, :4] = [0.0, 1.0, 0.0, 0.5]
-    return spans, probs, X, (cp, vs, pf)
-
-
-def test_the_span_type_judge_reads_one_row_per_span_whatever_type_is_proposed():
-    from streams.learn.extract_learned import N_CUES, Scored, span_type_features, span_type_probabilities
-
-    spans, probs, X, (cp, vs, pf) = _judge_case()
-    chosen = [Scored(spans[0], "contexto_pessoal", 0.6, 0.8), Scored(spans[0], "vinculo_social", 0.3, 0.6),
-              Scored(spans[1], "preferencia", 0.8, 0.9)]
-    R = span_type_features(spans, probs, X, chosen)
-    assert R.shape == (3, 2 * len(MEMORY_TYPES) + 1 + N_CUES + 4)
-    assert np.array_equal(R[0], R[1]) and not np.array_equal(R[0], R[2])
-    assert np.array_equal(R[0, -4:], X[0, :4])   # the sentence embedding is read
-    W = np.zeros((len(MEMORY_TYPES) + 1, R.shape[1]))
-    b = np.zeros(len(MEMORY_TYPES) + 1)
-    P = span_type_probabilities(R, W, b)
-    assert P.shape == (3, len(MEMORY_TYPES) + 1) and np.allclose(P.sum(axis=1), 1.0)
-
-
-def test_the_gate_reads_the_judge_and_drops_a_type_the_judge_rejects():
-    from streams.learn.extract_learned import (
-        N_GATE,
-        N_SPAN_TYPE,
-        gate_features,
-        gated_proposals,
-        select_gated,
-        span_type_features,
-        span_type_probabilities,
-    )
-
-    spans, probs, X, (cp, vs, pf) = _judge_case()
-    thr = np.full(len(MEMORY_TYPES), 0.5)
-    chosen = gated_proposals(spans, probs, MEMORY_TYPES, thr, scale=0.8)
-    assert [(c.span.text, c.memory_type) for c in chosen] == [("prefiro pagar no pix", "preferencia"),
-                                                              ("a gente tem uma vira-lata, a Pipoca", "contexto_pessoal")]
-    # A judge that reads the pet as a bond (the first embedding column) and the payment as a preference.
-    R_width = 2 * len(MEMORY_TYPES) + 1 + 10 + 4   # shares, fact, cues and rule types, embedding
-    W = np.zeros((len(MEMORY_TYPES) + 1, R_width))
-    W[vs, R_width - 4] = 8.0
-    W[pf, R_width - 3] = 8.0
-    judge = (W, np.zeros(len(MEMORY_TYPES) + 1))
-    judged = span_type_probabilities(span_type_features(spans, probs, X, chosen), *judge)
-    F = gate_features(spans, probs, X, chosen, thr * 0.8, n_messages=4, judged=judged)
-    assert F.shape[1] == N_GATE + 10 + len(MEMORY_TYPES) + N_SPAN_TYPE
-    margin = F[:, -1]   # the judge's probability of the proposed type minus its best other type's
-    assert margin[0] > 0 > margin[1]
-    w = np.zeros(F.shape[1])
-    w[-1] = 10.0   # a gate that follows the judge's margin
-    kept = select_gated(spans, probs, X, MEMORY_TYPES, thr, w, 0.0, 0.5, n_messages=4, span_type=judge)
-    assert [c.memory_type for c in kept] == ["preferencia"]
-
-
-def test_the_shipped_artefact_has_the_span_type_judge_the_gate_was_trained_with():
-    from streams.learn.extract_learned import HASH_DIM, N_CUES, N_GATE, N_SPAN_TYPE
-
-    model = LinearModel.load()
-    n_feat = model.weights.shape[1]
-    assert model.span_type_weights is not None
-    assert model.span_type_weights.shape == (len(MEMORY_TYPES) + 1, n_feat - HASH_DIM + len(MEMORY_TYPES) + 1)
-    assert model.gate_weights.shape == (N_GATE + N_CUES + len(MEMORY_TYPES) + N_SPAN_TYPE,)
-    assert model.meta["gate"]["span_type_judge"]["C"] > 0
