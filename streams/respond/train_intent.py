@@ -131,7 +131,7 @@ def cross_validate(questions: list[dict], Q: np.ndarray, E: np.ndarray, ex_label
                                                  clause_scale=cs, neighbour_scale=neighbour_scale, references=refs,
                                                  reference_labels=tuple(y))
                             for k in test:
-                                got = refine_intent(base[k], Q[k], model, texts[k], None if cs <= 0 else QC[k])
+                                got = refine_intent(base[k], Q[k], model, texts[k], None if QC is None else QC[k])
                                 right[(C, s, fl, sc, cs)] += got.intent == questions[k]["intent"]
     acc = {k: v / len(questions) for k, v in right.items()}
     best = max(acc, key=lambda k: (acc[k], k[1], k[2], -k[3], -k[4], -k[0]))
@@ -162,7 +162,7 @@ def leave_one_probe_out(questions: list[dict], sources: list[str | None], Q: np.
                                     None if QC is None else np.vstack([EC, QC[train_]]), cs, near, ns), y, cv["C"])
         model = LearntIntent(W, b, classes, strong=cv["strong"], meta={}, floor=cv["floor"], keyword_scale=sc,
                              clause_scale=cs, neighbour_scale=ns, references=refs, reference_labels=tuple(y))
-        right = sum(refine_intent(base[k], Q[k], model, texts[k], None if cs <= 0 else QC[k]).intent
+        right = sum(refine_intent(base[k], Q[k], model, texts[k], None if QC is None else QC[k]).intent
                     == questions[k]["intent"] for k in test)
         out[probe] = (int(right), len(test))
     return out
