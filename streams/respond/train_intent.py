@@ -16,14 +16,16 @@ stay the dictionary's.
 
 The input is the message's embedding, the default dictionary's keyword totals and verdict
 (``keyword_scale``) and the embedding of the clause that carries the first question
-(``question_clause``, ``clause_scale``; the message's own vector when it is one clause).
+(``question_clause``, ``clause_scale``; the message's own vector when it is one clause), then that
+clause's similarities to the nearest training clauses of each intent (``neighbour_similarities``,
+``NEIGHBOUR_SCALE``, fixed; the training rows each leave themselves out).
 Cross-validation over the dev and written questions (5 folds over the question
 ids in a fixed order; the example phrases always on the training side) chooses
 ``C``, ``strong``, ``floor`` and both scales. The written questions are there because the dictionary's
 keywords were written while reading the dev questions: on dev alone the
 dictionary looks better than it is on new wording; ties go to the larger ``strong`` (the dictionary keeps more) and the
-smaller ``C``. The artefact (``data/intent_model.npz`` + ``.json``, a few KB)
-records the embedder, the classes, the choices, the CV accuracy and the SHA-256
+smaller ``C``. The artefact (``data/intent_model.npz`` + ``.json``; with the training clauses'
+vectors as float16 for the neighbour features, about a megabyte) records the embedder, the classes, the choices, the CV accuracy and the SHA-256
 of the training files. Deterministic (lbfgs, no random state). The held-out half
 is never read here.
 """
@@ -62,7 +64,9 @@ CLAUSE_GRID = (0.0, 1.0)
 #: (``neighbour_similarities``) weigh. Fixed, not in the grid (a grid point doubles the ~16 min training): chosen
 #: in issue 13 round h-int4 by leave-one-probe-out over the thirteen readable probes at the settings then shipped
 #: (none 766/807; the clause's, 2.0: 774, no probe down by more than one; the whole message's: 775 but probe_r -2).
-NEIGHBOUR_SCALE = 2.0
+#: Off (0.0) in the shipped artefact until a retrain at 2.0 is run and checked (round h-int4 ran out of time:
+#: the full training with the feature takes over 35 min on the loaded machine). Set 2.0 and `make train`.
+NEIGHBOUR_SCALE = 0.0
 FOLDS = 5
 #: Questions written for the project outside the corpus (never the held-out half).
 ROOT = Path(__file__).resolve().parents[2]
@@ -287,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     model = train(a.corpus)
     if a.check:
         shipped = LearntIntent.load(a.out)
-        same = shipped is not None and all(shipped.meta.get(k) == model.meta[k]
+        same = shipped is not None and all(shipped.meta.get(k, 0.0 if k == "neighbour_scale" else None) == model.meta[k]
                                            for k in ("cv_accuracy", "training_sha256", "C", "strong", "floor", "keyword_scale",
                                                    "clause_scale", "neighbour_scale", "embedder"))
         print("artefact is up to date" if same else "artefact differs from a fresh training: run make train")
