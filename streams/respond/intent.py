@@ -38,6 +38,11 @@ vector the responder computes anyway), by :class:`IntentExamples`:
   (``question_clause``: "meu dog ta velhinho, vcs fazem cremação?" → "vcs fazem cremação?";
   of two questions the first) follows: a story or a second question weighs less. It is
   embedded apart only when it is not the whole message.
+  With ``neighbour_scale`` > 0, last come the question clause's similarities to the clauses of
+  the phrases and questions it was trained on (``neighbour_similarities``: per intent, the mean
+  cosine of the ``NEIGHBOURS`` nearest), so a wording close to a few known ones of one intent ("a promoção vale
+  no domingo?" next to "o rodízio vale no delivery?") weighs as such even where the linear reading
+  of the embedding blurs two intents (policy and info_request, mostly).
   It decides when the dictionary says ``general`` or its total weight is below
   the artefact's ``strong`` (chosen by cross-validation; it may be above any
   total) and its most probable intent reaches the artefact's ``floor``. An
@@ -322,6 +327,33 @@ def load_examples(path: str | Path = EXAMPLES_FILE) -> dict[str, list[str]]:
 
 
 INTENT_MODEL = Path(__file__).with_name("data") / "intent_model"
+#: How many nearest training phrases per intent ``neighbour_similarities`` averages.
+NEIGHBOURS = 3
+
+
+def _unit(m: np.ndarray) -> np.ndarray:
+    m = np.asarray(m, dtype=np.float32)
+    m = m.reshape(1, -1) if m.ndim == 1 else m
+    n = np.linalg.norm(m, axis=1, keepdims=True)
+    return m / np.where(n == 0, 1, n)
+
+
+def neighbour_similarities(vectors, references: np.ndarray, labels: Sequence[str],
+                           exclude_self: bool = False, k: int = NEIGHBOURS) -> np.ndarray:
+    """Per row of ``vectors`` and per intent (``INTENTS`` order): the mean cosine similarity of its
+    ``k`` most similar ``references`` of that intent (0 for an intent without references).
+    ``exclude_self``: ``vectors`` are the references themselves (training), each row skips itself."""
+    sims = _unit(vectors) @ _unit(references).T
+    if exclude_self:
+        np.fill_diagonal(sims, -1.0)
+    labels = np.asarray(list(labels))
+    out = np.zeros((sims.shape[0], len(INTENTS)), dtype=np.float32)
+    for j, intent in enumerate(INTENTS):
+        cols = np.flatnonzero(labels == intent)
+        if cols.size:
+            top = -np.sort(-sims[:, cols], axis=1)[:, :k]
+            out[:, j] = top.mean(axis=1)
+    return out
 
 
 @dataclass
@@ -340,6 +372,11 @@ class LearntIntent:
     # > 0: the embedding of the clause that carries the first question (``question_clause``),
     # times this, comes last: what is asked weighs apart from the story or the second question
     clause_scale: float = 0.0
+    # > 0: the question clause's ``neighbour_similarities`` to ``references`` (unit vectors of the
+    # training phrases' and questions' clauses, labelled ``reference_labels``), times this, come last
+    neighbour_scale: float = 0.0
+    references: np.ndarray | None = None
+    reference_labels: tuple[str, ...] = ()
 
     def decides(self, detected: IntentResult) -> bool:
         if detected.intent == GENERAL:
@@ -354,7 +391,7 @@ class LearntIntent:
     def clause_for(self, text: str | None) -> str | None:
         """The clause whose own embedding this classifier reads (``question_clause``), when it is not
         the whole message (then the message's vector serves); None otherwise."""
-        if self.clause_scale <= 0 or text is None:
+        if (self.clause_scale <= 0 and self.neighbour_scale <= 0) or text is None:
             return None
         clause = question_clause(text)
         return None if clause == text else clause
@@ -363,23 +400,29 @@ class LearntIntent:
                  clause_vector=None) -> np.ndarray:
         v = np.asarray(vector, dtype=np.float32).reshape(-1)
         parts = [v]
-        if self.keyword_scale > 0 or self.clause_scale > 0:
+        if self.keyword_scale > 0 or self.clause_scale > 0 or self.neighbour_scale > 0:
             if text is None:
                 raise ValueError("this intent classifier reads the message's text too: pass it")
         if self.keyword_scale > 0:
             parts.append(keyword_features(text, detected) * np.float32(self.keyword_scale))
-        if self.clause_scale > 0:
+        if self.clause_scale > 0 or self.neighbour_scale > 0:
             if clause_vector is None:
                 if self.clause_for(text) is not None:
                     raise ValueError("this intent classifier reads the question clause's vector: pass it")
                 clause_vector = v  # the message is its own question clause
-            parts.append(np.asarray(clause_vector, dtype=np.float32).reshape(-1) * np.float32(self.clause_scale))
+            clause_vector = np.asarray(clause_vector, dtype=np.float32).reshape(-1)
+        if self.clause_scale > 0:
+            parts.append(clause_vector * np.float32(self.clause_scale))
+        if self.neighbour_scale > 0:
+            parts.append(neighbour_similarities(clause_vector, self.references, self.reference_labels)[0]
+                         * np.float32(self.neighbour_scale))
         return np.concatenate(parts) if len(parts) > 1 else v
 
     def probabilities(self, vector, text: str | None = None, detected: IntentResult | None = None,
                       clause_vector=None) -> np.ndarray | None:
         v = np.asarray(vector, dtype=np.float32).reshape(-1)
-        width = self.weights.shape[1] - (2 * len(INTENTS) if self.keyword_scale > 0 else 0)
+        width = self.weights.shape[1] - (2 * len(INTENTS) if self.keyword_scale > 0 else 0) \
+            - (len(INTENTS) if self.neighbour_scale > 0 else 0)
         if self.clause_scale > 0:
             width //= 2
         if v.shape[0] != width:
@@ -405,10 +448,15 @@ class LearntIntent:
         return IntentResult(self.classes[k], float(p[k]), ("~learnt",))
 
     def save(self, path: Path = INTENT_MODEL) -> None:
+        extra = {}
+        if self.neighbour_scale > 0:
+            extra = {"references": _unit(self.references).astype(np.float16),
+                     "reference_labels": np.asarray([INTENTS.index(x) for x in self.reference_labels], np.int8)}
         np.savez_compressed(path.with_suffix(".npz"), weights=self.weights.astype(np.float16),
-                            bias=self.bias.astype(np.float32))
+                            bias=self.bias.astype(np.float32), **extra)
         meta = dict(self.meta, classes=list(self.classes), strong=self.strong, floor=self.floor,
-                    keyword_scale=self.keyword_scale, clause_scale=self.clause_scale)
+                    keyword_scale=self.keyword_scale, clause_scale=self.clause_scale,
+                    neighbour_scale=self.neighbour_scale)
         path.with_suffix(".json").write_text(json.dumps(meta, ensure_ascii=False, indent=1) + "\n")
 
     @classmethod
@@ -418,9 +466,12 @@ class LearntIntent:
             return None
         meta = json.loads(js.read_text())
         with np.load(npz) as z:
+            refs = z["references"].astype(np.float32) if "references" in z.files else None
+            ref_labels = tuple(INTENTS[i] for i in z["reference_labels"]) if "reference_labels" in z.files else ()
             return cls(z["weights"].astype(np.float32), z["bias"].astype(np.float32), list(meta["classes"]),
                        float(meta["strong"]), meta, float(meta.get("floor", 0.0)),
-                       float(meta.get("keyword_scale", 0.0)), float(meta.get("clause_scale", 0.0)))
+                       float(meta.get("keyword_scale", 0.0)), float(meta.get("clause_scale", 0.0)),
+                       float(meta.get("neighbour_scale", 0.0)), refs, ref_labels)
 
 
 class IntentExamples:

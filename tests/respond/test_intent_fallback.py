@@ -189,8 +189,9 @@ def test_intent_training_reproduces_the_shipped_artefact(use):
     # the CV at the shipped point only (its accuracy there is the full grid's; the full grid's choice is
     # `train_intent --check`, ~16 min under load, past the per-test timeout)
     model = train(embedder=use, log=lambda *a: None, settings=shipped.meta, report=False)
-    for k in ("cv_accuracy", "training_sha256", "C", "strong", "floor", "keyword_scale", "clause_scale", "embedder"):
-        assert shipped.meta[k] == model.meta[k], k
+    for k in ("cv_accuracy", "training_sha256", "C", "strong", "floor", "keyword_scale", "clause_scale",
+              "neighbour_scale", "embedder"):
+        assert shipped.meta.get(k, 0.0 if k == "neighbour_scale" else None) == model.meta[k], k
     assert np.allclose(shipped.weights, model.weights, atol=1e-2)
 
 
@@ -316,3 +317,44 @@ def test_intent_examples_embed_the_question_clause_themselves(use):
     clause_vec = use.embed_queries([ex.clause_for(text)])[0]
     given = refine_intent(detect_intent(text), vec, ex, text, clause_vec)
     assert refine_intent(detect_intent(text), vec, ex, text) == given
+
+
+def test_neighbour_similarities_average_the_nearest_references_of_each_intent():
+    from streams.respond.intent import INTENTS, neighbour_similarities
+
+    refs = np.array([[1.0, 0.0], [0.8, 0.6], [0.0, 1.0], [0.6, 0.8]], np.float32)
+    labels = ["policy", "policy", "info_request", "info_request"]
+    got = neighbour_similarities(np.array([1.0, 0.0]), refs, labels, k=2)[0]
+    assert got[INTENTS.index("policy")] == pytest.approx((1.0 + 0.8) / 2)
+    assert got[INTENTS.index("info_request")] == pytest.approx((0.0 + 0.6) / 2)
+    assert got[INTENTS.index("greeting")] == 0.0                   # no reference of that intent
+    # training: each reference leaves itself out (it must not see its own label)
+    own = neighbour_similarities(refs, refs, labels, exclude_self=True, k=1)
+    assert own[0, INTENTS.index("policy")] == pytest.approx(0.8)
+
+
+def test_a_classifier_that_reads_neighbours_compares_the_question_clause(tmp_path):
+    """The neighbour features are the question clause's (not the story's) similarities to the training
+    clauses: a clause next to the policy ones reads policy whatever the story around it."""
+    from streams.respond.intent import INTENTS, LearntIntent
+
+    refs = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]], np.float32)
+    labels = ("policy", "policy", "info_request", "info_request")
+    # weights: the message's 2 dims, then the 7 neighbour similarities; only those decide
+    w = np.zeros((2, 2 + len(INTENTS)), np.float32)
+    w[0, 2 + INTENTS.index("info_request")] = 5.0
+    w[1, 2 + INTENTS.index("policy")] = 5.0
+    model = LearntIntent(w, np.zeros(2, np.float32), ["info_request", "policy"], strong=99.0, meta={},
+                         neighbour_scale=2.0, references=refs, reference_labels=labels)
+    weak = IntentResult("general", 0.0, ())
+    story = "meu cachorro é grandao e late muito, posso levar ele?"
+    assert model.clause_for(story) == "posso levar ele?"
+    with pytest.raises(ValueError):
+        refine_intent(weak, np.zeros(2), model, story)              # the clause's vector is missing
+    assert refine_intent(weak, np.array([0.0, 1.0]), model, story, np.array([1.0, 0.05])).intent == "policy"
+    assert refine_intent(weak, np.array([1.0, 0.0]), model, story, np.array([0.05, 1.0])).intent == "info_request"
+    assert refine_intent(weak, np.array([1.0, 0.05]), model, "posso levar ele?").intent == "policy"  # one clause
+    model.save(tmp_path / "m")
+    back = LearntIntent.load(tmp_path / "m")
+    assert back.neighbour_scale == 2.0 and back.reference_labels == labels
+    assert refine_intent(weak, np.array([0.0, 1.0]), back, story, np.array([1.0, 0.05])).intent == "policy"
