@@ -66,7 +66,7 @@ CLAUSE_GRID = (0.0, 1.0)
 #: (none 766/807; the clause's, 2.0: 774, no probe down by more than one; the whole message's: 775 but probe_r -2).
 #: Off (0.0) in the shipped artefact until a retrain at 2.0 is run and checked (round h-int4 ran out of time:
 #: the full training with the feature takes over 35 min on the loaded machine). Set 2.0 and `make train`.
-NEIGHBOUR_SCALE = 0.0
+NEIGHBOUR_SCALE = 2.0
 FOLDS = 5
 #: Questions written for the project outside the corpus (never the held-out half).
 ROOT = Path(__file__).resolve().parents[2]
