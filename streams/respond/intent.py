@@ -339,11 +339,14 @@ def _unit(m: np.ndarray) -> np.ndarray:
 
 
 def neighbour_similarities(vectors, references: np.ndarray, labels: Sequence[str],
-                           exclude_self: bool = False, k: int = NEIGHBOURS) -> np.ndarray:
+                           exclude_self: bool = False, k: int = NEIGHBOURS,
+                           references_unit: bool = False) -> np.ndarray:
     """Per row of ``vectors`` and per intent (``INTENTS`` order): the mean cosine similarity of its
     ``k`` most similar ``references`` of that intent (0 for an intent without references).
-    ``exclude_self``: ``vectors`` are the references themselves (training), each row skips itself."""
-    sims = _unit(vectors) @ _unit(references).T
+    ``exclude_self``: ``vectors`` are the references themselves (training), each row skips itself.
+    ``references_unit``: the references are unit vectors already (a loaded classifier's, normalised
+    once), so they are not normalised again on every message."""
+    sims = _unit(vectors) @ (references if references_unit else _unit(references)).T
     if exclude_self:
         np.fill_diagonal(sims, -1.0)
     labels = np.asarray(list(labels))
@@ -377,6 +380,11 @@ class LearntIntent:
     neighbour_scale: float = 0.0
     references: np.ndarray | None = None
     reference_labels: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        # normalised once here, not on every message (``features``)
+        if self.references is not None:
+            self.references = _unit(self.references)
 
     def decides(self, detected: IntentResult) -> bool:
         if detected.intent == GENERAL:
@@ -414,7 +422,8 @@ class LearntIntent:
         if self.clause_scale > 0:
             parts.append(clause_vector * np.float32(self.clause_scale))
         if self.neighbour_scale > 0:
-            parts.append(neighbour_similarities(clause_vector, self.references, self.reference_labels)[0]
+            parts.append(neighbour_similarities(clause_vector, self.references, self.reference_labels,
+                                                references_unit=True)[0]
                          * np.float32(self.neighbour_scale))
         return np.concatenate(parts) if len(parts) > 1 else v
 
