@@ -141,6 +141,9 @@ def _parse_hour(text: str) -> float:
 
 
 def rules_contradicts(old: MemoryView, new: MemoryView) -> Verdict:
+    own = S.own_clauses(old.content, new.content)
+    if own != new.content:   # about someone else: only the contact's own clauses are read
+        new = new.model_copy(update={"content": own, "memory_key": None, "normalized_value": None})
     old_slots, new_slots = _view_slots(old), _view_slots(new)
     for o in old_slots:
         for n in new_slots:
@@ -165,6 +168,10 @@ def rules_contradicts(old: MemoryView, new: MemoryView) -> Verdict:
                 if any(m.key == o.key and not m.negated and _same_value(o.key, o.value, m.value) for m in new_slots):
                     continue
                 return Verdict(contradicts=True, reason=f"update:{o.key}:{o.value}->{n.value}")
+    old_halves, new_halves = S.halves(old.content), S.halves(new.content)
+    if old_halves and new_halves and old_halves != new_halves and not S.addition_cues(new.content):
+        # a half-and-half order with other halves: the usual order changed
+        return Verdict(contradicts=True, reason=f"update:halves:{'+'.join(sorted(old_halves))}->{'+'.join(sorted(new_halves))}")
     if old.memory_type not in {"reclamacao", "feedback_positivo"} and not ({s.key for s in old_slots} & {s.key for s in new_slots}):
         # No shared slot: a negated new fact about the same thing still retires the old one.
         if (S.is_negated(new.content, old.memory_type) and not S.is_negated(old.content, old.memory_type)

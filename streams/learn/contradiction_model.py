@@ -63,7 +63,8 @@ _STOP = {
 
 #: Change-of-state cues that end the old state by themselves, and weaker ones
 #: ("agora", "passou a", "começou a") that often only add something new.
-STRONG_CUES = {"from_now", "again", "stopped", "no_longer", "finished", "left", "ended", "cleared", "corrected", "moved"}
+STRONG_CUES = {"from_now", "again", "stopped", "no_longer", "finished", "left", "ended", "cleared", "corrected", "moved",
+               "rescheduled", "replaced"}
 WEAK_CUES = {"now", "switched", "started"}
 #: "repeat" ("de novo", "dnv", "outra vez") is neither: it has a feature of its own.
 REPEAT_CUE = "repeat"
@@ -121,8 +122,10 @@ def addition_elsewhere(new: str) -> bool:
 
 
 def features(pair: Pair) -> list[float]:
-    old, new = L.factual(pair.old), L.factual(pair.new)
+    old, full = L.factual(pair.old), L.factual(pair.new)
     reason = pair.rules_reason
+    about = L.about_someone_else(old, full)
+    new = L.own_clauses(old, full)   # about someone else: the contact's own clauses only
     cues_new = L.change_cues(new)
     fresh = cues_new - L.change_cues(old)
     # "pediu de novo" repeats an action; "voltou a fumar (de novo)" returns to a state
@@ -142,7 +145,7 @@ def features(pair: Pair) -> list[float]:
     return [
         1.0 if reason.startswith(("update", "resolved")) else 0.0,
         1.0 if reason.startswith("negation") else 0.0,
-        1.0 if fresh & STRONG_CUES or state_ended(old, new) or exclusive_broken(old, new) else 0.0,
+        1.0 if fresh & STRONG_CUES or state_ended(old, full) or exclusive_broken(old, full) else 0.0,
         1.0 if fresh & WEAK_CUES else 0.0,
         1.0 if addition else 0.0,
         1.0 if L.is_negated(new, pair.memory_type) != L.is_negated(old, pair.memory_type) else 0.0,
@@ -155,7 +158,7 @@ def features(pair: Pair) -> list[float]:
         1.0 if repeat else 0.0,
         1.0 if restated else 0.0,
         1.0 if L.one_off(new) else 0.0,
-        1.0 if L.about_someone_else(old, new) else 0.0,
+        1.0 if about else 0.0,
     ]
 
 
