@@ -136,7 +136,7 @@ def features(pair: Pair) -> list[float]:
         fresh -= WEAK_CUES | {"from_now"}  # "passou a pedir também": an addition, not a change (unless the old fact was "só …")
     to, tn = _content_tokens(old), _content_tokens(new)
     overlap = len(to & tn) / len(to) if to else 0.0
-    nn = L.normalize(new)
+    nn = L.normalize(full)   # the contrast is read in the whole fact, someone else's clauses included
     # "minha esposa paga no cartão, mas eu continuo no pix": after a contrast, a clause says the
     # old fact again (shares its content, no change cue, no negation): what changed is something else
     later = re.split(r"\bmas\b|\bporem\b|\bso que\b|\bbut\b", nn)[1:]

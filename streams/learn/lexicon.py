@@ -487,7 +487,7 @@ _CHANGE = [(name, re.compile(p)) for name, p in CHANGE_CUES]
 
 #: Words that add to what is known without replacing it ("também", "continua").
 ADDITION_CUES = re.compile(
-    r"\btambem\b|\balem d\w*|\bcontinua\w*|\bainda\b|\bsegue\b|\bmais (?:um|uma)\b|\bjunto\b|\btoo\b|\balso\b|\bstill\b|\bas well\b"
+    r"\btambem\b|\balem d\w*|\bcontinua\w*|\bainda\b|\bsegue\b|\bmais (?:um|uma)\b|\bjunto (?:com|a|ao|d[ao])\b|\btoo\b|\balso\b|\bstill\b|\bas well\b"
 )
 
 
@@ -583,7 +583,7 @@ _PRONOUN_SUBJECT = re.compile(r"\s*(?:(?:e|agora|hoje|ai|entao|que|so que|hj)\s+
 
 #: A person close to someone else, named by relation and "dele/dela" ("a irmã dela", "o namorado dele"):
 #: a clause naming one, without the contact in it, tells of a third party's third party.
-THIRD_PARTY = re.compile(r"\b(?:o|a|os|as)\s+(" + _CLOSE_PEOPLE + r")\s+(?:dele|dela|deles|delas)\b")
+THIRD_PARTY = re.compile(r"\b(?:o|a|os|as|do|da|dos|das|no|na|nos|nas|ao|pelo|pela)\s+(" + _CLOSE_PEOPLE + r")\s+(?:dele|dela|deles|delas)\b")
 _FIRST_PERSON = re.compile(r"\b(?:eu|me|mim|comigo|a gente|nos)\b|\b[a-z]{2,}(?:ei|amos)\b")
 
 
@@ -661,6 +661,28 @@ def halves(text: str) -> frozenset[str]:
     return frozenset(found) if len(found) >= 2 else frozenset()
 
 
+#: A count of something ("umas 80 cabeças", "3 cachorros", "duas vacas"): a number (digits or a word)
+#: and the noun counted. Time spans, ages, prices and sizes are no holdings that change.
+_COUNT_WORDS = {"dois": 2, "duas": 2, "tres": 3, "quatro": 4, "cinco": 5, "seis": 6, "sete": 7, "oito": 8,
+                "nove": 9, "dez": 10, "doze": 12, "quinze": 15, "vinte": 20, "trinta": 30, "quarenta": 40,
+                "cinquenta": 50, "cem": 100, "cento": 100, "mil": 1000}
+COUNT = re.compile(r"\b(\d+|" + "|".join(_COUNT_WORDS) + r")\s+(?:de\s+)?([a-z]{3,})")
+_NOT_COUNTED = re.compile(r"(?:ano|mes|mese|dia|semana|hora|minuto|vez|veze|real|reais|conto|porcent|por|km|kg|quilo|metro|"
+                          r"litro|grama|ml|cm|andar|horas|pessoa|h|e|a|o|de)s?$")
+
+
+def counts(text: str) -> dict[str, int]:
+    """What ``text`` counts: noun stem (5 letters) → number ("umas 80 cabeça" → {"cabec": 80})."""
+    out = {}
+    for m in COUNT.finditer(normalize(text)):
+        noun = m.group(2)
+        if _NOT_COUNTED.fullmatch(noun) or noun in MONTHS or noun.rstrip("s") in WEEKDAYS:   # "3 de setembro" is a date
+            continue
+        number = int(m.group(1)) if m.group(1).isdigit() else _COUNT_WORDS[m.group(1)]
+        out.setdefault(noun[:5], number)
+    return out
+
+
 def transient_state(text: str) -> bool:
     return bool(TRANSIENT.search(normalize(text)))
 
@@ -727,7 +749,10 @@ FACT_INSTRUCTION = re.compile(
     r"|\b(?:atencao|ei|oi|ola|alo|hey)\s*,?\s*(?:robo|bot|ia|sistema|assistente)\b"
     # the system addressed and told what to write ("sistema, marque a Mel como curada", "robô, apaga isso")
     r"|\b(?:sistema|robo|bot|assistente)\s*,\s*(?:por favor\s+|pfv\s+|favor\s+)?(?:marqu|marc|anot|registr|atualiz|"
-    r"apag|coloqu|coloc|bot|mud|alter|remov|tir|defin|salv|grav|consider|esquec|ignor|cadastr)\w*")
+    r"apag|coloqu|coloc|bot|mud|alter|remov|tir|defin|salv|grav|consider|esquec|ignor|cadastr)\w*"
+    # what is stored about the contact to be forgotten ("esquece tudo q vc tem salvo de mim", "apaga o que vcs sabem")
+    r"|\b(?:esquec|apag|delet|ignor|limp|zer)\w*\s+(?:tudo|todas? as informac\w*|o)\s+(?:o\s+)?(?:que|q)\s+(?:tu|voce|voces|vcs|vc|o sistema|ce)\s+"
+    r"(?:tem|tens|sabe|sabem|salvou|salvaram|anotou|anotaram|guardou|guardaram|registrou)\b")
 
 
 def strip_instructions(text: str) -> str:
