@@ -29,7 +29,9 @@ instruções…" never changes a verdict):
   "hj excepcionalmente"): an exception to a lasting fact, not its end (``lexicon.one_off``);
 * a change told of someone close to the contact named by relation ("meu irmão largou o
   rodeio", "minha filha não é adventista") whom the old fact does not name, while the
-  contact's own clauses tell no change (``lexicon.about_someone_else``).
+  contact's own clauses tell no change (``lexicon.about_someone_else``; also a third party's relation,
+  "a irmã dela terminou o namoro"): the cues and the slot parser then read only the contact's own
+  clauses (``lexicon.own_clauses``), while a temporary state ended ("minha filha nasceu") reads the whole fact.
 
 Counterfactual clauses ("se eu não tivesse alergia, pedia toda semana") are removed
 with the instructions (``lexicon.factual``): they state nothing current.
