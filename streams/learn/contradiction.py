@@ -140,7 +140,44 @@ def _parse_hour(text: str) -> float:
     return float(m.group(1)) + (int(m.group(2)) / 60 if m.group(2) else 0.0)
 
 
+def _amount_changed(old: str, new: str) -> str | None:
+    """"update:count:…" when the same thing is counted again with another number ("tenho 80 cabeças" →
+    "agora são 40 cabeças"), "update:halves:…" when a half-and-half order has other halves; None
+    otherwise, and when the new fact adds ("mais um", "também")."""
+    if S.addition_cues(new):
+        return None
+    old_counts, new_counts = S.counts(old), S.counts(new)
+    changed = sorted(k for k in old_counts.keys() & new_counts.keys() if old_counts[k] != new_counts[k])
+    if changed:
+        return f"update:count:{changed[0]}:{old_counts[changed[0]]}->{new_counts[changed[0]]}"
+    old_halves, new_halves = S.halves(old), S.halves(new)
+    if old_halves and new_halves and old_halves != new_halves:
+        return f"update:halves:{'+'.join(sorted(old_halves))}->{'+'.join(sorted(new_halves))}"
+    return None
+
+
+def _told_of_the_contact(old: MemoryView, new: MemoryView) -> MemoryView:
+    """``new`` as it tells of the contact: when it is about someone else (``lexicon.about_someone_else``),
+    only the contact's own clauses, and no stored slot (it was read from that person's clauses)."""
+    own = S.own_clauses(old.content, new.content)
+    if own == new.content:
+        return new
+    return new.model_copy(update={"content": own, "memory_key": None, "normalized_value": None})
+
+
+def _negated_text(old: MemoryView, new: MemoryView) -> Verdict | None:
+    """With no slot in common, a negated new fact that shares a content word with the old one."""
+    if (S.is_negated(new.content, old.memory_type) and not S.is_negated(old.content, old.memory_type)
+            and not S.addition_cues(new.content)):
+        generic = {"suite", "quarto", "cliente", "sempre", "prefere", "gosta", "costuma"}
+        shared = {w for w in tokens(old.content) if len(w) >= 4} & {w for w in tokens(new.content) if len(w) >= 4} - generic
+        if shared:
+            return Verdict(contradicts=True, reason="negation:text:" + ",".join(sorted(shared)))
+    return None
+
+
 def rules_contradicts(old: MemoryView, new: MemoryView) -> Verdict:
+    new = _told_of_the_contact(old, new)
     old_slots, new_slots = _view_slots(old), _view_slots(new)
     for o in old_slots:
         for n in new_slots:
@@ -165,14 +202,14 @@ def rules_contradicts(old: MemoryView, new: MemoryView) -> Verdict:
                 if any(m.key == o.key and not m.negated and _same_value(o.key, o.value, m.value) for m in new_slots):
                     continue
                 return Verdict(contradicts=True, reason=f"update:{o.key}:{o.value}->{n.value}")
+    amount = _amount_changed(old.content, new.content)
+    if amount:
+        return Verdict(contradicts=True, reason=amount)
     if old.memory_type not in {"reclamacao", "feedback_positivo"} and not ({s.key for s in old_slots} & {s.key for s in new_slots}):
         # No shared slot: a negated new fact about the same thing still retires the old one.
-        if (S.is_negated(new.content, old.memory_type) and not S.is_negated(old.content, old.memory_type)
-                and not S.addition_cues(new.content)):
-            generic = {"suite", "quarto", "cliente", "sempre", "prefere", "gosta", "costuma"}
-            shared = {w for w in tokens(old.content) if len(w) >= 4} & {w for w in tokens(new.content) if len(w) >= 4} - generic
-            if shared:
-                return Verdict(contradicts=True, reason="negation:text:" + ",".join(sorted(shared)))
+        negated = _negated_text(old, new)
+        if negated:
+            return negated
     return Verdict(contradicts=False, reason="compatible")
 
 

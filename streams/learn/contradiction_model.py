@@ -29,7 +29,9 @@ instruções…" never changes a verdict):
   "hj excepcionalmente"): an exception to a lasting fact, not its end (``lexicon.one_off``);
 * a change told of someone close to the contact named by relation ("meu irmão largou o
   rodeio", "minha filha não é adventista") whom the old fact does not name, while the
-  contact's own clauses tell no change (``lexicon.about_someone_else``).
+  contact's own clauses tell no change (``lexicon.about_someone_else``; also a third party's relation,
+  "a irmã dela terminou o namoro"): the cues and the slot parser then read only the contact's own
+  clauses (``lexicon.own_clauses``), while a temporary state ended ("minha filha nasceu") reads the whole fact.
 
 Counterfactual clauses ("se eu não tivesse alergia, pedia toda semana") are removed
 with the instructions (``lexicon.factual``): they state nothing current.
@@ -63,7 +65,8 @@ _STOP = {
 
 #: Change-of-state cues that end the old state by themselves, and weaker ones
 #: ("agora", "passou a", "começou a") that often only add something new.
-STRONG_CUES = {"from_now", "again", "stopped", "no_longer", "finished", "left", "ended", "cleared", "corrected", "moved"}
+STRONG_CUES = {"from_now", "again", "stopped", "no_longer", "finished", "left", "ended", "cleared", "corrected", "moved",
+               "rescheduled", "replaced"}
 WEAK_CUES = {"now", "switched", "started"}
 #: "repeat" ("de novo", "dnv", "outra vez") is neither: it has a feature of its own.
 REPEAT_CUE = "repeat"
@@ -121,8 +124,10 @@ def addition_elsewhere(new: str) -> bool:
 
 
 def features(pair: Pair) -> list[float]:
-    old, new = L.factual(pair.old), L.factual(pair.new)
+    old, full = L.factual(pair.old), L.factual(pair.new)
     reason = pair.rules_reason
+    about = L.about_someone_else(old, full)
+    new = L.own_clauses(old, full)   # about someone else: the contact's own clauses only
     cues_new = L.change_cues(new)
     fresh = cues_new - L.change_cues(old)
     # "pediu de novo" repeats an action; "voltou a fumar (de novo)" returns to a state
@@ -133,7 +138,7 @@ def features(pair: Pair) -> list[float]:
         fresh -= WEAK_CUES | {"from_now"}  # "passou a pedir também": an addition, not a change (unless the old fact was "só …")
     to, tn = _content_tokens(old), _content_tokens(new)
     overlap = len(to & tn) / len(to) if to else 0.0
-    nn = L.normalize(new)
+    nn = L.normalize(full)   # the contrast is read in the whole fact, someone else's clauses included
     # "minha esposa paga no cartão, mas eu continuo no pix": after a contrast, a clause says the
     # old fact again (shares its content, no change cue, no negation): what changed is something else
     later = re.split(r"\bmas\b|\bporem\b|\bso que\b|\bbut\b", nn)[1:]
@@ -142,7 +147,7 @@ def features(pair: Pair) -> list[float]:
     return [
         1.0 if reason.startswith(("update", "resolved")) else 0.0,
         1.0 if reason.startswith("negation") else 0.0,
-        1.0 if fresh & STRONG_CUES or state_ended(old, new) or exclusive_broken(old, new) else 0.0,
+        1.0 if fresh & STRONG_CUES or state_ended(old, full) or exclusive_broken(old, full) else 0.0,
         1.0 if fresh & WEAK_CUES else 0.0,
         1.0 if addition else 0.0,
         1.0 if L.is_negated(new, pair.memory_type) != L.is_negated(old, pair.memory_type) else 0.0,
@@ -155,7 +160,7 @@ def features(pair: Pair) -> list[float]:
         1.0 if repeat else 0.0,
         1.0 if restated else 0.0,
         1.0 if L.one_off(new) else 0.0,
-        1.0 if L.about_someone_else(old, new) else 0.0,
+        1.0 if about else 0.0,
     ]
 
 

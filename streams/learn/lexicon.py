@@ -414,7 +414,13 @@ CHANGE_CUES: list[tuple[str, str]] = [
                  r"\bdeste momento em diante\b|\bfrom now on\b"),
     ("corrected", r"\bna verdade\b|\bcorrig\w+|\bme enganei\b|\bestava errad\w+|\bactually\b|"
                   # a correction in the first person ("errei a data", "me confundi", "confundi com o da prima")
-                  r"\berr(?:ei|amos)\b|\b(?:me )?confund(?:i|imos)\b"),
+                  r"\berr(?:ei|amos)\b|\b(?:me )?confund(?:i|imos)\b|"
+                  # a correction said on the spot ("não, pera, é dia 9", "ou melhor, sexta", "digitei errado")
+                  r"\b(?:es)?pera(?:i|ai)?\b,? (?:e|eh|era|foi|na)\b|\bou melhor\b|,\s*quer dizer\b|"
+                  r"\b(?:falei|digitei|escrevi|disse|anotei|passei) errad\w*|\bme expressei mal\b"),
+    # a date moved ("o casamento foi adiado pra março", "remarcaram", "antecipou pro dia 3"): the old date ends
+    ("rescheduled", r"\badiad[oa]s?\b|\badi(?:ou|ei|amos|aram)\b|\bremarc\w+|\bposterg\w+|\bantecip(?:ou|ei|amos|aram|ad[oa]s?)\b|"
+                    r"\b(?:mud|troc|alter)(?:ou|ei|amos|aram|aram) (?:a|de) data\b|\bnova data\b|\bpostponed\b|\brescheduled\b"),
     # back to an earlier state ("voltou a fumar", "retomou a dieta"): the state changed
     ("again", r"\bvolt(?:ou|ei|amos|aram) (?:de vez |em definitivo )?(?:a|pro|pra|para|ao)\b|\bretom(?:ou|ei|amos|aram)\b|"
               r"\bwent back to\b|\bresumed\b|"
@@ -427,9 +433,14 @@ CHANGE_CUES: list[tuple[str, str]] = [
     ("stopped", r"\bpar(?:ou|ei|amos|aram) de\b|\bdeix(?:ou|ei|amos|aram) de\b|\blarg(?:ou|uei|amos|aram)\b|\bdesist\w+|"
                 r"\bcans(?:ou|ei|amos|aram) d\w*|\benjo(?:ou|ei|amos|aram) d\w*|\babandon\w+|\bcort(?:ou|ei|amos) (?:o|a|os|as)\b(?! (?:unha|cabelo|pelo|barba|franja|grama)s?\b)|"
                 r"\bquit\b|\bstopped\b|\bgave up\b"),
-    ("no_longer", r"\bnao\b[^.;]{0,40}\bmais\b|\bja nao\b|\bnunca mais\b|\bno longer\b|\bnot any ?more\b"),
+    ("no_longer", r"\bnao\b[^.;]{0,40}\bmais\b|\bnem (?:\w+ ){1,3}mais\b(?! (?:que|do que|nada)\b)|\bja nao\b|\bnunca mais\b|\bno longer\b|\bnot any ?more\b"),
+    # the old thing named and replaced ("o médico trocou o remédio X pelo Y", "substituí o leite por um de aveia")
+    ("replaced", r"\b(?:troc|substitu)(?:ou|ei|amos|aram|iu|i|imos|iram)\b (?:\w+ ){1,5}?(?:pelo|pela|pelos|pelas|por)\b(?! (?:favor|causa|isso|enquanto|conta)\b)|"
+                 r"\breplaced\b"),
     ("switched", r"\btroc(?:ou|ei|amos|aram)\b|\bmud(?:ou|ei|amos|aram)\b|\bse mud\w+|\bvir(?:ou|ei)\b|\bpass(?:ou|ei|amos|aram) a\b|"
-                 r"\bem vez d\w*|\bno lugar d\w*|\bswitched\b|\bmoved\b|\bbecame\b"),
+                 r"\bem vez d\w*|\bno lugar d\w*|\bswitched\b|\bmoved\b|\bbecame\b|"
+                 # a change asked of the business ("muda o vencimento pro dia 15", "troca meu plano pro anual")
+                 r"\b(?:muda|mude|troca|troque|altera|altere)\b (?:o|a|os|as|meu|minha|meus|minhas)\b"),
     ("finished", r"\b(?:se|me) form(?:ou|ei)\b|\bform(?:ou|ei)-se\b|\bconclu\w+|\btermin(?:ou|ei) (?:a|o) (?:faculdade|curso|mestrado|doutorado|estudo)|"
                  r"\bpass(?:ou|ei) no (?:concurso|vestibular|exame)\b|\bgraduated\b|"
                  # admitted to a course or passed an exam ("passei em medicina", "fui aprovada no concurso")
@@ -440,6 +451,11 @@ CHANGE_CUES: list[tuple[str, str]] = [
              r"\b(?:mud(?:ei|ou|amos|aram)|troqu(?:ei|emos)|troc(?:ou|amos|aram)) de (?:empresa|emprego|trabalho|firma|escola|faculdade|curso|colegio|hospital)\b|\bdeix(?:ou|ei|amos|aram) (?:a|o|as|os)\b|\bpedi(?:u)? demissao\b|\bfoi demitid\w+|\bdemit\w+|\baposent\w+|\bleft\b"),
     ("ended", r"\btermin(?:ou|ei|amos?|aram)\b|\bencerr\w+|\bcancel\w+|\bsuspend\w+|\bacab(?:ou|aram)\b|\bsepar(?:ou|ei|amos?|aram)\b|"
               r"\bdivorci\w+|\bmorreu\b|\bfaleceu\b|\bended\b|\bbroke up\b|\bdied\b|"
+              # a death said softly ("a Socorro se foi em junho", "nos deixou", "virou estrelinha", "a falecida")
+              r"\bse foi\b(?! embora)|\bnos deixou\b|\bfalecid[oa]s?\b|\bvirou (?:uma )?estrelinha\b|\bpassed away\b|"
+              # something sold or given away ("vendi o carro", "vendi metade do gado", "doamos a moto")
+              r"\bvend(?:i|eu|emos|eram)\b (?:o|a|os|as|meu|minha|meus|minhas|nosso|nossa|metade|parte|tud)|"
+              r"\bdo(?:ei|ou|amos|aram)\b (?:o|a|os|as|meu|minha|meus|minhas)\b|"
               # an engagement or a relationship undone ("desmanchou o noivado", "desfez", "rompeu")
               r"\bdesmanch(?:ou|ei|amos?|aram)\b|"
               # a liking outgrown ("a galinha ficou pra trás", "isso é coisa do passado")
@@ -459,7 +475,7 @@ CHANGE_CUES: list[tuple[str, str]] = [
                 r"\b(?:nao (?:tem|tenho|temos|ha) (?:mais )?(?:nenhuma )?|sem (?:nenhuma )?)restric\w+|\bmelhor(?:ou|aram)\b|\bresolvid\w+|"
                 r"\bconsertad\w+|\barrumad\w+|"
                 # the fix said with a finite verb ("arrumaram o ar", "consertaram a porta"), not a job found ("arrumou emprego")
-                r"\b(?:arrum|consert)(?:aram|ou|ei|amos)\b(?! (?:um |uma |o |a )?(?:emprego|trampo|trabalho|servico|namorad\w*))|\bfuncionando\b|\bsendo cumprid\w+|\bcumprid\w+ certinho|\bem dia\b|"
+                r"\b(?:arrum|consert)(?:aram|ou|ei|amos)\b(?! (?:um |uma |o |a )?(?:emprego|trampo|trabalho|servico|namorad\w*))|\bfuncionando\b|\bsendo cumprid\w+|\bcumprid\w+ certinho|\bem dia\b(?! de (?:semana|folga|chuva|jogo|feriado)\b|\s+util\b)|"
                 r"\bfixed\b|\bresolved\b|\bcleared\b|"
                 # the problem is gone ("aquele problema da massa sumiu", "o barulho acabou"), said of the problem
                 r"\b(?:problema|defeito|barulho|cheiro|vazamento|erro|atraso|demora)\b[^.;!?]{0,40}\b(?:sumiu|sumiram|acabou|acabaram|passou)\b"),
@@ -471,7 +487,7 @@ _CHANGE = [(name, re.compile(p)) for name, p in CHANGE_CUES]
 
 #: Words that add to what is known without replacing it ("também", "continua").
 ADDITION_CUES = re.compile(
-    r"\btambem\b|\balem d\w*|\bcontinua\w*|\bainda\b|\bsegue\b|\bmais (?:um|uma)\b|\bjunto\b|\btoo\b|\balso\b|\bstill\b|\bas well\b"
+    r"\btambem\b|\balem d\w*|\bcontinua\w*|\bainda\b|\bsegue\b|\bmais (?:um|uma)\b|\bjunto (?:com|a|ao|d[ao])\b|\btoo\b|\balso\b|\bstill\b|\bas well\b"
 )
 
 
@@ -565,30 +581,106 @@ _REST_CLAUSE = re.compile(r"[.!?;,]|\b(?:mas|porem)\b")
 _PRONOUN_SUBJECT = re.compile(r"\s*(?:(?:e|agora|hoje|ai|entao|que|so que|hj)\s+)*(?:ele|ela|eles|elas)\b")
 
 
-def about_someone_else(old: str, new: str) -> bool:
-    """What ``new`` tells is about someone else: a clause whose subject is a person close to the
-    contact, named by relation ("meu irmão largou o rodeio", "minha filha não é adventista",
-    "minha esposa paga no cartão"), whom ``old`` does not name (by the same relation, or a partner
-    by a marital state), and the rest of ``new`` (the contact's own clauses) tells no change and
-    no negation ("…, mas eu continuo no pix"; not "não uso mais dinheiro, meu neto me ensinou o pix")."""
+#: A person close to someone else, named by relation and "dele/dela" ("a irmã dela", "o namorado dele"):
+#: a clause naming one, without the contact in it, tells of a third party's third party.
+THIRD_PARTY = re.compile(r"\b(?:o|a|os|as|do|da|dos|das|no|na|nos|nas|ao|pelo|pela)\s+(" + _CLOSE_PEOPLE + r")\s+(?:dele|dela|deles|delas)\b")
+_FIRST_PERSON = re.compile(r"\b(?:eu|me|mim|comigo|a gente|nos)\b|\b[a-z]{2,}(?:ei|amos)\b")
+
+
+def _others_spans(old: str, new: str) -> tuple[str, list[tuple[int, int]]]:
+    """``normalize(new)`` and the spans of its clauses about someone else: a clause whose subject is
+    a person close to the contact ("meu irmão …") or that names a third party's relation ("a irmã
+    dela …", "… com o namorado dela") with no first person in it, whom ``old`` does not name."""
     n = normalize(new)
     named = _people_named(normalize(old))
+
+    def relation_key(word: str) -> str:
+        word = re.sub(r"zinh[oa]s?$", "", word)   # "irmãzinha", "irmãozinho"
+        rel = relation_of(word)
+        return rel[0] if rel else word
+
     spans = []
     for m in OTHER_SUBJECT.finditer(n):
-        word = re.sub(r"zinh[oa]s?$", "", m.group(1))   # "irmãzinha", "irmãozinho"
-        rel = relation_of(word)
-        if (rel[0] if rel else word) not in named:
-            stop = re.compile(r"[.!?;,]|\b(?:mas|porem)\b").search(n, m.end(1))
-            spans.append((m.start(1), stop.start() if stop else len(n)))
-    if not spans:
-        return False
+        if relation_key(m.group(1)) not in named:
+            stop = _REST_CLAUSE.search(n, m.end(1))
+            spans.append((n.rfind(" ", 0, m.start(1) - 1) + 1, stop.start() if stop else len(n)))   # from "meu"/"minha"
+    for m in THIRD_PARTY.finditer(n):
+        if relation_key(m.group(1)) in named:
+            continue
+        starts = [c.end() for c in _REST_CLAUSE.finditer(n, 0, m.start())]
+        a = starts[-1] if starts else 0
+        stop = _REST_CLAUSE.search(n, m.end())
+        b = stop.start() if stop else len(n)
+        if not _FIRST_PERSON.search(n[a:b]) and not any(x <= a < y or a <= x < b for x, y in spans):
+            spans.append((a, b))
+    return n, sorted(spans)
+
+
+def _own_rest(n: str, spans: list[tuple[int, int]]) -> str:
     rest = n
     for a, b in reversed(spans):
         rest = rest[:a] + " " + rest[b:]
     # a later clause whose subject is "ele"/"ela" goes on about that person ("meu irmão saiu da
     # usina, agora ele dirige de aplicativo"), not about the contact
-    rest = " ".join(c for c in _REST_CLAUSE.split(rest) if not _PRONOUN_SUBJECT.match(c))
+    return " , ".join(c.strip() for c in _REST_CLAUSE.split(rest) if c.strip() and not _PRONOUN_SUBJECT.match(c))
+
+
+def about_someone_else(old: str, new: str) -> bool:
+    """What ``new`` tells is about someone else (``_others_spans``: a person close to the contact
+    named by relation, "meu irmão largou o rodeio", "minha esposa paga no cartão", or a third
+    party's relation, "a irmã dela terminou o namoro"), whom ``old`` does not name (by the same
+    relation, or a partner by a marital state), and the rest of ``new`` (the contact's own clauses)
+    tells no change and no negation ("…, mas eu continuo no pix"; not "não uso mais dinheiro, meu
+    neto me ensinou o pix")."""
+    n, spans = _others_spans(old, new)
+    if not spans:
+        return False
+    rest = _own_rest(n, spans)
     return not (change_cues(rest) - {"repeat"}) and not NEGATION.search(rest)
+
+
+def own_clauses(old: str, new: str) -> str:
+    """``new`` as the contact tells of themself when it is about someone else (``about_someone_else``:
+    that person's clauses removed, normalised text); ``new`` unchanged otherwise."""
+    if not about_someone_else(old, new):
+        return new
+    n, spans = _others_spans(old, new)
+    return _own_rest(n, spans)
+
+
+#: The halves of a half-and-half order ("meia calabresa meia mussarela", "metade 4 queijos metade
+#: frango", "meio margherita meio palmito"): the word after each "meia/meio/metade".
+HALF = re.compile(r"\b(?:meia|meio|metade)\s+(?:de\s+|da\s+|do\s+)?([a-z0-9]+)")
+_NOT_A_HALF = {"a", "e", "o", "hora", "horas", "noite", "dia", "duzia", "porcao", "entrada", "garrafa", "taca", "pizza",
+               "quilo", "kg", "litro", "copo", "pacote", "boca", "tigela", "xicara", "calca", "volta", "ambiente"}
+
+
+def halves(text: str) -> frozenset[str]:
+    """The flavours of a half-and-half order (5-letter stems), when ``text`` names two or more halves."""
+    found = [m.group(1)[:5] for m in HALF.finditer(normalize(text)) if m.group(1) not in _NOT_A_HALF]
+    return frozenset(found) if len(found) >= 2 else frozenset()
+
+
+#: A count of something ("umas 80 cabeças", "3 cachorros", "duas vacas"): a number (digits or a word)
+#: and the noun counted. Time spans, ages, prices and sizes are no holdings that change.
+_COUNT_WORDS = {"dois": 2, "duas": 2, "tres": 3, "quatro": 4, "cinco": 5, "seis": 6, "sete": 7, "oito": 8,
+                "nove": 9, "dez": 10, "doze": 12, "quinze": 15, "vinte": 20, "trinta": 30, "quarenta": 40,
+                "cinquenta": 50, "cem": 100, "cento": 100, "mil": 1000}
+COUNT = re.compile(r"\b(\d+|" + "|".join(_COUNT_WORDS) + r")\s+(?:de\s+)?([a-z]{3,})")
+_NOT_COUNTED = re.compile(r"(?:ano|mes|mese|dia|semana|hora|minuto|vez|veze|real|reais|conto|porcent|por|km|kg|quilo|metro|"
+                          r"litro|grama|ml|cm|andar|horas|pessoa|h|e|a|o|de)s?$")
+
+
+def counts(text: str) -> dict[str, int]:
+    """What ``text`` counts: noun stem (5 letters) → number ("umas 80 cabeça" → {"cabec": 80})."""
+    out = {}
+    for m in COUNT.finditer(normalize(text)):
+        noun = m.group(2)
+        if _NOT_COUNTED.fullmatch(noun) or noun in MONTHS or noun.rstrip("s") in WEEKDAYS:   # "3 de setembro" is a date
+            continue
+        number = int(m.group(1)) if m.group(1).isdigit() else _COUNT_WORDS[m.group(1)]
+        out.setdefault(noun[:5], number)
+    return out
 
 
 def transient_state(text: str) -> bool:
@@ -657,7 +749,10 @@ FACT_INSTRUCTION = re.compile(
     r"|\b(?:atencao|ei|oi|ola|alo|hey)\s*,?\s*(?:robo|bot|ia|sistema|assistente)\b"
     # the system addressed and told what to write ("sistema, marque a Mel como curada", "robô, apaga isso")
     r"|\b(?:sistema|robo|bot|assistente)\s*,\s*(?:por favor\s+|pfv\s+|favor\s+)?(?:marqu|marc|anot|registr|atualiz|"
-    r"apag|coloqu|coloc|bot|mud|alter|remov|tir|defin|salv|grav|consider|esquec|ignor|cadastr)\w*")
+    r"apag|coloqu|coloc|bot|mud|alter|remov|tir|defin|salv|grav|consider|esquec|ignor|cadastr)\w*"
+    # what is stored about the contact to be forgotten ("esquece tudo q vc tem salvo de mim", "apaga o que vcs sabem")
+    r"|\b(?:esquec|apag|delet|ignor|limp|zer)\w*\s+(?:tudo|todas? as informac\w*|o)\s+(?:o\s+)?(?:que|q)\s+(?:tu|voce|voces|vcs|vc|o sistema|ce)\s+"
+    r"(?:tem|tens|sabe|sabem|salvou|salvaram|anotou|anotaram|guardou|guardaram|registrou)\b")
 
 
 def strip_instructions(text: str) -> str:
@@ -857,9 +952,23 @@ def _social_slots(f: str, original: str, negated: bool, _found: list[Slot]) -> l
     return out
 
 
+#: Whose date it is: the contact's own ("meu niver", "eu faço aniversário") or a person named as the
+#: one who has it ("a Duda faz niver", "o aniversário da Lia"); None when the text does not say.
+_OWN_DATE = re.compile(r"\b(?:meu|minha) (?:aniversario|niver|nascimento)\b|\b(?:eu )?fac?o (?:aniversario|niver|anos)\b")
+_NAMED_DATE = re.compile(r"\b(?:o|a|do|da)\s+([A-ZÀ-Ý][\wÀ-ÿ]+)\s+(?:faz|fez|completa|vai fazer|nasceu)\b"
+                         r"|\b(?i:anivers[aá]rio|niver)\s+d[oa]\s+(?:[a-zà-ÿ]+\s+)?([A-ZÀ-Ý][\wÀ-ÿ]+)")
+
+
+def _date_subject(f: str, original: str) -> str | None:
+    m = _NAMED_DATE.search(expand_chat(original)) or _NAMED_DATE.search(original)
+    if m and fold(m.group(1) or m.group(2)) not in NOT_NAMES:
+        return fold(m.group(1) or m.group(2))
+    return "self" if _OWN_DATE.search(normalize(original)) else None
+
+
 def _celebration_slots(f: str, original: str, negated: bool, _found: list[Slot]) -> list[Slot]:
     key = celebration_key(f)
-    return [Slot(key, date_value(f), negated)] if key else []
+    return [Slot(key, date_value(f), negated, _date_subject(f, original))] if key else []
 
 
 def _habit_slots(f: str, original: str, negated: bool, _found: list[Slot]) -> list[Slot]:

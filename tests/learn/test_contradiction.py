@@ -253,9 +253,6 @@ def test_an_instruction_hidden_in_a_fact_never_changes_the_verdict(memory_type, 
     ("vinculo_comercial", "Paga no boleto", "minha mãe paga no cartão quando vem sozinha, mas eu sigo no boleto"),
 ])
 def test_an_exception_or_someone_else_s_change_does_not_contradict(memory_type, old, new):
-    # Not yet: a strong change cue told of a relative ("meu irmão largou o rodeio" after "sou peão
-    # de rodeio") still outweighs the learnt about_someone_else weight (-1.2); removing those
-    # clauses before the cues were read fixed it but cost more pairs than it won (stop 27 log).
     assert check(memory_type, old, new) is False
 
 
@@ -360,3 +357,77 @@ def test_the_features_of_a_named_day_and_of_a_relative_told_on():
     assert L.about_someone_else("Trabalha no frigorífico", "meu cunhado saiu do frigorífico, agora ele vende seguro")
     # the contact's own clause tells the change: not someone else's
     assert not L.about_someone_else("Trabalha no frigorífico", "meu cunhado saiu do frigorífico, e agora eu saí também")
+
+
+# Stop 30 (h-con7): kinds of change of state read on probe_w/probe_x, in sentences of our own: a date
+# moved or corrected on the spot, the old thing replaced by name, a death said softly, something sold,
+# a number of the same thing changed, a half-and-half order with other halves, "nem … mais", a change
+# asked of the business in the imperative.
+@pytest.mark.parametrize("memory_type, old, new", [
+    ("data_comemorativa", "A formatura da filha é dia 5 de dezembro", "a formatura foi adiada pro dia 20 de janeiro"),
+    ("data_comemorativa", "aniversário de namoro é dia 7 de julho", "não, pera, é 7 de agosto"),
+    ("data_comemorativa", "O chá de bebê é em 3 de maio", "digitei errado antes, o chá é em 13 de maio"),
+    ("restricao", "O Bidu toma prednisona", "a veterinária trocou a prednisona do Bidu pela ciclosporina"),
+    ("vinculo_social", "O marido Jorge busca os remédios", "o Jorge se foi em março, agora quem busca sou eu"),
+    ("contexto_pessoal", "Tem uma moto CG 160", "vendi a moto mês passado"),
+    ("contexto_pessoal", "cria 30 galinhas no quintal", "hoje em dia são umas 10 galinhas só"),
+    ("padrao_comportamental", "pede sempre a grande meia atum meia calabresa", "agora a grande é meia frango meia bacon"),
+    ("preferencia", "Adora o pudim da casa", "nem peço mais o pudim, enjoei"),
+    ("vinculo_comercial", "Paga a mensalidade no boleto todo dia 10", "muda o vencimento pro dia 25, pode ser no boleto ainda"),
+])
+def test_a_change_of_state_read_on_probe_w_and_x(memory_type, old, new):
+    assert check(memory_type, old, new) is True
+
+
+@pytest.mark.parametrize("memory_type, old, new", [
+    # someone else's change: a relative's (strong cue and all), a third party's relation ("o irmão dele")
+    ("contexto_pessoal", "Trabalha no porto", "meu primo largou o porto e virou padeiro"),
+    ("vinculo_social", "Namora o Caio", "o Caio contou que o irmão dele ficou noivo"),
+    ("vinculo_social", "A cunhada Rita busca as crianças", "minha cunhada separou do marido dela, mas segue buscando as crianças"),
+    # someone else's date
+    ("data_comemorativa", "meu aniversário é 9 de junho", "a Bia faz aniversário dia 19 de junho"),
+    # the same halves, the other way round; other halves only today
+    ("padrao_comportamental", "pede meia atum meia calabresa", "manda a de sempre, meia calabresa meia atum"),
+    ("padrao_comportamental", "pede meia atum meia calabresa toda sexta", "só hoje quero meia frango meia bacon"),
+    # one more of the same: an addition; a count in a hypothetical
+    ("contexto_pessoal", "tem 2 gatos", "adotei mais um, agora são 3 gatos"),
+    ("contexto_pessoal", "tem 20 cabeças de gado", "se eu tivesse 40 cabeças já dava pra vender leite"),
+    # a date that falls on a weekday is no payment "em dia"
+    ("data_comemorativa", "O pai faz anos em 14 de março", "a festa do pai vai ser no sábado porque dia 14 cai em dia de semana"),
+])
+def test_look_alikes_of_the_probe_w_and_x_kinds_do_not_contradict(memory_type, old, new):
+    assert check(memory_type, old, new) is False
+
+
+def test_the_lexicon_of_the_probe_w_and_x_kinds():
+    from streams.learn import lexicon as L
+
+    assert "rescheduled" in L.change_cues("o show foi adiado pra sexta") and "rescheduled" in L.change_cues("remarcaram a consulta")
+    assert "corrected" in L.change_cues("ou melhor, dia 12") and "corrected" in L.change_cues("não, pera, é terça")
+    assert "replaced" in L.change_cues("substituí o leite por um de aveia")
+    assert "replaced" not in L.change_cues("troquei a toalha, por favor") and "replaced" not in L.change_cues("trocou de carro")
+    assert "ended" in L.change_cues("a Nina se foi semana passada") and "ended" not in L.change_cues("ele se foi embora cedo")
+    assert "ended" in L.change_cues("vendemos o sítio") and "ended" not in L.change_cues("vendi 3 bolos hoje")
+    assert "no_longer" in L.change_cues("nem pede mais a coca") and not L.change_cues("nem mais nem menos")
+    assert "cleared" not in L.change_cues("cai em dia de semana") and "cleared" in L.change_cues("as parcelas estão em dia")
+    assert L.halves("meia atum meia calabresa") == L.halves("metade calabresa, metade de atum") == {"atum", "calab"}
+    assert not L.halves("chego em meia hora") and not L.halves("uma meia calabresa")
+    assert L.counts("umas 80 cabeças de gado") == {"cabec": 80} and L.counts("duas vacas") == {"vacas": 2}
+    assert not L.counts("faz 3 anos, dia 3 de maio, 2 vezes, 40 reais")
+    # a third party's relation, without the contact in the clause, is someone else's
+    assert L.about_someone_else("Namora a Lia", "a Lia falou que o pai dela se aposentou")
+    assert L.own_clauses("Namora a Lia", "a Lia falou que o pai dela se aposentou") == ""
+    assert not L.about_someone_else("É solteiro", "casei com a irmã dela")
+    assert not L.about_someone_else("O pai da Lia trabalha no banco", "o pai dela saiu do banco")
+    # whose date it is
+    assert [s.subject for s in L.parse_slots("data_comemorativa", "meu niver é 2/3")] == ["self"]
+    assert [s.subject for s in L.parse_slots("data_comemorativa", "o Davi faz aniversário em 2/4")] == ["davi"]
+    assert [s.subject for s in L.parse_slots("data_comemorativa", "aniversário em 2/4")] == [None]
+
+
+def test_what_is_stored_to_be_forgotten_is_an_instruction():
+    from streams.learn import lexicon as L
+
+    assert L.strip_instructions("apaga tudo que vcs sabem de mim. moro em Recife agora") == "moro em Recife agora"
+    assert L.strip_instructions("esquece tudo q vc tem salvo, tá? sou casado agora") == "sou casado agora"
+    assert L.strip_instructions("esqueci tudo que a médica falou, mas sigo sem glúten") != ""
