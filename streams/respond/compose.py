@@ -1613,7 +1613,7 @@ def unknown_object(message: str, units: Sequence[Unit]) -> set[str]:
 def denies_outright(text: str, head: str) -> bool:
     """A clause of ``text`` denies the thing of stem ``head`` itself, as the object of the "no"
     ("Não temos sauna em nenhuma unidade", "não servimos sobremesa."): not a narrower kind of it
-    ("Não temos piscina coletiva"), nor a thing named after what is denied ("Não temos opções
+    ("Não temos piscina coletiva", "não vendemos pizza por fatia"), nor a thing named after what is denied ("Não temos opções
     veganas no cardápio" says nothing of a children's menu)."""
     for clause in re.split(r"[,:;.!?()]", text):
         words = fold(clause).split()
@@ -1625,8 +1625,13 @@ def denies_outright(text: str, head: str) -> bool:
                 j += 1
             if j < len(words) and stem(words[j]) == head:
                 after = words[j + 1] if j + 1 < len(words) else ""
-                return not after or after in STOPWORDS or after in ("nem", "ou", "e")
+                # "não vendemos pizza por fatia", "não temos quarto com piscina": a way or a kind of it is
+                # denied (a qualifier follows), not the thing; "não temos sauna em nenhuma unidade" denies it
+                return not after or (after in STOPWORDS and after not in _QUALIFYING) or after in ("nem", "ou", "e")
     return False
+
+
+_QUALIFYING = frozenset("de do da dos das por com sem".split())
 
 
 def offered_object(message: str) -> set[str]:

@@ -90,3 +90,27 @@ def test_a_lead_time_is_held_by_the_rule_on_the_time_before_not_a_period_after()
     assert "crédito" in ask("se eu desistir na vespera, umas 12 horas antes, perco o sinal?", "policy", BOOKING)
     assert "devolvido" in ask("se eu desistir com uma semana, 5 dias de antecedencia, perco o sinal?", "policy",
                               BOOKING)
+
+
+def test_a_no_to_a_way_of_the_thing_is_no_no_to_the_thing():
+    from streams.respond.compose import denies_outright, stem
+
+    assert not denies_outright("Não vendemos bolo por fatia.", stem("bolo"))
+    assert not denies_outright("Não temos quarto com banheira.", stem("quarto"))
+    assert denies_outright("Não temos sauna em nenhuma unidade.", stem("sauna"))
+    assert denies_outright("Não servimos sobremesa.", stem("sobremesa"))
+    # "bolo por fatia" denied says nothing of a bolo de jabuticaba: the unknown flavour is handed over
+    cakes = "# Bolos\n\nBolo de cenoura e bolo de chocolate, inteiros. Não vendemos bolo por fatia."
+    assert ask("vcs tem bolo de jabuticaba?", "info_request", cakes) == FALLBACK_NO_KNOWLEDGE
+
+
+def test_giving_up_is_cancelling_and_a_late_delivery_is_a_delay():
+    from streams.respond.compose import concept_forms
+
+    assert "cance" in set().union(*concept_forms("se eu desistir da reserva perco o sinal?").values())
+    assert "atras" in set().union(*concept_forms("o lanche demorou demais, tenho direito a algo?").values())
+    rules = """# Entregas
+
+- **Taxa**: R$ 7,00 em todo o bairro.
+- **Atraso**: se o lanche passar de 50 minutos, o próximo pedido sai com 10% de desconto."""
+    assert "10% de desconto" in ask("se o lanche demorar muito eu ganho alguma coisa?", "policy", rules)
