@@ -323,22 +323,26 @@ class OfflineComposer:
         """A yes/no question answered by a sentence saying no, after a sentence of the same paragraph on the
         thing asked: that sentence is part of the answer. When it allows what the no denies elsewhere ("Na
         varanda aceitamos pets ..." before "No salão interno não entram pets.", all the no names of the question
-        named again) it leads, and the answer is no plain "não"; else it follows the no ("Não temos elevador." after "A suíte X fica no primeiro
-        andar, com acesso por escada."), when there is room."""
+        named again) the two are the answer, that one first, so the answer is no plain "não" (whichever unit
+        picked says the no); else, for a no picked first, it follows the no ("Não temos elevador." after "A
+        suíte X fica no primeiro andar, com acesso por escada."), when there is room."""
         if not best or not compose.is_yes_no(message):
             return best
-        top, focus = best[0], compose.expanded_focus(message)
-        if top.item or not compose.says_no(top.text, focus):
-            return best
-        prev = next((s for s in scored if s.unit.order == top.order - 1 and s.unit.order // 1000 == top.order // 1000
-                     and not s.unit.item), None)
-        if prev is None or prev.unit in best or not prev.focus_hits or compose.says_no(prev.unit.text, focus) \
-                or compose.carries_price(prev.unit.text):
-            return best
-        denied = focus & compose.chunk_words(top.text)
-        if denied and denied <= compose.chunk_words(prev.unit.text):   # all the no names of the question
-            return [prev.unit, top]
-        return best + [prev.unit] if len(best) < self.max_sentences else best
+        focus = compose.expanded_focus(message)
+        for k, no in enumerate(best):
+            if no.item or not compose.says_no(no.text, focus):
+                continue
+            prev = next((s for s in scored if s.unit.order == no.order - 1 and s.unit.order // 1000 == no.order // 1000
+                         and not s.unit.item), None)
+            if prev is None or prev.unit in best or not prev.focus_hits or compose.says_no(prev.unit.text, focus) \
+                    or compose.carries_price(prev.unit.text):
+                continue
+            denied = focus & compose.chunk_words(no.text)
+            if denied and denied <= compose.chunk_words(prev.unit.text):   # all the no names of the question
+                return [prev.unit, no]
+            if k == 0 and len(best) < self.max_sentences:
+                return best + [prev.unit]
+        return best
 
     def _answered_outright(self, message: str, scored: Sequence[compose.Scored],
                            intent: str) -> list[compose.Unit] | None:

@@ -114,3 +114,11 @@ def test_giving_up_is_cancelling_and_a_late_delivery_is_a_delay():
 - **Taxa**: R$ 7,00 em todo o bairro.
 - **Atraso**: se o lanche passar de 50 minutos, o próximo pedido sai com 10% de desconto."""
     assert "10% de desconto" in ask("se o lanche demorar muito eu ganho alguma coisa?", "policy", rules)
+
+
+def test_what_is_allowed_before_a_no_picked_after_another_line_joins_it():
+    deliveries = "# Entregas\n\n- Unidade Lagoa entrega em: Lagoa, Centro e Bosque.\n- Unidade Serra entrega em: Serra e Vale."
+    lagoa = "## Lagoa\n\nRua das Garças, 77.\n\nNo jardim aceitamos cães pequenos, com guia. No salão não entram cães."
+    text = ask("posso ir com meu cachorro na lagoa?", "policy", deliveries, lagoa)
+    assert text.startswith("Lagoa: No jardim aceitamos cães") and "No salão não entram cães" in text
+    assert "entrega em" not in text
