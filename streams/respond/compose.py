@@ -1683,6 +1683,41 @@ def sibling_item(unit: Unit, asked: set[str]) -> bool:
     return not any(set(a.split()[1:]) <= words for a in asked) and any(a.split()[0] == name.split()[0] for a in asked)
 
 
+_ONLY_VARIANTS = re.compile(r"\b(?:so|somente|apenas)\b[^.;]*?\b(?:nos|nas|em|no|na)\s+(?:tamanhos?|sabores?|tipos?|versoes|"
+                            r"opcoes)\s+([a-z ,]+?)\s*(?:[.;]|$)")
+
+
+def excluded_variant(message: str, units: Sequence[Unit]) -> Unit | None:
+    """"a pizza doce grande de brigadeiro?", "dá pra pedir a de brigadeiro no tamanho grande?": a unit limiting
+    a thing to some variants ("Pizza doce só é feita nos tamanhos broto e média.") while the question asks it
+    in another variant of the same list (the knowledge lists "Grande" beside "Broto" and "Média"): that
+    limit is the answer, whatever price or line the other words find. The thing is named by the question
+    or by the heading of a line naming a word of the question ("Brigadeiro, ..." under "Pizzas doces");
+    None when no unit limits what the question asks."""
+    _, focus = question_words(question_part(message))
+    if not focus:
+        return None
+    for u in units:
+        folded = fold(u.text).lower()
+        m = _ONLY_VARIANTS.search(folded)
+        if m is None:
+            continue
+        options = {stem(w.strip()) for w in re.split(r",|\s+e\s+|\s+ou\s+", m.group(1)) if w.strip()}
+        subject = _stems(folded[:m.start()])
+        # ... by the heading of a line naming a word of the question other than the thing's own ("brigadeiro")
+        own = set(focus) | {s for v in units if (focus - subject) & _stems(v.text) for s in _stems(v.context)}
+        if not subject or not subject <= own:
+            continue
+        # a variant of the list: an item labelled by the word beside items labelled by the options
+        labelled = {stem(fold(v.text.split(":", 1)[0]).lower()): v.context for v in units
+                    if ":" in v.text[:20] and len(v.text.split(":", 1)[0].split()) == 1}
+        contexts = {labelled[o] for o in options if o in labelled}
+        asked = [f for f in focus - options - subject if labelled.get(f) in contexts]
+        if contexts and asked:
+            return u
+    return None
+
+
 # a noun and a relative pronoun just before a verb: "a suíte q tem", "o quarto que tem"
 _RELATIVE_BEFORE = re.compile(r"\b(?:o|a|os|as|um|uma) [a-z]{3,} (?:q|que)\s*$")
 # the customer's own person just before a verb: its subject ("meu filho tem", "minha mãe faz")

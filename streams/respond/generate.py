@@ -361,6 +361,11 @@ class OfflineComposer:
             problem = [s for s in scored if compose.addresses_problem(s.unit.text)]
             if problem:
                 return [max(problem, key=lambda s: (s.score, -s.unit.order)).unit]
+        if intent not in (i.GENERAL, i.OBJECTION):
+            # "a pizza doce grande qnto é?": the limit to other sizes ("só nos tamanhos broto e média") answers
+            limit = compose.excluded_variant(message, [s.unit for s in scored])
+            if limit is not None:
+                return [limit]
         party = self._party_limit(message, scored, intent)
         return None if party is None else [party]
 

@@ -122,3 +122,18 @@ def test_what_is_allowed_before_a_no_picked_after_another_line_joins_it():
     text = ask("posso ir com meu cachorro na lagoa?", "policy", deliveries, lagoa)
     assert text.startswith("Lagoa: No jardim aceitamos cães") and "No salão não entram cães" in text
     assert "entrega em" not in text
+
+
+def test_a_variant_outside_the_only_ones_allowed_is_answered_by_the_limit():
+    from streams.respond.compose import excluded_variant
+
+    sizes = "# Tamanhos\n\nServimos três tamanhos:\n\n- Pequeno: 300 ml\n- Médio: 500 ml\n- Gigante: 700 ml.\n\nTodos com chantilly."
+    shakes = ("## Milkshakes especiais\n\nOvomaltine, Nutella e Pistache.\n\n- Pequeno especial: R$ 18,00\n"
+              "- Médio especial: R$ 24,00\n\nMilkshake especial só é feito nos tamanhos pequeno e médio.")
+    units = units_of_chunks([shakes, sizes])
+    limit = excluded_variant("da pra pedir o de pistache no tamanho gigante?", units)
+    assert limit is not None and limit.text.startswith("Milkshake especial só")
+    assert "pequeno e médio" in ask("da pra pedir o de pistache no tamanho gigante?", "info_request", shakes, sizes)
+    # a size allowed, or a thing the limit is not about, is no excluded variant
+    assert excluded_variant("da pra pedir o de pistache no tamanho medio?", units) is None
+    assert excluded_variant("qnto ta o milkshake de morango gigante?", units) is None
