@@ -1136,6 +1136,13 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     # not coming (or forgetting to come) and not telling is the "falta sem aviso" / "não aparecer e não avisar"
     **{w: ("falta", "sem aviso", "nao avisar", "nao aparecer") for w in (
         "faltar", "faltei", "esquecer", "esqueci", "sem avisar", "nao avisar", "nao avisei")},
+    # giving up a booking is cancelling it ("se eu desistir na véspera perco o sinal?"): the knowledge's "cancelamento"
+    **{w: ("cancelamento", "cancelar") for w in (
+        "desistir", "desisto", "desisti", "desistimos", "desistencia", "nao vou conseguir ir", "nao vou poder ir")},
+    # an order that took (or may take) too long is a late one ("a entrega demorou", "se demorar muito"): "atraso"
+    **{w: ("atraso", "atrasar") for w in (
+        "demorou", "demoraram", "demorar muito", "demorar demais", "demorar mt", "atrasou", "atrasar", "atrasada",
+        "atrasado", "chegou atrasada", "chegou atrasado")},
     # staying the whole night is the "pernoite" ("qnto sai a noite inteira na suíte X?", "pra dormir aí")
     **{w: ("pernoite",) for w in ("noite inteira", "noite toda", "a noite toda", "dormir ai", "dormir la")},
     # a pizza's smallest size is the "broto" ("metade x metade y na pequena?")

@@ -1129,7 +1129,10 @@ _MEASURE = r"(km|kg|kgs|kilos?|quilos?|cm|h|horas?|min|minutos?|pessoas|dias|ano
 _NUM = r"(\d+(?:[.,]\d+)?)"
 _Q_AMOUNT = re.compile(_NUM + r"\s*" + _MEASURE + r"\b")
 _RANGES = [
-    (re.compile(r"\bate " + _NUM + r"\s*" + _MEASURE), lambda a: (0.0, a)),
+    # "até 24 horas antes da entrada": a deadline, so 24 hours before or more; "até 10 kg": 10 or less
+    (re.compile(r"\bate " + _NUM + r"\s*" + _MEASURE + r"\b(?=\s+(?:antes|de antecedencia))"), lambda a: (a, math.inf)),
+    (re.compile(r"\bate " + _NUM + r"\s*" + _MEASURE + r"\b(?!\s+(?:antes|de antecedencia))"), lambda a: (0.0, a)),
+    (re.compile(r"\bmenos de " + _NUM + r"\s*" + _MEASURE), lambda a: (0.0, a)),
     # "acima de 6 km", "se a entrega passar de 80 minutos": a limit from below
     (re.compile(r"\b(?:acima de|mais de|a partir de|passar de|passa de|passe de|ultrapassar|ultrapassa) " + _NUM
                 + r"\s*" + _MEASURE), lambda a: (a, math.inf)),
@@ -1153,6 +1156,7 @@ def _asked_amounts(question_norm: str) -> list[tuple[float, str]]:
     too ("1h30" → 90 min), so a limit stated in minutes ("passar de 80 minutos") holds it or not."""
     asked = [(_num(a), _unit_of(m)) for a, m in _Q_AMOUNT.findall(question_norm)]
     asked += [(int(h) * 60 + int(mm or 0), "min") for h, mm in _HOURS_MINUTES.findall(question_norm)]
+    asked += [(v * 24, "h") for v, m in asked if m in ("dia", "dias")]   # "2 dias antes": 48 hours before
     return asked
 
 
@@ -1160,6 +1164,9 @@ def range_match(question_norm: str, unit_folded: str) -> bool:
     """Does a quantity of the question ("5 km", "7kg", "32 kg") fall in a range
     the unit states ("de 3 km a 6 km", "até 10 kg", "acima de 25 kg")?"""
     return range_fit(question_norm, unit_folded) is True
+
+
+_BEFORE_Q = re.compile(r"\b(?:antes|antecedencia|vespera)\b")
 
 
 def range_fit(question_norm: str, unit_folded: str) -> bool | None:
@@ -1170,10 +1177,15 @@ def range_fit(question_norm: str, unit_folded: str) -> bool | None:
     if not asked:
         return None
     spans: list[tuple[float, float, str]] = []
+    # a time before asked ("com 2 dias de antecedência", "umas 10 horas antes") is held by a rule on the time
+    # before, never by a period after it ("o sinal vira crédito para usar em até 60 dias")
+    before = bool(_BEFORE_Q.search(question_norm))
     for rx, make in _RANGES:
-        for a, m in rx.findall(unit_folded):
-            lo, hi = make(_num(a))
-            spans.append((lo, hi, _unit_of(m)))
+        for m in rx.finditer(unit_folded):
+            if before and unit_folded[:m.start()].endswith("em "):
+                continue
+            lo, hi = make(_num(m.group(1)))
+            spans.append((lo, hi, _unit_of(m.group(2))))
     for a, m1, b, m2 in _BETWEEN.findall(unit_folded):
         spans.append((_num(a), _num(b), _unit_of(m2)))
     same = [(v, lo, hi) for v, mu in asked for lo, hi, su in spans if mu == su]
@@ -1601,7 +1613,7 @@ def unknown_object(message: str, units: Sequence[Unit]) -> set[str]:
 def denies_outright(text: str, head: str) -> bool:
     """A clause of ``text`` denies the thing of stem ``head`` itself, as the object of the "no"
     ("Não temos sauna em nenhuma unidade", "não servimos sobremesa."): not a narrower kind of it
-    ("Não temos piscina coletiva"), nor a thing named after what is denied ("Não temos opções
+    ("Não temos piscina coletiva", "não vendemos pizza por fatia"), nor a thing named after what is denied ("Não temos opções
     veganas no cardápio" says nothing of a children's menu)."""
     for clause in re.split(r"[,:;.!?()]", text):
         words = fold(clause).split()
@@ -1613,8 +1625,97 @@ def denies_outright(text: str, head: str) -> bool:
                 j += 1
             if j < len(words) and stem(words[j]) == head:
                 after = words[j + 1] if j + 1 < len(words) else ""
-                return not after or after in STOPWORDS or after in ("nem", "ou", "e")
+                # "não vendemos pizza por fatia", "não temos quarto com piscina": a way or a kind of it is
+                # denied (a qualifier follows), not the thing; "não temos sauna em nenhuma unidade" denies it
+                return not after or (after in STOPWORDS and after not in _QUALIFYING) or after in ("nem", "ou", "e")
     return False
+
+
+_QUALIFYING = frozenset("de do da dos das por com sem".split())
+
+
+def offered_object(message: str) -> set[str]:
+    """In a yes/no question about whether they have or do a thing ("a suíte do andar de cima tem
+    elevador?", "vcs aceitam vale transporte?"), the stem of that thing (the first word naming
+    something after the verb) with its other names (``concept_forms``); the things said around it
+    ("a suíte do andar de cima") only say where it is asked. Empty for other questions."""
+    norm = normalize_chat(question_part(message).split("?")[0])
+    if not is_yes_no(message):
+        return set()
+    m = _OFFER_VERB.search(norm)
+    while m is not None and (_PERSON_BEFORE.search(norm[:m.start()]) or _RELATIVE_BEFORE.search(norm[:m.start()])):
+        m = _OFFER_VERB.search(norm, m.end(1))
+    if m is None:
+        return set()
+    item = _ITEM_STOP.split(m.group(2), maxsplit=1)[0]
+    if re.match(r"\s*\d", item):
+        return set()
+    _, focus = question_words(item)
+    head = next((t for t in _measures(item).split() if stem(t) in focus), None)
+    # the thing must end the question: "tem estacionamento pra moto?", "tem promoção de segunda?" ask of a
+    # kind of it, which a line on the thing alone ("... o caminhão estacionado") does not answer
+    if head is None or question_words(m.group(2))[1] - {stem(head)}:
+        return set()
+    return {stem(head)} | concept_forms(message).get(stem(head), set())
+
+
+def named_items(message: str, units: Sequence[Unit]) -> set[str]:
+    """The items of ``units`` the question names by their proper name ("a cama da orquidea" names
+    "Suíte Orquídea"): their ``item_name``s, folded."""
+    words = set(normalize_chat(message).split())
+    out = set()
+    for u in units:
+        name = item_name(u)
+        proper = [w for w in fold(name).lower().split()[1:] if w not in STOPWORDS]
+        if name and proper and all(w in words for w in proper):
+            out.add(fold(name).lower())
+    return out
+
+
+def sibling_item(unit: Unit, asked: set[str]) -> bool:
+    """A list item about another item of the kind asked by name ("Suíte Brisa: cama queen" when the
+    question names the Suíte Orquídea): the line of a sibling, which never answers for the item asked."""
+    name = fold(item_name(unit)).lower()
+    if not name or name in asked:
+        return False
+    words = set(fold(unit.text).lower().replace(":", " ").replace(",", " ").split())
+    # "Suíte Coral: tudo o que a Brisa tem, mais ofurô" speaks of the Brisa too
+    return not any(set(a.split()[1:]) <= words for a in asked) and any(a.split()[0] == name.split()[0] for a in asked)
+
+
+_ONLY_VARIANTS = re.compile(r"\b(?:so|somente|apenas)\b[^.;]*?\b(?:nos|nas|em|no|na)\s+(?:tamanhos?|sabores?|tipos?|versoes|"
+                            r"opcoes)\s+([a-z ,]+?)\s*(?:[.;]|$)")
+
+
+def excluded_variant(message: str, units: Sequence[Unit]) -> Unit | None:
+    """"a pizza doce grande de brigadeiro?", "dá pra pedir a de brigadeiro no tamanho grande?": a unit limiting
+    a thing to some variants ("Pizza doce só é feita nos tamanhos broto e média.") while the question asks it
+    in another variant of the same list (the knowledge lists "Grande" beside "Broto" and "Média"): that
+    limit is the answer, whatever price or line the other words find. The thing is named by the question
+    or by the heading of a line naming a word of the question ("Brigadeiro, ..." under "Pizzas doces");
+    None when no unit limits what the question asks."""
+    _, focus = question_words(question_part(message))
+    if not focus:
+        return None
+    for u in units:
+        folded = fold(u.text).lower()
+        m = _ONLY_VARIANTS.search(folded)
+        if m is None:
+            continue
+        options = {stem(w.strip()) for w in re.split(r",|\s+e\s+|\s+ou\s+", m.group(1)) if w.strip()}
+        subject = _stems(folded[:m.start()])
+        # ... by the heading of a line naming a word of the question other than the thing's own ("brigadeiro")
+        own = set(focus) | {s for v in units if (focus - subject) & _stems(v.text) for s in _stems(v.context)}
+        if not subject or not subject <= own:
+            continue
+        # a variant of the list: an item labelled by the word beside items labelled by the options
+        labelled = {stem(fold(v.text.split(":", 1)[0]).lower()): v.context for v in units
+                    if ":" in v.text[:20] and len(v.text.split(":", 1)[0].split()) == 1}
+        contexts = {labelled[o] for o in options if o in labelled}
+        asked = [f for f in focus - options - subject if labelled.get(f) in contexts]
+        if contexts and asked:
+            return u
+    return None
 
 
 # a noun and a relative pronoun just before a verb: "a suíte q tem", "o quarto que tem"

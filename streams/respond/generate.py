@@ -260,6 +260,7 @@ class OfflineComposer:
             # a question about one thing ("aceita pix?"): a unit naming it ("Pix, cartão...") beats
             # one only sounding like it ("Não aceitamos cheque.")
             ranked = [s for s in ranked if s.focus_hits]
+        ranked = self._on_the_thing_asked(message, units, ranked, intent)
         # "459 na lírio?? tá caro": an objection naming the amount it objects to is answered with the
         # line priced at that amount first (the price confirmed), then a deal if there is one
         quoted = self._priced_as_named(message, scored) if intent == i.OBJECTION else None
@@ -285,7 +286,7 @@ class OfflineComposer:
             ranked = on_subject
         elif errand:   # ... and a rule on the errand is the answer over a rule on the act alone
             ranked = [s for s in ranked if compose.names_asked(s.unit, errand)] or ranked
-        best = self._best(ranked, compose.expanded_focus(message))
+        best = self._before_a_no(message, scored, self._best(ranked, compose.expanded_focus(message)))
         limit = self._limit_on_name(message, scored, best, intent)
         if limit is not None:   # the best unit only named the words apart: it answers something else
             return self._emergency_after_no(message, scored, [limit])
@@ -301,6 +302,47 @@ class OfflineComposer:
         if quoted is not None:
             out = [quoted] + [u for u in out if u != quoted][: self.max_sentences - 1]
         return out
+
+    @staticmethod
+    def _on_the_thing_asked(message: str, units: Sequence[compose.Unit], ranked: list[compose.Scored],
+                            intent: str) -> list[compose.Scored]:
+        """"a cama da orquídea é king ou queen?": the line of another item of that kind (the Suíte Brisa's
+        "cama queen") says nothing of the item named (``sibling_item``); nor does a line on what is around
+        the thing asked ("a suíte de cima tem elevador?": the suite's line) answer whether there is one,
+        where a line names it (``offered_object``)."""
+        if intent in (i.GENERAL, i.OBJECTION):
+            return ranked
+        asked_items = compose.named_items(message, units)
+        if asked_items:
+            ranked = [s for s in ranked if not compose.sibling_item(s.unit, asked_items)]
+        thing = compose.offered_object(message)
+        return [s for s in ranked if thing & compose.unit_words(s.unit)] or ranked
+
+    def _before_a_no(self, message: str, scored: Sequence[compose.Scored],
+                     best: list[compose.Unit]) -> list[compose.Unit]:
+        """A yes/no question answered by a sentence saying no, after a sentence of the same paragraph on the
+        thing asked: that sentence is part of the answer. When it allows what the no denies elsewhere ("Na
+        varanda aceitamos pets ..." before "No salão interno não entram pets.", all the no names of the question
+        named again) the two are the answer, that one first, so the answer is no plain "não" (whichever unit
+        picked says the no); else, for a no picked first, it follows the no ("Não temos elevador." after "A
+        suíte X fica no primeiro andar, com acesso por escada."), when there is room."""
+        if not best or not compose.is_yes_no(message):
+            return best
+        focus = compose.expanded_focus(message)
+        for k, no in enumerate(best):
+            if no.item or not compose.says_no(no.text, focus):
+                continue
+            prev = next((s for s in scored if s.unit.order == no.order - 1 and s.unit.order // 1000 == no.order // 1000
+                         and not s.unit.item), None)
+            if prev is None or prev.unit in best or not prev.focus_hits or compose.says_no(prev.unit.text, focus) \
+                    or compose.carries_price(prev.unit.text):
+                continue
+            denied = focus & compose.chunk_words(no.text)
+            if denied and denied <= compose.chunk_words(prev.unit.text):   # all the no names of the question
+                return [prev.unit, no]
+            if k == 0 and len(best) < self.max_sentences:
+                return best + [prev.unit]
+        return best
 
     def _answered_outright(self, message: str, scored: Sequence[compose.Scored],
                            intent: str) -> list[compose.Unit] | None:
@@ -319,6 +361,11 @@ class OfflineComposer:
             problem = [s for s in scored if compose.addresses_problem(s.unit.text)]
             if problem:
                 return [max(problem, key=lambda s: (s.score, -s.unit.order)).unit]
+        if intent not in (i.GENERAL, i.OBJECTION):
+            # "a pizza doce grande qnto é?": the limit to other sizes ("só nos tamanhos broto e média") answers
+            limit = compose.excluded_variant(message, [s.unit for s in scored])
+            if limit is not None:
+                return [limit]
         party = self._party_limit(message, scored, intent)
         return None if party is None else [party]
 

@@ -1,0 +1,139 @@
+"""The answer is about the thing asked: another item's line, a line on what is around the thing,
+or a rule for another lead time never answers it. Knowledge and questions written here."""
+
+from uuid import uuid4
+
+from streams.respond.compose import (
+    named_items,
+    offered_object,
+    range_fit,
+    sibling_item,
+    units_of_chunks,
+)
+from streams.respond.generate import FALLBACK_NO_KNOWLEDGE, OfflineComposer, unsupported_prices
+from streams.respond.model import KnowledgeChunk, ReplyRequest
+from streams.respond.text import fold, normalize_chat
+
+CABINS = """# Chalés
+
+- **Chalé Ipê**: cama de casal king, lareira e frigobar. Diária: R$ 320,00.
+- **Chalé Cedro**: tudo o que o Ipê tem, mais banheira de hidromassagem. Diária: R$ 410,00.
+- **Chalé Aroeira**: decoração rústica, rede na varanda e vista do lago. Diária: R$ 380,00."""
+
+ACCESS = """# Acessibilidade
+
+O Chalé Ipê e o Chalé Cedro ficam no nível da recepção. O Chalé Aroeira fica no alto do morro, com acesso por uma trilha de pedras. Não temos carrinho de transporte.
+
+# Animais
+
+Na área do gramado aceitamos animais de pequeno porte, com guia. No restaurante não entram animais."""
+
+BOOKING = """# Reservas
+
+Pedimos sinal de 40% por transferência.
+
+**Desistência**:
+- até 72 horas antes da chegada, o sinal é devolvido;
+- com menos de 72 horas, o sinal vira crédito para usar em até 90 dias."""
+
+
+def ask(message, intent, *texts):
+    chunks = [KnowledgeChunk(uuid4(), uuid4(), 0.3, t) for t in texts]
+    req = ReplyRequest(messages=[], message=message, intent=intent, retrieval="required", chunks=tuple(chunks))
+    text = OfflineComposer().generate(req).text
+    assert not unsupported_prices(text, chunks)
+    return text
+
+
+def test_an_item_named_is_not_answered_by_a_siblings_line():
+    units = units_of_chunks([CABINS])
+    asked = named_items("a aroeira tem cama king ou queen?", units)
+    assert asked == {"chale aroeira"}
+    ipe = next(u for u in units if u.text.startswith("Chalé Ipê"))
+    cedro = next(u for u in units if u.text.startswith("Chalé Cedro"))
+    assert sibling_item(ipe, asked)
+    assert not sibling_item(cedro, named_items("o ipe tem banheira?", units))   # the Cedro's line speaks of the Ipê
+    # the Ipê's "king" says nothing of the Aroeira's bed: hand over
+    text = ask("a aroeira tem cama king ou queen?", "info_request", CABINS)
+    assert FALLBACK_NO_KNOWLEDGE in text and "king" not in text
+    assert "king" in ask("o ipe tem cama king ou queen?", "info_request", CABINS)
+    assert "banheira" in ask("o ipe tem banheira?", "info_request", CABINS)
+
+
+def test_the_thing_asked_whether_they_have_it_is_what_the_answer_names():
+    assert offered_object("o chale do morro tem carrinho?") == {"carri"}
+    # a kind of the thing asked ("pra moto") or a place after it leaves the thing unnamed alone
+    assert offered_object("tem vaga pra moto?") == set()
+    assert offered_object("qual o valor do chale?") == set()
+    text = ask("o chale aroeira do alto tem carrinho? minha avó usa bengala", "info_request", ACCESS)
+    assert text.startswith("Não, não temos carrinho") and "trilha" in text
+
+
+def test_the_sentence_before_a_no_on_the_thing_asked_is_part_of_the_answer():
+    animals = ACCESS.split("# Animais")[1]
+    text = ask("posso levar meu gato no restaurante?", "policy", animals)
+    assert text.startswith("Não") and "No restaurante não entram animais" in text and "gramado" in text
+    # where the sentence before allows what the no denies, it leads: the answer is no plain "não"
+    text = ask("posso levar animais?", "policy", animals)
+    assert text.startswith("Na área do gramado aceitamos animais") and "No restaurante" in text
+
+
+def test_a_lead_time_is_held_by_the_rule_on_the_time_before_not_a_period_after():
+    before = normalize_chat("se eu desistir com 4 dias de antecedencia perco o sinal?")
+    assert range_fit(before, fold("até 72 horas antes da chegada, o sinal é devolvido;")) is True
+    assert range_fit(before, fold("com menos de 72 horas, o sinal vira crédito para usar em até 90 dias.")) is False
+    late = normalize_chat("e se eu desistir umas 20 horas antes?")
+    assert range_fit(late, fold("até 72 horas antes da chegada, o sinal é devolvido;")) is False
+    assert range_fit(late, fold("com menos de 72 horas, o sinal vira crédito para usar em até 90 dias.")) is True
+    # a bare "até" is still an upper bound ("até 10 kg")
+    assert range_fit(normalize_chat("meu cachorro tem 8 kg"), fold("Pequeno (até 10 kg): R$ 50,00.")) is True
+    assert "crédito" in ask("se eu desistir na vespera, umas 12 horas antes, perco o sinal?", "policy", BOOKING)
+    assert "devolvido" in ask("se eu desistir com uma semana, 5 dias de antecedencia, perco o sinal?", "policy",
+                              BOOKING)
+
+
+def test_a_no_to_a_way_of_the_thing_is_no_no_to_the_thing():
+    from streams.respond.compose import denies_outright, stem
+
+    assert not denies_outright("Não vendemos bolo por fatia.", stem("bolo"))
+    assert not denies_outright("Não temos quarto com banheira.", stem("quarto"))
+    assert denies_outright("Não temos sauna em nenhuma unidade.", stem("sauna"))
+    assert denies_outright("Não servimos sobremesa.", stem("sobremesa"))
+    # "bolo por fatia" denied says nothing of a bolo de jabuticaba: the unknown flavour is handed over
+    cakes = "# Bolos\n\nBolo de cenoura e bolo de chocolate, inteiros. Não vendemos bolo por fatia."
+    assert ask("vcs tem bolo de jabuticaba?", "info_request", cakes) == FALLBACK_NO_KNOWLEDGE
+
+
+def test_giving_up_is_cancelling_and_a_late_delivery_is_a_delay():
+    from streams.respond.compose import concept_forms
+
+    assert "cance" in set().union(*concept_forms("se eu desistir da reserva perco o sinal?").values())
+    assert "atras" in set().union(*concept_forms("o lanche demorou demais, tenho direito a algo?").values())
+    rules = """# Entregas
+
+- **Taxa**: R$ 7,00 em todo o bairro.
+- **Atraso**: se o lanche passar de 50 minutos, o próximo pedido sai com 10% de desconto."""
+    assert "10% de desconto" in ask("se o lanche demorar muito eu ganho alguma coisa?", "policy", rules)
+
+
+def test_what_is_allowed_before_a_no_picked_after_another_line_joins_it():
+    deliveries = "# Entregas\n\n- Unidade Lagoa entrega em: Lagoa, Centro e Bosque.\n- Unidade Serra entrega em: Serra e Vale."
+    lagoa = "## Lagoa\n\nRua das Garças, 77.\n\nNo jardim aceitamos cães pequenos, com guia. No salão não entram cães."
+    text = ask("posso ir com meu cachorro na lagoa?", "policy", deliveries, lagoa)
+    assert text.startswith("Lagoa: No jardim aceitamos cães") and "No salão não entram cães" in text
+    assert "entrega em" not in text
+
+
+def test_a_variant_outside_the_only_ones_allowed_is_answered_by_the_limit():
+    from streams.respond.compose import excluded_variant
+
+    sizes = "# Tamanhos\n\nServimos três tamanhos:\n\n- Pequeno: 300 ml\n- Médio: 500 ml\n- Gigante: 700 ml.\n\nTodos com chantilly."
+    shakes = ("## Milkshakes especiais\n\nOvomaltine, Nutella e Pistache.\n\n- Pequeno especial: R$ 18,00\n"
+              "- Médio especial: R$ 24,00\n\nMilkshake especial só é feito nos tamanhos pequeno e médio.")
+    units = units_of_chunks([shakes, sizes])
+    limit = excluded_variant("da pra pedir o de pistache no tamanho gigante?", units)
+    assert limit is not None and limit.text.startswith("Milkshake especial só")
+    assert "pequeno e médio" in ask("da pra pedir o de pistache no tamanho gigante?", "info_request", shakes, sizes)
+    # a size allowed, or a thing the limit is not about, is no excluded variant
+    assert excluded_variant("da pra pedir o de pistache no tamanho medio?", units) is None
+    assert excluded_variant("qnto ta o milkshake de morango gigante?", units) is None
