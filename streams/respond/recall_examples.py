@@ -15,7 +15,12 @@ or when the two cosines differ by less than ``MARGIN``: a near tie is no evidenc
 never lets it vote *for* a fact about someone else than the one the customer asks about (the facts
 the word evidence puts below by ``OTHER_PARTY``). On by default (setting ``recall_examples``).
 It is a nearest-neighbour vote in (fact, query) space, learnt from labels, never from hand-listed
-words. Cost: the labelled facts similar to a fact are found once per fact text and cached (a
+words. The same memory gives a *type prior* (``type_prior``): the memory types of the relevant facts of
+the ``TYPE_K`` labelled queries nearest the message (a softmax of their cosines), and a fact scores
+``TYPE_WEIGHT`` × log p(its type) more (a message asking what someone may eat wants a restriction,
+"o de sempre" a preference), added after the hand-built lifts. Leave-one-set-out over the 17
+readable sets, weight 0 / 0.01 / 0.02 / 0.03 / 0.045: mean recall@3 0.871 / 0.874 / 0.877 / 0.878 /
+0.873, @5 0.968 / 0.968 / 0.972 / 0.971 / 0.971 (quality log, stop 30). Cost: the labelled facts similar to a fact are found once per fact text and cached (a
 contact's facts come back message after message); per message it is one product of the message's
 vector with the labelled queries (a few hundred), no second embedding and no model call.
 
