@@ -123,7 +123,8 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
     ``part_vecs``: vectors of the message's parts (``message_parts``): a fact matching one part
     well scores by that part too (``PART_WEIGHT`` of its excess over the whole message).
     ``examples``: labelled recall cases (``recall_examples.RecallExamples``): a fact like one that
-    queries like this message needed scores their vote more."""
+    queries like this message needed scores their vote more, and a fact of a type such queries needed
+    scores their type prior more (``RecallExamples.type_prior``)."""
     evidence, others = evidence_and_others(query_text, [f.content for f in facts], [f.memory_type for f in facts]) \
         if query_text else (None, None)
     q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
@@ -155,6 +156,8 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
     if query_text:
         live = _kind_lifts(query_text, facts, live)
     lifted = anchor_lift([facts[k] for k, _, _ in live], [b for _, _, b in live])
+    if examples is not None and live:   # what kinds of fact queries like this one needed
+        lifted = [b + t for b, t in zip(lifted, examples.type_prior(q, [facts[k].memory_type for k, _, _ in live]))]
     scored: list[ScoredFact] = []
     for (k, sim, _), base in zip(live, lifted):
         fact = facts[k]

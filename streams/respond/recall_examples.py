@@ -15,7 +15,12 @@ or when the two cosines differ by less than ``MARGIN``: a near tie is no evidenc
 never lets it vote *for* a fact about someone else than the one the customer asks about (the facts
 the word evidence puts below by ``OTHER_PARTY``). On by default (setting ``recall_examples``).
 It is a nearest-neighbour vote in (fact, query) space, learnt from labels, never from hand-listed
-words. Cost: the labelled facts similar to a fact are found once per fact text and cached (a
+words. The same memory gives a *type prior* (``type_prior``): the memory types of the relevant facts of
+the ``TYPE_K`` labelled queries nearest the message (a softmax of their cosines), and a fact scores
+``TYPE_WEIGHT`` × log p(its type) more (a message asking what someone may eat wants a restriction,
+"o de sempre" a preference), added after the hand-built lifts. Leave-one-set-out over the 17
+readable sets, weight 0 / 0.01 / 0.02 / 0.03 / 0.045: mean recall@3 0.871 / 0.874 / 0.877 / 0.878 /
+0.873, @5 0.968 / 0.968 / 0.972 / 0.971 / 0.971 (quality log, stop 30). Cost: the labelled facts similar to a fact are found once per fact text and cached (a
 contact's facts come back message after message); per message it is one product of the message's
 vector with the labelled queries (a few hundred), no second embedding and no model call.
 
@@ -40,6 +45,11 @@ EXAMPLES_FILE = Path(__file__).with_name("data") / "recall_examples.jsonl"
 TAU = 0.8      # a labelled fact at least this similar to the fact (USE cosine) is "a fact like it"
 BETA = 0.1     # weight of the vote (in cosine units, like the other bonuses of ``score_memories``)
 MARGIN = 0.05  # no vote unless the best relevant neighbour query and the best irrelevant one differ by this much
+# the type prior (``type_prior``): what kinds of fact the labelled queries nearest the message needed
+TYPE_WEIGHT = 0.02   # per unit of log-probability (cosine units, like the vote)
+TYPE_K = 20          # labelled queries read
+TYPE_TEMP = 0.05     # softmax temperature over their cosines with the message
+TYPE_SMOOTH = 0.1    # share of the probability spread evenly over the known types
 _CACHE_MAX = 16384
 
 # the readable recall sets the data file is built from (``build``); the reserved ones never are
@@ -83,6 +93,7 @@ def cases_from_recall(source: str, recall_cases: Iterable[dict]) -> list[dict]:
         facts = c["contact_facts"]
         out.append({"source": source, "case_id": c["case_id"], "query": c["query"],
                     "relevant": [f["content"] for i, f in enumerate(facts) if i in rel],
+                    "relevant_types": [f["memory_type"] for i, f in enumerate(facts) if i in rel],
                     "other": [f["content"] for i, f in enumerate(facts) if i not in rel]})
     return out
 
@@ -120,8 +131,10 @@ class RecallExamples:
     are embedded lazily once per embedder (``warm`` does it ahead of the first message)."""
 
     def __init__(self, embedder, cases: Sequence[dict] | None = None, exclude_sources: Iterable[str] = (),
-                 tau: float = TAU, beta: float = BETA, margin: float = MARGIN):
+                 tau: float = TAU, beta: float = BETA, margin: float = MARGIN,
+                 type_weight: float = TYPE_WEIGHT):
         self.embedder = embedder
+        self.type_weight = type_weight
         drop = set(exclude_sources)
         self.cases = [c for c in (load_cases() if cases is None else cases) if c.get("source") not in drop]
         self.tau, self.beta, self.margin = tau, beta, margin
@@ -131,6 +144,9 @@ class RecallExamples:
         self._facts = np.zeros((0, 0), np.float32)
         self._pos: np.ndarray | None = None   # (facts, queries): the fact was relevant to the query
         self._neg: np.ndarray | None = None   # ... labelled not relevant
+        self._types: list[str] = []              # the memory types the labelled relevant facts have
+        self._type_rows = np.zeros(0, np.int64)   # per labelled query with a type: its index in _queries
+        self._type_dist = np.zeros((0, 0), np.float32)   # ... and the share of each type among its relevant facts
         self._near: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
 
     @classmethod
@@ -169,7 +185,22 @@ class RecallExamples:
                 self._queries = _embed(self.embedder, "q", queries)
                 self._facts = _embed(self.embedder, "p", facts)
                 self._pos, self._neg = pos, neg
+                self._build_types(qi)
             self._ready = True
+
+    def _build_types(self, qi: dict[str, int]) -> None:
+        per: dict[int, list[str]] = {}
+        for c in self.cases:
+            per.setdefault(qi[c["query"]], []).extend(c.get("relevant_types", []))
+        per = {q: ts for q, ts in per.items() if ts}
+        self._types = sorted({t for ts in per.values() for t in ts})
+        ti = {t: i for i, t in enumerate(self._types)}
+        self._type_rows = np.array(sorted(per), dtype=np.int64)
+        dist = np.zeros((len(self._type_rows), len(self._types)), np.float32)
+        for n, q in enumerate(self._type_rows):
+            for t in per[q]:
+                dist[n, ti[t]] += 1.0 / len(per[q])
+        self._type_dist = dist
 
     def _neighbours(self, content: str, vec) -> tuple[np.ndarray, np.ndarray]:
         """Indices of the labelled queries a fact like this one was relevant / not relevant to,
@@ -209,6 +240,25 @@ class RecallExamples:
         best_neg = _segment_max(np.append(sims, np.float32(0.0)), [n for _, n in pairs])
         return [self.beta * float(p - n) if p != -np.inf and abs(p - n) >= self.margin else 0.0
                 for p, n in zip(best_pos, best_neg)]
+
+
+    def type_prior(self, query_unit: np.ndarray, types: Sequence[str]) -> list[float]:
+        """Per fact, ``type_weight`` × log p(its memory type | the message): p is the mix of the
+        relevant facts' types of the ``TYPE_K`` labelled queries nearest the message, weighted by a
+        softmax of their cosines (``TYPE_TEMP``), with ``TYPE_SMOOTH`` spread over the known types
+        ("tem algo sem lactose?" asks for a restriction, "o de sempre" for a preference, whatever the
+        words). 0 for every fact without labelled types or with a vector of another size."""
+        self._ensure()
+        if (not self.type_weight or not len(self._type_rows) or not len(types)
+                or query_unit.shape[0] != self._queries.shape[1]):
+            return [0.0] * len(types)
+        sims = self._queries[self._type_rows] @ query_unit
+        near = np.argsort(-sims, kind="stable")[:TYPE_K]
+        w = np.exp((sims[near] - sims[near].max()) / TYPE_TEMP)
+        p = (1 - TYPE_SMOOTH) * (w @ self._type_dist[near]) / w.sum() + TYPE_SMOOTH / len(self._types)
+        floor = TYPE_SMOOTH / len(self._types)   # a type no labelled query needed: the least share
+        ti = {t: i for i, t in enumerate(self._types)}
+        return [self.type_weight * float(np.log(p[ti[t]] if t in ti else floor)) for t in types]
 
 
 def _segment_max(values: np.ndarray, segments: Sequence[np.ndarray]) -> np.ndarray:

@@ -256,6 +256,9 @@ def test_recall_votes_with_the_responders_labelled_examples():
             self.seen.append(list(contents))
             return [1.0 if c == "Prefere a suíte Master com piscina" else 0.0 for c in contents]
 
+        def type_prior(self, q, types):   # what kinds of fact such queries needed: none here
+            return [0.0] * len(types)
+
     deps, _, _ = make(inbox=InboxConfig(1101, rag_distance_threshold=0.9))
     plain = run(respond(inbound("Quanto custa o pernoite na suíte Luxo?", unit_id=12), deps)).reply.memory_ids
     deps.recall_examples = Vote()

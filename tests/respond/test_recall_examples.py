@@ -106,7 +106,9 @@ def test_shipped_examples_come_from_readable_sets_and_evaluation_leaves_its_own_
     got = cases_from_recall("x", [{"case_id": "c", "query": "q", "relevant": [1],
                                    "contact_facts": [{"memory_type": "t", "content": "f0"},
                                                      {"memory_type": "t", "content": "f1"}]}])
-    assert got == [{"source": "x", "case_id": "c", "query": "q", "relevant": ["f1"], "other": ["f0"]}]
+    assert got == [{"source": "x", "case_id": "c", "query": "q", "relevant": ["f1"], "relevant_types": ["t"],
+                    "other": ["f0"]}]
+    assert all(len(r["relevant_types"]) == len(r["relevant"]) for r in rows)   # the type prior reads them
 
 
 def test_the_setting_turns_the_vote_off(monkeypatch):
@@ -160,3 +162,46 @@ def test_no_positive_vote_for_a_fact_about_someone_else_than_the_one_asked_about
     plain = {s.fact.id: s.score for s in score_memories(q, facts, None, query_text=about_ana)}
     voted = {s.fact.id: s.score for s in score_memories(q, facts, None, query_text=about_ana, examples=ex)}
     assert voted[2] > plain[2]
+
+
+# (texts of their own: the examples' vectors are cached per embedder name and text)
+TYPE_TABLE = {
+    "vcs tem bolo sem ovo?": [1, 0, 0],           # labelled: asked what a restriction answers
+    "tem opção sem glúten pra mim?": [0.95, 0.31, 0],
+    "manda aquele de sempre": [0, 0, 1],           # labelled: asked what a preference answers
+    "rola um pão sem leite hj?": [0.97, 0.1, 0.2],  # a new message, like the first two
+    "Não pode comer amendoim": [0, 1, 0],           # two facts the cosine nearly ties (and no word shared)
+    "Prefere entrega à tarde": [0, 1, 0.02],
+}
+TYPE_CASES = [
+    {"source": "a", "case_id": "t1", "query": "vcs tem bolo sem ovo?", "relevant": ["Alérgica a ovo"],
+     "relevant_types": ["restricao"], "other": ["Prefere bolo de cenoura"]},
+    {"source": "b", "case_id": "t2", "query": "tem opção sem glúten pra mim?", "relevant": ["Celíaco"],
+     "relevant_types": ["restricao"], "other": ["Gosta de pão francês"]},
+    {"source": "c", "case_id": "t3", "query": "manda aquele de sempre", "relevant": ["Pede sempre o combo 2"],
+     "relevant_types": ["preferencia"], "other": ["Alérgica a ovo"]},
+]
+
+
+def test_the_type_prior_lifts_the_kind_of_fact_such_queries_needed():
+    emb = TableEmbedder({**TYPE_TABLE, **{t: [0.5, 0.5, 0.5] for c in TYPE_CASES for t in c["relevant"] + c["other"]}})
+    ex = RecallExamples(emb, TYPE_CASES, type_weight=0.02)
+    msg = _unit(TYPE_TABLE["rola um pão sem leite hj?"])
+    restr, pref, unknown = ex.type_prior(msg, ["restricao", "preferencia", "data_comemorativa"])
+    assert restr > pref                 # the nearest labelled queries needed restrictions
+    assert pref >= unknown and restr < 0   # log-probabilities: a type no query needed gets the least
+    assert ex.type_prior(msg[:2], ["restricao"]) == [0.0]   # a vector of another size is not read
+    assert RecallExamples(emb, TYPE_CASES, type_weight=0.0).type_prior(msg, ["restricao"]) == [0.0]
+    # in the ranking: two facts the cosine ties, the restriction comes first
+    facts = [MemoryFact(id=k, memory_type=t, content=c, confidence=1.0, scope="global", source_unit_id=None,
+                        embedding=TYPE_TABLE[c])
+             for k, (t, c) in enumerate([("preferencia", "Prefere entrega à tarde"),
+                                         ("restricao", "Não pode comer amendoim")])]
+    q = TYPE_TABLE["rola um pão sem leite hj?"]
+    assert [s.fact.id for s in score_memories(q, facts, None, query_text="rola um pão sem leite hj?")] == [0, 1]
+    ranked = score_memories(q, facts, None, query_text="rola um pão sem leite hj?", examples=ex)
+    assert [s.fact.id for s in ranked] == [1, 0]
+    # leaving out the sets whose queries asked for restrictions leaves only the preference query
+    only_c = RecallExamples(emb, TYPE_CASES, exclude_sources={"a", "b"}, type_weight=0.02)
+    r2, p2 = only_c.type_prior(msg, ["restricao", "preferencia"])
+    assert p2 > r2
