@@ -1572,6 +1572,22 @@ def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
     return {f for f in focus if not covered(f) and not named_otherwise(f) and not same_root(f)}
 
 
+def unnamed_phrases(message: str, units: Sequence[Unit]) -> set[str]:
+    """Focus words of a customer's phrase whose other name no retrieved unit writes ("atendem em casa?"
+    with only "voltam para casa" retrieved, where the knowledge says "domiciliar"): the bare word is
+    there, the phrase's meaning is not (``phrase_forms``)."""
+    _, focus = question_words(message)
+    words: set[str] = set()
+    for u in units:
+        words |= _unit_words(u.text, u.context)
+    stems = {stem(w) for w in words}
+
+    def named(x: str) -> bool:
+        return x in stems or (len(x) >= 4 and any(w.startswith(x) for w in words))
+    return {t for t, names in phrase_forms(message).items()
+            if t in focus and names - {t} and not any(named(x) for x in names - {t})}
+
+
 _OFFER_VERB = re.compile(r"\b(tem|tem ai|vende|vendem|aceita|aceitam|faz|fazem|serve|servem|trabalha com|trabalham com|"
                          r"aplica|aplicam|atende|atendem|oferece|oferecem|possui|possuem)\b(.*)$")
 
