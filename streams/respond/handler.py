@@ -78,8 +78,8 @@ from streams.respond.compose import (
     states_party_limit,
     told_place,
     uncovered_focus,
-    unnamed_phrases,
     units_of_chunks,
+    unnamed_phrases,
 )
 from streams.respond.generate import (
     CONTACTS_REPLY,
