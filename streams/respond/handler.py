@@ -1143,15 +1143,6 @@ def _named_words(words: frozenset[str], forms: dict[str, set[str]]) -> frozenset
     return words | extra if extra else words
 
 
-def other_gender(stem_: str) -> str:
-    """The stem of a feminine noun's masculine ("gata" → "gato"), the gender the knowledge writes for
-    the kind ("não hospedamos gatos"); "" for a stem that ends otherwise or is too short to be sure
-    of (four letters at least, the "a" after a consonant). Never the other way: "ganho" is no "ganha"."""
-    if len(stem_) < 4 or stem_[-1] != "a" or stem_[-2] in "aeiou":
-        return ""
-    return stem_[:-1] + "o"
-
-
 def rerank(message: str, chunks: Sequence[KnowledgeChunk]) -> list[KnowledgeChunk]:
     """Hybrid order: cosine distance, minus a small bonus per rare word the chunk
     shares with the message (chat spelling normalised, singular stems, idf over
@@ -1171,10 +1162,6 @@ def rerank(message: str, chunks: Sequence[KnowledgeChunk]) -> list[KnowledgeChun
     # a word the chunk names by the other name of the customer's phrase ("em casa" → "domiciliar":
     # ``phrase_forms``; not a single word's wider kind, "gato" → "pet") is named
     forms = {t: {f for f in x if f != t} for t, x in phrase_forms(message).items() if t in query}
-    # ... and a word the chunk writes in the other gender ("minha gata" / "não hospedamos gatos")
-    for t in focus:
-        if other_gender(t):
-            forms.setdefault(t, set()).add(other_gender(t))
     bags = [_named_words(chunk_words(c.text), forms) for c in chunks]
     n = len(chunks)
     df = {t: sum(t in b for b in bags) for t in query}

@@ -408,20 +408,3 @@ def test_a_phrase_whose_other_name_no_chunk_writes_is_searched_by_that_name():
                  "no terceiro andar sem elevador, a fisio vem aqui em casa?"):
         got = _steps_here(_cover_missing_word_steps(inbound(text), list(near), lexical, 3))
         assert [c.text for c in got] == [near[0].text, near[1].text, home], text
-
-
-def test_rerank_counts_a_feminine_word_the_chunk_writes_masculine():
-    """"posso deixar minha pata hospedada uns dias?": the knowledge writes the kind in the masculine
-    plural ("não hospedamos patos"), so the feminine stem's masculine counts as named; never the other
-    way ("ganho" is no "ganha")."""
-    from uuid import uuid4
-
-    from streams.respond.handler import other_gender, rerank
-    from streams.respond.model import KnowledgeChunk
-
-    assert other_gender("pata") == "pato" and other_gender("gata") == "gato"
-    assert other_gender("ganho") == "" and other_gender("dia") == "" and other_gender("boa") == ""
-    near = KnowledgeChunk(uuid4(), uuid4(), 0.60, "A hospedagem tem diária de R$ 70,00 com ração inclusa.")
-    far = KnowledgeChunk(uuid4(), uuid4(), 0.66, "Não hospedamos patos nem outras aves.")
-    other = KnowledgeChunk(uuid4(), uuid4(), 0.70, "Aceitamos Pix e cartão de crédito.")
-    assert rerank("posso deixar minha pata hospedada uns dias?", [near, other, far])[0] == far
