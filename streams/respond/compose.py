@@ -1554,8 +1554,8 @@ def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
     forms = concept_forms(message)
     roots = {stem(t): t[:-2] for t in norm.split() if _VERB_END.search(t) and len(t) >= 6}
 
-    # a long word needs a longer stem in common: "parcelar" is not "parceiros"
-    long_stems = {stem(t): stem(t, 6) for t in norm.split() if len(t) >= 8 and t not in STOPWORDS}
+    # a long word needs a longer stem in common: "parcelar" (and "parcela") is not "parceiros"
+    long_stems = {stem(t): stem(t, 6) for t in norm.split() if len(t) >= 7 and t not in STOPWORDS}
     stems6 = {stem(w, 6) for w in words}
 
     def covered(f: str) -> bool:
@@ -1570,6 +1570,22 @@ def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
     def same_root(f: str) -> bool:  # a verb and its noun: "cortam" / "corte", "hospedam" / "hospedagem"
         return f in roots and any(w.startswith(roots[f]) for w in words)
     return {f for f in focus if not covered(f) and not named_otherwise(f) and not same_root(f)}
+
+
+def unnamed_phrases(message: str, units: Sequence[Unit]) -> set[str]:
+    """Focus words of a customer's phrase whose other name no retrieved unit writes ("atendem em casa?"
+    with only "voltam para casa" retrieved, where the knowledge says "domiciliar"): the bare word is
+    there, the phrase's meaning is not (``phrase_forms``)."""
+    _, focus = question_words(message)
+    words: set[str] = set()
+    for u in units:
+        words |= _unit_words(u.text, u.context)
+    stems = {stem(w) for w in words}
+
+    def named(x: str) -> bool:
+        return x in stems or (len(x) >= 4 and any(w.startswith(x) for w in words))
+    return {t for t, names in phrase_forms(message).items()
+            if t in focus and names - {t} and not any(named(x) for x in names - {t})}
 
 
 _OFFER_VERB = re.compile(r"\b(tem|tem ai|vende|vendem|aceita|aceitam|faz|fazem|serve|servem|trabalha com|trabalham com|"

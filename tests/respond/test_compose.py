@@ -678,3 +678,15 @@ def test_a_yes_no_question_about_one_deal_is_answered_by_its_denial_even_as_an_o
     assert "desconto para aniversariante" in got and "Terça em dobro" not in got
     # a plain objection still gets the deal
     assert "Terça em dobro" in ask("ta caro demais, nao tem desconto?", "objection", deals)
+
+
+def test_a_seven_letter_word_needs_six_letters_in_common_to_be_covered():
+    """"vcs parcela o clareamento?": "parcela" (seven letters) is not covered by "parceria" either;
+    a word of the same six letters still covers it ("aceitam" / "aceitamos")."""
+    from streams.respond.compose import uncovered_focus
+
+    units = units_of_chunks(["Clareamento a laser: R$ 900,00, em parceria com o laboratório Sorriso."])
+    assert "parce" in uncovered_focus("vcs parcela o clareamento?", units)
+    assert "parce" not in uncovered_focus("vcs parcela o clareamento?", units_of_chunks(
+        ["Clareamento: parcelamos em até 4x no cartão."]))
+    assert not uncovered_focus("aceitam vale?", units_of_chunks(["Aceitamos vale-refeição."]))

@@ -375,3 +375,36 @@ def test_chunks_naming_nothing_asked_are_searched_again_by_the_question_s_words(
     places = KnowledgeChunk(uuid4(), uuid4(), 0.7, "Bairros atendidos: Centro, Morro Azul e Lagoa.")
     assert _names_nothing_asked("a entrega vai no morro azul? e qnto fica", [table])
     assert not _names_nothing_asked("a entrega vai no morro azul? e qnto fica", [places])
+
+
+def test_a_phrase_whose_other_name_no_chunk_writes_is_searched_by_that_name():
+    """"a fisio vem aqui em casa? meu avô não anda": the retrieved chunks say "casa" only where the
+    patient goes back to; the knowledge names the customer's phrase "em casa" otherwise ("domiciliar",
+    ``phrase_forms``), so that name is searched and its chunk takes the last place, even in a long
+    message with many words no chunk names; the bare word "casa" is not searched again."""
+    from uuid import NAMESPACE_URL as NS
+    from uuid import uuid5
+
+    from streams.respond.compose import answer_units, unnamed_phrases
+    from streams.respond.handler import _as_chunk, _cover_missing_word_steps, _steps_here
+    from streams.respond.text import fold
+
+    home = "Não oferecemos sessões domiciliares: todo o tratamento é feito no consultório."
+    rest = "Casa de repouso conveniada: 10% de desconto nas sessões."
+    near = [_as_chunk((uuid5(NS, t), uuid5(NS, "d"), 0.6, t)) for t in (
+        "Depois da sessão o paciente volta para casa com os exercícios impressos.",
+        "Aceitamos Pix e cartão de débito.")]
+
+    def lexical(account_id, stems, limit):
+        return [(uuid5(NS, t), uuid5(NS, "d"), 1.0, t) for t in (home, rest)
+                if all(any(w.startswith(s) for w in fold(t).split()) for s in stems)][:limit]
+
+    units = [u for c in near for u in answer_units(c.text)]
+    assert unnamed_phrases("a fisio vem aqui em casa?", units) == {"casa"}
+    assert unnamed_phrases("a fisio vem aqui em casa?", answer_units(home)) == set()
+    assert unnamed_phrases("a fisio vem aqui?", units) == set()   # no phrase with another name
+    for text in ("a fisio vem aqui em casa?",
+                 "bom dia moça meu avô operou o joelho semana passada e ta sem andar direito, mora sozinho "
+                 "no terceiro andar sem elevador, a fisio vem aqui em casa?"):
+        got = _steps_here(_cover_missing_word_steps(inbound(text), list(near), lexical, 3))
+        assert [c.text for c in got] == [near[0].text, near[1].text, home], text
