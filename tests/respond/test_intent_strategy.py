@@ -31,6 +31,11 @@ QUESTIONS = FIXTURES_DIR / "questions.jsonl"
     ("oitenta", "general"),
     # greeting words followed by a real question are not small talk
     ("Oi, tudo bem? Meu marido esqueceu um casaco aí ontem à noite", "general"),
+    # discounts, company agreements and what is accepted are commercial conditions: policy
+    # (docs/intent-labels.md), never an info_request of the dictionary's own
+    ("vcs tem desconto pra estudante?", "policy"),
+    ("a cooperativa onde trabalho consegue fechar convênio com vocês?", "policy"),
+    ("aceitam ticket alimentação?", "policy"),
 ])
 def test_intent_cases(text, expected):
     assert detect_intent(text).intent == expected
