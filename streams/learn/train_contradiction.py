@@ -44,7 +44,7 @@ _DATA = Path(__file__).resolve().parents[2] / "tests" / "learn" / "data"
 #: corpus, and the tuning sets of blind writers probe_n, probe_l and probe_m (tuning sets
 #: since stop 26), probe_r (a tuning set since stop 26, trained on since stop 27) and probe_s, probe_t
 #: (blind tuning sets of stop 27, scored untouched first), probe_u, probe_v (the same, stop 28), probe_w,
-#: probe_x (the same, stop 29), probe_y, probe_z (the same, stop 30); never
+#: probe_x (the same, stop 29); never
 #: the held-out half nor a validation set (probe_o, probe_p, probe_q).
 TRAINING_PAIRS = [DEV_DIR / "contradictions.jsonl",
                   _DATA / "contradictions_written.jsonl",
@@ -58,9 +58,7 @@ TRAINING_PAIRS = [DEV_DIR / "contradictions.jsonl",
                   EXAMPLES_DIR / "probe_u" / "contradictions.jsonl",
                   EXAMPLES_DIR / "probe_v" / "contradictions.jsonl",
                   EXAMPLES_DIR / "probe_w" / "contradictions.jsonl",
-                  EXAMPLES_DIR / "probe_x" / "contradictions.jsonl",
-                  EXAMPLES_DIR / "probe_y" / "contradictions.jsonl",
-                  EXAMPLES_DIR / "probe_z" / "contradictions.jsonl"]
+                  EXAMPLES_DIR / "probe_x" / "contradictions.jsonl"]
 
 
 def pair_of(row: dict) -> Pair:
