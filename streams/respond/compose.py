@@ -1596,25 +1596,34 @@ _OFFER_VERB = re.compile(r"\b(tem|tem ai|vende|vendem|aceita|aceitam|faz|fazem|s
 _ITEM_STOP = re.compile(r"[?,.;!]|\b(pra|para|pro|com|que|porque|pq|se|quando|mesmo|hoje|amanha|ai|na|no|nas|nos|em)\b")
 
 
-def unknown_object(message: str, units: Sequence[Unit]) -> set[str]:
-    """In a yes/no question about an item ("vcs vendem ração royal canin?", "tem
-    vacina contra leishmaniose?"), the words of the item that no retrieved unit
-    mentions, not even by prefix. The knowledge talks about the category (ração,
-    vacina) but never names this one: quoting the category would answer another
-    question, so the composer hands over."""
-    norm = normalize_chat(message.split("?")[0])
+def _asked_offer(message: str, norm: str) -> tuple[str, str] | None:
+    """In a yes/no question whether they have or do a thing, what follows the offer verb and the item
+    it names (``norm`` is the question's normalised text); None for other questions."""
     if not is_yes_no(message):
-        return set()
+        return None
     m = _OFFER_VERB.search(norm)
     # "minha sobrinha tem doença celíaca": what the customer's own person has is told, not asked;
     # "a suíte q tem varanda ...": a relative clause describes the item asked about, it asks no offer
     while m is not None and (_PERSON_BEFORE.search(norm[:m.start()]) or _RELATIVE_BEFORE.search(norm[:m.start()])):
         m = _OFFER_VERB.search(norm, m.end(1))
     if m is None:
-        return set()
+        return None
     item = _ITEM_STOP.split(m.group(2), maxsplit=1)[0]  # "shampoo" of "shampoo pra cachorro com alergia"
     if re.match(r"\s*\d", item):  # "já faz 20 min": time gone by, not an item
+        return None
+    return m.group(2), item
+
+
+def unknown_object(message: str, units: Sequence[Unit]) -> set[str]:
+    """In a yes/no question about an item ("vcs vendem ração royal canin?", "tem
+    vacina contra leishmaniose?"), the words of the item that no retrieved unit
+    mentions, not even by prefix. The knowledge talks about the category (ração,
+    vacina) but never names this one: quoting the category would answer another
+    question, so the composer hands over."""
+    asked = _asked_offer(message, normalize_chat(message.split("?")[0]))
+    if asked is None:
         return set()
+    _, item = asked
     _, focus = question_words(item)
     missing = focus & uncovered_focus(message, units)
     head = next((t for t in normalize_chat(item).split() if stem(t) in focus), None)
@@ -1655,22 +1664,15 @@ def offered_object(message: str) -> set[str]:
     elevador?", "vcs aceitam vale transporte?"), the stem of that thing (the first word naming
     something after the verb) with its other names (``concept_forms``); the things said around it
     ("a suíte do andar de cima") only say where it is asked. Empty for other questions."""
-    norm = normalize_chat(question_part(message).split("?")[0])
-    if not is_yes_no(message):
+    asked = _asked_offer(message, normalize_chat(question_part(message).split("?")[0]))
+    if asked is None:
         return set()
-    m = _OFFER_VERB.search(norm)
-    while m is not None and (_PERSON_BEFORE.search(norm[:m.start()]) or _RELATIVE_BEFORE.search(norm[:m.start()])):
-        m = _OFFER_VERB.search(norm, m.end(1))
-    if m is None:
-        return set()
-    item = _ITEM_STOP.split(m.group(2), maxsplit=1)[0]
-    if re.match(r"\s*\d", item):
-        return set()
+    asked_after_verb, item = asked
     _, focus = question_words(item)
     head = next((t for t in _measures(item).split() if stem(t) in focus), None)
     # the thing must end the question: "tem estacionamento pra moto?", "tem promoção de segunda?" ask of a
     # kind of it, which a line on the thing alone ("... o caminhão estacionado") does not answer
-    if head is None or question_words(m.group(2))[1] - {stem(head)}:
+    if head is None or question_words(asked_after_verb)[1] - {stem(head)}:
         return set()
     return {stem(head)} | concept_forms(message).get(stem(head), set())
 
