@@ -36,8 +36,16 @@ import sys
 from pathlib import Path
 
 from streams.learn.contradiction import MemoryView, rules_contradicts
-from streams.learn.contradiction_model import (FEATURES, MODEL_FILE, LearnedJudge, Pair, features, fit_logistic, loo_scores,
-                                               slot_floor)
+from streams.learn.contradiction_model import (
+    FEATURES,
+    MODEL_FILE,
+    LearnedJudge,
+    Pair,
+    features,
+    fit_logistic,
+    loo_scores,
+    slot_floor,
+)
 from streams.learn.fixtures import DEV_DIR, EXAMPLES_DIR, read_jsonl
 from streams.learn.lexicon import factual
 
@@ -130,7 +138,7 @@ def train(paths: list[Path]) -> tuple[dict, dict[float, float], list[list[float]
     model = {"version": f"contradiction-lr-{digest}", "trained_on": names, "pairs": len(rows),
              "l2": best, "loo_accuracy": round(scores[best], 4), "train_accuracy": round(train_acc, 4),
              "threshold": 0.5, "features": FEATURES, "weights": weights, "bias": bias}
-    return model, scores, rows, labels, sources
+    return model, scores, rows, labels, floors, sources
 
 
 def main(argv: list[str] | None = None) -> int:
