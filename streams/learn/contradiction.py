@@ -9,7 +9,10 @@ Two providers behind one port (``ContradictionChecker.check(old, new)``):
   single-valued slot got an incompatible value (an update), or the same value
   (or the whole slot) was negated. That verdict and the change-of-state cues
   ("agora", "voltou a", "largou", "não … mais", "se formou"…) are weighed by a
-  small classifier learnt from the development pairs (``contradiction_model.py``).
+  small classifier learnt from the development pairs (``contradiction_model.py``),
+  under a floor it cannot undo: the same single-valued slot with another value,
+  not negated, the contact's own and not for once, always contradicts
+  (``contradiction_model.slot_floor``).
   Instructions inside a fact are removed first and never change the verdict;
   counterfactual clauses ("se eu não tivesse alergia…") are removed too.
 - ``OpenAIContradictionChecker``: asks an OpenAI-compatible model for a yes/no
@@ -213,6 +216,15 @@ def rules_contradicts(old: MemoryView, new: MemoryView) -> Verdict:
     return Verdict(contradicts=False, reason="compatible")
 
 
+def _stated(view: MemoryView) -> MemoryView:
+    """``view`` as it states what is true now (``lexicon.factual``); a fact that is nothing but a
+    counterfactual states nothing, so its stored slot (read from that clause) is dropped too."""
+    text = S.factual(view.content)
+    if view.content.strip() and not text:
+        return view.model_copy(update={"content": "", "memory_key": None, "normalized_value": None})
+    return view.model_copy(update={"content": text})
+
+
 class RulesContradictionChecker:
     """The offline provider (``contradiction_provider = "rules"``): the slot parser's
     verdict and the change-of-state cues of both facts, weighed by the judge learnt
@@ -234,13 +246,13 @@ class RulesContradictionChecker:
     def check(self, old: MemoryView, new: MemoryView) -> Verdict:
         from streams.learn.contradiction_model import Pair, features
 
-        old_c = old.model_copy(update={"content": S.factual(old.content)})
-        new_c = new.model_copy(update={"content": S.factual(new.content)})
+        old_c, new_c = _stated(old), _stated(new)
         slot = rules_contradicts(old_c, new_c)
-        row = features(Pair(old.memory_type, old_c.content, new_c.content, slot.reason))
-        p = self.judge.score(row)
-        return Verdict(contradicts=p >= self.judge.threshold,
-                       reason=f"p={p:.2f} {self.judge.explain(row)} slot={slot.reason}")
+        pair = Pair(old.memory_type, old_c.content, new_c.content, slot.reason)
+        row = features(pair)
+        contradicts, p, floored = self.judge.decide(pair, row)
+        return Verdict(contradicts=contradicts,
+                       reason=f"p={p:.2f} {self.judge.explain(row)} slot={slot.reason}" + (" floor" if floored else ""))
 
 
 CONTRADICTION_SCHEMA = {

@@ -39,8 +39,11 @@ with the instructions (``lexicon.factual``): they state nothing current.
 A logistic regression over those features is trained on the development pairs
 (``python -m streams.learn.train_contradiction``, ``make train``); the weights
 live in ``models/contradiction.json`` (a few hundred bytes, versioned with the
-code). ``LearnedJudge.predict`` returns the probability that the old fact stops
-being current.
+code). ``LearnedJudge.score`` returns the probability that the old fact stops
+being current; ``LearnedJudge.decide`` adds the slot floor (``slot_floor``): the
+same single-valued slot with another value, the contact's own and lasting, retires
+the old fact whatever the weights say (a rule, not a weight: a retrain on a few
+more pairs must not be able to undo it).
 """
 
 from __future__ import annotations
@@ -164,6 +167,27 @@ def features(pair: Pair) -> list[float]:
     ]
 
 
+#: Reasons of ``rules_contradicts`` that read "update:" but are amounts, not slots (a count, the halves
+#: of an order): the judge weighs them.
+AMOUNT_UPDATES = ("update:count:", "update:halves:")
+
+
+def slot_floor(pair: Pair, row: Sequence[float]) -> bool:
+    """The rule the learnt weights cannot undo: the same single-valued slot, read by the lexicon on
+    both sides with different values and neither negated (``rules_contradicts`` "update:<key>:…"),
+    retires the old fact. Not when the change is someone else's (``about_someone_else``), holds once
+    or for a bounded while (``one_off``), or the new fact is nothing but an instruction or a
+    counterfactual (an instruction never forces a verdict; a counterfactual states nothing current):
+    the judge decides those. ``row`` is ``features(pair)``."""
+    reason = pair.rules_reason
+    if not reason.startswith("update:") or reason.startswith(AMOUNT_UPDATES):
+        return False
+    if row[FEATURES.index("one_off")] or row[FEATURES.index("about_someone_else")]:
+        return False
+    stated = L.strip_instructions(pair.new)
+    return bool(stated and L.strip_hypotheticals(stated))
+
+
 class LearnedJudge:
     """Logistic regression over ``features``; weights from ``models/contradiction.json``."""
 
@@ -185,6 +209,12 @@ class LearnedJudge:
     def score(self, row: Sequence[float]) -> float:
         z = self.bias + sum(w * x for w, x in zip(self.weights, row))
         return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+    def decide(self, pair: Pair, row: Sequence[float]) -> tuple[bool, float, bool]:
+        """(contradicts, p, floored): the slot floor (``slot_floor``) or ``p`` at the threshold."""
+        p = self.score(row)
+        floored = slot_floor(pair, row)
+        return floored or p >= self.threshold, p, floored
 
     def explain(self, row: Sequence[float], top: int = 3) -> str:
         parts = sorted(((w * x, name) for w, x, name in zip(self.weights, row, FEATURES) if x), reverse=True)
@@ -215,3 +245,42 @@ def fit_logistic(rows: Sequence[Sequence[float]], labels: Sequence[int], l2: flo
         w -= lr * (X.T @ g / n + l2 * (w - w0) / n)
         b -= lr * float(g.mean())
     return [round(float(v), 4) for v in w], round(b, 4)
+
+
+
+def loo_scores(rows: Sequence[Sequence[float]], labels: Sequence[int], held: Sequence[int], l2: float = 1.0,
+               steps: int = 3000, lr: float = 0.5) -> list[float]:
+    """For each index ``i`` of ``held``: the score of row ``i`` by the judge ``fit_logistic`` fits on
+    every other row (weights rounded as it rounds them). The same gradient steps, run at once for all
+    of them over the distinct (row, label) pairs weighted by their counts: pairs that read the same
+    share one fit, so leave-one-out costs a few fits' time instead of one fit per row."""
+    import numpy as np
+
+    held = list(held)
+    if not held:
+        return []
+    distinct: dict[tuple, int] = {}
+    of = [distinct.setdefault((tuple(r), int(y)), len(distinct)) for r, y in zip(rows, labels)]
+    X = np.asarray([k[0] for k in distinct], dtype=np.float64)
+    y = np.asarray([k[1] for k in distinct], dtype=np.float64)
+    count = np.bincount(of, minlength=len(distinct)).astype(np.float64)
+    models = sorted({of[i] for i in held})                    # one fit per distinct pair left out
+    col = {u: k for k, u in enumerate(models)}
+    weight = np.repeat(count[:, None], len(models), axis=1)
+    weight[models, np.arange(len(models))] -= 1.0              # model k never sees one copy of pair models[k]
+    d = X.shape[1]
+    w0 = np.asarray([PRIOR.get(name, 0.0) for name in FEATURES]) if d == len(FEATURES) else np.zeros(d)
+    W = np.tile(w0, (len(models), 1))
+    b = np.zeros(len(models))
+    n = len(rows) - 1
+    for _ in range(steps):
+        G = (1.0 / (1.0 + np.exp(-(X @ W.T + b))) - y[:, None]) * weight
+        W -= lr * (G.T @ X / n + l2 * (W - w0) / n)
+        b -= lr * G.sum(axis=0) / n
+    W, b = np.round(W, 4), np.round(b, 4)
+    out = []
+    for i in held:
+        k = col[of[i]]
+        z = max(-30.0, min(30.0, float(X[of[i]] @ W[k] + b[k])))
+        out.append(1.0 / (1.0 + math.exp(-z)))
+    return out

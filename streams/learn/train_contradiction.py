@@ -9,9 +9,11 @@ changes of state in chat spelling — diets, health, jobs, studies, payments, pa
 addresses, pets, habits — and look-alike pairs that do not contradict: additions,
 refinements, the same fact restated, instructions hidden in a fact) and the tuning
 sets of blind writers (``examples/probe_n/contradictions.jsonl``: 120 pairs, ten
-with an instruction hidden in a fact; probe_l, probe_m, probe_r, probe_s and probe_t: 40 each). ``contradictions_written2.jsonl`` is never
+with an instruction hidden in a fact; probe_l, probe_m, probe_r, probe_s … probe_z: 40 each). ``contradictions_written2.jsonl`` is never
 trained on: it checks the judge; nor are the validation and reserved sets.
 
+Every figure counts the verdict the checker gives: the slot floor
+(``contradiction_model.slot_floor``) where it holds, the weights elsewhere.
 Leave-one-out cross-validation picks the L2 strength and prints its accuracy;
 the model is then fitted on every pair and written to
 ``streams/learn/models/contradiction.json`` (deterministic: the same pairs give
@@ -34,7 +36,16 @@ import sys
 from pathlib import Path
 
 from streams.learn.contradiction import MemoryView, rules_contradicts
-from streams.learn.contradiction_model import FEATURES, MODEL_FILE, LearnedJudge, Pair, features, fit_logistic
+from streams.learn.contradiction_model import (
+    FEATURES,
+    MODEL_FILE,
+    LearnedJudge,
+    Pair,
+    features,
+    fit_logistic,
+    loo_scores,
+    slot_floor,
+)
 from streams.learn.fixtures import DEV_DIR, EXAMPLES_DIR, read_jsonl
 from streams.learn.lexicon import factual
 
@@ -44,7 +55,7 @@ _DATA = Path(__file__).resolve().parents[2] / "tests" / "learn" / "data"
 #: corpus, and the tuning sets of blind writers probe_n, probe_l and probe_m (tuning sets
 #: since stop 26), probe_r (a tuning set since stop 26, trained on since stop 27) and probe_s, probe_t
 #: (blind tuning sets of stop 27, scored untouched first), probe_u, probe_v (the same, stop 28), probe_w,
-#: probe_x (the same, stop 29); never
+#: probe_x (the same, stop 29), probe_y, probe_z (the same, stop 30); never
 #: the held-out half nor a validation set (probe_o, probe_p, probe_q).
 TRAINING_PAIRS = [DEV_DIR / "contradictions.jsonl",
                   _DATA / "contradictions_written.jsonl",
@@ -58,7 +69,9 @@ TRAINING_PAIRS = [DEV_DIR / "contradictions.jsonl",
                   EXAMPLES_DIR / "probe_u" / "contradictions.jsonl",
                   EXAMPLES_DIR / "probe_v" / "contradictions.jsonl",
                   EXAMPLES_DIR / "probe_w" / "contradictions.jsonl",
-                  EXAMPLES_DIR / "probe_x" / "contradictions.jsonl"]
+                  EXAMPLES_DIR / "probe_x" / "contradictions.jsonl",
+                  EXAMPLES_DIR / "probe_y" / "contradictions.jsonl",
+                  EXAMPLES_DIR / "probe_z" / "contradictions.jsonl"]
 
 
 def pair_of(row: dict) -> Pair:
@@ -69,25 +82,28 @@ def pair_of(row: dict) -> Pair:
     return Pair(row["memory_type"], row["old"], row["new"], rules_contradicts(old, new).reason)
 
 
-def _right(weights: list[float], bias: float, row: list[float], label: int) -> bool:
-    return (LearnedJudge(weights, bias).score(row) >= 0.5) == bool(label)
+def _right(weights: list[float], bias: float, row: list[float], label: int, floored: bool) -> bool:
+    """The verdict the checker gives (the slot floor, else the weights at 0.5) against the label."""
+    return (floored or LearnedJudge(weights, bias).score(row) >= 0.5) == bool(label)
 
 
-def loo_accuracy(rows: list[list[float]], labels: list[int], l2: float) -> float:
-    right = 0
-    for i in range(len(rows)):
-        w, b = fit_logistic(rows[:i] + rows[i + 1:], labels[:i] + labels[i + 1:], l2=l2, steps=1500)
-        right += _right(w, b, rows[i], labels[i])
+def loo_accuracy(rows: list[list[float]], labels: list[int], floors: list[bool], l2: float) -> float:
+    """Leave-one-out accuracy of the checker's verdict: a floored pair is decided by the floor,
+    whatever the weights; every other pair by the judge fitted on the rest (``loo_scores``)."""
+    held = [i for i, floored in enumerate(floors) if not floored]
+    right = sum(bool(labels[i]) for i, floored in enumerate(floors) if floored)
+    right += sum((p >= 0.5) == bool(labels[i]) for i, p in zip(held, loo_scores(rows, labels, held, l2=l2, steps=1500)))
     return right / len(rows)
 
 
-def choose_l2(rows: list[list[float]], labels: list[int]) -> tuple[float, dict[float, float]]:
+def choose_l2(rows: list[list[float]], labels: list[int], floors: list[bool]) -> tuple[float, dict[float, float]]:
     """The L2 strength with the best leave-one-out accuracy (ties: the stronger)."""
-    scores = {l2: loo_accuracy(rows, labels, l2) for l2 in L2_GRID}
+    scores = {l2: loo_accuracy(rows, labels, floors, l2) for l2 in L2_GRID}
     return max(L2_GRID, key=lambda l2: (scores[l2], l2)), scores
 
 
-def nested_loso(rows: list[list[float]], labels: list[int], sources: list[str]) -> dict[str, tuple[int, int]]:
+def nested_loso(rows: list[list[float]], labels: list[int], floors: list[bool],
+                sources: list[str]) -> dict[str, tuple[int, int]]:
     """Per source: (right, total) of a judge fitted on the other sources, its L2 chosen
     by leave-one-out on those other sources only."""
     out = {}
@@ -95,30 +111,34 @@ def nested_loso(rows: list[list[float]], labels: list[int], sources: list[str]) 
         train = [i for i, s in enumerate(sources) if s != held]
         test = [i for i, s in enumerate(sources) if s == held]
         tr_rows, tr_labels = [rows[i] for i in train], [labels[i] for i in train]
-        l2, _ = choose_l2(tr_rows, tr_labels)
+        l2, _ = choose_l2(tr_rows, tr_labels, [floors[i] for i in train])
         w, b = fit_logistic(tr_rows, tr_labels, l2=l2)
-        out[held] = (sum(_right(w, b, rows[i], labels[i]) for i in test), len(test))
+        out[held] = (sum(_right(w, b, rows[i], labels[i], floors[i]) for i in test), len(test))
     return out
 
 
-def train(paths: list[Path]) -> tuple[dict, dict[float, float], list[list[float]], list[int], list[str]]:
-    """The artefact (as a dict) trained on ``paths``, the leave-one-out scores, and the data."""
-    rows, labels, sources = [], [], []
+def train(paths: list[Path]) -> tuple[dict, dict[float, float], list[list[float]], list[int], list[bool], list[str]]:
+    """The artefact (as a dict) trained on ``paths``, the leave-one-out scores, and the data
+    (rows, labels, whether the slot floor decides each pair, sources). The weights are fitted on
+    every pair, floored or not: a slot update is evidence of what the slot feature means in the
+    pairs the floor leaves to the judge (a count changed, a complaint resolved, a one-off)."""
+    rows, labels, floors, sources = [], [], [], []
     for p in paths:
         for r in read_jsonl(p):
-            rows.append(features(pair_of(r)))
+            pair = pair_of(r)
+            rows.append(features(pair))
+            floors.append(slot_floor(pair, rows[-1]))
             labels.append(int(bool(r["contradicts"])))
             sources.append(f"{p.parent.name}/{p.name}")
-    best, scores = choose_l2(rows, labels)
+    best, scores = choose_l2(rows, labels, floors)
     weights, bias = fit_logistic(rows, labels, l2=best)
-    judge = LearnedJudge(weights, bias)
-    train_acc = sum((judge.score(x) >= 0.5) == bool(y) for x, y in zip(rows, labels)) / len(rows)
+    train_acc = sum(_right(weights, bias, x, y, f) for x, y, f in zip(rows, labels, floors)) / len(rows)
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in paths)).hexdigest()[:12]
     names = [f"{p.parent.name}/{p.name}" for p in paths]
     model = {"version": f"contradiction-lr-{digest}", "trained_on": names, "pairs": len(rows),
              "l2": best, "loo_accuracy": round(scores[best], 4), "train_accuracy": round(train_acc, 4),
              "threshold": 0.5, "features": FEATURES, "weights": weights, "bias": bias}
-    return model, scores, rows, labels, sources
+    return model, scores, rows, labels, floors, sources
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         print("refusing to train on the held-out half", file=sys.stderr)
         return 2
     paths = [p for p in args.pairs if p.exists()]
-    model, scores, rows, labels, sources = train(paths)
+    model, scores, rows, labels, floors, sources = train(paths)
     text = json.dumps(model, indent=1) + "\n"
     if args.check:
         current = args.out.read_text() if args.out.exists() else ""
@@ -145,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.out} is what {len(rows)} pairs ({', '.join(model['trained_on'])}) give")
         return 0
     if len(set(sources)) > 1 and not args.no_report:
-        per = nested_loso(rows, labels, sources)
+        per = nested_loso(rows, labels, floors, sources)
         right, total = sum(r for r, _ in per.values()), sum(t for _, t in per.values())
         print(f"nested leave-one-source-out accuracy {right / total:.3f} ({right}/{total}): "
               + ", ".join(f"{s} {r}/{t}" for s, (r, t) in per.items()))

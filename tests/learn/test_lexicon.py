@@ -132,7 +132,7 @@ def test_check_says_whether_the_artefact_is_what_the_pairs_give(tmp_path, capsys
     assert main(["--pairs", str(pairs), "--out", str(out), "--check"]) == 1
 
 
-@pytest.mark.slow  # retrains the judge twice (~2-4 min): in `make test`, not the unit tier
+@pytest.mark.slow  # retrains the judge twice (~20 s): in `make test`, not the unit tier
 def test_training_is_reproducible_and_never_reads_the_heldout_half(tmp_path):
     from streams.learn.fixtures import HELDOUT_DIR
     from streams.learn.train_contradiction import main
