@@ -1118,6 +1118,13 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "em casa": ("domiciliar", "domicilio"), "na minha casa": ("domiciliar", "domicilio"),
     "a domicilio": ("domiciliar",), "vr": ("vale refeicao", "refeicao"), "ticket refeicao": ("vale refeicao",), "pagar depois": ("fiado", "posterior"), "pago depois": ("fiado", "posterior"),
     "pendura": ("fiado",), "pendurar": ("fiado",), "estacionar": ("estacionamento",),
+    # paying later said by when ("posso pagar na semana que vem?", "metade hoje e metade no dia 5", "acerto no fim do
+    # mes"): the knowledge's "fiado" / "pagamento posterior"
+    **{f"{v} {w}": ("fiado", "posterior") for v in ("pagar", "pago", "pagamos", "acertar", "acerto", "acertamos")
+       for w in ("na semana que vem", "semana que vem", "no mes que vem", "mes que vem", "no fim do mes",
+                 "no final do mes", "outro dia", "no outro dia", "quando eu receber", "quando receber o salario")},
+    **{f"metade {w}": ("fiado", "posterior") for w in ("no dia", "depois", "na semana que vem", "no mes que vem",
+                                                       "no fim do mes", "quando eu receber")},
     # where to leave the car said as a verb ("tem onde parar o carro?", "onde deixo a moto?")
     **{f"{v} {a}{o}": ("estacionamento", "estacionar") for v in ("parar", "paro", "deixar", "deixo", "largar")
        for a in ("o ", "a ", "meu ", "minha ", "") for o in ("carro", "moto", "caminhonete")},

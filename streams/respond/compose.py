@@ -303,6 +303,7 @@ tempo antecedencia prazo durante pedir moro mora morar
 sou somos estou estamos era eram problema problemas for forem formos fosse fossem fossemos
 diferenca diferencas rola sera proprio propria pegar so quer
 estabelecimento
+num numa nuns numas dum duma
 """.split())
 
 _PRICE_Q = re.compile(r"\b(quanto|quanta|valor|valores|preco|precos|custa|custam|cobra|cobram|taxa|sai por|orcamento)\b")
@@ -1452,8 +1453,12 @@ _LEXICON_WORDS = frozenset(w for k in CONCEPTS for w in k.split() if len(w) >= 4
 # "metade calabresa metade mussarela", "meia quatro queijos e meia frango": two halves of two flavours,
 # what a menu calls "meio a meio" (the flavours are the halves, not the question)
 # a flavour may be written with a digit ("metade calabresa metade 4 queijos")
-_HALVES = re.compile(r"\b(?:metade|meia|meio) (?!a\b)(?:de )?(?:\d+ )?[a-zà-ÿ]+(?: [a-zà-ÿ]+)??(?:,| e| com)? (?:a )?"
-                     r"(?:outra )?(?:metade|meia|meio) (?:de )?(?:\d+ )?[a-zà-ÿ]+", re.I)
+# ... but two halves of a time ("metade hj e metade no dia 5", "meia hora"): a payment or a wait split in two, no pizza
+_TIME_WORDS = (r"(?!(?:hj|hoje|amanha|amanhã|agora|depois|antes|ja|já|no|na|dia|semana|mes|mês|hora|horas|ano|quando|"
+               r"segunda|terca|terça|quarta|quinta|sexta|sabado|sábado|domingo)\b)")
+_HALVES = re.compile(r"\b(?:metade|meia|meio) (?!a\b)(?:de )?" + _TIME_WORDS + r"(?:\d+ )?[a-zà-ÿ]+(?: [a-zà-ÿ]+)??"
+                     r"(?:,| e| com)? (?:a )?(?:outra )?(?:metade|meia|meio) (?:de )?" + _TIME_WORDS + r"(?:\d+ )?[a-zà-ÿ]+",
+                     re.I)
 
 
 def halves_named(message: str) -> str:
@@ -1539,6 +1544,10 @@ def told_people(message: str) -> set[str]:
     return {stem(m.group(1)) for m in _THEIR_PERSON.finditer(normalize_chat(message)) if m.group(1) in _PEOPLE}
 
 
+# a sum said in words of money ("250 reais", "uns 50 conto", "20 pila"): the knowledge writes it "R$"
+_MONEY_STEMS = frozenset(stem(w) for w in ("reais", "real", "conto", "contos", "pila", "pilas"))
+
+
 def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
     """Focus words of the question that no retrieved unit mentions, not even by prefix; the customer's
     people (``told_people``) are who it is for, not what it asks, and never counted."""
@@ -1548,6 +1557,8 @@ def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
     for u in units:
         words |= _unit_words(u.text, u.context)
     stems = {stem(w) for w in words}
+    if any("R$" in u.text for u in units):   # "uma conta de 250 reais": a sum, where the knowledge writes R$
+        stems |= _MONEY_STEMS
     norm = _measures(normalize_chat(message))
     in_range = {stem(f"{a}{m}") for a, m in _Q_AMOUNT.findall(norm)} \
         if any(range_match(norm, fold(u.text)) for u in units) else set()  # "30kg" → "acima de 15 kg"

@@ -19,6 +19,7 @@ from typing import Sequence
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
+from streams.learn.lexicon import concepts_in
 from streams.respond import compose
 from streams.respond import intent as i
 from streams.respond.model import Generation, KnowledgeChunk, ReplyRequest, Usage
@@ -85,8 +86,15 @@ def _decisive_words(message: str, intent: str) -> list[str]:
     norm = i.normalize_chat(message)
     # both intents' keywords: the line between a rule ("da pra parcelar?") and a fact ("tem
     # estacionamento?") is where the intent most often errs, and the subject asked is the same
-    return [m.group(0) for (it, kw, w, rx), literal in zip(lexicon.patterns, lexicon.literals)
-            if it in (i.POLICY, i.INFO) and w >= DECISIVE_WEIGHT and literal in norm for m in rx.finditer(norm)]
+    heavy = [(rx, literal) for (it, kw, w, rx), literal in zip(lexicon.patterns, lexicon.literals)
+             if it in (i.POLICY, i.INFO) and w >= DECISIVE_WEIGHT]
+    out = [m.group(0) for rx, literal in heavy if literal in norm for m in rx.finditer(norm)]
+    # ... or said by another name ("da pra dividir?" → parcelamento, "se eu desistir" → cancelamento, "pagar na
+    # semana que vem" → fiado): the concept's names a heavy keyword matches are the subject too
+    for _, others in concepts_in(norm):
+        for other in map(fold, others):
+            out += [m.group(0) for rx, literal in heavy if literal in other for m in rx.finditer(other)]
+    return list(dict.fromkeys(out))
 
 
 def split_sentences(text: str) -> list[str]:
@@ -567,10 +575,21 @@ class OfflineComposer:
             return None
         top = next((s for s in scored if s.unit == best[0]), None)
         q_all, own = compose.question_words(message)
-        if top is None or (acts and compose.names_act(top.unit.text, acts)):
+        if top is None:
             return None
         top_says_no = compose.says_no(top.unit.text, own)
         focus = compose.expanded_focus(message)
+        if acts and not top_says_no:
+            # "rompeu o ligamento, vcs operam?": "Não fazemos cirurgias ortopédicas" denies the whole kind the
+            # question names otherwise (ligamento → ortopedia), a kind the best unit never names
+            kinds = (focus - own) - compose.unit_words(top.unit)
+            whole = [s for s in scored if s.unit not in best and s.score >= self.fuller_ratio * top.score
+                     and compose.opens_with_no(s.unit.text)
+                     and compose.denies_whole_kind(s.unit.text, kinds, q_all | focus)]
+            if whole:
+                return max(whole, key=lambda s: s.score).unit
+        if acts and compose.names_act(top.unit.text, acts):
+            return None
         part = compose.question_part(message)
         own_part = compose.expanded_focus(part) if part != message else set()
 

@@ -1,0 +1,84 @@
+"""Which line answers: a rule's subject said in other words, a "no" to a whole kind, a sum in reais,
+halves of a time. Knowledge and questions invented here (a bakery, a dentist, a vet, a barber shop)."""
+
+from uuid import uuid4
+
+from streams.respond.compose import halves_named, uncovered_focus, units_of_chunks
+from streams.respond.generate import FALLBACK_NO_KNOWLEDGE, OfflineComposer, _decisive_words
+from streams.respond.model import KnowledgeChunk, ReplyRequest
+
+BAKERY = """# Encomendas
+
+- **Bolo meio a meio**: dois sabores no mesmo bolo, cobramos o valor do sabor mais caro.
+- Bolos de aniversário a partir de 2 kg, com 48 horas de antecedência.
+
+# Pagamento
+
+Aceitamos Pix, cartão de débito e dinheiro. Não vendemos fiado nem aceitamos pagamento posterior.
+Encomendas acima de R$ 400,00 podem ser parceladas em até 3x no cartão."""
+
+DENTIST = """# Tratamentos
+
+- Tratamento de canal (molar): R$ 950,00.
+- Clareamento a laser: R$ 700,00.
+
+**Parcelamento**: tratamentos podem ser divididos em até 6x sem juros no cartão de crédito.
+
+**Cancelamento**: desmarcando com até 24 horas de antecedência, o sinal vira crédito."""
+
+VET = """# Cirurgias
+
+Antes da cirurgia: exames pré-operatórios e jejum de 8 horas são obrigatórios. O pet volta para casa no mesmo dia.
+
+Não fazemos cirurgias ortopédicas.
+
+Castração de gato: R$ 300,00."""
+
+BARBER = """# Promoções
+
+Quarta do Corte: 30% de desconto no corte masculino às quartas-feiras.
+
+Barba: R$ 35,00."""
+
+
+def ask(message, intent, *texts):
+    chunks = [KnowledgeChunk(uuid4(), uuid4(), 0.3, t) for t in texts]
+    req = ReplyRequest(messages=[], message=message, intent=intent, retrieval="required", chunks=tuple(chunks))
+    return OfflineComposer().generate(req).text
+
+
+def test_two_halves_of_a_time_are_no_two_flavours():
+    assert halves_named("da pra fazer o bolo metade chocolate metade morango?") == "da pra fazer o bolo meio a meio?"
+    told = "posso acertar metade agora e metade no dia 20?"
+    assert halves_named(told) == told
+    assert halves_named("metade amanha e metade sexta") == "metade amanha e metade sexta"
+
+
+def test_paying_later_told_by_when_is_the_no_on_credit():
+    assert "fiado" in ask("posso acertar metade agora e metade no dia 20?", "policy", BAKERY)
+    assert "fiado" in ask("consigo pagar no fim do mes? sou freguesa antiga", "policy", BAKERY)
+
+
+def test_a_rule_said_by_another_name_is_the_subject():
+    assert "parcelamento" in _decisive_words("da pra dividir o clareamento?", "policy")
+    assert "cancelamento" in _decisive_words("e se eu desistir da consulta?", "policy")
+    assert "6x" in ask("consigo dividir o tratamento de canal?", "policy", DENTIST)
+    assert "crédito" in ask("se eu desistir do clareamento perco o sinal?", "policy", DENTIST)
+
+
+def test_an_act_asked_is_denied_by_the_no_on_its_whole_kind():
+    text = ask("minha gata fraturou a pata pulando do armario, vcs operam?", "info_request", VET)
+    assert "ortopédicas" in text and text.startswith("Não")
+
+
+def test_a_sum_in_reais_is_no_unknown_thing():
+    units = units_of_chunks([BAKERY])
+    assert not uncovered_focus("consigo parcelar uma encomenda de 250 reais?", units)
+    text = ask("consigo parcelar uma encomenda de 250 reais?", "policy", BAKERY)
+    assert "R$ 400,00" in text and FALLBACK_NO_KNOWLEDGE not in text
+
+
+def test_numa_is_no_thing_asked():
+    units = units_of_chunks([BARBER])
+    assert not uncovered_focus("tem desconto se eu for numa quarta?", units)
+    assert "30%" in ask("tem desconto se eu for numa quarta?", "policy", BARBER)
