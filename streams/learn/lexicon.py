@@ -1165,9 +1165,26 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
 _CONCEPT_RE = re.compile(r"\b(" + "|".join(sorted(map(re.escape, CONCEPTS), key=len, reverse=True)) + r")\b")
 
 
+# "em casa" names home care by the service its verb names ("atende em casa?", "pode vir aqui em casa?", "fazem
+# consulta em casa?"); a verb of carrying the pet or the order ("buscam o cachorro em casa?", "entregam em casa?",
+# "deixo ele em casa") makes it the place of a pick-up or a delivery, never "domiciliar"
+AT_HOME = frozenset({"em casa", "na minha casa", "a domicilio"})
+_CARRYING = re.compile(r"^(?:busc|lev|traz|trag|trou|peg|entreg|mand|deix|transport|retir)")
+_CLAUSE_BREAK = re.compile(r"[?!.,;]|\b(?:e|mas|ou|porque|pq)\b")
+
+
+def carried_home(normalized: str, start: int) -> bool:
+    """Is the home phrase at ``start`` the place something is carried to or from (the verb before it, in its
+    clause: "buscam o cachorro em casa", "vem buscar aqui em casa")?"""
+    clause = _CLAUSE_BREAK.split(normalized[:start])[-1]
+    return any(_CARRYING.match(w) for w in clause.split()[-5:])
+
+
 def concepts_in(normalized: str) -> list[tuple[str, tuple[str, ...]]]:
-    """The customer's words of ``CONCEPTS`` found in a normalised text, with their other names."""
-    return [(m.group(1), CONCEPTS[m.group(1)]) for m in _CONCEPT_RE.finditer(normalized)]
+    """The customer's words of ``CONCEPTS`` found in a normalised text, with their other names (a home phrase
+    only where it names a service done at home: ``carried_home``)."""
+    return [(m.group(1), CONCEPTS[m.group(1)]) for m in _CONCEPT_RE.finditer(normalized)
+            if not (m.group(1) in AT_HOME and carried_home(normalized, m.start()))]
 
 
 # ------------------------------------------------------------ recall's word evidence

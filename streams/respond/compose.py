@@ -55,7 +55,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
-from streams.learn.lexicon import CONCEPTS, ROLES, concepts_in
+from streams.learn.lexicon import AT_HOME, CONCEPTS, ROLES, carried_home, concepts_in
 from streams.respond.text import STOPWORDS, fold, normalize_chat
 
 _PLURALS = (("oes", "ao"), ("aes", "ao"), ("ais", "al"), ("eis", "el"), ("ns", "m"), ("res", "r"), ("zes", "z"))
@@ -463,10 +463,20 @@ def unframed(norm: str) -> str:
     return _FRAME.sub("", norm, count=1)
 
 
+_HOME = re.compile(r"\b(?:em casa|na minha casa)\b")
+
+
+def _without_carried_home(norm: str) -> str:
+    """"vcs buscam o cachorro em casa?": the customer's home is where the pet is fetched (``carried_home``),
+    the place of the pick-up, no thing the knowledge names ("voltam para casa" answers nothing of it)."""
+    return _HOME.sub(lambda m: " " if carried_home(norm, m.start()) else m.group(0), norm)
+
+
 @functools.lru_cache(maxsize=1024)
 def _question_words(message: str) -> tuple[frozenset[str], frozenset[str]]:
     # one message is read here a dozen times while its reply is made
-    tokens = [t for t in _measures(unframed(normalize_chat(message))).split() if t not in STOPWORDS and len(t) > 1]
+    norm = _without_carried_home(_measures(unframed(normalize_chat(message))))
+    tokens = [t for t in norm.split() if t not in STOPWORDS and len(t) > 1]
     return frozenset(stem(t) for t in tokens), frozenset(stem(t) for t in tokens if t not in GENERIC and not t.isdigit())
 
 
@@ -1597,6 +1607,19 @@ def unnamed_phrases(message: str, units: Sequence[Unit]) -> set[str]:
         return x in stems or (len(x) >= 4 and any(w.startswith(x) for w in words))
     return {t for t, names in phrase_forms(message).items()
             if t in focus and names - {t} and not any(named(x) for x in names - {t})}
+
+
+def says_asked_phrase(message: str, unit: Unit) -> bool:
+    """A yes/no question naming a service by where it is done ("vcs atendem em casa?", "pode vir aqui em casa?"),
+    in the clauses that ask it: does ``unit`` name that service as the knowledge does ("Não fazemos atendimento
+    domiciliar"), by the phrase's other name (``lexicon.concepts_in``, which reads the verb: "buscam o cachorro
+    em casa" is a pick-up), not by the bare word it shares ("voltam para casa")?"""
+    part = question_part(message)
+    if not is_yes_no(part):
+        return False
+    names = {stem(t) for word, others in concepts_in(normalize_chat(part)) if word in AT_HOME
+             for o in others for t in fold(o).split()}
+    return bool(names & unit_words(unit))
 
 
 _OFFER_VERB = re.compile(r"\b(tem|tem ai|vende|vendem|aceita|aceitam|faz|fazem|serve|servem|trabalha com|trabalham com|"

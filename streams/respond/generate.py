@@ -269,11 +269,17 @@ class OfflineComposer:
             # one only sounding like it ("Não aceitamos cheque.")
             ranked = [s for s in ranked if s.focus_hits]
         ranked = self._on_the_thing_asked(message, units, ranked, intent)
+        # "vcs atendem em casa?": the line naming the service as the knowledge does ("atendimento domiciliar")
+        # answers it, over lines sharing the bare word ("voltam para casa"), however long the story around it
+        phrased = [s for s in scored if compose.says_asked_phrase(message, s.unit)] \
+            if intent not in (i.GENERAL, i.OBJECTION) else []
+        if phrased:
+            ranked = sorted(phrased, key=lambda s: (-s.score, s.unit.order))
         # "459 na lírio?? tá caro": an objection naming the amount it objects to is answered with the
         # line priced at that amount first (the price confirmed), then a deal if there is one
         quoted = self._priced_as_named(message, scored) if intent == i.OBJECTION else None
-        if not ranked or self._mostly_uncovered(compose.question_part(message), units, focus, ranked[0], intent,
-                                                self._said_otherwise):
+        if not ranked or (not phrased and self._mostly_uncovered(compose.question_part(message), units, focus,
+                                                                 ranked[0], intent, self._said_otherwise)):
             return [quoted] if quoted is not None else []
         ranked = self._narrow(message, ranked, intent)
         if compose.wants_price(message, intent == i.PRICE):

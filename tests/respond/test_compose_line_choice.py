@@ -6,6 +6,7 @@ from uuid import uuid4
 from streams.respond.compose import halves_named, uncovered_focus, units_of_chunks
 from streams.respond.generate import FALLBACK_NO_KNOWLEDGE, OfflineComposer, _decisive_words
 from streams.respond.model import KnowledgeChunk, ReplyRequest
+from streams.respond.text import normalize_chat
 
 BAKERY = """# Encomendas
 
@@ -82,3 +83,39 @@ def test_numa_is_no_thing_asked():
     units = units_of_chunks([BARBER])
     assert not uncovered_focus("tem desconto se eu for numa quarta?", units)
     assert "30%" in ask("tem desconto se eu for numa quarta?", "policy", BARBER)
+
+
+GROOMER = """# Atendimento
+
+Não fazemos atendimento domiciliar: o banho é sempre na loja.
+
+Depois do banho, os pets voltam para casa perfumados e com lacinho.
+
+# Táxi dog
+
+Táxi dog nos bairros Jardim Primavera e Vila Esperança: R$ 20,00 ida e volta."""
+
+
+def test_at_home_names_home_care_by_the_verb():
+    from streams.learn.lexicon import concepts_in
+
+    def phrases(message):
+        return [w for w, _ in concepts_in(normalize_chat(message))]
+    assert "em casa" in phrases("a tosadora pode vir aqui em casa?")
+    assert "em casa" in phrases("vcs atendem em casa?")
+    assert "em casa" not in phrases("vcs buscam a cachorra em casa?")
+    assert "em casa" not in phrases("voces vem buscar o gato aqui em casa?")
+    assert "em casa" not in phrases("entregam em casa?")
+
+
+def test_home_care_asked_is_answered_by_the_home_care_line():
+    story = ("minha avo tem 90 anos e nao dirige mais, o cachorro dela ta imundo de tanto rolar na terra, "
+             "vcs atendem em casa?")
+    for message in (story, "a tosadora pode vir aqui em casa?"):
+        text = ask(message, "info_request", GROOMER)
+        assert "domiciliar" in text and "lacinho" not in text, message
+
+
+def test_a_pick_up_at_home_is_no_home_care_question():
+    text = ask("vcs buscam a cachorra em casa no jardim primavera?", "info_request", GROOMER)
+    assert "Jardim Primavera" in text and "domiciliar" not in text and "lacinho" not in text
