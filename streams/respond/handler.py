@@ -67,8 +67,10 @@ from streams.respond.compose import (
     extreme_item,
     extreme_price,
     halves_named,
+    is_yes_no,
     item_name,
     offers_deal,
+    opens_with_no,
     paired_items,
     party_size,
     phrase_forms,
@@ -78,6 +80,7 @@ from streams.respond.compose import (
     states_party_limit,
     told_place,
     uncovered_focus,
+    unit_words,
     units_of_chunks,
     unnamed_phrases,
 )
@@ -630,6 +633,8 @@ def _by_words_steps(msg: InboundMessage, p: Plan, asked: str, stems: list[str], 
         # "a pizza chegou fria, o q eu faço?": what the business does about a problem is found by its
         # words, whatever the story names
         chunks = chunks[: max(0, limit - 1)] + (yield from _problem_steps(msg, chunks, lexical))
+    if chunks and stems:
+        chunks = yield from _denial_steps(msg, asked, stems, chunks, lexical, limit)
     if chunks:
         chunks = yield from _named_item_line_steps(msg, asked, chunks, lexical, limit)
     chunks = yield from _extreme_of_kind_steps(msg, asked, chunks, lexical, limit)
@@ -808,6 +813,43 @@ def _most_words_steps(msg: InboundMessage, asked: str, stems: list[str], chunks:
         if found:
             return rerank(msg.text, list(found.values()))[:limit]
     return chunks
+
+
+MAX_DENIAL_SEARCHES = 12
+
+
+def _denial_steps(msg: InboundMessage, asked: str, stems: list[str], chunks: list[KnowledgeChunk], lexical,
+                  limit: int) -> Steps[Calls, list[Any], list[KnowledgeChunk]]:
+    """A yes/no question's honest "no" is often a short line ("Não hospedamos gatos.") whose vector is far from
+    the question ("posso deixar minha gata hospedada uns dias?"): a line of the account opening with a denial
+    that names every word of the question but one (or another name of it: ``concept_forms``) takes the last
+    place, when no retrieved line is such a denial."""
+    if len(stems) < 3 or not is_yes_no(asked):
+        return chunks
+    forms = concept_forms(asked)
+
+    def names(unit_stems: frozenset[str], keep: Sequence[str]) -> bool:
+        return all(any(w.startswith(x) for w in unit_stems for x in {k} | forms.get(k, set()) if len(x) >= 3)
+                   for k in keep)
+    keeps = list(itertools.combinations(stems, len(stems) - 1))
+
+    def denial_in(c: KnowledgeChunk) -> bool:
+        return any(opens_with_no(u.text) and any(names(unit_words(u), keep) for keep in keeps)
+                   for u in units_of_chunks([c.text]))
+    if any(denial_in(c) for c in chunks):
+        return chunks
+    searches = []
+    for keep in keeps:
+        searches.append(list(keep))
+        searches += _named_otherwise(asked, list(keep))
+    searches = searches[:MAX_DENIAL_SEARCHES]
+    hits_of = yield [(lexical, (msg.account_id, v, MAX_MISSING_WORD_CHUNKS + 1)) for v in searches]
+    have = {c.chunk_id for c in chunks}
+    found = {c.chunk_id: c for hits in hits_of for c in map(_as_chunk, hits)
+             if c.chunk_id not in have and denial_in(c)}
+    if not found:
+        return chunks
+    return chunks[: max(0, limit - 1)] + rerank(msg.text, list(found.values()))[:1]
 
 
 DEAL_STEMS = ("promo", "desco")   # "promoção", "desconto": where a business writes its deals

@@ -119,3 +119,34 @@ def test_home_care_asked_is_answered_by_the_home_care_line():
 def test_a_pick_up_at_home_is_no_home_care_question():
     text = ask("vcs buscam a cachorra em casa no jardim primavera?", "info_request", GROOMER)
     assert "Jardim Primavera" in text and "domiciliar" not in text and "lacinho" not in text
+
+
+KENNEL = {"stay": "# Creche\n\nA creche funciona das 7h às 19h. Não hospedamos coelhos.\n\nDiária da creche: R$ 60,00.",
+          "rules": "# Regras\n\nNão aceitamos fêmeas no cio. O tutor pode trazer a ração do pet.",
+          "bath": "# Banho\n\nBanho de coelho com secagem: R$ 45,00."}
+
+
+def test_a_denial_naming_all_the_question_but_one_word_is_searched():
+    """"posso deixar meu coelho hospedado uns dias?": the line "Não hospedamos coelhos." is far from the question
+    by its vector; it names every word of it but "deixar", so it takes the last place."""
+    from uuid import NAMESPACE_URL as NS
+    from uuid import uuid5
+
+    from streams.respond.handler import _as_chunk, _denial_steps, _steps_here, lexical_stems
+    from streams.respond.text import fold
+
+    def lexical(account_id, stems, limit):
+        return [(uuid5(NS, k), uuid5(NS, k), 1.0, t) for k, t in KENNEL.items()
+                if all(any(w.startswith(s) for w in fold(t).split()) for s in stems)][:limit]
+
+    q = "posso deixar meu coelho hospedado uns dias?"
+    msg = type("Msg", (), {"account_id": 1, "text": q})()
+    near = [_as_chunk((uuid5(NS, k), uuid5(NS, k), 0.6, KENNEL[k])) for k in ("rules", "bath")]
+    got = _steps_here(_denial_steps(msg, q, lexical_stems(q), near, lexical, 2))
+    assert [c.text for c in got] == [KENNEL["rules"], KENNEL["stay"]]
+    assert "não hospedamos coelhos" in ask(q, "policy", *[c.text for c in got])
+    # a question that is no yes/no one, or a denial already there: nothing searched
+    assert _steps_here(_denial_steps(msg, "quanto custa hospedar meu coelho uns dias?",
+                                     lexical_stems(q), near, lexical, 2)) == near
+    have = [near[0], _as_chunk((uuid5(NS, "stay"), uuid5(NS, "stay"), 0.7, KENNEL["stay"]))]
+    assert _steps_here(_denial_steps(msg, q, lexical_stems(q), have, lexical, 2)) == have
