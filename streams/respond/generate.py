@@ -82,19 +82,27 @@ def _decisive_words(message: str, intent: str) -> list[str]:
     "cancel*", "fumar", "estacion*"): the subject asked about, whatever else the question names."""
     if intent not in (i.POLICY, i.INFO):
         return []
-    lexicon = i.lexicon_for(None)
     norm = i.normalize_chat(message)
     # both intents' keywords: the line between a rule ("da pra parcelar?") and a fact ("tem
     # estacionamento?") is where the intent most often errs, and the subject asked is the same
-    heavy = [(rx, literal) for (it, kw, w, rx), literal in zip(lexicon.patterns, lexicon.literals)
-             if it in (i.POLICY, i.INFO) and w >= DECISIVE_WEIGHT]
-    out = [m.group(0) for rx, literal in heavy if literal in norm for m in rx.finditer(norm)]
-    # ... or said by another name ("da pra dividir?" → parcelamento, "se eu desistir" → cancelamento, "pagar na
-    # semana que vem" → fiado): the concept's names a heavy keyword matches are the subject too
-    for _, others in concepts_in(norm):
-        for other in map(fold, others):
-            out += [m.group(0) for rx, literal in heavy if literal in other for m in rx.finditer(other)]
-    return list(dict.fromkeys(out))
+    out = [m.group(0) for rx, literal in _heavy_keywords() if literal in norm for m in rx.finditer(norm)]
+    return list(dict.fromkeys(out + subjects_named_otherwise(message)))
+
+
+def _heavy_keywords() -> list[tuple[re.Pattern, str]]:
+    lexicon = i.lexicon_for(None)
+    return [(rx, literal) for (it, kw, w, rx), literal in zip(lexicon.patterns, lexicon.literals)
+            if it in (i.POLICY, i.INFO) and w >= DECISIVE_WEIGHT]
+
+
+def subjects_named_otherwise(message: str) -> list[str]:
+    """A rule's subject said by another name ("da pra dividir?" → parcelamento, "se eu desistir" /
+    "nao vou conseguir ir" → cancelamento, "pagar na semana que vem" → fiado): the names of the message's
+    concepts (``lexicon.CONCEPTS``) that a heavy keyword of the intents matches."""
+    heavy = _heavy_keywords()
+    return list(dict.fromkeys(m.group(0) for _, others in concepts_in(i.normalize_chat(message))
+                              for other in map(fold, others) for rx, literal in heavy if literal in other
+                              for m in rx.finditer(other)))
 
 
 def split_sentences(text: str) -> list[str]:

@@ -78,6 +78,7 @@ from streams.respond.compose import (
     question_part,
     question_words,
     states_party_limit,
+    stem,
     told_place,
     uncovered_focus,
     unit_words,
@@ -92,6 +93,7 @@ from streams.respond.generate import (
     FALLBACK_NO_KNOWLEDGE,
     FALLBACK_UNSUPPORTED,
     LOCATION_REPLY,
+    subjects_named_otherwise,
     unsupported_prices,
 )
 from streams.respond.intent import (
@@ -622,6 +624,8 @@ def _by_words_steps(msg: InboundMessage, p: Plan, asked: str, stems: list[str], 
         chunks = yield from _most_words_steps(msg, asked, stems, chunks, lexical, limit)
     if chunks:
         chunks = yield from _cover_missing_word_steps(msg, chunks, lexical, limit)
+    if chunks:
+        chunks = yield from _rule_subject_steps(msg, chunks, lexical, limit)
     if stems and chunks:
         chunks = yield from _asked_attribute_steps(msg, asked, stems, chunks, lexical, limit)
     if p.intent.intent == OBJECTION or asks_about_deal(asked):
@@ -813,6 +817,23 @@ def _most_words_steps(msg: InboundMessage, asked: str, stems: list[str], chunks:
         if found:
             return rerank(msg.text, list(found.values()))[:limit]
     return chunks
+
+
+def _rule_subject_steps(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical,
+                        limit: int) -> Steps[Calls, list[Any], list[KnowledgeChunk]]:
+    """The subject of a rule said by another name anywhere in the message, the story included ("reservei pra
+    hoje mas não vou conseguir ir, perco o pix?" → cancelamento: ``subjects_named_otherwise``): when no
+    retrieved chunk names it as the knowledge does, the best of the few chunks of the account naming it takes the
+    last place."""
+    words = {stem(w) for c in chunks for w in chunk_words(c.text)}
+    missing = [n for n in subjects_named_otherwise(msg.text) if stem(n) not in words]
+    if not missing:
+        return chunks
+    hits_of = yield [(lexical, (msg.account_id, [stem(n)], MAX_MISSING_WORD_CHUNKS + 1)) for n in missing]
+    found = {c.chunk_id: c for hits in hits_of for c in map(_as_chunk, hits) if answer_units(c.text)}
+    if not found or len(found) > MAX_MISSING_WORD_CHUNKS:
+        return chunks
+    return chunks[: max(0, limit - 1)] + rerank(msg.text, list(found.values()))[:1]
 
 
 MAX_DENIAL_SEARCHES = 12

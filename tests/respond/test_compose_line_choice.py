@@ -150,3 +150,32 @@ def test_a_denial_naming_all_the_question_but_one_word_is_searched():
                                      lexical_stems(q), near, lexical, 2)) == near
     have = [near[0], _as_chunk((uuid5(NS, "stay"), uuid5(NS, "stay"), 0.7, KENNEL["stay"]))]
     assert _steps_here(_denial_steps(msg, q, lexical_stems(q), have, lexical, 2)) == have
+
+
+SALON = {"book": "# Agenda\n\nAtendemos com hora marcada. Para marcar, pedimos sinal de 20% via Pix.",
+         "cancel": "# Cancelamento\n\nCancelando até 12 horas antes, o sinal vira crédito para outro horário.",
+         "hair": "# Cabelo\n\nCorte feminino: R$ 90,00. Escova: R$ 50,00."}
+
+
+def test_a_rule_named_otherwise_in_the_story_is_searched_by_its_own_name():
+    """"marquei escova pra amanha mas nao vou poder ir, o sinal volta?": the question part names the deposit only;
+    the story says what it is about (a cancellation), so the account's cancellation chunk takes the last place."""
+    from uuid import NAMESPACE_URL as NS
+    from uuid import uuid5
+
+    from streams.respond.handler import _as_chunk, _rule_subject_steps, _steps_here
+    from streams.respond.text import fold
+
+    def lexical(account_id, stems, limit):
+        return [(uuid5(NS, k), uuid5(NS, k), 1.0, t) for k, t in SALON.items()
+                if all(any(w.startswith(s) for w in fold(t).split()) for s in stems)][:limit]
+
+    q = "marquei escova pra amanha mas nao vou poder ir, o sinal volta?"
+    msg = type("Msg", (), {"account_id": 1, "text": q})()
+    near = [_as_chunk((uuid5(NS, k), uuid5(NS, k), 0.6, SALON[k])) for k in ("book", "hair")]
+    got = _steps_here(_rule_subject_steps(msg, near, lexical, 2))
+    assert [c.text for c in got] == [SALON["book"], SALON["cancel"]]
+    assert "crédito" in ask(q, "policy", *[c.text for c in got])
+    # no rule named otherwise: nothing searched
+    plain = type("Msg", (), {"account_id": 1, "text": "quanto custa a escova?"})()
+    assert _steps_here(_rule_subject_steps(plain, near, lexical, 2)) == near
