@@ -64,11 +64,13 @@ from streams.respond.compose import (
     chunk_words,
     compared_items,
     concept_forms,
+    denies_outright,
     extreme_item,
     extreme_price,
     halves_named,
     is_yes_no,
     item_name,
+    offered_object,
     offers_deal,
     opens_with_no,
     paired_items,
@@ -637,8 +639,7 @@ def _by_words_steps(msg: InboundMessage, p: Plan, asked: str, stems: list[str], 
         # "a pizza chegou fria, o q eu faço?": what the business does about a problem is found by its
         # words, whatever the story names
         chunks = chunks[: max(0, limit - 1)] + (yield from _problem_steps(msg, chunks, lexical))
-    if chunks and stems:
-        chunks = yield from _denial_steps(msg, asked, stems, chunks, lexical, limit)
+    chunks = yield from _denial_steps(msg, asked, stems, chunks, lexical, limit)
     if chunks:
         chunks = yield from _named_item_line_steps(msg, asked, chunks, lexical, limit)
     chunks = yield from _extreme_of_kind_steps(msg, asked, chunks, lexical, limit)
@@ -841,25 +842,28 @@ MAX_DENIAL_SEARCHES = 12
 
 def _denial_steps(msg: InboundMessage, asked: str, stems: list[str], chunks: list[KnowledgeChunk], lexical,
                   limit: int) -> Steps[Calls, list[Any], list[KnowledgeChunk]]:
-    """A yes/no question's honest "no" is often a short line ("Não hospedamos gatos.") whose vector is far from
-    the question ("posso deixar minha gata hospedada uns dias?"): a line of the account opening with a denial
-    that names every word of the question but one (or another name of it: ``concept_forms``) takes the last
-    place, when no retrieved line is such a denial."""
-    if len(stems) < 3 or not is_yes_no(asked):
+    """A yes/no question's honest "no" is often a short line ("Não hospedamos gatos.", "Não temos elevador.")
+    whose vector is far from the question ("posso deixar minha gata hospedada uns dias?", "meu namorado operou o
+    quadril, a suíte de cima tem elevador?"): a line of the account opening with a denial that names every word
+    of the question but one (or another name of it: ``concept_forms``), or that denies outright the thing a
+    "tem X?" asks (``offered_object``, ``denies_outright``), takes the last place, when no retrieved line is
+    such a denial."""
+    if not is_yes_no(asked):
         return chunks
     forms = concept_forms(asked)
+    keeps = list(itertools.combinations(stems, len(stems) - 1)) if len(stems) >= 3 else []
+    thing = sorted(offered_object(asked), key=len, reverse=True)
 
     def names(unit_stems: frozenset[str], keep: Sequence[str]) -> bool:
         return all(any(w.startswith(x) for w in unit_stems for x in {k} | forms.get(k, set()) if len(x) >= 3)
                    for k in keep)
-    keeps = list(itertools.combinations(stems, len(stems) - 1))
 
     def denial_in(c: KnowledgeChunk) -> bool:
-        return any(opens_with_no(u.text) and any(names(unit_words(u), keep) for keep in keeps)
-                   for u in units_of_chunks([c.text]))
-    if any(denial_in(c) for c in chunks):
+        return any((opens_with_no(u.text) and any(names(unit_words(u), keep) for keep in keeps))
+                   or any(denies_outright(u.text, t) for t in thing) for u in units_of_chunks([c.text]))
+    if not (keeps or thing) or any(denial_in(c) for c in chunks):
         return chunks
-    searches = []
+    searches = [[t] for t in thing if len(t) >= 4 and " " not in t]
     for keep in keeps:
         searches.append(list(keep))
         searches += _named_otherwise(asked, list(keep))

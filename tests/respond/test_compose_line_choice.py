@@ -179,3 +179,30 @@ def test_a_rule_named_otherwise_in_the_story_is_searched_by_its_own_name():
     # no rule named otherwise: nothing searched
     plain = type("Msg", (), {"account_id": 1, "text": "quanto custa a escova?"})()
     assert _steps_here(_rule_subject_steps(plain, near, lexical, 2)) == near
+
+
+INN = {"rooms": "# Quartos\n\nQuarto Bromélia: cama de casal e varanda. Diária: R$ 280,00.",
+       "access": "# Acessibilidade\n\nOs quartos do térreo têm barras no banheiro. Não temos elevador.",
+       "food": "# Café\n\nCafé da manhã das 7h às 10h."}
+
+
+def test_a_no_on_the_thing_asked_is_searched_by_its_name():
+    """"minha mae anda de bengala e sobe escada com dificuldade, o quarto bromelia tem elevador?": a long story
+    and no retrieved line; the line denying the thing asked outright is found by its name."""
+    from uuid import NAMESPACE_URL as NS
+    from uuid import uuid5
+
+    from streams.respond.handler import _as_chunk, _denial_steps, _steps_here, lexical_stems
+    from streams.respond.text import fold
+
+    def lexical(account_id, stems, limit):
+        return [(uuid5(NS, k), uuid5(NS, k), 1.0, t) for k, t in INN.items()
+                if all(any(w.startswith(s) for w in fold(t).split()) for s in stems)][:limit]
+
+    q = "minha mae anda de bengala e sobe escada com dificuldade, o quarto bromelia tem elevador?"
+    msg = type("Msg", (), {"account_id": 1, "text": q})()
+    assert [c.text for c in _steps_here(_denial_steps(msg, q, lexical_stems(q), [], lexical, 3))] == [INN["access"]]
+    rooms = _as_chunk((uuid5(NS, "rooms"), uuid5(NS, "rooms"), 0.7, INN["rooms"]))
+    got = _steps_here(_denial_steps(msg, q, lexical_stems(q), [rooms], lexical, 3))
+    assert [c.text for c in got] == [INN["rooms"], INN["access"]]
+    assert "não temos elevador" in ask("o quarto bromelia tem elevador?", "info_request", *[c.text for c in got])
