@@ -1118,6 +1118,13 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "em casa": ("domiciliar", "domicilio"), "na minha casa": ("domiciliar", "domicilio"),
     "a domicilio": ("domiciliar",), "vr": ("vale refeicao", "refeicao"), "ticket refeicao": ("vale refeicao",), "pagar depois": ("fiado", "posterior"), "pago depois": ("fiado", "posterior"),
     "pendura": ("fiado",), "pendurar": ("fiado",), "estacionar": ("estacionamento",),
+    # paying later said by when ("posso pagar na semana que vem?", "metade hoje e metade no dia 5", "acerto no fim do
+    # mes"): the knowledge's "fiado" / "pagamento posterior"
+    **{f"{v} {w}": ("fiado", "posterior") for v in ("pagar", "pago", "pagamos", "acertar", "acerto", "acertamos")
+       for w in ("na semana que vem", "semana que vem", "no mes que vem", "mes que vem", "no fim do mes",
+                 "no final do mes", "outro dia", "no outro dia", "quando eu receber", "quando receber o salario")},
+    **{f"metade {w}": ("fiado", "posterior") for w in ("no dia", "depois", "na semana que vem", "no mes que vem",
+                                                       "no fim do mes", "quando eu receber")},
     # where to leave the car said as a verb ("tem onde parar o carro?", "onde deixo a moto?")
     **{f"{v} {a}{o}": ("estacionamento", "estacionar") for v in ("parar", "paro", "deixar", "deixo", "largar")
        for a in ("o ", "a ", "meu ", "minha ", "") for o in ("carro", "moto", "caminhonete")},
@@ -1158,9 +1165,26 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
 _CONCEPT_RE = re.compile(r"\b(" + "|".join(sorted(map(re.escape, CONCEPTS), key=len, reverse=True)) + r")\b")
 
 
+# "em casa" names home care by the service its verb names ("atende em casa?", "pode vir aqui em casa?", "fazem
+# consulta em casa?"); a verb of carrying the pet or the order ("buscam o cachorro em casa?", "entregam em casa?",
+# "deixo ele em casa") makes it the place of a pick-up or a delivery, never "domiciliar"
+AT_HOME = frozenset({"em casa", "na minha casa", "a domicilio"})
+_CARRYING = re.compile(r"^(?:busc|lev|traz|trag|trou|peg|entreg|mand|deix|transport|retir)")
+_CLAUSE_BREAK = re.compile(r"[?!.,;]|\b(?:e|mas|ou|porque|pq)\b")
+
+
+def carried_home(normalized: str, start: int) -> bool:
+    """Is the home phrase at ``start`` the place something is carried to or from (the verb before it, in its
+    clause: "buscam o cachorro em casa", "vem buscar aqui em casa")?"""
+    clause = _CLAUSE_BREAK.split(normalized[:start])[-1]
+    return any(_CARRYING.match(w) for w in clause.split()[-5:])
+
+
 def concepts_in(normalized: str) -> list[tuple[str, tuple[str, ...]]]:
-    """The customer's words of ``CONCEPTS`` found in a normalised text, with their other names."""
-    return [(m.group(1), CONCEPTS[m.group(1)]) for m in _CONCEPT_RE.finditer(normalized)]
+    """The customer's words of ``CONCEPTS`` found in a normalised text, with their other names (a home phrase
+    only where it names a service done at home: ``carried_home``)."""
+    return [(m.group(1), CONCEPTS[m.group(1)]) for m in _CONCEPT_RE.finditer(normalized)
+            if not (m.group(1) in AT_HOME and carried_home(normalized, m.start()))]
 
 
 # ------------------------------------------------------------ recall's word evidence

@@ -55,7 +55,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
-from streams.learn.lexicon import CONCEPTS, ROLES, concepts_in
+from streams.learn.lexicon import AT_HOME, CONCEPTS, ROLES, carried_home, concepts_in
 from streams.respond.text import STOPWORDS, fold, normalize_chat
 
 _PLURALS = (("oes", "ao"), ("aes", "ao"), ("ais", "al"), ("eis", "el"), ("ns", "m"), ("res", "r"), ("zes", "z"))
@@ -303,6 +303,7 @@ tempo antecedencia prazo durante pedir moro mora morar
 sou somos estou estamos era eram problema problemas for forem formos fosse fossem fossemos
 diferenca diferencas rola sera proprio propria pegar so quer
 estabelecimento
+num numa nuns numas dum duma
 """.split())
 
 _PRICE_Q = re.compile(r"\b(quanto|quanta|valor|valores|preco|precos|custa|custam|cobra|cobram|taxa|sai por|orcamento)\b")
@@ -462,10 +463,20 @@ def unframed(norm: str) -> str:
     return _FRAME.sub("", norm, count=1)
 
 
+_HOME = re.compile(r"\b(?:em casa|na minha casa)\b")
+
+
+def _without_carried_home(norm: str) -> str:
+    """"vcs buscam o cachorro em casa?": the customer's home is where the pet is fetched (``carried_home``),
+    the place of the pick-up, no thing the knowledge names ("voltam para casa" answers nothing of it)."""
+    return _HOME.sub(lambda m: " " if carried_home(norm, m.start()) else m.group(0), norm)
+
+
 @functools.lru_cache(maxsize=1024)
 def _question_words(message: str) -> tuple[frozenset[str], frozenset[str]]:
     # one message is read here a dozen times while its reply is made
-    tokens = [t for t in _measures(unframed(normalize_chat(message))).split() if t not in STOPWORDS and len(t) > 1]
+    norm = _without_carried_home(_measures(unframed(normalize_chat(message))))
+    tokens = [t for t in norm.split() if t not in STOPWORDS and len(t) > 1]
     return frozenset(stem(t) for t in tokens), frozenset(stem(t) for t in tokens if t not in GENERIC and not t.isdigit())
 
 
@@ -1452,8 +1463,12 @@ _LEXICON_WORDS = frozenset(w for k in CONCEPTS for w in k.split() if len(w) >= 4
 # "metade calabresa metade mussarela", "meia quatro queijos e meia frango": two halves of two flavours,
 # what a menu calls "meio a meio" (the flavours are the halves, not the question)
 # a flavour may be written with a digit ("metade calabresa metade 4 queijos")
-_HALVES = re.compile(r"\b(?:metade|meia|meio) (?!a\b)(?:de )?(?:\d+ )?[a-zà-ÿ]+(?: [a-zà-ÿ]+)??(?:,| e| com)? (?:a )?"
-                     r"(?:outra )?(?:metade|meia|meio) (?:de )?(?:\d+ )?[a-zà-ÿ]+", re.I)
+# ... but two halves of a time ("metade hj e metade no dia 5", "meia hora"): a payment or a wait split in two, no pizza
+_TIME_WORDS = (r"(?!(?:hj|hoje|amanha|amanhã|agora|depois|antes|ja|já|no|na|dia|semana|mes|mês|hora|horas|ano|quando|"
+               r"segunda|terca|terça|quarta|quinta|sexta|sabado|sábado|domingo)\b)")
+_HALVES = re.compile(r"\b(?:metade|meia|meio) (?!a\b)(?:de )?" + _TIME_WORDS + r"(?:\d+ )?[a-zà-ÿ]+(?: [a-zà-ÿ]+)??"
+                     r"(?:,| e| com)? (?:a )?(?:outra )?(?:metade|meia|meio) (?:de )?" + _TIME_WORDS + r"(?:\d+ )?[a-zà-ÿ]+",
+                     re.I)
 
 
 def halves_named(message: str) -> str:
@@ -1539,6 +1554,10 @@ def told_people(message: str) -> set[str]:
     return {stem(m.group(1)) for m in _THEIR_PERSON.finditer(normalize_chat(message)) if m.group(1) in _PEOPLE}
 
 
+# a sum said in words of money ("250 reais", "uns 50 conto", "20 pila"): the knowledge writes it "R$"
+_MONEY_STEMS = frozenset(stem(w) for w in ("reais", "real", "conto", "contos", "pila", "pilas"))
+
+
 def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
     """Focus words of the question that no retrieved unit mentions, not even by prefix; the customer's
     people (``told_people``) are who it is for, not what it asks, and never counted."""
@@ -1548,6 +1567,8 @@ def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
     for u in units:
         words |= _unit_words(u.text, u.context)
     stems = {stem(w) for w in words}
+    if any("R$" in u.text for u in units):   # "uma conta de 250 reais": a sum, where the knowledge writes R$
+        stems |= _MONEY_STEMS
     norm = _measures(normalize_chat(message))
     in_range = {stem(f"{a}{m}") for a, m in _Q_AMOUNT.findall(norm)} \
         if any(range_match(norm, fold(u.text)) for u in units) else set()  # "30kg" → "acima de 15 kg"
@@ -1586,6 +1607,19 @@ def unnamed_phrases(message: str, units: Sequence[Unit]) -> set[str]:
         return x in stems or (len(x) >= 4 and any(w.startswith(x) for w in words))
     return {t for t, names in phrase_forms(message).items()
             if t in focus and names - {t} and not any(named(x) for x in names - {t})}
+
+
+def says_asked_phrase(message: str, unit: Unit) -> bool:
+    """A yes/no question naming a service by where it is done ("vcs atendem em casa?", "pode vir aqui em casa?"),
+    in the clauses that ask it: does ``unit`` name that service as the knowledge does ("Não fazemos atendimento
+    domiciliar"), by the phrase's other name (``lexicon.concepts_in``, which reads the verb: "buscam o cachorro
+    em casa" is a pick-up), not by the bare word it shares ("voltam para casa")?"""
+    part = question_part(message)
+    if not is_yes_no(part):
+        return False
+    names = {stem(t) for word, others in concepts_in(normalize_chat(part)) if word in AT_HOME
+             for o in others for t in fold(o).split()}
+    return bool(names & unit_words(unit))
 
 
 _OFFER_VERB = re.compile(r"\b(tem|tem ai|vende|vendem|aceita|aceitam|faz|fazem|serve|servem|trabalha com|trabalham com|"

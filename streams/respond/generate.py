@@ -19,6 +19,7 @@ from typing import Sequence
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
+from streams.learn.lexicon import concepts_in
 from streams.respond import compose
 from streams.respond import intent as i
 from streams.respond.model import Generation, KnowledgeChunk, ReplyRequest, Usage
@@ -81,12 +82,27 @@ def _decisive_words(message: str, intent: str) -> list[str]:
     "cancel*", "fumar", "estacion*"): the subject asked about, whatever else the question names."""
     if intent not in (i.POLICY, i.INFO):
         return []
-    lexicon = i.lexicon_for(None)
     norm = i.normalize_chat(message)
     # both intents' keywords: the line between a rule ("da pra parcelar?") and a fact ("tem
     # estacionamento?") is where the intent most often errs, and the subject asked is the same
-    return [m.group(0) for (it, kw, w, rx), literal in zip(lexicon.patterns, lexicon.literals)
-            if it in (i.POLICY, i.INFO) and w >= DECISIVE_WEIGHT and literal in norm for m in rx.finditer(norm)]
+    out = [m.group(0) for rx, literal in _heavy_keywords() if literal in norm for m in rx.finditer(norm)]
+    return list(dict.fromkeys(out + subjects_named_otherwise(message)))
+
+
+def _heavy_keywords() -> list[tuple[re.Pattern, str]]:
+    lexicon = i.lexicon_for(None)
+    return [(rx, literal) for (it, kw, w, rx), literal in zip(lexicon.patterns, lexicon.literals)
+            if it in (i.POLICY, i.INFO) and w >= DECISIVE_WEIGHT]
+
+
+def subjects_named_otherwise(message: str) -> list[str]:
+    """A rule's subject said by another name ("da pra dividir?" → parcelamento, "se eu desistir" /
+    "nao vou conseguir ir" → cancelamento, "pagar na semana que vem" → fiado): the names of the message's
+    concepts (``lexicon.CONCEPTS``) that a heavy keyword of the intents matches."""
+    heavy = _heavy_keywords()
+    return list(dict.fromkeys(m.group(0) for _, others in concepts_in(i.normalize_chat(message))
+                              for other in map(fold, others) for rx, literal in heavy if literal in other
+                              for m in rx.finditer(other)))
 
 
 def split_sentences(text: str) -> list[str]:
@@ -261,11 +277,17 @@ class OfflineComposer:
             # one only sounding like it ("Não aceitamos cheque.")
             ranked = [s for s in ranked if s.focus_hits]
         ranked = self._on_the_thing_asked(message, units, ranked, intent)
+        # "vcs atendem em casa?": the line naming the service as the knowledge does ("atendimento domiciliar")
+        # answers it, over lines sharing the bare word ("voltam para casa"), however long the story around it
+        phrased = [s for s in scored if compose.says_asked_phrase(message, s.unit)] \
+            if intent not in (i.GENERAL, i.OBJECTION) else []
+        if phrased:
+            ranked = sorted(phrased, key=lambda s: (-s.score, s.unit.order))
         # "459 na lírio?? tá caro": an objection naming the amount it objects to is answered with the
         # line priced at that amount first (the price confirmed), then a deal if there is one
         quoted = self._priced_as_named(message, scored) if intent == i.OBJECTION else None
-        if not ranked or self._mostly_uncovered(compose.question_part(message), units, focus, ranked[0], intent,
-                                                self._said_otherwise):
+        if not ranked or (not phrased and self._mostly_uncovered(compose.question_part(message), units, focus,
+                                                                 ranked[0], intent, self._said_otherwise)):
             return [quoted] if quoted is not None else []
         ranked = self._narrow(message, ranked, intent)
         if compose.wants_price(message, intent == i.PRICE):
@@ -567,10 +589,21 @@ class OfflineComposer:
             return None
         top = next((s for s in scored if s.unit == best[0]), None)
         q_all, own = compose.question_words(message)
-        if top is None or (acts and compose.names_act(top.unit.text, acts)):
+        if top is None:
             return None
         top_says_no = compose.says_no(top.unit.text, own)
         focus = compose.expanded_focus(message)
+        if acts and not top_says_no:
+            # "rompeu o ligamento, vcs operam?": "Não fazemos cirurgias ortopédicas" denies the whole kind the
+            # question names otherwise (ligamento → ortopedia), a kind the best unit never names
+            kinds = (focus - own) - compose.unit_words(top.unit)
+            whole = [s for s in scored if s.unit not in best and s.score >= self.fuller_ratio * top.score
+                     and compose.opens_with_no(s.unit.text)
+                     and compose.denies_whole_kind(s.unit.text, kinds, q_all | focus)]
+            if whole:
+                return max(whole, key=lambda s: s.score).unit
+        if acts and compose.names_act(top.unit.text, acts):
+            return None
         part = compose.question_part(message)
         own_part = compose.expanded_focus(part) if part != message else set()
 

@@ -64,11 +64,15 @@ from streams.respond.compose import (
     chunk_words,
     compared_items,
     concept_forms,
+    denies_outright,
     extreme_item,
     extreme_price,
     halves_named,
+    is_yes_no,
     item_name,
+    offered_object,
     offers_deal,
+    opens_with_no,
     paired_items,
     party_size,
     phrase_forms,
@@ -76,8 +80,10 @@ from streams.respond.compose import (
     question_part,
     question_words,
     states_party_limit,
+    stem,
     told_place,
     uncovered_focus,
+    unit_words,
     units_of_chunks,
     unnamed_phrases,
 )
@@ -89,6 +95,7 @@ from streams.respond.generate import (
     FALLBACK_NO_KNOWLEDGE,
     FALLBACK_UNSUPPORTED,
     LOCATION_REPLY,
+    subjects_named_otherwise,
     unsupported_prices,
 )
 from streams.respond.intent import (
@@ -619,6 +626,8 @@ def _by_words_steps(msg: InboundMessage, p: Plan, asked: str, stems: list[str], 
         chunks = yield from _most_words_steps(msg, asked, stems, chunks, lexical, limit)
     if chunks:
         chunks = yield from _cover_missing_word_steps(msg, chunks, lexical, limit)
+    if chunks:
+        chunks = yield from _rule_subject_steps(msg, chunks, lexical, limit)
     if stems and chunks:
         chunks = yield from _asked_attribute_steps(msg, asked, stems, chunks, lexical, limit)
     if p.intent.intent == OBJECTION or asks_about_deal(asked):
@@ -630,6 +639,7 @@ def _by_words_steps(msg: InboundMessage, p: Plan, asked: str, stems: list[str], 
         # "a pizza chegou fria, o q eu faço?": what the business does about a problem is found by its
         # words, whatever the story names
         chunks = chunks[: max(0, limit - 1)] + (yield from _problem_steps(msg, chunks, lexical))
+    chunks = yield from _denial_steps(msg, asked, stems, chunks, lexical, limit)
     if chunks:
         chunks = yield from _named_item_line_steps(msg, asked, chunks, lexical, limit)
     chunks = yield from _extreme_of_kind_steps(msg, asked, chunks, lexical, limit)
@@ -808,6 +818,63 @@ def _most_words_steps(msg: InboundMessage, asked: str, stems: list[str], chunks:
         if found:
             return rerank(msg.text, list(found.values()))[:limit]
     return chunks
+
+
+def _rule_subject_steps(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical,
+                        limit: int) -> Steps[Calls, list[Any], list[KnowledgeChunk]]:
+    """The subject of a rule said by another name anywhere in the message, the story included ("reservei pra
+    hoje mas não vou conseguir ir, perco o pix?" → cancelamento: ``subjects_named_otherwise``): when no
+    retrieved chunk names it as the knowledge does, the best of the few chunks of the account naming it takes the
+    last place."""
+    words = {stem(w) for c in chunks for w in chunk_words(c.text)}
+    missing = [n for n in subjects_named_otherwise(msg.text) if stem(n) not in words]
+    if not missing:
+        return chunks
+    hits_of = yield [(lexical, (msg.account_id, [stem(n)], MAX_MISSING_WORD_CHUNKS + 1)) for n in missing]
+    found = {c.chunk_id: c for hits in hits_of for c in map(_as_chunk, hits) if answer_units(c.text)}
+    if not found or len(found) > MAX_MISSING_WORD_CHUNKS:
+        return chunks
+    return chunks[: max(0, limit - 1)] + rerank(msg.text, list(found.values()))[:1]
+
+
+MAX_DENIAL_SEARCHES = 12
+
+
+def _denial_steps(msg: InboundMessage, asked: str, stems: list[str], chunks: list[KnowledgeChunk], lexical,
+                  limit: int) -> Steps[Calls, list[Any], list[KnowledgeChunk]]:
+    """A yes/no question's honest "no" is often a short line ("Não hospedamos gatos.", "Não temos elevador.")
+    whose vector is far from the question ("posso deixar minha gata hospedada uns dias?", "meu namorado operou o
+    quadril, a suíte de cima tem elevador?"): a line of the account opening with a denial that names every word
+    of the question but one (or another name of it: ``concept_forms``), or that denies outright the thing a
+    "tem X?" asks (``offered_object``, ``denies_outright``), takes the last place, when no retrieved line is
+    such a denial."""
+    if not is_yes_no(asked):
+        return chunks
+    forms = concept_forms(asked)
+    keeps = list(itertools.combinations(stems, len(stems) - 1)) if len(stems) >= 3 else []
+    thing = sorted(offered_object(asked), key=len, reverse=True)
+
+    def names(unit_stems: frozenset[str], keep: Sequence[str]) -> bool:
+        return all(any(w.startswith(x) for w in unit_stems for x in {k} | forms.get(k, set()) if len(x) >= 3)
+                   for k in keep)
+
+    def denial_in(c: KnowledgeChunk) -> bool:
+        return any((opens_with_no(u.text) and any(names(unit_words(u), keep) for keep in keeps))
+                   or any(denies_outright(u.text, t) for t in thing) for u in units_of_chunks([c.text]))
+    if not (keeps or thing) or any(denial_in(c) for c in chunks):
+        return chunks
+    searches = [[t] for t in thing if len(t) >= 4 and " " not in t]
+    for keep in keeps:
+        searches.append(list(keep))
+        searches += _named_otherwise(asked, list(keep))
+    searches = searches[:MAX_DENIAL_SEARCHES]
+    hits_of = yield [(lexical, (msg.account_id, v, MAX_MISSING_WORD_CHUNKS + 1)) for v in searches]
+    have = {c.chunk_id for c in chunks}
+    found = {c.chunk_id: c for hits in hits_of for c in map(_as_chunk, hits)
+             if c.chunk_id not in have and denial_in(c)}
+    if not found:
+        return chunks
+    return chunks[: max(0, limit - 1)] + rerank(msg.text, list(found.values()))[:1]
 
 
 DEAL_STEMS = ("promo", "desco")   # "promoção", "desconto": where a business writes its deals

@@ -1,0 +1,208 @@
+"""Which line answers: a rule's subject said in other words, a "no" to a whole kind, a sum in reais,
+halves of a time. Knowledge and questions invented here (a bakery, a dentist, a vet, a barber shop)."""
+
+from uuid import uuid4
+
+from streams.respond.compose import halves_named, uncovered_focus, units_of_chunks
+from streams.respond.generate import FALLBACK_NO_KNOWLEDGE, OfflineComposer, _decisive_words
+from streams.respond.model import KnowledgeChunk, ReplyRequest
+from streams.respond.text import normalize_chat
+
+BAKERY = """# Encomendas
+
+- **Bolo meio a meio**: dois sabores no mesmo bolo, cobramos o valor do sabor mais caro.
+- Bolos de aniversário a partir de 2 kg, com 48 horas de antecedência.
+
+# Pagamento
+
+Aceitamos Pix, cartão de débito e dinheiro. Não vendemos fiado nem aceitamos pagamento posterior.
+Encomendas acima de R$ 400,00 podem ser parceladas em até 3x no cartão."""
+
+DENTIST = """# Tratamentos
+
+- Tratamento de canal (molar): R$ 950,00.
+- Clareamento a laser: R$ 700,00.
+
+**Parcelamento**: tratamentos podem ser divididos em até 6x sem juros no cartão de crédito.
+
+**Cancelamento**: desmarcando com até 24 horas de antecedência, o sinal vira crédito."""
+
+VET = """# Cirurgias
+
+Antes da cirurgia: exames pré-operatórios e jejum de 8 horas são obrigatórios. O pet volta para casa no mesmo dia.
+
+Não fazemos cirurgias ortopédicas.
+
+Castração de gato: R$ 300,00."""
+
+BARBER = """# Promoções
+
+Quarta do Corte: 30% de desconto no corte masculino às quartas-feiras.
+
+Barba: R$ 35,00."""
+
+
+def ask(message, intent, *texts):
+    chunks = [KnowledgeChunk(uuid4(), uuid4(), 0.3, t) for t in texts]
+    req = ReplyRequest(messages=[], message=message, intent=intent, retrieval="required", chunks=tuple(chunks))
+    return OfflineComposer().generate(req).text
+
+
+def test_two_halves_of_a_time_are_no_two_flavours():
+    assert halves_named("da pra fazer o bolo metade chocolate metade morango?") == "da pra fazer o bolo meio a meio?"
+    told = "posso acertar metade agora e metade no dia 20?"
+    assert halves_named(told) == told
+    assert halves_named("metade amanha e metade sexta") == "metade amanha e metade sexta"
+
+
+def test_paying_later_told_by_when_is_the_no_on_credit():
+    assert "fiado" in ask("posso acertar metade agora e metade no dia 20?", "policy", BAKERY)
+    assert "fiado" in ask("consigo pagar no fim do mes? sou freguesa antiga", "policy", BAKERY)
+
+
+def test_a_rule_said_by_another_name_is_the_subject():
+    assert "parcelamento" in _decisive_words("da pra dividir o clareamento?", "policy")
+    assert "cancelamento" in _decisive_words("e se eu desistir da consulta?", "policy")
+    assert "6x" in ask("consigo dividir o tratamento de canal?", "policy", DENTIST)
+    assert "crédito" in ask("se eu desistir do clareamento perco o sinal?", "policy", DENTIST)
+
+
+def test_an_act_asked_is_denied_by_the_no_on_its_whole_kind():
+    text = ask("minha gata fraturou a pata pulando do armario, vcs operam?", "info_request", VET)
+    assert "ortopédicas" in text and text.startswith("Não")
+
+
+def test_a_sum_in_reais_is_no_unknown_thing():
+    units = units_of_chunks([BAKERY])
+    assert not uncovered_focus("consigo parcelar uma encomenda de 250 reais?", units)
+    text = ask("consigo parcelar uma encomenda de 250 reais?", "policy", BAKERY)
+    assert "R$ 400,00" in text and FALLBACK_NO_KNOWLEDGE not in text
+
+
+def test_numa_is_no_thing_asked():
+    units = units_of_chunks([BARBER])
+    assert not uncovered_focus("tem desconto se eu for numa quarta?", units)
+    assert "30%" in ask("tem desconto se eu for numa quarta?", "policy", BARBER)
+
+
+GROOMER = """# Atendimento
+
+Não fazemos atendimento domiciliar: o banho é sempre na loja.
+
+Depois do banho, os pets voltam para casa perfumados e com lacinho.
+
+# Táxi dog
+
+Táxi dog nos bairros Jardim Primavera e Vila Esperança: R$ 20,00 ida e volta."""
+
+
+def test_at_home_names_home_care_by_the_verb():
+    from streams.learn.lexicon import concepts_in
+
+    def phrases(message):
+        return [w for w, _ in concepts_in(normalize_chat(message))]
+    assert "em casa" in phrases("a tosadora pode vir aqui em casa?")
+    assert "em casa" in phrases("vcs atendem em casa?")
+    assert "em casa" not in phrases("vcs buscam a cachorra em casa?")
+    assert "em casa" not in phrases("voces vem buscar o gato aqui em casa?")
+    assert "em casa" not in phrases("entregam em casa?")
+
+
+def test_home_care_asked_is_answered_by_the_home_care_line():
+    story = ("minha avo tem 90 anos e nao dirige mais, o cachorro dela ta imundo de tanto rolar na terra, "
+             "vcs atendem em casa?")
+    for message in (story, "a tosadora pode vir aqui em casa?"):
+        text = ask(message, "info_request", GROOMER)
+        assert "domiciliar" in text and "lacinho" not in text, message
+
+
+def test_a_pick_up_at_home_is_no_home_care_question():
+    text = ask("vcs buscam a cachorra em casa no jardim primavera?", "info_request", GROOMER)
+    assert "Jardim Primavera" in text and "domiciliar" not in text and "lacinho" not in text
+
+
+KENNEL = {"stay": "# Creche\n\nA creche funciona das 7h às 19h. Não hospedamos coelhos.\n\nDiária da creche: R$ 60,00.",
+          "rules": "# Regras\n\nNão aceitamos fêmeas no cio. O tutor pode trazer a ração do pet.",
+          "bath": "# Banho\n\nBanho de coelho com secagem: R$ 45,00."}
+
+
+def test_a_denial_naming_all_the_question_but_one_word_is_searched():
+    """"posso deixar meu coelho hospedado uns dias?": the line "Não hospedamos coelhos." is far from the question
+    by its vector; it names every word of it but "deixar", so it takes the last place."""
+    from uuid import NAMESPACE_URL as NS
+    from uuid import uuid5
+
+    from streams.respond.handler import _as_chunk, _denial_steps, _steps_here, lexical_stems
+    from streams.respond.text import fold
+
+    def lexical(account_id, stems, limit):
+        return [(uuid5(NS, k), uuid5(NS, k), 1.0, t) for k, t in KENNEL.items()
+                if all(any(w.startswith(s) for w in fold(t).split()) for s in stems)][:limit]
+
+    q = "posso deixar meu coelho hospedado uns dias?"
+    msg = type("Msg", (), {"account_id": 1, "text": q})()
+    near = [_as_chunk((uuid5(NS, k), uuid5(NS, k), 0.6, KENNEL[k])) for k in ("rules", "bath")]
+    got = _steps_here(_denial_steps(msg, q, lexical_stems(q), near, lexical, 2))
+    assert [c.text for c in got] == [KENNEL["rules"], KENNEL["stay"]]
+    assert "não hospedamos coelhos" in ask(q, "policy", *[c.text for c in got])
+    # a question that is no yes/no one, or a denial already there: nothing searched
+    assert _steps_here(_denial_steps(msg, "quanto custa hospedar meu coelho uns dias?",
+                                     lexical_stems(q), near, lexical, 2)) == near
+    have = [near[0], _as_chunk((uuid5(NS, "stay"), uuid5(NS, "stay"), 0.7, KENNEL["stay"]))]
+    assert _steps_here(_denial_steps(msg, q, lexical_stems(q), have, lexical, 2)) == have
+
+
+SALON = {"book": "# Agenda\n\nAtendemos com hora marcada. Para marcar, pedimos sinal de 20% via Pix.",
+         "cancel": "# Cancelamento\n\nCancelando até 12 horas antes, o sinal vira crédito para outro horário.",
+         "hair": "# Cabelo\n\nCorte feminino: R$ 90,00. Escova: R$ 50,00."}
+
+
+def test_a_rule_named_otherwise_in_the_story_is_searched_by_its_own_name():
+    """"marquei escova pra amanha mas nao vou poder ir, o sinal volta?": the question part names the deposit only;
+    the story says what it is about (a cancellation), so the account's cancellation chunk takes the last place."""
+    from uuid import NAMESPACE_URL as NS
+    from uuid import uuid5
+
+    from streams.respond.handler import _as_chunk, _rule_subject_steps, _steps_here
+    from streams.respond.text import fold
+
+    def lexical(account_id, stems, limit):
+        return [(uuid5(NS, k), uuid5(NS, k), 1.0, t) for k, t in SALON.items()
+                if all(any(w.startswith(s) for w in fold(t).split()) for s in stems)][:limit]
+
+    q = "marquei escova pra amanha mas nao vou poder ir, o sinal volta?"
+    msg = type("Msg", (), {"account_id": 1, "text": q})()
+    near = [_as_chunk((uuid5(NS, k), uuid5(NS, k), 0.6, SALON[k])) for k in ("book", "hair")]
+    got = _steps_here(_rule_subject_steps(msg, near, lexical, 2))
+    assert [c.text for c in got] == [SALON["book"], SALON["cancel"]]
+    assert "crédito" in ask(q, "policy", *[c.text for c in got])
+    # no rule named otherwise: nothing searched
+    plain = type("Msg", (), {"account_id": 1, "text": "quanto custa a escova?"})()
+    assert _steps_here(_rule_subject_steps(plain, near, lexical, 2)) == near
+
+
+INN = {"rooms": "# Quartos\n\nQuarto Bromélia: cama de casal e varanda. Diária: R$ 280,00.",
+       "access": "# Acessibilidade\n\nOs quartos do térreo têm barras no banheiro. Não temos elevador.",
+       "food": "# Café\n\nCafé da manhã das 7h às 10h."}
+
+
+def test_a_no_on_the_thing_asked_is_searched_by_its_name():
+    """"minha mae anda de bengala e sobe escada com dificuldade, o quarto bromelia tem elevador?": a long story
+    and no retrieved line; the line denying the thing asked outright is found by its name."""
+    from uuid import NAMESPACE_URL as NS
+    from uuid import uuid5
+
+    from streams.respond.handler import _as_chunk, _denial_steps, _steps_here, lexical_stems
+    from streams.respond.text import fold
+
+    def lexical(account_id, stems, limit):
+        return [(uuid5(NS, k), uuid5(NS, k), 1.0, t) for k, t in INN.items()
+                if all(any(w.startswith(s) for w in fold(t).split()) for s in stems)][:limit]
+
+    q = "minha mae anda de bengala e sobe escada com dificuldade, o quarto bromelia tem elevador?"
+    msg = type("Msg", (), {"account_id": 1, "text": q})()
+    assert [c.text for c in _steps_here(_denial_steps(msg, q, lexical_stems(q), [], lexical, 3))] == [INN["access"]]
+    rooms = _as_chunk((uuid5(NS, "rooms"), uuid5(NS, "rooms"), 0.7, INN["rooms"]))
+    got = _steps_here(_denial_steps(msg, q, lexical_stems(q), [rooms], lexical, 3))
+    assert [c.text for c in got] == [INN["rooms"], INN["access"]]
+    assert "não temos elevador" in ask("o quarto bromelia tem elevador?", "info_request", *[c.text for c in got])
