@@ -35,7 +35,8 @@ irmã") is not the one asked about; a pronoun with no one named in the message (
 to the one person of its sex the facts introduce (``pronoun_referent``); a birthday said in chat ("faz
 aninho", "faz niver", "faz anos") lifts the birthday facts (``talks_birthday``), a message about paying
 the payment facts (``PAYMENT_ON``), and asking what a referred person "pode" have lifts that person's
-restrictions (``MAY_BONUS``). Measured on the ``examples/`` recall cases of dev, train, probe_a and probe_c (never
+restrictions (``MAY_BONUS``). With the labelled recall cases, a learnt re-weighting of the cosine, their
+vote and their type prior is added last (``score_parts``, ``recall_examples.rerank_weights``). Measured on the ``examples/`` recall cases of dev, train, probe_a and probe_c (never
 held-out). Vectors are L2-normalised by the embedders, but we normalise again
 so a store returning raw pgvector values cannot skew the ranking.
 
