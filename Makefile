@@ -64,12 +64,13 @@ eval: install
 	$(PY) -m streams.evaluation --provider $(PROVIDER) $(foreach c,$(CORPUS),--corpus $(c))
 
 # Reproducible training from examples/dev only (artefacts in streams/learn/models/, versioned).
-# The learnt fact extractor, the contradiction judge, the prompts' labelled examples and the intent classifier.
+# The learnt fact extractor, the contradiction judge, the prompts' labelled examples, the intent classifier and recall's re-weighting.
 train: install
 	$(PY) -m streams.learn.train_extractor
 	$(PY) -m streams.learn.train_contradiction
 	$(PY) -m streams.learn.fewshot
 	$(PY) -m streams.respond.train_intent
+	$(PY) -m streams.respond.train_recall
 
 train-contradiction: install
 	$(PY) -m streams.learn.train_contradiction

@@ -35,7 +35,8 @@ irmã") is not the one asked about; a pronoun with no one named in the message (
 to the one person of its sex the facts introduce (``pronoun_referent``); a birthday said in chat ("faz
 aninho", "faz niver", "faz anos") lifts the birthday facts (``talks_birthday``), a message about paying
 the payment facts (``PAYMENT_ON``), and asking what a referred person "pode" have lifts that person's
-restrictions (``MAY_BONUS``). Measured on the ``examples/`` recall cases of dev, train, probe_a and probe_c (never
+restrictions (``MAY_BONUS``). With the labelled recall cases, a learnt re-weighting of the cosine, their
+vote and their type prior is added last (``score_parts``, ``recall_examples.rerank_weights``). Measured on the ``examples/`` recall cases of dev, train, probe_a and probe_c (never
 held-out). Vectors are L2-normalised by the embedders, but we normalise again
 so a store returning raw pgvector values cannot skew the ranking.
 
@@ -50,7 +51,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
@@ -124,12 +125,48 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
     well scores by that part too (``PART_WEIGHT`` of its excess over the whole message).
     ``examples``: labelled recall cases (``recall_examples.RecallExamples``): a fact like one that
     queries like this message needed scores their vote more, and a fact of a type such queries needed
-    scores their type prior more (``RecallExamples.type_prior``)."""
+    scores their type prior more (``RecallExamples.type_prior``); the learnt re-weighting of the
+    score's parts (``RecallExamples.rerank``, ``recall_examples.RERANK_FEATURES``) is added last."""
+    if top_k <= 0:
+        return []
+    rows = score_parts(query_vec, facts, unit_id, query_text, part_vecs, examples, second, second_weight)
+    w = getattr(examples, "rerank", None) if examples is not None else None
+    if w is not None and rows:
+        mean = sum(r.similarity for r in rows) / len(rows)
+        rows = [r._replace(base=r.base + float(w[0]) * (r.similarity - mean) + float(w[1]) * r.vote
+                           + float(w[2]) * r.prior) for r in rows]
+    scored: list[ScoredFact] = []
+    for r in rows:
+        fact = facts[r.index]
+        score = r.base * float(fact.weight)
+        if min_score is not None and score < min_score:
+            continue
+        scored.append(ScoredFact(fact, r.similarity, score))
+    scored.sort(key=lambda s: (-s.score, -s.fact.confidence, s.fact.id))
+    return scored[:top_k]
+
+
+class ScoreParts(NamedTuple):
+    """One compatible fact's hand-built score (``base``, before its weight) and the parts a learnt
+    re-weighting reads: its cosine with the message (parts included), the labelled cases' vote and
+    type prior (0 without ``examples``)."""
+
+    index: int
+    similarity: float
+    base: float
+    vote: float
+    prior: float
+
+
+def score_parts(query_vec, facts: Sequence[MemoryFact], unit_id: int | None, query_text: str | None = None,
+                part_vecs=None, examples=None, second: Sequence[float | None] | None = None,
+                second_weight: float | None = None) -> list[ScoreParts]:
+    """The hand-built score of each compatible fact, in fact order (see ``score_memories``)."""
     evidence, others = evidence_and_others(query_text, [f.content for f in facts], [f.memory_type for f in facts]) \
         if query_text else (None, None)
     q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
     qn = float(np.linalg.norm(q))
-    if qn == 0.0 or top_k <= 0:
+    if qn == 0.0:
         return []
     q = q / qn
     parts = None
@@ -142,6 +179,7 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
             for k, sim in _similarities(q, facts, unit_id, parts)]   # (index, similarity, + word evidence)
     if second is not None and live:
         live = _fuse_second(live, second, SECOND_WEIGHT if second_weight is None else second_weight)
+    votes = [0.0] * len(live)
     if examples is not None and live:
         votes = examples.votes(q, [facts[k].content for k, _, _ in live], [facts[k].embedding for k, _, _ in live])
         if others is not None:   # never a vote for a fact about someone else than the one asked about
@@ -156,17 +194,11 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
     if query_text:
         live = _kind_lifts(query_text, facts, live)
     lifted = anchor_lift([facts[k] for k, _, _ in live], [b for _, _, b in live])
+    prior = [0.0] * len(live)
     if examples is not None and live:   # what kinds of fact queries like this one needed
-        lifted = [b + t for b, t in zip(lifted, examples.type_prior(q, [facts[k].memory_type for k, _, _ in live]))]
-    scored: list[ScoredFact] = []
-    for (k, sim, _), base in zip(live, lifted):
-        fact = facts[k]
-        score = base * float(fact.weight)
-        if min_score is not None and score < min_score:
-            continue
-        scored.append(ScoredFact(fact, sim, score))
-    scored.sort(key=lambda s: (-s.score, -s.fact.confidence, s.fact.id))
-    return scored[:top_k]
+        prior = examples.type_prior(q, [facts[k].memory_type for k, _, _ in live])
+        lifted = [b + t for b, t in zip(lifted, prior)]
+    return [ScoreParts(k, sim, b, v, t) for (k, sim, _), b, v, t in zip(live, lifted, votes, prior)]
 
 
 def _kind_lifts(query_text: str, facts: Sequence[MemoryFact],

@@ -1,5 +1,7 @@
 """Labelled recall cases vote for the facts queries like the message needed (``RecallExamples``)."""
 
+import json
+
 import numpy as np
 
 from streams.respond.recall import MemoryFact, score_memories
@@ -205,3 +207,50 @@ def test_the_type_prior_lifts_the_kind_of_fact_such_queries_needed():
     only_c = RecallExamples(emb, TYPE_CASES, exclude_sources={"a", "b"}, type_weight=0.02)
     r2, p2 = only_c.type_prior(msg, ["restricao", "preferencia"])
     assert p2 > r2
+
+
+def test_the_learnt_rerank_reweighs_the_score_parts():
+    """``score_memories`` adds the learnt weights × (cosine − the contact's mean, vote, type prior):
+    a negative cosine weight lets a fact the message matches less come first."""
+    facts = [MemoryFact(id=k, memory_type="preferencia", content=c, confidence=1.0, scope="global",
+                        source_unit_id=None, embedding=v)
+             for k, (c, v) in enumerate([("Gosta de vinho", [0.9, 0.436]), ("Tem sono leve", [0.5, 0.866])])]
+
+    class Stub:   # no vote, no type prior: only the cosine part moves
+        def __init__(self, rerank):
+            self.rerank = rerank
+
+        def votes(self, q, contents, vectors):
+            return [0.0] * len(contents)
+
+        def type_prior(self, q, types):
+            return [0.0] * len(types)
+
+    assert [s.fact.id for s in score_memories([1.0, 0.0], facts, None, examples=Stub(None))] == [0, 1]
+    flipped = score_memories([1.0, 0.0], facts, None, examples=Stub(np.array([-2.0, 0.0, 0.0])))
+    assert [s.fact.id for s in flipped] == [1, 0]
+    assert abs(flipped[0].score - (0.5 + 2.0 * 0.2)) < 1e-3
+
+
+def test_rerank_weights_are_the_fit_without_the_set_left_out(tmp_path):
+    from streams.respond.recall_examples import RERANK_FEATURES, rerank_weights
+
+    path = tmp_path / "rerank.json"
+    path.write_text(json.dumps({"features": list(RERANK_FEATURES),
+                                "weights": {"*": [1, 2, 3], "dev": [4, 5, 6]}}), encoding="utf-8")
+    assert rerank_weights((), path).tolist() == [1, 2, 3]            # the responder: every set
+    assert rerank_weights({"dev"}, path).tolist() == [4, 5, 6]       # scoring dev: the fit without it
+    assert rerank_weights({"dev", "train"}, path) is None           # no fit without both: the hand-built score
+    assert rerank_weights({"new"}, path) is None
+    path.write_text(json.dumps({"features": ["other"], "weights": {"*": [1]}}), encoding="utf-8")
+    assert rerank_weights((), path) is None                          # weights of other parts: unused
+
+
+def test_the_shipped_rerank_has_a_fit_without_each_readable_set():
+    from streams.respond.recall_examples import READABLE, RERANK_FILE
+
+    weights = json.loads(RERANK_FILE.read_text(encoding="utf-8"))["weights"]
+    assert set(weights) == set(READABLE) | {"*"}
+    # cases given by hand (not the data file's memory) never take the data file's fit
+    assert RecallExamples(TableEmbedder(TABLE), CASES).rerank is None
+    assert RecallExamples(TableEmbedder(TABLE), exclude_sources={"dev"}).rerank.tolist() == weights["dev"]
