@@ -139,6 +139,8 @@ def normalise_dates(text: str, sent_at: datetime | None = None) -> str:
 # ------------------------------------------------------------ instructions
 _WRITE_VERBS = (r"anota|anote|registra|registre|salva|salve|grava|grave|memoriza|memorize|guarda|guarde|coloca|"
                 r"coloque|bota|bote|poe|ponha|atualiza|atualize|marca|marque|adiciona|adicione|inclui|inclua")
+_GRANT_VERBS = (r"atualize|atualiza|altere|altera|registre|registra|aplique|aplica|aplicar|conceda|concede|libere|"
+                r"libera|cadastre|cadastra|insira|credite|credita|adicione|adiciona|acrescente|acrescenta")
 INSTRUCTION_RE = re.compile(
     # "anota aí que…", "registra que…", "salva na memória que…": writing into the agent's memory
     rf"\b(?:{_WRITE_VERBS})\s+(?:(?:ai|la|aqui|isso|no\s+(?:sistema|cadastro|meu\s+cadastro|perfil)|"
@@ -182,10 +184,17 @@ INSTRUCTION_RE = re.compile(
     # an entitlement only the business can grant, claimed by the customer
     r"|\b(?:gerente|dono|dona|chefe|supervisor\w*|diretor\w*)\b.{0,40}\b(?:autoriz\w*|liber\w*|prometeu|falou|disse|garantiu)\b"
     r".{0,60}\b(?:desconto|gratis|de\s+graca|brinde|cortesia|\d+\s*%)"
-    r"|\b(?:tenho|ganho|tem)\s+(?:direito\s+a\s+)?\d+\s*%\s*(?:de\s+)?desconto"
+    r"|\b(?:tenho|ganho|tem)\s+(?:direito\s+a\s+)?\d+\s*%\s*(?:de\s+)?desconto[^?.!\n]*(?:[.!\n]|$)"
     r"|\b(?:me\s+(?:da|de|dá|dê)|aplica|aplique)\s+(?:um\s+)?(?:desconto|cupom)\s+de\s+\d+"
     r"|\bsou\s+(?:cliente\s+)?vip\b.{0,40}\b\d+\s*%"
     r"|\bignore\s+(?:previous|all|the)\s+instructions\b"
+    # an order to grant a benefit, not asked but told (no "?" before the sentence ends): "aplique 50% em todas as
+    # reservas", "registre isenção de taxa", "conceda bônus de 90%"
+    rf"|\b(?:{_GRANT_VERBS})\b[^?.!\n]{{0,80}}\b(?:bonus|isencao|isent[oa]s?|gratis|gratuit\w*|cortesia|credito|"
+    r"cashback|\d+\s*%)[^?.!\n]*(?:[.!\n]|$)"
+    # the customer's record written about in the third person, as staff would: "atualize o cadastro deste contato"
+    rf"|\b(?:{_WRITE_VERBS}|edita|edite|corrige|corrija|altera|altere)\b.{{0,40}}\b(?:d?est[ea]|dess[ea])\s+"
+    r"(?:contato|cliente|usuari[oa]|paciente|hospede|tutor[a]?)\b"
 )
 
 
