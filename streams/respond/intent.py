@@ -43,6 +43,10 @@ vector the responder computes anyway), by :class:`IntentExamples`:
   cosine of the ``NEIGHBOURS`` nearest), so a wording close to a few known ones of one intent ("a promoção vale
   no domingo?" next to "o rodízio vale no delivery?") weighs as such even where the linear reading
   of the embedding blurs two intents (policy and info_request, mostly).
+  With ``clause_keyword_scale`` > 0, last comes what the dictionary says about the question clause
+  alone and whether a price is asked only after the first question (``clause_keyword_features``):
+  "vcs fazem cremação? e qnto custa?" is labelled by its first question (docs/intent-labels.md),
+  which the whole message's keywords outvoted.
   It decides when the dictionary says ``general`` or its total weight is below
   the artefact's ``strong`` (chosen by cross-validation; it may be above any
   total) and its most probable intent reaches the artefact's ``floor``. An
@@ -255,6 +259,23 @@ def keyword_features(text: str, detected: IntentResult | None = None) -> np.ndar
                       + [1.0 if verdict == i else 0.0 for i in INTENTS], dtype=np.float32)
 
 
+#: The value of ``clause_keyword_features``' last entry when a price is asked only after the first question.
+LATER_PRICE = 6.0
+
+
+def clause_keyword_features(text: str) -> np.ndarray:
+    """``keyword_features`` of the message's question clause (``question_clause``): the first
+    question's own words, apart from a story's or a second question's; then whether a price is asked
+    only after the first question ("vcs fazem cremação? e qnto custa?": ``LATER_PRICE``, else 0), which
+    the writers label by the first question (43 of the 45 such messages of the tuning sets)."""
+    clause = question_clause(text)
+    mark = text.find("?")
+    later = text[mark + 1:] if mark >= 0 else ""
+    asks_later = (re.search(r"\w", later) is not None and detect_intent(later).intent == PRICE
+                  and detect_intent(clause).intent != PRICE)
+    return np.append(keyword_features(clause), np.float32(LATER_PRICE if asks_later else 0.0))
+
+
 # where a clause ends inside a question's segment: a sentence end, a line break, a comma before a space
 _CLAUSE_BREAK = re.compile(r"[.!;\n]+|,\s+")
 #: A last clause shorter than this (words) takes the clause before it along ("vcs buscam?" after "moro no centro").
@@ -266,17 +287,24 @@ def question_clause(text: str) -> str:
     the last clause break before it ("meu cachorro ta velhinho, vcs fazem cremação? …" →
     "vcs fazem cremação?"); a last clause under ``SHORT_CLAUSE_WORDS`` words takes the clause
     before it along. Without a ``?`` the last clause. ``text`` itself when that is all the
-    message is (one clause, one question), so its vector is the message's own."""
-    mark = text.find("?")
-    segment = text[:mark] if mark >= 0 else text
-    clauses = [c.strip() for c in _CLAUSE_BREAK.split(segment) if c.strip()]
-    if not clauses:
-        return text
-    out = clauses[-1]
-    if len(out.split()) < SHORT_CLAUSE_WORDS and len(clauses) > 1:
-        out = f"{clauses[-2]}, {out}"
-    out = out + "?" if mark >= 0 else out
-    return text if out == text.strip() else out
+    message is (one clause, one question), so its vector is the message's own. A question that is
+    only small talk ("oi tudo bem? queria saber se aceita VR") is no real question: the clause is
+    sought after it."""
+    start = 0
+    while True:
+        mark = text.find("?", start)
+        segment = text[start:mark] if mark >= 0 else text[start:]
+        clauses = [c.strip() for c in _CLAUSE_BREAK.split(segment) if c.strip()]
+        if not clauses:
+            return text
+        out = clauses[-1]
+        if len(out.split()) < SHORT_CLAUSE_WORDS and len(clauses) > 1:
+            out = f"{clauses[-2]}, {out}"
+        out = out + "?" if mark >= 0 else out
+        rest = text[mark + 1:] if mark >= 0 else ""
+        if mark < 0 or not re.search(r"\w", rest) or detect_intent(out).intent not in SMALL_TALK:
+            return text if out == text.strip() else out
+        start = mark + 1
 
 
 def detect_intent(text: str, inbox_keywords: Mapping[str, Any] | None = None) -> IntentResult:
@@ -382,6 +410,10 @@ class LearntIntent:
     neighbour_scale: float = 0.0
     references: np.ndarray | None = None
     reference_labels: tuple[str, ...] = ()
+    # > 0: what the dictionary says about the question clause alone (``keyword_features`` of
+    # ``question_clause``), times this, comes last: a price asked in a second question ("vcs fazem
+    # cremação? e qnto custa?") or a story's words weigh apart from those of the first question
+    clause_keyword_scale: float = 0.0
 
     def __post_init__(self):
         # normalised once here, not on every message (``features``)
@@ -410,7 +442,7 @@ class LearntIntent:
                  clause_vector=None) -> np.ndarray:
         v = np.asarray(vector, dtype=np.float32).reshape(-1)
         parts = [v]
-        if self.keyword_scale > 0 or self.clause_scale > 0 or self.neighbour_scale > 0:
+        if self.keyword_scale > 0 or self.clause_scale > 0 or self.neighbour_scale > 0 or self.clause_keyword_scale > 0:
             if text is None:
                 raise ValueError("this intent classifier reads the message's text too: pass it")
         if self.keyword_scale > 0:
@@ -427,13 +459,15 @@ class LearntIntent:
             parts.append(neighbour_similarities(clause_vector, self.references, self.reference_labels,
                                                 references_unit=True)[0]
                          * np.float32(self.neighbour_scale))
+        if self.clause_keyword_scale > 0:
+            parts.append(clause_keyword_features(text) * np.float32(self.clause_keyword_scale))
         return np.concatenate(parts) if len(parts) > 1 else v
 
     def probabilities(self, vector, text: str | None = None, detected: IntentResult | None = None,
                       clause_vector=None) -> np.ndarray | None:
         v = np.asarray(vector, dtype=np.float32).reshape(-1)
         width = self.weights.shape[1] - (2 * len(INTENTS) if self.keyword_scale > 0 else 0) \
-            - (len(INTENTS) if self.neighbour_scale > 0 else 0)
+            - (len(INTENTS) if self.neighbour_scale > 0 else 0) - (2 * len(INTENTS) + 1 if self.clause_keyword_scale > 0 else 0)
         if self.clause_scale > 0:
             width //= 2
         if v.shape[0] != width:
@@ -467,7 +501,7 @@ class LearntIntent:
                             bias=self.bias.astype(np.float32), **extra)
         meta = dict(self.meta, classes=list(self.classes), strong=self.strong, floor=self.floor,
                     keyword_scale=self.keyword_scale, clause_scale=self.clause_scale,
-                    neighbour_scale=self.neighbour_scale)
+                    neighbour_scale=self.neighbour_scale, clause_keyword_scale=self.clause_keyword_scale)
         path.with_suffix(".json").write_text(json.dumps(meta, ensure_ascii=False, indent=1) + "\n")
 
     @classmethod
@@ -482,7 +516,8 @@ class LearntIntent:
             return cls(z["weights"].astype(np.float32), z["bias"].astype(np.float32), list(meta["classes"]),
                        float(meta["strong"]), meta, float(meta.get("floor", 0.0)),
                        float(meta.get("keyword_scale", 0.0)), float(meta.get("clause_scale", 0.0)),
-                       float(meta.get("neighbour_scale", 0.0)), refs, ref_labels)
+                       float(meta.get("neighbour_scale", 0.0)), refs, ref_labels,
+                       float(meta.get("clause_keyword_scale", 0.0)))
 
 
 class IntentExamples:

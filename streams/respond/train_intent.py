@@ -1,6 +1,6 @@
 """Train the learnt intent classifier (``make train``).
 
-    python -m streams.respond.train_intent [--check]
+    python -m streams.respond.train_intent [--check | --misses]
 
 A multinomial logistic regression over the message's sentence embedding (the
 memory embedder's vector, which the responder computes anyway), trained on the
@@ -18,7 +18,9 @@ The input is the message's embedding, the default dictionary's keyword totals an
 (``keyword_scale``) and the embedding of the clause that carries the first question
 (``question_clause``, ``clause_scale``; the message's own vector when it is one clause), then that
 clause's similarities to the nearest training clauses of each intent (``neighbour_similarities``,
-``NEIGHBOUR_SCALE``, fixed; the training rows each leave themselves out).
+``NEIGHBOUR_SCALE``, fixed; the training rows each leave themselves out), then the clause's own keyword
+features and whether a price is asked only after it (``clause_keyword_features``, ``CLAUSE_KEYWORD_SCALE``,
+fixed). ``--misses`` lists the leave-one-probe-out misses at the shipped artefact's settings and their confusion.
 Cross-validation over the dev and written questions (5 folds over the question
 ids in a fixed order; the example phrases always on the training side) chooses
 ``C``, ``strong``, ``floor`` and both scales. The written questions are there because the dictionary's
@@ -36,6 +38,7 @@ import argparse
 import hashlib
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +48,7 @@ from streams.respond.intent import (
     EXAMPLES_FILE,
     INTENT_MODEL,
     LearntIntent,
+    clause_keyword_features,
     detect_intent,
     keyword_features,
     load_examples,
@@ -66,6 +70,10 @@ CLAUSE_GRID = (0.0, 1.0)
 #: (none 766/807; the clause's, 2.0: 774, no probe down by more than one; the whole message's: 775 but probe_r -2).
 #: Shipped at stop 29, retrained with probe_w/x: leave-one-probe-out 880/927 without it, 888/927 with it.
 NEIGHBOUR_SCALE = 2.0
+#: How much the dictionary's reading of the question clause alone (``clause_keyword_features``) weighs. Fixed, not
+#: in the grid: chosen in issue 13 round h-int6 by leave-one-probe-out at the settings then shipped (see the
+#: quality log): a second question's price ("vcs fazem cremação? e qnto custa?") stops outvoting the first question.
+CLAUSE_KEYWORD_SCALE = 0.5
 FOLDS = 5
 #: Questions written for the project outside the corpus (never the held-out half).
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,7 +110,8 @@ def cross_validate(questions: list[dict], Q: np.ndarray, E: np.ndarray, ex_label
                    c_grid=C_GRID, strong_grid=STRONG_GRID, floor_grid=FLOOR_GRID, folds: int = FOLDS,
                    ex_texts: list[str] | None = None, scale_grid=SCALE_GRID, QC: np.ndarray | None = None,
                    EC: np.ndarray | None = None, clause_grid=CLAUSE_GRID,
-                   neighbour_scale: float = NEIGHBOUR_SCALE) -> dict:
+                   neighbour_scale: float = NEIGHBOUR_SCALE,
+                   clause_keyword_scale: float = CLAUSE_KEYWORD_SCALE) -> dict:
     """Accuracy of every (C, strong, floor, keyword scale, clause scale) over ``folds`` folds of the
     questions (the example phrases always on the training side); the best, ties to the larger
     ``strong`` and ``floor``, the smaller keyword and clause scales and the smaller ``C``. ``QC``/``EC``:
@@ -117,6 +126,7 @@ def cross_validate(questions: list[dict], Q: np.ndarray, E: np.ndarray, ex_label
         clause_grid = (0.0,)
     KQ = np.vstack([keyword_features(t, b) for t, b in zip(texts, base)]) if any(scale_grid) else None
     KE = np.vstack([keyword_features(t) for t in ex_texts]) if any(scale_grid) else None
+    KCQ, KCE = _clause_keywords(texts, ex_texts, clause_keyword_scale)
     right = {(C, s, f, sc, cs): 0 for C in c_grid for s in strong_grid for f in floor_grid for sc in scale_grid
              for cs in clause_grid}
     for test in parts:
@@ -126,30 +136,35 @@ def cross_validate(questions: list[dict], Q: np.ndarray, E: np.ndarray, ex_label
         for sc in scale_grid:
             for cs in clause_grid:
                 X = _inputs(np.vstack([E, Q[train]]), None if KE is None else np.vstack([KE, KQ[train]]), sc,
-                            None if QC is None else np.vstack([EC, QC[train]]), cs, near, neighbour_scale)
+                            None if QC is None else np.vstack([EC, QC[train]]), cs, near, neighbour_scale,
+                            None if KCE is None else np.vstack([KCE, KCQ[train]]), clause_keyword_scale)
                 for C in c_grid:
                     W, b, classes = fit(X, y, C)
                     for s in strong_grid:
                         for fl in floor_grid:
                             model = LearntIntent(W, b, classes, strong=s, meta={}, floor=fl, keyword_scale=sc,
                                                  clause_scale=cs, neighbour_scale=neighbour_scale, references=refs,
-                                                 reference_labels=tuple(y))
+                                                 reference_labels=tuple(y), clause_keyword_scale=clause_keyword_scale)
                             for k in test:
                                 got = refine_intent(base[k], Q[k], model, texts[k], None if QC is None else QC[k])
                                 right[(C, s, fl, sc, cs)] += got.intent == questions[k]["intent"]
     acc = {k: v / len(questions) for k, v in right.items()}
     best = max(acc, key=lambda k: (acc[k], k[1], k[2], -k[3], -k[4], -k[0]))
     return {"accuracy": acc, "C": best[0], "strong": best[1], "floor": best[2], "keyword_scale": best[3],
-            "clause_scale": best[4], "neighbour_scale": neighbour_scale, "cv_accuracy": acc[best]}
+            "clause_scale": best[4], "neighbour_scale": neighbour_scale, "clause_keyword_scale": clause_keyword_scale,
+            "cv_accuracy": acc[best]}
 
 
 def leave_one_probe_out(questions: list[dict], sources: list[str | None], Q: np.ndarray, E: np.ndarray,
                         ex_labels: list[str], ex_texts: list[str], cv: dict, QC: np.ndarray | None = None,
-                        EC: np.ndarray | None = None) -> dict[str, tuple[int, int]]:
+                        EC: np.ndarray | None = None, misses: list | None = None) -> dict[str, tuple[int, int]]:
     """The honest figure for a writer never seen: with the settings ``cv`` chose, each readable probe's
-    questions are left out of the training in turn and scored; {probe: (right, n)}."""
+    questions are left out of the training in turn and scored; {probe: (right, n)}. ``misses``: a list
+    that receives one dict per question got wrong (probe, question_id, text, gold, got, the dictionary's verdict)."""
     sc, cs, ns = cv["keyword_scale"], cv.get("clause_scale", 0.0), cv.get("neighbour_scale", 0.0)
+    cks = cv.get("clause_keyword_scale", 0.0)
     texts = [q["text"] for q in questions]
+    KCQ, KCE = _clause_keywords(texts, ex_texts, cks)
     base = [detect_intent(t) for t in texts]
     KE = np.vstack([keyword_features(t) for t in ex_texts]) if sc > 0 else None
     KQ = np.vstack([keyword_features(t, b) for t, b in zip(texts, base)]) if sc > 0 else None
@@ -163,21 +178,29 @@ def leave_one_probe_out(questions: list[dict], sources: list[str | None], Q: np.
         y = ex_labels + [questions[k]["intent"] for k in train_]
         refs, near = _neighbours(E if EC is None else EC, Q[train_] if QC is None else QC[train_], y, ns)
         W, b, classes = fit(_inputs(np.vstack([E, Q[train_]]), None if KE is None else np.vstack([KE, KQ[train_]]), sc,
-                                    None if QC is None else np.vstack([EC, QC[train_]]), cs, near, ns), y, cv["C"])
+                                    None if QC is None else np.vstack([EC, QC[train_]]), cs, near, ns,
+                                    None if KCE is None else np.vstack([KCE, KCQ[train_]]), cks), y, cv["C"])
         model = LearntIntent(W, b, classes, strong=cv["strong"], meta={}, floor=cv["floor"], keyword_scale=sc,
-                             clause_scale=cs, neighbour_scale=ns, references=refs, reference_labels=tuple(y))
-        right = sum(refine_intent(base[k], Q[k], model, texts[k], None if QC is None else QC[k]).intent
-                    == questions[k]["intent"] for k in test)
+                             clause_scale=cs, neighbour_scale=ns, references=refs, reference_labels=tuple(y),
+                             clause_keyword_scale=cks)
+        got = {k: refine_intent(base[k], Q[k], model, texts[k], None if QC is None else QC[k]).intent for k in test}
+        right = sum(got[k] == questions[k]["intent"] for k in test)
         out[probe] = (int(right), len(test))
+        if misses is not None:
+            misses += [{"probe": probe, "question_id": questions[k]["question_id"], "text": texts[k],
+                        "gold": questions[k]["intent"], "got": got[k], "dictionary": base[k].intent}
+                       for k in test if got[k] != questions[k]["intent"]]
     return out
 
 
 def _inputs(vectors: np.ndarray, keywords: np.ndarray | None, scale: float, clauses: np.ndarray | None = None,
             clause_scale: float = 0.0, neighbours: np.ndarray | None = None,
-            neighbour_scale: float = 0.0) -> np.ndarray:
+            neighbour_scale: float = 0.0, clause_keywords: np.ndarray | None = None,
+            clause_keyword_scale: float = 0.0) -> np.ndarray:
     """The classifier's input (``LearntIntent.features``): the embeddings, then (``scale`` > 0) the
     keyword features times it, then (``clause_scale`` > 0) the question clauses' embeddings times it,
-    then (``neighbour_scale`` > 0) the neighbour similarities times it."""
+    then (``neighbour_scale`` > 0) the neighbour similarities times it, then (``clause_keyword_scale`` > 0)
+    the question clauses' keyword features times it."""
     parts = [vectors]
     if scale > 0 and keywords is not None:
         parts.append(keywords * np.float32(scale))
@@ -185,7 +208,17 @@ def _inputs(vectors: np.ndarray, keywords: np.ndarray | None, scale: float, clau
         parts.append(clauses * np.float32(clause_scale))
     if neighbour_scale > 0 and neighbours is not None:
         parts.append(neighbours * np.float32(neighbour_scale))
+    if clause_keyword_scale > 0 and clause_keywords is not None:
+        parts.append(clause_keywords * np.float32(clause_keyword_scale))
     return np.hstack(parts) if len(parts) > 1 else vectors
+
+
+def _clause_keywords(texts: list[str], ex_texts: list[str], scale: float):
+    """The questions' and the example phrases' ``clause_keyword_features`` ((None, None) when not read)."""
+    if scale <= 0:
+        return None, None
+    return (np.vstack([clause_keyword_features(t) for t in texts]),
+            np.vstack([clause_keyword_features(t) for t in ex_texts]))
 
 
 def _neighbours(E: np.ndarray, Q: np.ndarray, labels: list[str], scale: float):
@@ -213,11 +246,12 @@ def sha256_of(paths) -> str:
 
 
 def train(corpus: Path = DEV_DIR, embedder=None, log=print, written=WRITTEN_FILES, settings: dict | None = None,
-          report: bool = True) -> LearntIntent:
+          report: bool = True, misses: list | None = None) -> LearntIntent:
     """The classifier, its settings chosen by the cross-validation over the whole grid. ``settings`` (a
     shipped artefact's ``C``, ``strong``, ``floor``, ``keyword_scale``, ``clause_scale``): the
     cross-validation scores that one point only (the same folds and fits, so the same accuracy as in
-    the full grid; the reproducibility test's shortcut). ``report``: the leave-one-probe-out figure."""
+    the full grid; the reproducibility test's shortcut). ``report``: the leave-one-probe-out figure;
+    ``misses``: a list that receives its misses (``leave_one_probe_out``)."""
     from streams.respond.rank import build_configured_embedder
 
     embedder = embedder or build_configured_embedder()
@@ -244,20 +278,23 @@ def train(corpus: Path = DEV_DIR, embedder=None, log=print, written=WRITTEN_FILE
         "c_grid": (float(settings["C"]),), "strong_grid": (float(settings["strong"]),),
         "floor_grid": (float(settings["floor"]),), "scale_grid": (float(settings["keyword_scale"]),),
         "clause_grid": (float(settings.get("clause_scale", 0.0)),),
-        "neighbour_scale": float(settings.get("neighbour_scale", 0.0))}
+        "neighbour_scale": float(settings.get("neighbour_scale", 0.0)),
+        "clause_keyword_scale": float(settings.get("clause_keyword_scale", 0.0))}
     cv = cross_validate(questions, Q, E, ex_labels, ex_texts=ex_texts, QC=QC, EC=EC, **grid)
     for (C, s, fl, sc, cs), a in sorted(cv["accuracy"].items()):  # over dev + written
         log(f"  C={C} strong={s} floor={fl} keyword_scale={sc} clause_scale={cs}: cross-validated accuracy {a:.3f}")
-    sc, cs, ns = cv["keyword_scale"], cv["clause_scale"], cv["neighbour_scale"]
+    sc, cs, ns, cks = cv["keyword_scale"], cv["clause_scale"], cv["neighbour_scale"], cv["clause_keyword_scale"]
+    KCQ, KCE = _clause_keywords([q["text"] for q in questions], ex_texts, cks)
     KE = np.vstack([keyword_features(t) for t in ex_texts]) if sc > 0 else None
     KQ = np.vstack([keyword_features(q["text"]) for q in questions]) if sc > 0 else None
     y = ex_labels + [q["intent"] for q in questions]
     refs, near = _neighbours(EC, QC, y, ns)
     W, b, classes = fit(_inputs(np.vstack([E, Q]), None if KE is None else np.vstack([KE, KQ]), sc,
-                                np.vstack([EC, QC]), cs, near, ns), y, cv["C"])
+                                np.vstack([EC, QC]), cs, near, ns, None if KCE is None else np.vstack([KCE, KCQ]), cks),
+                y, cv["C"])
     sources = [None] * len(dev) + [_relative(p) for p in used for x in Path(p).read_text(encoding="utf-8").splitlines()
                                    if x.strip()]
-    lopo = leave_one_probe_out(questions, sources, Q, E, ex_labels, ex_texts, cv, QC, EC) if report else {}
+    lopo = leave_one_probe_out(questions, sources, Q, E, ex_labels, ex_texts, cv, QC, EC, misses) if report else {}
     for name, (right, n) in lopo.items():
         log(f"  left out {name}: {right}/{n} = {right / n:.3f}")
     if lopo:
@@ -266,17 +303,19 @@ def train(corpus: Path = DEV_DIR, embedder=None, log=print, written=WRITTEN_FILE
             f"pooled {right}/{n} = {right / n:.3f}, mean {np.mean([r / m for r, m in lopo.values()]):.3f}")
     files = [EXAMPLES_FILE, Path(corpus) / "questions.jsonl"] + used
     meta = {"embedder": embedder.name, "classes": classes, "C": cv["C"], "strong": cv["strong"], "floor": cv["floor"],
-            "keyword_scale": sc, "clause_scale": cs, "neighbour_scale": ns, "cv_accuracy": round(cv["cv_accuracy"], 4), "folds": FOLDS,
+            "keyword_scale": sc, "clause_scale": cs, "neighbour_scale": ns, "clause_keyword_scale": cks,
+            "cv_accuracy": round(cv["cv_accuracy"], 4), "folds": FOLDS,
             "examples": len(ex_texts), "questions": len(dev), "written_questions": len(extra),
             "training_sha256": sha256_of(files),
             "trained_on": ["streams/respond/data/intent_examples.json", "examples/dev/questions.jsonl"]
             + [_relative(p) for p in used]}
     log(f"intent classifier: {len(ex_texts)} example phrases + {len(dev)} dev + {len(extra)} written questions, "
         f"chosen C={cv['C']} strong={cv['strong']} floor={cv['floor']} keyword_scale={sc} clause_scale={cs} "
-        f"neighbour_scale={ns}, "
+        f"neighbour_scale={ns} clause_keyword_scale={cks}, "
         f"cross-validated accuracy {cv['cv_accuracy']:.3f}")
     return LearntIntent(W, b, classes, strong=cv["strong"], meta=meta, floor=cv["floor"], keyword_scale=sc,
-                        clause_scale=cs, neighbour_scale=ns, references=refs, reference_labels=tuple(y))
+                        clause_scale=cs, neighbour_scale=ns, references=refs, reference_labels=tuple(y),
+                        clause_keyword_scale=cks)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -284,16 +323,35 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", type=Path, default=DEV_DIR)
     ap.add_argument("--out", type=Path, default=INTENT_MODEL)
     ap.add_argument("--check", action="store_true", help="train in memory; compare with the shipped artefact")
+    ap.add_argument("--misses", action="store_true",
+                    help="at the shipped artefact's settings (no grid, nothing written): the leave-one-probe-out "
+                         "misses of the readable probes and their confusion (gold → got)")
     a = ap.parse_args(argv)
     if "heldout" in Path(a.corpus).resolve().parts:
         print("error: the held-out half is for reporting only; train on examples/dev", file=sys.stderr)
         return 2
+    if a.misses:
+        shipped = LearntIntent.load(a.out)
+        if shipped is None:
+            print(f"error: no artefact at {a.out}", file=sys.stderr)
+            return 2
+        found: list[dict] = []
+        train(a.corpus, settings=shipped.meta, misses=found)
+        for m in found:
+            print(f"  {m['probe']} {m['question_id']}: gold {m['gold']}, got {m['got']} "
+                  f"(dictionary {m['dictionary']}): {m['text']!r}")
+        pairs = Counter((m["gold"], m["got"]) for m in found)
+        print("confusion of the misses (gold → got):")
+        for (g, p), n in pairs.most_common():
+            print(f"  {g} → {p}: {n}")
+        return 0
     model = train(a.corpus)
     if a.check:
         shipped = LearntIntent.load(a.out)
         same = shipped is not None and all(shipped.meta.get(k, 0.0 if k == "neighbour_scale" else None) == model.meta[k]
                                            for k in ("cv_accuracy", "training_sha256", "C", "strong", "floor", "keyword_scale",
                                                    "clause_scale", "neighbour_scale", "embedder"))
+        same = same and shipped.meta.get("clause_keyword_scale", 0.0) == model.meta["clause_keyword_scale"]
         print("artefact is up to date" if same else "artefact differs from a fresh training: run make train")
         return 0 if same else 1
     model.save(a.out)

@@ -191,8 +191,8 @@ def test_intent_training_reproduces_the_shipped_artefact(use):
     # `train_intent --check`, ~16 min under load, past the per-test timeout)
     model = train(embedder=use, log=lambda *a: None, settings=shipped.meta, report=False)
     for k in ("cv_accuracy", "training_sha256", "C", "strong", "floor", "keyword_scale", "clause_scale",
-              "neighbour_scale", "embedder"):
-        assert shipped.meta.get(k, 0.0 if k == "neighbour_scale" else None) == model.meta[k], k
+              "neighbour_scale", "clause_keyword_scale", "embedder"):
+        assert shipped.meta.get(k, 0.0 if k.endswith("_scale") else None) == model.meta[k], k
     assert np.allclose(shipped.weights, model.weights, atol=1e-2)
 
 
@@ -282,6 +282,10 @@ def test_the_readable_probes_train_the_intent_classifier_and_no_validation_or_re
     # one clause, one question: the message itself (its vector is reused)
     ("qual o horario de domingo?", "qual o horario de domingo?"),
     ("queria saber o horario de domingo", "queria saber o horario de domingo"),
+    # a question that is only small talk is no real question: the clause is sought after it
+    ("oi tudo bem? queria saber se aceita vale refeicao", "queria saber se aceita vale refeicao"),
+    ("boa tarde, tudo bem? vcs tem sauna?", "vcs tem sauna?"),
+    ("oi tudo bem? 😀", "oi tudo bem?"),                          # nothing after it: small talk it is
 ])
 def test_question_clause_is_the_clause_that_asks(text, clause):
     from streams.respond.intent import question_clause
@@ -359,3 +363,33 @@ def test_a_classifier_that_reads_neighbours_compares_the_question_clause(tmp_pat
     back = LearntIntent.load(tmp_path / "m")
     assert back.neighbour_scale == 2.0 and back.reference_labels == labels
     assert refine_intent(weak, np.array([0.0, 1.0]), back, story, np.array([1.0, 0.05])).intent == "policy"
+
+
+def test_clause_keyword_features_tell_a_price_asked_only_after_the_first_question():
+    from streams.respond.intent import INTENTS, LATER_PRICE, clause_keyword_features, keyword_features
+
+    later = clause_keyword_features("vcs fazem cremação? e qnto custa?")
+    assert later[-1] == LATER_PRICE
+    np.testing.assert_array_equal(later[:-1], keyword_features("vcs fazem cremação?"))  # the first question's words
+    assert later[INTENTS.index("price_question")] == 0.0
+    assert clause_keyword_features("qnto custa a cremação? e demora?")[-1] == 0.0      # the price comes first
+    assert clause_keyword_features("vcs fazem cremação? tenho um gato")[-1] == 0.0     # no price after it
+    assert clause_keyword_features("qnto custa a cremação?")[-1] == 0.0                 # one question
+
+
+def test_a_classifier_that_reads_clause_keywords_weighs_a_later_price(tmp_path):
+    """With ``clause_keyword_scale`` the question clause's keyword features come last; here only the
+    later-price flag decides: a price asked after an info question reads info_request."""
+    from streams.respond.intent import INTENTS, LearntIntent
+
+    w = np.zeros((2, 2 + 2 * len(INTENTS) + 1), np.float32)
+    w[0, -1] = 1.0                                                  # the later-price flag: info_request
+    b = np.array([0.0, 1.0], np.float32)                           # otherwise price
+    model = LearntIntent(w, b, ["info_request", "price_question"], strong=99.0, meta={}, clause_keyword_scale=0.5)
+    weak = IntentResult("general", 0.0, ())
+    assert model.clause_for("vcs fazem cremação? e qnto custa?") is None   # no clause vector needed
+    assert refine_intent(weak, np.zeros(2), model, "vcs fazem cremação? e qnto custa?").intent == "info_request"
+    assert refine_intent(weak, np.zeros(2), model, "qnto custa a cremação?").intent == "price_question"
+    assert model.probabilities(np.zeros(3), "qnto custa a cremação?") is None  # another embedder's width
+    model.save(tmp_path / "m")
+    assert LearntIntent.load(tmp_path / "m").clause_keyword_scale == 0.5
