@@ -75,7 +75,6 @@ READABLE = {"dev": "examples/dev/recall.jsonl", "train": "examples/train/recall.
             "probe_u": "examples/probe_u/recall.jsonl", "probe_v": "examples/probe_v/recall.jsonl",
             "probe_w": "examples/probe_w/recall.jsonl", "probe_x": "examples/probe_x/recall.jsonl",
             "probe_y": "examples/probe_y/recall.jsonl", "probe_z": "examples/probe_z/recall.jsonl",
-            "probe_aa": "examples/probe_aa/recall.jsonl", "probe_ab": "examples/probe_ab/recall.jsonl",
             "written": "tests/respond/data/recall_written.jsonl"}
 
 

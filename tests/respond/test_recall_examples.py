@@ -87,11 +87,10 @@ def test_shipped_examples_come_from_readable_sets_and_evaluation_leaves_its_own_
     assert rows and {r["source"] for r in rows} <= {"dev", "train", "probe_a", "probe_c", "written",
                                                     "probe_i", "probe_j", "probe_k", "probe_h",
                                                     "probe_l", "probe_m", "probe_r", "probe_s", "probe_t",
-                                                    "probe_u", "probe_v", "probe_w", "probe_x", "probe_y", "probe_z",
-                                                    "probe_aa", "probe_ab"}
+                                                    "probe_u", "probe_v", "probe_w", "probe_x", "probe_y", "probe_z"}
     assert any(r["source"] == "probe_k" for r in rows)   # probe_k, a tuning set now, is in the examples
     for s in ("probe_l", "probe_m", "probe_r", "probe_s", "probe_t", "probe_u", "probe_v", "probe_w",
-              "probe_x", "probe_y", "probe_z", "probe_aa", "probe_ab"):   # tuning sets from stop 26–31: in the examples, left out when scored
+              "probe_x", "probe_y", "probe_z"):   # tuning sets from stop 26–30: in the examples, left out when scored
         assert any(r["source"] == s for r in rows)
         assert source_of(REPO_ROOT / "examples" / s) == {s}
     assert all(r["query"] and (r["relevant"] or r["other"]) for r in rows)
