@@ -252,7 +252,20 @@ def train(corpus: Path = DEV_DIR, embedder=None, log=print, written=WRITTEN_FILE
     shipped artefact's ``C``, ``strong``, ``floor``, ``keyword_scale``, ``clause_scale``): the
     cross-validation scores that one point only (the same folds and fits, so the same accuracy as in
     the full grid; the reproducibility test's shortcut). ``report``: the leave-one-probe-out figure;
-    ``misses``: a list that receives its misses (``leave_one_probe_out``)."""
+    ``misses``: a list that receives its misses (``leave_one_probe_out``).
+
+    Every fit runs on one BLAS thread (the extractor's ``deterministic``): with two threads lbfgs's
+    iterates move and the weights land ~0.01–0.04 apart from a one-thread training of the same data
+    (stop 31: an artefact trained under ``OPENBLAS_NUM_THREADS=1`` failed the reproducibility test)."""
+    from streams.learn.train_extractor import deterministic
+
+    with deterministic():
+        return _train(corpus, embedder, log, written, settings, report, misses)
+
+
+def _train(corpus: Path = DEV_DIR, embedder=None, log=print, written=WRITTEN_FILES, settings: dict | None = None,
+           report: bool = True, misses: list | None = None) -> LearntIntent:
+    """``train``'s body."""
     from streams.respond.rank import build_configured_embedder
 
     embedder = embedder or build_configured_embedder()
