@@ -121,6 +121,20 @@ def test_a_pick_up_at_home_is_no_home_care_question():
     assert "Jardim Primavera" in text and "domiciliar" not in text and "lacinho" not in text
 
 
+def lexical_search(docs: dict[str, str]):
+    """The knowledge adapter's ``lexical_search`` (its row shape) over ``docs``: every chunk whose folded
+    words start with each stem, in the dict's order."""
+    from uuid import NAMESPACE_URL as NS
+    from uuid import uuid5
+
+    from streams.respond.text import fold
+
+    def lexical(account_id, stems, limit):
+        return [(uuid5(NS, k), uuid5(NS, k), 1.0, t) for k, t in docs.items()
+                if all(any(w.startswith(s) for w in fold(t).split()) for s in stems)][:limit]
+    return lexical
+
+
 KENNEL = {"stay": "# Creche\n\nA creche funciona das 7h às 19h. Não hospedamos coelhos.\n\nDiária da creche: R$ 60,00.",
           "rules": "# Regras\n\nNão aceitamos fêmeas no cio. O tutor pode trazer a ração do pet.",
           "bath": "# Banho\n\nBanho de coelho com secagem: R$ 45,00."}
@@ -133,11 +147,7 @@ def test_a_denial_naming_all_the_question_but_one_word_is_searched():
     from uuid import uuid5
 
     from streams.respond.handler import _as_chunk, _denial_steps, _steps_here, lexical_stems
-    from streams.respond.text import fold
-
-    def lexical(account_id, stems, limit):
-        return [(uuid5(NS, k), uuid5(NS, k), 1.0, t) for k, t in KENNEL.items()
-                if all(any(w.startswith(s) for w in fold(t).split()) for s in stems)][:limit]
+    lexical = lexical_search(KENNEL)
 
     q = "posso deixar meu coelho hospedado uns dias?"
     msg = type("Msg", (), {"account_id": 1, "text": q})()
@@ -164,11 +174,7 @@ def test_a_rule_named_otherwise_in_the_story_is_searched_by_its_own_name():
     from uuid import uuid5
 
     from streams.respond.handler import _as_chunk, _rule_subject_steps, _steps_here
-    from streams.respond.text import fold
-
-    def lexical(account_id, stems, limit):
-        return [(uuid5(NS, k), uuid5(NS, k), 1.0, t) for k, t in SALON.items()
-                if all(any(w.startswith(s) for w in fold(t).split()) for s in stems)][:limit]
+    lexical = lexical_search(SALON)
 
     q = "marquei escova pra amanha mas nao vou poder ir, o sinal volta?"
     msg = type("Msg", (), {"account_id": 1, "text": q})()
