@@ -536,10 +536,15 @@ def asks_duration(message: str) -> bool:
     return bool(_DURATION_Q.search(norm)) and not _DEADLINE_Q.search(norm)
 
 
+_DISCOUNT_A = re.compile(r"\d+\s*%\s*(?:de\s+)?(?:desconto|off)\b", re.I)
+
+
 def carries_price(text: str, free_answers: bool = False) -> bool:
     """An amount ("R$ 40,00"), or, when ``free_answers`` (a yes/no question: "o retorno
-    é cobrado?"), an explicit "free" ("sem custo", "grátis") too; "qual o valor" wants an amount."""
-    return "R$" in text or bool(_QUOTE_A.search(fold(text))) or (free_answers and bool(_FREE_A.search(fold(text))))
+    é cobrado?", "se eu for buscar fica mais barato?"), an explicit "free" ("sem custo", "grátis") or a
+    discount in percent ("ganha 5% de desconto") too; "qual o valor" wants an amount."""
+    return "R$" in text or bool(_QUOTE_A.search(fold(text))) or (free_answers and bool(
+        _FREE_A.search(fold(text)) or _DISCOUNT_A.search(text)))
 
 
 def asks_deadline(message: str) -> bool:
@@ -735,6 +740,25 @@ def hours_of_booked_day(piece: str, text: str) -> bool:
     booked = {m.group(1) for m in _DAY_A.finditer(normalize_chat(piece))}
     folded = fold(text)
     return bool(booked) and _carried(text).hours and any(m.group(1) in booked for m in _DAY_A.finditer(folded))
+
+
+_BOOKING_ACT = re.compile(r"\b(reserv|agend|marc)[a-z]*\b")
+_ASKED_AMOUNT = re.compile(r"R\$\s*\d|\d+\s*%")
+
+
+def booking_rule(piece: str, units: Sequence["Unit"]) -> list["Unit"]:
+    """The business's condition for booking what a confirmation books ("pode reservar a brisa pra sexta 22h" /
+    "Para reservar, pedimos um sinal de 30% do valor, pago via Pix."): a unit naming the booking act of the
+    piece (reservar, agendar, marcar: by its root) and asking an amount (R$ or %); the first in reading order,
+    [] when none does."""
+    acts = {m.group(1) for m in _BOOKING_ACT.finditer(normalize_chat(piece))}
+    if not acts:
+        return []
+    for u in sorted(units, key=lambda x: x.order):
+        folded = fold(u.text)
+        if {m.group(1) for m in _BOOKING_ACT.finditer(folded)} & acts and _ASKED_AMOUNT.search(u.text):
+            return [u]
+    return []
 
 
 def carried_question(message: str) -> tuple[str, str] | None:
@@ -2023,6 +2047,34 @@ def asks_the_business(message: str) -> bool:
         return False
     _, focus = question_words(message)
     return bool(focus) and bool(re.search(r"\bvoces\b", norm) or _OFFER_VERB.search(norm) or _WH.search(norm))
+
+
+_ANAPHOR_OPENING = re.compile(r"^(?:passando|passado|depois|alem|apos|fora|antes|acima|abaixo) (?:disso|desse|dessa|deste|"
+                              r"desta|isso|esse|essa|este|esta)\b|^(?:nesse|neste|nessa|nesta) caso\b|"
+                              r"^caso contrario\b|^do contrario\b")
+
+
+def opens_with_anaphor(text: str) -> bool:
+    """Whether a sentence opens by pointing back at the one before it ("Passando disso, cada hora adicional
+    custa R$ 40,00", "Depois disso, o atendimento pode ser remarcado", "Nesse caso, ..."): alone it says
+    nothing of what "disso" is."""
+    return bool(_ANAPHOR_OPENING.match(fold(text)))
+
+
+def with_antecedents(picked: Sequence[Unit], units: Sequence[Unit]) -> list[Unit]:
+    """The picked units, each one opening by pointing back (``opens_with_anaphor``) preceded by the unit
+    before it in its chunk when that one is not picked: "Passando disso, cada hora adicional custa R$ 40,00"
+    is quoted after "Tempo extra: tolerância de 15 minutos depois do fim do período."."""
+    by_order = {u.order: u for u in units}
+    out: list[Unit] = []
+    for u in picked:   # the best unit stays first (``answer_text`` quotes in reading order)
+        if u not in out:
+            out.append(u)
+        before = by_order.get(u.order - 1)
+        if (opens_with_anaphor(u.text) and before is not None and before.order // 1000 == u.order // 1000
+                and before not in picked and before not in out):
+            out.append(before)
+    return out
 
 
 def answer_text(message: str, picked: Sequence[Unit]) -> str:

@@ -186,6 +186,9 @@ class OfflineComposer:
             return OBJECTION_REPLY if r.intent == i.OBJECTION else GENERAL_REPLY
         if not partial:
             picked = self._each_question(r, picked, query_vector)
+        # "Passando disso, cada hora adicional ...": a line pointing back is quoted with the line it points at
+        picked = compose.with_antecedents(picked, compose.units_of_chunks([c.text for c in r.chunks],
+                                                                          [c.document_id for c in r.chunks]))
         answer = compose.answer_text(r.message, picked)
         if partial:
             answer = f"{answer} {FALLBACK_NO_KNOWLEDGE}"
@@ -201,8 +204,12 @@ class OfflineComposer:
             return None
         piece, intent = carried
         picked = self.pick_sentences(piece, r.chunks, intent, hint=preference_hint(r.memories))
-        if piece == compose.booking_order(r.message):   # "pode agendar sabado 9h": that day's hours, or nothing
-            picked = [u for u in picked if compose.hours_of_booked_day(piece, u.text)][:1]
+        if piece == compose.booking_order(r.message):
+            # "pode agendar sabado 9h": that day's hours, and what the business asks to book ("Para reservar,
+            # pedimos um sinal de 30%"), or nothing
+            units = compose.units_of_chunks([c.text for c in r.chunks], [c.document_id for c in r.chunks])
+            hours = [u for u in picked if compose.hours_of_booked_day(piece, u.text)][:1]
+            picked = hours + [u for u in compose.booking_rule(piece, units) if u not in hours]
         return compose.answer_text(piece, picked) if picked else None
 
     MAX_UNITS = 3
