@@ -700,8 +700,16 @@ def alternatives(message: str) -> tuple[str, str] | None:
     pieces = [p for p in message.split("?")[:-1] if p.strip()]
     if len(pieces) != 1:
         return None
-    m = _EITHER_OR.search(normalize_chat(pieces[0]).strip())
-    if m is None or any(w in STOPWORDS or len(w) < 3 for w in m.groups()):
+    norm = normalize_chat(pieces[0]).strip()
+    m = _EITHER_OR.search(norm)
+    if m is None:
+        # two ways put as a choice ("o motoboy sobe até o apartamento ou tenho que descer na portaria?", "vem com
+        # açúcar ou é natural puro?"): the last thing each side names
+        sides = norm.split(" ou ")
+        last = [[w for w in side.split() if w not in STOPWORDS and w not in GENERIC and len(w) >= 4
+                 and not w.isdigit()] for side in sides]
+        return (last[0][-1], last[1][-1]) if len(sides) == 2 and all(last) else None
+    if any(w in STOPWORDS or len(w) < 3 for w in m.groups()):
         return None
     return m.group(1), m.group(2)
 
