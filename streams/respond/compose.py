@@ -1686,7 +1686,10 @@ def unknown_object(message: str, units: Sequence[Unit]) -> set[str]:
     mentions, not even by prefix. The knowledge talks about the category (ração,
     vacina) but never names this one: quoting the category would answer another
     question, so the composer hands over."""
-    asked = _asked_offer(message, normalize_chat(message.split("?")[0]))
+    first = message.split("?")[0]
+    # "vcs fazem cirurgia de catarata? qnto custa?": the first question asks the offer, the next ones ask
+    # about the thing it names (its price), so the first one's item decides
+    asked = _asked_offer(message if "?" not in message.strip()[:-1] else first + "?", normalize_chat(first))
     if asked is None:
         return set()
     _, item = asked
