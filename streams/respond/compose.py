@@ -1834,6 +1834,9 @@ _KIND_OF = re.compile(r"\b(?:custa|custam|custaria|valor|preco|sai|fica|cobra|co
                       r"([a-z]{3,}) (?:(?:de|do|da|contra|pra|para) )?([a-z]{4,})\b")
 
 
+_PRICED = re.compile(r"(?:custa|custam|custaria|valor|preco|sai|fica|cobra|cobram)\b")   # "ta espirrando" prices nothing
+
+
 # qualifiers of the plain item itself ("consulta normal"): no variant of it
 _PLAIN = frozenset("normal normais comum comuns simples basico basica padrao tradicional tradicionais".split())
 
@@ -1851,6 +1854,11 @@ def unknown_kind(message: str, units: Sequence[Unit]) -> set[str]:
     named = _named_heads(units)
     for m in _KIND_OF.finditer(_measures(normalize_chat(message))):
         head, kind = m.group(1), m.group(2)
+        if stem(head) in focus and stem(head) in missing and _PRICED.match(m.group(0)):
+            # "qnto custa o kit de massagem?", "qnto sai o combo pizza ...?": the very thing priced is a word no
+            # retrieved unit writes; a price of anything else around it is another thing's price
+            out.add(stem(head))
+            continue
         if stem(head) not in focus or stem(head) in missing or stem(kind) not in missing:
             continue
         # "cirurgia de catarata": a kind; "suíte presidencial": a name, where the knowledge names
