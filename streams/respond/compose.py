@@ -1608,8 +1608,8 @@ def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
     roots = {stem(t): t[:-2] for t in norm.split() if _VERB_END.search(t) and len(t) >= 6}
 
     # a long word needs a longer stem in common: "parcelar" (and "parcela") is not "parceiros"
-    long_stems = {stem(t): stem(t, 6) for t in norm.split() if len(t) >= 7 and t not in STOPWORDS}
-    stems6 = {stem(w, 6) for w in words}
+    long_stems = {stem(t): stem(t, 6 if len(t) < 10 else 7) for t in norm.split() if len(t) >= 7 and t not in STOPWORDS}
+    stems6 = {stem(w, 6) for w in words} | {stem(w, 7) for w in words}
 
     def covered(f: str) -> bool:
         if f in in_range or any(f in w[1:] for w in words):  # inside a compound: "hipoalergênico"
