@@ -1655,7 +1655,7 @@ def says_asked_phrase(message: str, unit: Unit) -> bool:
 
 
 _OFFER_VERB = re.compile(r"\b(tem|tem ai|vende|vendem|aceita|aceitam|faz|fazem|serve|servem|trabalha com|trabalham com|"
-                         r"aplica|aplicam|atende|atendem|oferece|oferecem|possui|possuem)\b(.*)$")
+                         r"aplica|aplicam|atende|atendem|oferece|oferecem|possui|possuem|usa|usam|utiliza|utilizam)\b(.*)$")
 
 
 # the item ends where its purpose, company, time or place begins ("sauna na unidade da praia")

@@ -108,3 +108,9 @@ def test_a_long_word_needs_more_than_a_short_prefix_in_common():
     units = units_of_chunks(["Não temos vaga para caminhões nem carretas. Motos são bem-vindas."])
     assert "camin" in uncovered_focus("a garagem cabe uma caminhonete grande?", units)
     assert "camin" not in uncovered_focus("tem vaga pra caminhão?", units)
+
+
+def test_an_ingredient_asked_by_whether_they_use_it_is_an_item_asked():
+    cakes = "# Bolos\n\nTodos os bolos são feitos com farinha de trigo e manteiga. Bolo de cenoura: R$ 60,00."
+    assert ask("vcs usam farinha de amendoa nos bolos?", "info_request", cakes) == FALLBACK_NO_KNOWLEDGE
+    assert "farinha de trigo" in ask("vcs usam manteiga nos bolos?", "info_request", cakes)
