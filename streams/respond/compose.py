@@ -1834,6 +1834,8 @@ _KIND_OF = re.compile(r"\b(?:custa|custam|custaria|valor|preco|sai|fica|cobra|co
                       r"([a-z]{3,}) (?:(?:de|do|da|contra|pra|para) )?([a-z]{4,})\b")
 
 
+_ACT_PRICED = re.compile(r"\b(?:custa|custam|cobra|cobram|sai|fica|preco|valor)\b(?: \S+){0,3}? (?:pra|para) "
+                         r"([a-z]{3,}(?:ar|er|ir)) (?:um |uma |o |a |os |as )?([a-z]{4,})\b")
 _PRICED = re.compile(r"(?:custa|custam|custaria|valor|preco|sai|fica|cobra|cobram)\b")   # "ta espirrando" prices nothing
 
 
@@ -1866,6 +1868,10 @@ def unknown_kind(message: str, units: Sequence[Unit]) -> set[str]:
         if " de " in m.group(0) or " do " in m.group(0) or " da " in m.group(0) or stem(head) in named \
                 or kind not in _PLAIN:
             out.add(stem(kind))
+    for m in _ACT_PRICED.finditer(normalize_chat(message)):
+        # "qnto cobram pra alugar um projetor ...?": the thing the priced act is done to, named by no unit
+        if stem(m.group(2)) in focus and stem(m.group(2)) in missing:
+            out.add(stem(m.group(2)))
     return out
 
 

@@ -114,3 +114,11 @@ def test_an_ingredient_asked_by_whether_they_use_it_is_an_item_asked():
     cakes = "# Bolos\n\nTodos os bolos são feitos com farinha de trigo e manteiga. Bolo de cenoura: R$ 60,00."
     assert ask("vcs usam farinha de amendoa nos bolos?", "info_request", cakes) == FALLBACK_NO_KNOWLEDGE
     assert "farinha de trigo" in ask("vcs usam manteiga nos bolos?", "info_request", cakes)
+
+
+def test_the_price_of_an_act_done_to_a_thing_no_line_names_is_handed_over():
+    assert ask("qnto vcs cobram pra alugar um telao pra ver o jogo na sala?", "price_question",
+               "# Salas\n\nSala de reunião: R$ 90,00 por hora. A sala é alugada por no mínimo 2 horas.") \
+        == FALLBACK_NO_KNOWLEDGE
+    assert "R$ 90,00" in ask("qnto vcs cobram pra alugar a sala de reunião?", "price_question",
+                             "# Salas\n\nSala de reunião: R$ 90,00 por hora. A sala é alugada por no mínimo 2 horas.")
