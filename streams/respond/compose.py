@@ -1012,6 +1012,28 @@ def told_place(message: str) -> tuple[str, ...]:
     return ()
 
 
+_AT_UNIT = re.compile(r"\b(?:na|nas|da|das|pra|para) (?:unidade|unidades|filial|loja) (?:d[oa]s? |de )?([a-z]{3,}(?: [a-z]{3,})?)")
+_UNIT_LIMIT = re.compile(r"\b(?:apenas|somente|so|exclusivamente)\b(?: \S+){0,2}? (?:na|nas|em) (?:unidade|unidades|filial|loja)\b")
+
+
+def asks_at_a_unit(message: str) -> bool:
+    """A yes/no question naming one of the business's units ("tem na unidade do centro tb?")."""
+    return is_yes_no(message) and bool(_AT_UNIT.search(normalize_chat(message)))
+
+
+def unit_place_words(message: str) -> set[str]:
+    """Stems of the unit's name and the word unit in such a question ("unidade do centro" → unida, centr)."""
+    out: set[str] = set()
+    for m in _AT_UNIT.finditer(normalize_chat(message)):
+        out |= {stem(w) for w in m.group(0).split()}
+    return out
+
+
+def limits_to_units(text: str) -> bool:
+    """A line limiting something to some units ("funcionam apenas na unidade Jardim América")."""
+    return bool(_UNIT_LIMIT.search(fold(text)))
+
+
 def names_place(text: str, place: Sequence[str]) -> bool:
     """Whether ``text`` writes the told place as a proper name: its words one after the other,
     capitalised ("Vila Operária", "Centro"), not a word of a sentence ("pré-operatória", "centro

@@ -122,3 +122,10 @@ def test_the_price_of_an_act_done_to_a_thing_no_line_names_is_handed_over():
         == FALLBACK_NO_KNOWLEDGE
     assert "R$ 90,00" in ask("qnto vcs cobram pra alugar a sala de reunião?", "price_question",
                              "# Salas\n\nSala de reunião: R$ 90,00 por hora. A sala é alugada por no mínimo 2 horas.")
+
+
+def test_whether_a_thing_is_offered_at_a_unit_is_answered_by_its_limit_to_units():
+    gym = ("# Unidades\n\n**Unidade Norte**: Rua das Acácias, 90 – Norte.\n\n# Piscina\n\n"
+           "A piscina e a hidroginástica funcionam apenas na unidade Sul. Não aceitamos menores de 12 anos.")
+    reply = ask("a piscina tem na unidade norte tb?", "info_request", gym)
+    assert "funcionam apenas na unidade Sul" in reply
