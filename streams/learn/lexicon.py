@@ -1152,6 +1152,12 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "atrasado", "chegou atrasada", "chegou atrasado")},
     # staying the whole night is the "pernoite" ("qnto sai a noite inteira na suíte X?", "pra dormir aí")
     **{w: ("pernoite",) for w in ("noite inteira", "noite toda", "a noite toda", "dormir ai", "dormir la")},
+    # the customer fetching the order is the knowledge's "retirada" ("se eu for buscar aí fica mais barato?",
+    # "vou buscar, fica pronta em qnto tempo?")
+    **{f"{v} {w}": ("retirada", "retirar", "balcao") for v in ("for buscar", "vou buscar", "eu busco", "mesmo busco",
+                                                              "for pegar", "vou pegar", "for retirar", "vou retirar")
+       for w in ("ai", "aqui", "la", "no balcao", "na loja", "pessoalmente")},
+    **{w: ("retirada", "retirar", "balcao") for w in ("for buscar", "vou buscar", "for retirar", "vou retirar")},
     # a pizza's smallest size is the "broto" ("metade x metade y na pequena?")
     "pequena": ("broto",), "pequenininha": ("broto",), "pizza pequena": ("broto",),
     # what the customer "leva" is what the business lets them "trazer" (de fora)

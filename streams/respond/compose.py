@@ -536,10 +536,15 @@ def asks_duration(message: str) -> bool:
     return bool(_DURATION_Q.search(norm)) and not _DEADLINE_Q.search(norm)
 
 
+_DISCOUNT_A = re.compile(r"\d+\s*%\s*(?:de\s+)?(?:desconto|off)\b", re.I)
+
+
 def carries_price(text: str, free_answers: bool = False) -> bool:
     """An amount ("R$ 40,00"), or, when ``free_answers`` (a yes/no question: "o retorno
-    é cobrado?"), an explicit "free" ("sem custo", "grátis") too; "qual o valor" wants an amount."""
-    return "R$" in text or bool(_QUOTE_A.search(fold(text))) or (free_answers and bool(_FREE_A.search(fold(text))))
+    é cobrado?", "se eu for buscar fica mais barato?"), an explicit "free" ("sem custo", "grátis") or a
+    discount in percent ("ganha 5% de desconto") too; "qual o valor" wants an amount."""
+    return "R$" in text or bool(_QUOTE_A.search(fold(text))) or (free_answers and bool(
+        _FREE_A.search(fold(text)) or _DISCOUNT_A.search(text)))
 
 
 def asks_deadline(message: str) -> bool:
@@ -695,8 +700,16 @@ def alternatives(message: str) -> tuple[str, str] | None:
     pieces = [p for p in message.split("?")[:-1] if p.strip()]
     if len(pieces) != 1:
         return None
-    m = _EITHER_OR.search(normalize_chat(pieces[0]).strip())
-    if m is None or any(w in STOPWORDS or len(w) < 3 for w in m.groups()):
+    norm = normalize_chat(pieces[0]).strip()
+    m = _EITHER_OR.search(norm)
+    if m is None:
+        # two ways put as a choice ("o motoboy sobe até o apartamento ou tenho que descer na portaria?", "vem com
+        # açúcar ou é natural puro?"): the last thing each side names
+        sides = norm.split(" ou ")
+        last = [[w for w in side.split() if w not in STOPWORDS and w not in GENERIC and len(w) >= 4
+                 and not w.isdigit()] for side in sides]
+        return (last[0][-1], last[1][-1]) if len(sides) == 2 and all(last) else None
+    if any(w in STOPWORDS or len(w) < 3 for w in m.groups()):
         return None
     return m.group(1), m.group(2)
 
@@ -735,6 +748,25 @@ def hours_of_booked_day(piece: str, text: str) -> bool:
     booked = {m.group(1) for m in _DAY_A.finditer(normalize_chat(piece))}
     folded = fold(text)
     return bool(booked) and _carried(text).hours and any(m.group(1) in booked for m in _DAY_A.finditer(folded))
+
+
+_BOOKING_ACT = re.compile(r"\b(reserv|agend|marc)[a-z]*\b")
+_ASKED_AMOUNT = re.compile(r"R\$\s*\d|\d+\s*%")
+
+
+def booking_rule(piece: str, units: Sequence["Unit"]) -> list["Unit"]:
+    """The business's condition for booking what a confirmation books ("pode reservar a brisa pra sexta 22h" /
+    "Para reservar, pedimos um sinal de 30% do valor, pago via Pix."): a unit naming the booking act of the
+    piece (reservar, agendar, marcar: by its root) and asking an amount (R$ or %); the first in reading order,
+    [] when none does."""
+    acts = {m.group(1) for m in _BOOKING_ACT.finditer(normalize_chat(piece))}
+    if not acts:
+        return []
+    for u in sorted(units, key=lambda x: x.order):
+        folded = fold(u.text)
+        if {m.group(1) for m in _BOOKING_ACT.finditer(folded)} & acts and _ASKED_AMOUNT.search(u.text):
+            return [u]
+    return []
 
 
 def carried_question(message: str) -> tuple[str, str] | None:
@@ -978,6 +1010,28 @@ def told_place(message: str) -> tuple[str, ...]:
         if words:
             return tuple(words)
     return ()
+
+
+_AT_UNIT = re.compile(r"\b(?:na|nas|da|das|pra|para) (?:unidade|unidades|filial|loja) (?:d[oa]s? |de )?([a-z]{3,}(?: [a-z]{3,})?)")
+_UNIT_LIMIT = re.compile(r"\b(?:apenas|somente|so|exclusivamente)\b(?: \S+){0,2}? (?:na|nas|em) (?:unidade|unidades|filial|loja)\b")
+
+
+def asks_at_a_unit(message: str) -> bool:
+    """A yes/no question naming one of the business's units ("tem na unidade do centro tb?")."""
+    return is_yes_no(message) and bool(_AT_UNIT.search(normalize_chat(message)))
+
+
+def unit_place_words(message: str) -> set[str]:
+    """Stems of the unit's name and the word unit in such a question ("unidade do centro" → unida, centr)."""
+    out: set[str] = set()
+    for m in _AT_UNIT.finditer(normalize_chat(message)):
+        out |= {stem(w) for w in m.group(0).split()}
+    return out
+
+
+def limits_to_units(text: str) -> bool:
+    """A line limiting something to some units ("funcionam apenas na unidade Jardim América")."""
+    return bool(_UNIT_LIMIT.search(fold(text)))
 
 
 def names_place(text: str, place: Sequence[str]) -> bool:
@@ -1576,8 +1630,8 @@ def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
     roots = {stem(t): t[:-2] for t in norm.split() if _VERB_END.search(t) and len(t) >= 6}
 
     # a long word needs a longer stem in common: "parcelar" (and "parcela") is not "parceiros"
-    long_stems = {stem(t): stem(t, 6) for t in norm.split() if len(t) >= 7 and t not in STOPWORDS}
-    stems6 = {stem(w, 6) for w in words}
+    long_stems = {stem(t): stem(t, 6 if len(t) < 10 else 7) for t in norm.split() if len(t) >= 7 and t not in STOPWORDS}
+    stems6 = {stem(w, 6) for w in words} | {stem(w, 7) for w in words}
 
     def covered(f: str) -> bool:
         if f in in_range or any(f in w[1:] for w in words):  # inside a compound: "hipoalergênico"
@@ -1623,7 +1677,7 @@ def says_asked_phrase(message: str, unit: Unit) -> bool:
 
 
 _OFFER_VERB = re.compile(r"\b(tem|tem ai|vende|vendem|aceita|aceitam|faz|fazem|serve|servem|trabalha com|trabalham com|"
-                         r"aplica|aplicam|atende|atendem|oferece|oferecem|possui|possuem)\b(.*)$")
+                         r"aplica|aplicam|atende|atendem|oferece|oferecem|possui|possuem|usa|usam|utiliza|utilizam)\b(.*)$")
 
 
 # the item ends where its purpose, company, time or place begins ("sauna na unidade da praia")
@@ -1654,7 +1708,10 @@ def unknown_object(message: str, units: Sequence[Unit]) -> set[str]:
     mentions, not even by prefix. The knowledge talks about the category (ração,
     vacina) but never names this one: quoting the category would answer another
     question, so the composer hands over."""
-    asked = _asked_offer(message, normalize_chat(message.split("?")[0]))
+    first = message.split("?")[0]
+    # "vcs fazem cirurgia de catarata? qnto custa?": the first question asks the offer, the next ones ask
+    # about the thing it names (its price), so the first one's item decides
+    asked = _asked_offer(message if "?" not in message.strip()[:-1] else first + "?", normalize_chat(first))
     if asked is None:
         return set()
     _, item = asked
@@ -1799,6 +1856,11 @@ _KIND_OF = re.compile(r"\b(?:custa|custam|custaria|valor|preco|sai|fica|cobra|co
                       r"([a-z]{3,}) (?:(?:de|do|da|contra|pra|para) )?([a-z]{4,})\b")
 
 
+_ACT_PRICED = re.compile(r"\b(?:custa|custam|cobra|cobram|sai|fica|preco|valor)\b(?: \S+){0,3}? (?:pra|para) "
+                         r"([a-z]{3,}(?:ar|er|ir)) (?:um |uma |o |a |os |as )?([a-z]{4,})\b")
+_PRICED = re.compile(r"(?:custa|custam|custaria|valor|preco|sai|fica|cobra|cobram)\b")   # "ta espirrando" prices nothing
+
+
 # qualifiers of the plain item itself ("consulta normal"): no variant of it
 _PLAIN = frozenset("normal normais comum comuns simples basico basica padrao tradicional tradicionais".split())
 
@@ -1816,6 +1878,11 @@ def unknown_kind(message: str, units: Sequence[Unit]) -> set[str]:
     named = _named_heads(units)
     for m in _KIND_OF.finditer(_measures(normalize_chat(message))):
         head, kind = m.group(1), m.group(2)
+        if stem(head) in focus and stem(head) in missing and _PRICED.match(m.group(0)):
+            # "qnto custa o kit de massagem?", "qnto sai o combo pizza ...?": the very thing priced is a word no
+            # retrieved unit writes; a price of anything else around it is another thing's price
+            out.add(stem(head))
+            continue
         if stem(head) not in focus or stem(head) in missing or stem(kind) not in missing:
             continue
         # "cirurgia de catarata": a kind; "suíte presidencial": a name, where the knowledge names
@@ -1823,6 +1890,10 @@ def unknown_kind(message: str, units: Sequence[Unit]) -> set[str]:
         if " de " in m.group(0) or " do " in m.group(0) or " da " in m.group(0) or stem(head) in named \
                 or kind not in _PLAIN:
             out.add(stem(kind))
+    for m in _ACT_PRICED.finditer(normalize_chat(message)):
+        # "qnto cobram pra alugar um projetor ...?": the thing the priced act is done to, named by no unit
+        if stem(m.group(2)) in focus and stem(m.group(2)) in missing:
+            out.add(stem(m.group(2)))
     return out
 
 
@@ -2023,6 +2094,34 @@ def asks_the_business(message: str) -> bool:
         return False
     _, focus = question_words(message)
     return bool(focus) and bool(re.search(r"\bvoces\b", norm) or _OFFER_VERB.search(norm) or _WH.search(norm))
+
+
+_ANAPHOR_OPENING = re.compile(r"^(?:passando|passado|depois|alem|apos|fora|antes|acima|abaixo) (?:disso|desse|dessa|deste|"
+                              r"desta|isso|esse|essa|este|esta)\b|^(?:nesse|neste|nessa|nesta) caso\b|"
+                              r"^caso contrario\b|^do contrario\b")
+
+
+def opens_with_anaphor(text: str) -> bool:
+    """Whether a sentence opens by pointing back at the one before it ("Passando disso, cada hora adicional
+    custa R$ 40,00", "Depois disso, o atendimento pode ser remarcado", "Nesse caso, ..."): alone it says
+    nothing of what "disso" is."""
+    return bool(_ANAPHOR_OPENING.match(fold(text)))
+
+
+def with_antecedents(picked: Sequence[Unit], units: Sequence[Unit]) -> list[Unit]:
+    """The picked units, each one opening by pointing back (``opens_with_anaphor``) preceded by the unit
+    before it in its chunk when that one is not picked: "Passando disso, cada hora adicional custa R$ 40,00"
+    is quoted after "Tempo extra: tolerância de 15 minutos depois do fim do período."."""
+    by_order = {u.order: u for u in units}
+    out: list[Unit] = []
+    for u in picked:   # the best unit stays first (``answer_text`` quotes in reading order)
+        if u not in out:
+            out.append(u)
+        before = by_order.get(u.order - 1)
+        if (opens_with_anaphor(u.text) and before is not None and before.order // 1000 == u.order // 1000
+                and before not in picked and before not in out):
+            out.append(before)
+    return out
 
 
 def answer_text(message: str, picked: Sequence[Unit]) -> str:

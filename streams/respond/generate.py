@@ -186,6 +186,9 @@ class OfflineComposer:
             return OBJECTION_REPLY if r.intent == i.OBJECTION else GENERAL_REPLY
         if not partial:
             picked = self._each_question(r, picked, query_vector)
+        # "Passando disso, cada hora adicional ...": a line pointing back is quoted with the line it points at
+        picked = compose.with_antecedents(picked, compose.units_of_chunks([c.text for c in r.chunks],
+                                                                          [c.document_id for c in r.chunks]))
         answer = compose.answer_text(r.message, picked)
         if partial:
             answer = f"{answer} {FALLBACK_NO_KNOWLEDGE}"
@@ -201,8 +204,12 @@ class OfflineComposer:
             return None
         piece, intent = carried
         picked = self.pick_sentences(piece, r.chunks, intent, hint=preference_hint(r.memories))
-        if piece == compose.booking_order(r.message):   # "pode agendar sabado 9h": that day's hours, or nothing
-            picked = [u for u in picked if compose.hours_of_booked_day(piece, u.text)][:1]
+        if piece == compose.booking_order(r.message):
+            # "pode agendar sabado 9h": that day's hours, and what the business asks to book ("Para reservar,
+            # pedimos um sinal de 30%"), or nothing
+            units = compose.units_of_chunks([c.text for c in r.chunks], [c.document_id for c in r.chunks])
+            hours = [u for u in picked if compose.hours_of_booked_day(piece, u.text)][:1]
+            picked = hours + [u for u in compose.booking_rule(piece, units) if u not in hours]
         return compose.answer_text(piece, picked) if picked else None
 
     MAX_UNITS = 3
@@ -320,6 +327,7 @@ class OfflineComposer:
         out = [denial] + best[: self.max_sentences - 1] if denial is not None else best
         out = self._quantity_first(message, scored, out, intent)
         out = self._told_place_first(message, scored, out)
+        out = self._place_limit_first(message, scored, out)
         out = self._emergency_after_no(message, scored, out)
         if quoted is not None:
             out = [quoted] + [u for u in out if u != quoted][: self.max_sentences - 1]
@@ -402,6 +410,23 @@ class OfflineComposer:
             return None
         limits = [s for s in scored if compose.states_party_limit(s.unit.text, size)]
         return max(limits, key=lambda s: (s.score, -s.unit.order)).unit if limits else None
+
+    def _place_limit_first(self, message: str, scored: Sequence[compose.Scored],
+                           out: list[compose.Unit]) -> list[compose.Unit]:
+        """"o hotelzinho tem na unidade do centro tb?": whether a thing is offered at a unit is answered by the
+        line that names the thing in its own words and limits it to some units ("O hotelzinho e a creche
+        funcionam apenas na unidade Jardim América"), over lines about the unit or rules found by the
+        heading; it leads, the picked line stays after it. Only for a question already answered."""
+        if not out or not compose.asks_at_a_unit(message):
+            return out
+        _, focus = compose.question_words(message)
+        thing = focus - compose.unit_place_words(message)
+        limited = [s for s in scored if compose.limits_to_units(s.unit.text)
+                   and thing & compose.chunk_words(s.unit.text)]
+        if not limited:
+            return out
+        pick = max(limited, key=lambda s: (s.score, -s.unit.order)).unit
+        return [pick] + [u for u in out if u != pick][: self.max_sentences - 1]
 
     def _told_place_first(self, message: str, scored: Sequence[compose.Scored],
                           out: list[compose.Unit]) -> list[compose.Unit]:

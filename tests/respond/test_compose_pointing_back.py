@@ -1,0 +1,131 @@
+"""Kinds of answer misses read across the tuning writers (h-ans16): a line pointing back at the one before it,
+the deposit a booking asks, the customer fetching the order, a discount answering "fica mais barato?", a choice
+between two ways no line names, the first question's unknown item, a price of a thing no line names, a long word
+sharing only a short prefix. Knowledge and questions invented here (a dance school, a dentist, a bakery, a
+restaurant, a garage)."""
+
+from uuid import uuid4
+
+from streams.respond.compose import (
+    alternatives,
+    booking_rule,
+    carries_price,
+    concept_forms,
+    opens_with_anaphor,
+    uncovered_focus,
+    units_of_chunks,
+    with_antecedents,
+)
+from streams.respond.generate import FALLBACK_NO_KNOWLEDGE, OfflineComposer
+from streams.respond.model import KnowledgeChunk, ReplyRequest
+
+DANCE = """# Aulas
+
+**Atrasos**: tolerância de 10 minutos depois do início da aula. Passado esse prazo, a aula conta como dada.
+
+**Aula experimental**: gratuita, com agendamento pelo WhatsApp."""
+
+GARAGE = """# Preços
+
+- Carro: R$ 20,00 por 2 horas.
+
+**Tempo extra**: tolerância de 10 minutos depois do período pago. Passando disso, cada hora adicional custa R$ 8,00."""
+
+DENTIST = """# Tratamentos
+
+- Clareamento a laser: R$ 700,00.
+- Limpeza: R$ 180,00.
+
+**Agendamento**: para agendar, pedimos um sinal de R$ 50,00 via Pix, abatido do tratamento.
+
+**Sábado**: das 8h às 12h."""
+
+BAKERY = """# Encomendas
+
+Entregamos bolos num raio de 5 km. No delivery o entregador leva maquininha.
+
+Retirada na loja: a encomenda fica pronta em 2 horas e o cliente ganha 10% de desconto."""
+
+
+def ask(message, intent, *texts):
+    chunks = [KnowledgeChunk(uuid4(), uuid4(), 0.3, t) for t in texts]
+    req = ReplyRequest(messages=[], message=message, intent=intent, retrieval="required", chunks=tuple(chunks))
+    return OfflineComposer().generate(req).text
+
+
+def test_a_line_pointing_back_is_quoted_with_the_line_it_points_at():
+    assert opens_with_anaphor("Passando disso, cada hora adicional custa R$ 40,00.")
+    assert opens_with_anaphor("Depois disso, o atendimento pode ser remarcado.")
+    assert opens_with_anaphor("Nesse caso, o sinal vira crédito.")
+    assert not opens_with_anaphor("Depois das 18h, só delivery.")
+    units = units_of_chunks([DANCE.replace("Passado esse prazo", "Passando disso")])
+    after = next(u for u in units if u.text.startswith("Passando disso"))
+    got = with_antecedents([after], units)
+    assert got[0] == after   # the best unit stays first
+    assert any("tolerância de 10 minutos" in u.text for u in got)
+    reply = ask("se eu passar uns 30 min do horario pago qnto a mais?", "price_question", GARAGE)
+    assert "R$ 8,00" in reply and "tolerância de 10 minutos" in reply
+
+
+def test_a_booking_confirmation_gets_what_the_business_asks_to_book():
+    units = units_of_chunks([DENTIST])
+    rule = booking_rule("pode agendar a limpeza pra quinta 14h", units)
+    assert len(rule) == 1 and "sinal de R$ 50,00" in rule[0].text
+    assert booking_rule("fechado, obrigada", units) == []
+    reply = ask("fechado, pode agendar a limpeza pra quinta 14h", "confirmation", DENTIST)
+    assert "sinal de R$ 50,00" in reply
+    # a booking on a day whose hours the knowledge gives gets those hours too
+    assert "das 8h às 12h" in ask("blz, pode agendar sabado 9h entao", "confirmation", DENTIST)
+
+
+def test_the_customer_fetching_the_order_is_the_pickup():
+    assert "retir" in {x for xs in concept_forms("se eu for buscar ai fica mais barato?").values() for x in xs}
+    assert "10% de desconto" in ask("se eu for buscar ai sai mais barato?", "policy", BAKERY)
+    # a yes/no price question is answered by a discount in percent; "qual o valor?" wants an amount
+    assert carries_price("Retirada na loja: o cliente ganha 10% de desconto.", free_answers=True)
+    assert not carries_price("Retirada na loja: o cliente ganha 10% de desconto.")
+
+
+def test_a_choice_between_two_ways_no_line_names_is_handed_over():
+    assert alternatives("o entregador sobe ate o apartamento ou tenho que descer na portaria?") == (
+        "apartamento", "portaria")
+    assert alternatives("tem elevador? e escova é quanto?") is None
+    reply = ask("o entregador sobe ate o apartamento ou tenho que descer na portaria?", "info_request", BAKERY)
+    assert reply == FALLBACK_NO_KNOWLEDGE
+
+
+def test_the_first_question_s_unknown_item_is_not_answered_by_the_price_asked_next():
+    reply = ask("vcs fazem tratamento de bruxismo? qnto custa?", "info_request", DENTIST)
+    assert "R$" not in reply.replace(FALLBACK_NO_KNOWLEDGE, "")
+
+
+def test_the_price_of_a_thing_no_line_names_is_handed_over():
+    assert ask("qnto custa o kit de clareamento a laser?", "price_question", DENTIST) == FALLBACK_NO_KNOWLEDGE
+    assert "R$ 700,00" in ask("qnto custa o clareamento a laser?", "price_question", DENTIST)
+
+
+def test_a_long_word_needs_more_than_a_short_prefix_in_common():
+    units = units_of_chunks(["Não temos vaga para caminhões nem carretas. Motos são bem-vindas."])
+    assert "camin" in uncovered_focus("a garagem cabe uma caminhonete grande?", units)
+    assert "camin" not in uncovered_focus("tem vaga pra caminhão?", units)
+
+
+def test_an_ingredient_asked_by_whether_they_use_it_is_an_item_asked():
+    cakes = "# Bolos\n\nTodos os bolos são feitos com farinha de trigo e manteiga. Bolo de cenoura: R$ 60,00."
+    assert ask("vcs usam farinha de amendoa nos bolos?", "info_request", cakes) == FALLBACK_NO_KNOWLEDGE
+    assert "farinha de trigo" in ask("vcs usam manteiga nos bolos?", "info_request", cakes)
+
+
+def test_the_price_of_an_act_done_to_a_thing_no_line_names_is_handed_over():
+    assert ask("qnto vcs cobram pra alugar um telao pra ver o jogo na sala?", "price_question",
+               "# Salas\n\nSala de reunião: R$ 90,00 por hora. A sala é alugada por no mínimo 2 horas.") \
+        == FALLBACK_NO_KNOWLEDGE
+    assert "R$ 90,00" in ask("qnto vcs cobram pra alugar a sala de reunião?", "price_question",
+                             "# Salas\n\nSala de reunião: R$ 90,00 por hora. A sala é alugada por no mínimo 2 horas.")
+
+
+def test_whether_a_thing_is_offered_at_a_unit_is_answered_by_its_limit_to_units():
+    gym = ("# Unidades\n\n**Unidade Norte**: Rua das Acácias, 90 – Norte.\n\n# Piscina\n\n"
+           "A piscina e a hidroginástica funcionam apenas na unidade Sul. Não aceitamos menores de 12 anos.")
+    reply = ask("a piscina tem na unidade norte tb?", "info_request", gym)
+    assert "funcionam apenas na unidade Sul" in reply
