@@ -1137,6 +1137,14 @@ def refuses(text: str) -> bool:
     return bool(_REFUSAL.search(fold(text)))
 
 
+_ONLY = frozenset({"so", "somente", "apenas", "exclusivamente"})
+
+
+def only_some(text: str) -> bool:
+    """A line keeping something to some cases ("só", "somente", "apenas"), not a plain "no"."""
+    return bool(_ONLY & set(fold(text).split()))
+
+
 def limits(text: str) -> bool:
     """A denial or a limit ("não", "só", "somente", "apenas", "exceto")."""
     return bool(_LIMITS & set(fold(text).split()))
@@ -1438,6 +1446,8 @@ def score_units(message: str, units: Sequence[Unit], *, wants_price: bool = Fals
         hits = len(focus & (texts[k] | ctxs[k] | (_stems(u.label) if u.label else set())))
         if clock_asked(norm) and clock_fit(norm, fold(u.text)):
             hits += 1   # a rule the time asked falls under names it ("às 3 da tarde": "depois das 12h")
+        if range_match(norm, fold(u.text)):
+            hits += 1   # a line whose range holds the quantity told names it ("7km": "De 5 a 10 km")
         sim = None if sims is None else float(sims[k])
         score = (sim if sim is not None else 0.0) + lexical_weight * (lex + bonus) if sims is not None \
             else lex + bonus

@@ -322,8 +322,9 @@ class OfflineComposer:
         denial = self._denial_of_act(message, scored, best, intent)
         if denial is not None and day and not day & compose.unit_words(denial):
             denial = None   # nor does a "no" on the story ("não hospedamos gatos") answer "abrem sábado?"
-        if denial is None:
-            denial = self._limit_over_price(message, ranked, best, intent)
+        if denial is None:   # a limit of the thing asked answers before a price line
+            denial = (self._limit_over_price(message, ranked, best, intent)
+                      or self._limit_of_variant(message, scored, best, intent))
         out = [denial] + best[: self.max_sentences - 1] if denial is not None else best
         out = self._quantity_first(message, scored, out, intent)
         out = self._told_place_first(message, scored, out)
@@ -560,6 +561,28 @@ class OfflineComposer:
         limits = [s for s in ranked if s.unit not in best and not compose.carries_price(s.unit.text)
                   and compose.limits(s.unit.text) and s.focus_hits >= top.focus_hits]
         return limits[0].unit if limits else None
+
+    @staticmethod
+    def _limit_of_variant(message: str, scored: Sequence[compose.Scored], best: list[compose.Unit],
+                          intent: str) -> compose.Unit | None:
+        """"a pizza doce grande qnto é?": the price asked of a variant ("grande") that no priced line names,
+        while a line names the thing asked as one ("pizza doce") and limits it ("Pizza doce só é feita nos
+        tamanhos broto e média."): that limit answers first (the best price line after it). Only when the
+        limit names as much of the question as the best price line and is nearer to it in meaning."""
+        if not best or not compose.wants_price(message, intent == i.PRICE) or not compose.carries_price(best[0].text):
+            return None
+        top = next((s for s in scored if s.unit == best[0]), None)
+        if top is None or top.similarity is None:
+            return None
+        part = compose.question_part(message)
+        _, focus = compose.question_words(part)
+        priced = set().union(*(compose.unit_words(s.unit) for s in scored if compose.carries_price(s.unit.text)))
+        if not focus - priced:
+            return None
+        limits = [s for s in scored if s.unit not in best and not compose.carries_price(s.unit.text)
+                  and compose.only_some(s.unit.text) and compose.phrases_named(part, s.unit.text)
+                  and s.focus_hits >= top.focus_hits and s.similarity is not None and s.similarity > top.similarity]
+        return max(limits, key=lambda s: s.score).unit if limits else None
 
     def _limit_on_name(self, message: str, scored: Sequence[compose.Scored], best: list[compose.Unit],
                        intent: str) -> compose.Unit | None:
