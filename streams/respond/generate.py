@@ -235,7 +235,16 @@ class OfflineComposer:
                 got = self._deadline_of(r.message, r.chunks)
             if got and got[0] not in out and len(out) < self.MAX_UNITS:
                 out.append(got[0])
+            if got and got[0] in out and len(got) > 1 and got[1] not in out and len(out) < self.MAX_UNITS \
+                    and self._names_more_of(clause, got[1], got[0]):
+                out.append(got[1])
         return out
+
+    @staticmethod
+    def _names_more_of(clause: str, unit: compose.Unit, than: compose.Unit) -> bool:
+        """Whether ``unit`` names more of the question's own words than ``than`` does."""
+        _, focus = compose.question_words(clause)
+        return len(focus & compose.unit_words(unit)) > len(focus & compose.unit_words(than))
 
     @staticmethod
     def _deadline_of(message: str, chunks: Sequence[KnowledgeChunk]) -> list[compose.Unit]:

@@ -57,3 +57,16 @@ def test_the_price_of_a_variant_kept_away_is_answered_by_the_line_keeping_it(use
     assert "mini e média" in reply
     # a variant that is priced is answered with its price, no limit first
     assert ask(c, "a torta doce média qnto é?", "price_question", BAKERY).startswith("Média torta doce")
+
+
+GYM = """**Estacionamento:** não temos estacionamento próprio em nenhuma das academias. Na unidade Lagoa existe convênio com o Park Sete, ao lado da academia: a primeira hora é grátis.
+
+- Avaliação física: R$ 90,00. As avaliações são feitas somente na unidade Lagoa, às segundas e quartas."""
+
+
+def test_each_question_gets_the_line_naming_more_of_it_than_its_first(use_embedder):
+    """"tem estacionamento na lagoa? e a avaliação é que dia?": the first question's best line is the general
+    "no"; its second names the place asked too (the agreement there), and is quoted as well."""
+    reply = ask(composer(use_embedder), "tem estacionamento na lagoa? e a avaliacao fisica é que dia?",
+                "info_request", GYM)
+    assert "Park Sete" in reply and "segundas e quartas" in reply
