@@ -928,7 +928,14 @@ def compared_items(message: str) -> list[str]:
     head, first, second = m.group(1), m.group(2), m.group(3)
     if not (1 <= len(first.split()) <= 4 and 1 <= len(second.split()) <= 4) or not question_words(second)[1]:
         return []
+    # "da media pra grande na especial": the qualifier said after the second item is the first's too
+    shared = _SHARED_QUALIFIER.search(second)
+    if shared and len(first.split()) == 1 and shared.start() > 0:
+        first = f"{first} {shared.group(0).strip()}"
     return [f"{head} da {first}", f"{head} da {second}"]
+
+
+_SHARED_QUALIFIER = re.compile(r"\s(?:na|no|nas|nos)\s+\S+(?:\s+\S+)?$")
 
 
 _ACT_VERB = re.compile(r"^[a-z]{4,}(am|em)$")   # "atendem", "parcelam", "vendem": what the business does

@@ -220,7 +220,9 @@ class OfflineComposer:
         A choice between two options ("o que sai mais barato, a broto doce ou a tradicional?") is
         one question per option, each with its own intent ("ta incluso na pernoite?" is not a
         price question), or the whole message's when its own reads as a complaint or small talk."""
-        clauses = compose.question_clauses(r.message)
+        # "qual a diferença da media pra grande na especial? vale a pena?": a question comparing two items is
+        # one question per item
+        clauses = [c for q in compose.question_clauses(r.message) for c in (compose.compared_items(q) or [q])]
         options = [] if clauses else (compose.option_questions(r.message) or compose.paired_items(r.message)
                                      or compose.compared_items(r.message))
         if not (clauses or options) or r.intent in (i.OBJECTION, i.GENERAL):

@@ -70,3 +70,25 @@ def test_each_question_gets_the_line_naming_more_of_it_than_its_first(use_embedd
     reply = ask(composer(use_embedder), "tem estacionamento na lagoa? e a avaliacao fisica é que dia?",
                 "info_request", GYM)
     assert "Park Sete" in reply and "segundas e quartas" in reply
+
+
+CAKES = """## Bolos de festa
+
+Chocolate, Nozes e Limão.
+
+- Pequeno: R$ 80,00 - Médio: R$ 120,00 - Grande: R$ 160,00
+
+## Promoções
+
+- **Sexta Doce**: na compra de um bolo grande simples, o segundo grande simples sai pela metade do preço."""
+
+
+def test_a_difference_asked_between_two_items_is_one_question_per_item(use_embedder):
+    from streams.respond.compose import compared_items
+
+    # the qualifier said after the second item is the first's too
+    assert compared_items("qual a diferença do medio pro grande na festa?") == [
+        "qual a diferenca da medio na festa", "qual a diferenca da grande na festa"]
+    reply = ask(composer(use_embedder), "qual a diferença do medio pro grande na festa? compensa?",
+                "price_question", CAKES)
+    assert "R$ 120,00" in reply and "R$ 160,00" in reply
