@@ -506,6 +506,23 @@ def asks_price(message: str) -> bool:
 _COUNT_Q = re.compile(r"\bquant[oa]s (?!reais\b|real\b|pila\b|conto\b)[a-z]{3,}")
 
 
+_COUNTED_THING = re.compile(r"\bquant[oa]s ([a-z]{3,})")
+_MEASURE_NOUN = re.compile(r"^(?:reais|real|pila|conto|horas?|hrs?|dias?|minutos?|min|vezes|meses|anos|semanas|"
+                           r"kg|km|kilos?|quilos?|metros?|litros?|ml|cm)$")
+_COUNT_WORD = r"(?:\d+|uma?|duas|dois|tres|quatro|cinco|seis|sete|oito|nove|dez|onze|doze|vinte|trinta|cem)"
+
+
+def uncounted_thing(message: str, texts: Sequence[str]) -> bool:
+    """"quantas suites tem na unidade praia?": a count of a thing (not a measure: hours, days, times) asked,
+    and none of ``texts`` states a number of it ("12 suítes") — what they say of it answers something else."""
+    m = _COUNTED_THING.search(normalize_chat(message))
+    if m is None or _MEASURE_NOUN.match(m.group(1)):
+        return False
+    key = stem(m.group(1))
+    pattern = re.compile(_COUNT_WORD + r"(?:\s+\S+){0,2}?\s+(\w+)")
+    return not any(stem(w) == key for t in texts for w in pattern.findall(_measures(fold(t))))
+
+
 def wants_price(message: str, price_intent: bool = False) -> bool:
     """The answer must state a price: the question asks one, or the intent says so,
     unless the question asks a deadline, a duration ("qnto tempo demora") or a count

@@ -170,6 +170,9 @@ class OfflineComposer:
         asked = r.intent == i.GENERAL and compose.asks_the_business(r.message)
         picked = self.pick_sentences(r.message, r.chunks, i.INFO if asked else r.intent,
                                      hint=preference_hint(r.memories), query_vector=query_vector)
+        if picked and not compose.question_clauses(r.message) and compose.uncounted_thing(
+                r.message, [u.text for u in picked]):
+            picked = []   # "quantas suítes tem?": a line naming the suites states no number of them
         options = compose.alternatives(r.message) if r.intent in (i.INFO, i.POLICY) else None
         unchosen = bool(picked and options and not compose.names_an_alternative(options, [u.text for u in picked]))
         if unchosen:

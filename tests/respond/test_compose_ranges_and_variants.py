@@ -92,3 +92,22 @@ def test_a_difference_asked_between_two_items_is_one_question_per_item(use_embed
     reply = ask(composer(use_embedder), "qual a diferença do medio pro grande na festa? compensa?",
                 "price_question", CAKES)
     assert "R$ 120,00" in reply and "R$ 160,00" in reply
+
+
+HOSTEL = """# Quartos
+
+Quarto Ipê: cama de casal e varanda. Quarto Jatobá: duas camas de solteiro.
+
+**Unidade Serra** — Estrada do Mirante, 1.200. Check-out na unidade Serra até as 12h."""
+
+
+def test_a_count_asked_that_no_line_states_is_handed_over():
+    from streams.respond.compose import uncounted_thing
+
+    assert uncounted_thing("quantos quartos tem na unidade serra no total?", ["Unidade Serra — Estrada do Mirante, 1.200."])
+    assert not uncounted_thing("quantas camas tem o jatobá?", ["Quarto Jatobá: duas camas de solteiro."])
+    assert not uncounted_thing("quantas horas antes tem que avisar?", ["Avise com 24 horas de antecedência."])
+    c = OfflineComposer()
+    req = ReplyRequest(messages=[], message="quantos quartos tem na unidade serra no total?", intent="info_request",
+                       retrieval="required", chunks=(KnowledgeChunk(uuid4(), uuid4(), 0.3, HOSTEL),))
+    assert c.generate(req).text == FALLBACK_NO_KNOWLEDGE
