@@ -506,6 +506,23 @@ def asks_price(message: str) -> bool:
 _COUNT_Q = re.compile(r"\bquant[oa]s (?!reais\b|real\b|pila\b|conto\b)[a-z]{3,}")
 
 
+_COUNTED_THING = re.compile(r"\bquant[oa]s ([a-z]{3,})")
+_MEASURE_NOUN = re.compile(r"^(?:reais|real|pila|conto|horas?|hrs?|dias?|minutos?|min|vezes|meses|anos|semanas|"
+                           r"kg|km|kilos?|quilos?|metros?|litros?|ml|cm)$")
+_COUNT_WORD = r"(?:\d+|uma?|duas|dois|tres|quatro|cinco|seis|sete|oito|nove|dez|onze|doze|vinte|trinta|cem)"
+
+
+def uncounted_thing(message: str, texts: Sequence[str]) -> bool:
+    """"quantas suites tem na unidade praia?": a count of a thing (not a measure: hours, days, times) asked,
+    and none of ``texts`` states a number of it ("12 suítes") — what they say of it answers something else."""
+    m = _COUNTED_THING.search(normalize_chat(message))
+    if m is None or _MEASURE_NOUN.match(m.group(1)):
+        return False
+    key = stem(m.group(1))
+    pattern = re.compile(_COUNT_WORD + r"(?:\s+\S+){0,2}?\s+(\w+)")
+    return not any(stem(w) == key for t in texts for w in pattern.findall(_measures(fold(t))))
+
+
 def wants_price(message: str, price_intent: bool = False) -> bool:
     """The answer must state a price: the question asks one, or the intent says so,
     unless the question asks a deadline, a duration ("qnto tempo demora") or a count
@@ -928,7 +945,14 @@ def compared_items(message: str) -> list[str]:
     head, first, second = m.group(1), m.group(2), m.group(3)
     if not (1 <= len(first.split()) <= 4 and 1 <= len(second.split()) <= 4) or not question_words(second)[1]:
         return []
+    # "da media pra grande na especial": the qualifier said after the second item is the first's too
+    shared = _SHARED_QUALIFIER.search(second)
+    if shared and len(first.split()) == 1 and shared.start() > 0:
+        first = f"{first} {shared.group(0).strip()}"
     return [f"{head} da {first}", f"{head} da {second}"]
+
+
+_SHARED_QUALIFIER = re.compile(r"\s(?:na|no|nas|nos)\s+\S+(?:\s+\S+)?$")
 
 
 _ACT_VERB = re.compile(r"^[a-z]{4,}(am|em)$")   # "atendem", "parcelam", "vendem": what the business does
@@ -1135,6 +1159,14 @@ def speaks_of_emergency(text: str) -> bool:
 def refuses(text: str) -> bool:
     """A line saying no or closed ("Não temos pronto-socorro", "Domingos e feriados: fechado.")."""
     return bool(_REFUSAL.search(fold(text)))
+
+
+_ONLY = frozenset({"so", "somente", "apenas", "exclusivamente"})
+
+
+def only_some(text: str) -> bool:
+    """A line keeping something to some cases ("só", "somente", "apenas"), not a plain "no"."""
+    return bool(_ONLY & set(fold(text).split()))
 
 
 def limits(text: str) -> bool:
@@ -1438,6 +1470,8 @@ def score_units(message: str, units: Sequence[Unit], *, wants_price: bool = Fals
         hits = len(focus & (texts[k] | ctxs[k] | (_stems(u.label) if u.label else set())))
         if clock_asked(norm) and clock_fit(norm, fold(u.text)):
             hits += 1   # a rule the time asked falls under names it ("às 3 da tarde": "depois das 12h")
+        if range_match(norm, fold(u.text)):
+            hits += 1   # a line whose range holds the quantity told names it ("7km": "De 5 a 10 km")
         sim = None if sims is None else float(sims[k])
         score = (sim if sim is not None else 0.0) + lexical_weight * (lex + bonus) if sims is not None \
             else lex + bonus

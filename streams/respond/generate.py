@@ -170,6 +170,9 @@ class OfflineComposer:
         asked = r.intent == i.GENERAL and compose.asks_the_business(r.message)
         picked = self.pick_sentences(r.message, r.chunks, i.INFO if asked else r.intent,
                                      hint=preference_hint(r.memories), query_vector=query_vector)
+        if picked and not compose.question_clauses(r.message) and compose.uncounted_thing(
+                r.message, [u.text for u in picked]):
+            picked = []   # "quantas suítes tem?": a line naming the suites states no number of them
         options = compose.alternatives(r.message) if r.intent in (i.INFO, i.POLICY) else None
         unchosen = bool(picked and options and not compose.names_an_alternative(options, [u.text for u in picked]))
         if unchosen:
@@ -220,7 +223,9 @@ class OfflineComposer:
         A choice between two options ("o que sai mais barato, a broto doce ou a tradicional?") is
         one question per option, each with its own intent ("ta incluso na pernoite?" is not a
         price question), or the whole message's when its own reads as a complaint or small talk."""
-        clauses = compose.question_clauses(r.message)
+        # "qual a diferença da media pra grande na especial? vale a pena?": a question comparing two items is
+        # one question per item
+        clauses = [c for q in compose.question_clauses(r.message) for c in (compose.compared_items(q) or [q])]
         options = [] if clauses else (compose.option_questions(r.message) or compose.paired_items(r.message)
                                      or compose.compared_items(r.message))
         if not (clauses or options) or r.intent in (i.OBJECTION, i.GENERAL):
@@ -235,7 +240,16 @@ class OfflineComposer:
                 got = self._deadline_of(r.message, r.chunks)
             if got and got[0] not in out and len(out) < self.MAX_UNITS:
                 out.append(got[0])
+            if got and got[0] in out and len(got) > 1 and got[1] not in out and len(out) < self.MAX_UNITS \
+                    and self._names_more_of(clause, got[1], got[0]):
+                out.append(got[1])
         return out
+
+    @staticmethod
+    def _names_more_of(clause: str, unit: compose.Unit, than: compose.Unit) -> bool:
+        """Whether ``unit`` names more of the question's own words than ``than`` does."""
+        _, focus = compose.question_words(clause)
+        return len(focus & compose.unit_words(unit)) > len(focus & compose.unit_words(than))
 
     @staticmethod
     def _deadline_of(message: str, chunks: Sequence[KnowledgeChunk]) -> list[compose.Unit]:
@@ -322,8 +336,9 @@ class OfflineComposer:
         denial = self._denial_of_act(message, scored, best, intent)
         if denial is not None and day and not day & compose.unit_words(denial):
             denial = None   # nor does a "no" on the story ("não hospedamos gatos") answer "abrem sábado?"
-        if denial is None:
-            denial = self._limit_over_price(message, ranked, best, intent)
+        if denial is None:   # a limit of the thing asked answers before a price line
+            denial = (self._limit_over_price(message, ranked, best, intent)
+                      or self._limit_of_variant(message, scored, best, intent))
         out = [denial] + best[: self.max_sentences - 1] if denial is not None else best
         out = self._quantity_first(message, scored, out, intent)
         out = self._told_place_first(message, scored, out)
@@ -560,6 +575,28 @@ class OfflineComposer:
         limits = [s for s in ranked if s.unit not in best and not compose.carries_price(s.unit.text)
                   and compose.limits(s.unit.text) and s.focus_hits >= top.focus_hits]
         return limits[0].unit if limits else None
+
+    @staticmethod
+    def _limit_of_variant(message: str, scored: Sequence[compose.Scored], best: list[compose.Unit],
+                          intent: str) -> compose.Unit | None:
+        """"a pizza doce grande qnto é?": the price asked of a variant ("grande") that no priced line names,
+        while a line names the thing asked as one ("pizza doce") and limits it ("Pizza doce só é feita nos
+        tamanhos broto e média."): that limit answers first (the best price line after it). Only when the
+        limit names as much of the question as the best price line and is nearer to it in meaning."""
+        if not best or not compose.wants_price(message, intent == i.PRICE) or not compose.carries_price(best[0].text):
+            return None
+        top = next((s for s in scored if s.unit == best[0]), None)
+        if top is None or top.similarity is None:
+            return None
+        part = compose.question_part(message)
+        _, focus = compose.question_words(part)
+        priced = set().union(*(compose.unit_words(s.unit) for s in scored if compose.carries_price(s.unit.text)))
+        if not focus - priced:
+            return None
+        limits = [s for s in scored if s.unit not in best and not compose.carries_price(s.unit.text)
+                  and compose.only_some(s.unit.text) and compose.phrases_named(part, s.unit.text)
+                  and s.focus_hits >= top.focus_hits and s.similarity is not None and s.similarity > top.similarity]
+        return max(limits, key=lambda s: s.score).unit if limits else None
 
     def _limit_on_name(self, message: str, scored: Sequence[compose.Scored], best: list[compose.Unit],
                        intent: str) -> compose.Unit | None:
