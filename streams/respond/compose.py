@@ -807,10 +807,10 @@ def carried_question(message: str) -> tuple[str, str] | None:
             piece = booking_order(message)
             if not piece:
                 return None
-            wanted = i.detect_intent(piece).intent
+            wanted = i.detect_intent(piece, charged_as_policy=False).intent
             # a booking asks what the business says about it, whatever the dictionary reads in it
             return (piece, wanted if wanted in (i.PRICE, i.INFO, i.POLICY) else i.INFO)
-    wanted = i.detect_intent(piece).intent
+    wanted = i.detect_intent(piece, charged_as_policy=False).intent
     return (piece, wanted) if wanted in (i.PRICE, i.INFO, i.POLICY) else None
 
 

@@ -232,7 +232,7 @@ class OfflineComposer:
             return picked
         out = list(picked)
         for clause in clauses or options:
-            intent = i.detect_intent(clause).intent
+            intent = i.detect_intent(clause, charged_as_policy=False).intent  # "... paga mais?": the charge's line
             if options and intent in (i.OBJECTION, i.GENERAL):  # "o que sai mais barato, X?": not a complaint
                 intent = r.intent
             got = self.pick_sentences(clause, r.chunks, intent if intent != i.GENERAL else r.intent)

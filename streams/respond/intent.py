@@ -104,7 +104,7 @@ DEFAULT_KEYWORDS: dict[str, dict[str, float]] = {
         "caro": 3, "cara": 2, "caros": 3, "caras": 2, "carissim*": 3, "salgado": 2,
         "mais barat*": 3, "barato": 1.5, "barata": 1.5, "mais em conta": 3,
         "em conta": 1.5, "muito alto": 2, "nao compensa": 3, "nao vale": 2,
-        "absurdo": 2, "desconto": 1.5, "concorrente": 2, "achei melhor": 2,
+        "absurdo": 2, "concorrente": 2, "achei melhor": 2,
         "fora do orcamento": 3, "nao cabe no bolso": 3, "vou pensar": 2,
         "nao tenho certeza": 1.5, "muito dinheiro": 2, "puxado": 2, "pesado": 1.5,
         "mais barato": 3, "te falo": 1, "te aviso": 1,
@@ -121,7 +121,10 @@ DEFAULT_KEYWORDS: dict[str, dict[str, float]] = {
         "parcel*": 2.5, "fiado": 2.5, "fidelidade": 2.5, "por fatia": 2, "no cio": 2,
         "atendem": 1, "aceitam": 1.5, "aceita": 1.5, "pode entrar": 2, "vale refeicao": 2,
         # discounts and company agreements are commercial conditions (docs/intent-labels.md)
-        "tem desconto": 2.5, "convenio": 1.5,
+        "tem desconto": 2.5, "desconto": 1.5, "convenio": 1.5,
+        # whether an offer or a condition applies somewhere ("a promo vale pro delivery?"): a commercial condition
+        "vale pra": 2, "vale pro": 2, "vale para": 2, "vale no": 2, "vale na": 2, "vale nos": 2, "vale nas": 2,
+        "vale em": 2, "valem pra": 2, "valem pro": 2, "valem no": 2, "valem na": 2,
     },
     INFO: {
         "que horas": 1, "horario*": 1, "abre": 1.5, "abrem": 1.5, "fecha": 1.5,
@@ -307,8 +310,11 @@ def question_clause(text: str) -> str:
         start = mark + 1
 
 
-def detect_intent(text: str, inbox_keywords: Mapping[str, Any] | None = None) -> IntentResult:
-    """The message's intent, or ``general`` when no keyword matches."""
+def detect_intent(text: str, inbox_keywords: Mapping[str, Any] | None = None,
+                  charged_as_policy: bool = True) -> IntentResult:
+    """The message's intent, or ``general`` when no keyword matches. ``charged_as_policy``: a yes/no
+    about whether something is charged ("criança paga?") is ``policy``, its label; False keeps it a
+    price question, for a caller choosing the line that answers it (a charge's amount answers it)."""
     folded = normalize_chat(text)
     lexicon = lexicon_for(inbox_keywords)
     scores: dict[str, float] = {}
@@ -329,12 +335,32 @@ def detect_intent(text: str, inbox_keywords: Mapping[str, Any] | None = None) ->
     if best == OBJECTION and (_ASKS_WHICH.search(folded) or ("?" in text and _ASKS_CHOICE.search(folded))):
         # "qual a suíte mais barata?": asking for the cheaper option is a price question
         return IntentResult(PRICE, scores[best], tuple(matched[best]))
+    if charged_as_policy and best == PRICE and "?" in text and not (inbox_keywords or {}).get(PRICE) \
+            and _charged_yes_no(matched[best], folded):
+        # "criança paga?", "se eu faltar sem avisar cobra?": whether a charge applies is a rule of the house
+        return IntentResult(POLICY, scores[best], tuple(matched[best]))
     if best in SMALL_TALK:
         rest = _remove_spans(folded, [s for i in SMALL_TALK for s in spans.get(i, [])])
         if len(rest.split()) > MAX_SMALL_TALK_REST_WORDS:
             return IntentResult(GENERAL, 0.0, tuple(matched[best]))
         # "Ok, obrigada! Bom dia" → whichever small talk weighs more.
     return IntentResult(best, scores[best], tuple(matched[best]))
+
+
+#: The default price keywords that say only that something is charged ("paga", "cobra", "taxa"), not how much.
+CHARGE_WORDS = frozenset({"paga", "pagam", "cobra", "cobram", "cobrado", "taxa", "taxas"})
+# an amount asked: how much, which value, a price, a cost, how it is charged
+_ASKS_AMOUNT = re.compile(r"\b(quanto|quanta|quantos|quantas|qual|quais|valor\w*|preco\w*|custa\w*|custo\w*|como|"
+                          r"tabela|tarifa\w*)\b")
+
+
+def _charged_yes_no(price_matched: Sequence[str], folded: str) -> bool:
+    """Whether a price verdict rests only on the default charge words and asks no amount ("criança paga?",
+    "cobra alguma coisa?", "tem alguma taxa?"): a yes/no about whether a charge applies, which
+    docs/intent-labels.md labels ``policy`` (23 of the 24 such questions of the tuning writers). Only for the
+    default price keywords: an inbox with price keywords of its own keeps the dictionary's price verdict."""
+    return (bool(price_matched) and all(kw in CHARGE_WORDS for kw in price_matched)
+            and not _ASKS_AMOUNT.search(folded))
 
 
 def _remove_spans(text: str, spans: list[tuple[int, int]]) -> str:
