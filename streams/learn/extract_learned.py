@@ -11,10 +11,12 @@ How it proposes facts for one conversation:
    explicit guard (``normalise.is_instruction``) or a message-level classifier learnt
    from the corpus's ``"instruction": true`` flags (its threshold chosen by CV).
 2. **Features**: the sentence embedding of the span (USE multilingual, the memory
-   embedder; it understands paraphrase), hashed character n-grams of the folded
+   embedder; it understands paraphrase; a shouted span — mostly capitals — is embedded
+   lower-cased, ``embedding_text``), hashed character n-grams of the folded
    span (robust to chat spelling: "mto", "vc", missing accents), a few cues
    (question, negation, one-off words such as "hoje", first person, third party,
-   habit words, length) and which memory types the rule-based extractor sees in
+   habit words, length, and the word kinds the labelling guideline types by: health and
+   diet, an animal, a taste, work/studies/home) and which memory types the rule-based extractor sees in
    the span (``extract_rules`` is now a feature and a slot/content normaliser, not
    the decision).
 3. **Two logistic stages**, trained on the development half of ``examples/`` plus
@@ -98,7 +100,22 @@ THIRD_PARTY = re.compile(rf"\b(?:meu|minha|meus|minhas|nosso|nossa)\s+(?:{S.REL_
 HABIT = re.compile(r"\b(?:sempre|toda|todo|todas|todos|costum\w*|geralmente|normalmente|de vez em quando|"
                    r"direto|vira e mexe|religiosamente|tradicao)\b")
 HYPOTHETICAL = re.compile(r"\b(?:se (?:tiver|tivesse|for|fosse|der|puder)|seria|talvez|quem sabe)\b")
-N_CUES = 10
+# Type cues: the word kinds examples/README.md's labelling guideline decides the type by (folded text).
+#: Health and diet, a person's or a pet's (``restricao``): allergies, intolerances, conditions, an injury or
+#: surgery, medicines, fears, diets, what one does not eat or drink.
+HEALTH = re.compile(r"\b(?:alergi\w*|alergic\w*|intoleran\w*|celiac\w*|gluten|lactose|diabet\w*|vegan\w*|vegetarian\w*|"
+                    r"rinite|asma|cirurgi\w*|operad[oa]|lesao|lesionad\w*|machuc\w*|fratur\w*|remedio\w*|medicament\w*|"
+                    r"medicacao|dieta|jejum|pressao alta|hipertens\w*|colesterol|enxaqueca|renal|racao|pavor|medo|ansiedade|"
+                    r"ansios[oa]|sem (?:acucar|sal|lactose|gluten)|nao (?:bebe|bebo|come|como|pode comer|pode beber|toma|tomo))\b")
+#: An animal (a pet is ``contexto_pessoal``, its health ``restricao``; never ``vinculo_social``).
+PET = re.compile(S.PET_WORDS)
+#: A taste (``preferencia``): liking, loving, preferring, hating.
+TASTE = re.compile(r"\b(?:gost\w*|ador\w*|amo|ama|amamos|prefir\w*|prefer\w*|curt[eo]|curtimos|odei\w*|detest\w*|"
+                   r"favorit\w*|nao suport\w*|apaixonad\w*)\b")
+#: The customer's life (``contexto_pessoal``): work, shifts, studies, where one lives, religion, smoking.
+LIFE = re.compile(r"\b(?:trabalh\w*|emprego|profissao|plantao|plantoes|turno|faculdade|estud\w*|moro|morando|mudei|mudamos|"
+                  r"aposentad\w*|igreja|fumo|fumar|fumante)\b")
+N_CUES = 14
 
 
 # ------------------------------------------------------------------ candidates
@@ -204,6 +221,22 @@ def message_features(texts: Sequence[str], embedder) -> np.ndarray:
 
 
 # -------------------------------------------------------------------- features
+#: A span whose letters are at least this share upper case is embedded lower-cased (``embedding_text``).
+SHOUTED = 0.6
+
+
+def embedding_text(text: str) -> str:
+    """What the sentence embedder reads for a span: the span itself, lower-cased when it is shouted
+    (at least ``SHOUTED`` of its letters, and at least four, upper case: "ODEIO CEBOLA", an elder
+    writing in capitals). USE reads case: a shouted span lands far from the same words written
+    plainly, and most of what the model learnt was written plainly. The evidence stays verbatim;
+    only the features change, at training and at extraction alike (``featurize``)."""
+    letters = [c for c in text if c.isalpha()]
+    if len(letters) >= 4 and sum(c.isupper() for c in letters) >= SHOUTED * len(letters):
+        return text.lower()
+    return text
+
+
 def hashed_ngrams(text: str, dim: int = HASH_DIM) -> np.ndarray:
     """Log-scaled, L2-normalised counts of character n-grams of the folded words (stable crc32 hash)."""
     vec = np.zeros(dim, dtype=np.float32)
@@ -232,6 +265,10 @@ def cue_features(span: str, message: str) -> np.ndarray:
         1.0 if HYPOTHETICAL.search(f) else 0.0,
         min(len(f.split()), 30) / 15.0,
         1.0 if is_instruction(fm) else 0.0,
+        1.0 if HEALTH.search(f) else 0.0,
+        1.0 if PET.search(f) else 0.0,
+        1.0 if TASTE.search(f) else 0.0,
+        1.0 if LIFE.search(f) else 0.0,
     ], dtype=np.float32)
 
 
@@ -267,7 +304,7 @@ def featurize(transcript: Transcript, spans: Sequence[Span], embedder, hits=None
     if not spans:
         return np.zeros((0, 0), dtype=np.float32)
     hits = rule_hits(transcript) if hits is None else hits
-    emb = np.asarray(embedder.embed_passages([s.text for s in spans]), dtype=np.float32)
+    emb = np.asarray(embedder.embed_passages([embedding_text(s.text) for s in spans]), dtype=np.float32)
     rows = []
     for s, e in zip(spans, emb):
         msg = transcript.messages[s.message_index].text

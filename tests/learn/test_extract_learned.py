@@ -14,6 +14,9 @@ from streams.learn.extract_learned import (
     LinearModel,
     Span,
     candidate_spans,
+    cue_features,
+    embedding_text,
+    featurize,
     select,
     transcript_spans,
 )
@@ -556,3 +559,60 @@ def test_the_shipped_gate_raised_cross_source_precision_without_lowering_f1():
     assert precision(gate["per_source"]) > precision(xs["per_source"])
     assert gate["macro_f1"] >= xs["macro_f1"]
     assert model.meta["cross_validated_gated"]["f1"] > 0
+
+
+# ------------------------------------------------- shouted spans and type cues
+@pytest.mark.parametrize("text, embedded", [
+    ("NAO COMO CAMARAO DE JEITO NENHUM", "nao como camarao de jeito nenhum"),
+    ("MEU NETO É QUEM ME TRAZ, O LUCAS", "meu neto é quem me traz, o lucas"),
+    ("Ana", "Ana"),                                   # a name: not shouted
+    ("tenho MEDO de altura", "tenho MEDO de altura"),  # one loud word in a plain span
+    ("OK", "OK"),                                     # too few letters to call it shouting
+    ("🙂🙂", "🙂🙂"),
+])
+def test_a_shouted_span_is_embedded_lower_cased(text, embedded):
+    assert embedding_text(text) == embedded
+
+
+class _RecordingEmbedder:
+    name = "recording"
+
+    def __init__(self):
+        self.seen = []
+
+    def embed_passages(self, texts):
+        self.seen.extend(texts)
+        return np.zeros((len(texts), 4), dtype=np.float32)
+
+
+def test_featurize_embeds_the_case_normalised_span_and_keeps_the_evidence_verbatim():
+    t = conv("BOM DIA MOÇA. MINHA FILHA NÃO PODE COMER AMENDOIM")
+    spans = transcript_spans(t)
+    emb = _RecordingEmbedder()
+    featurize(t, spans, emb, hits=[])
+    assert emb.seen and all(x == x.lower() for x in emb.seen)
+    assert all(s.text == t.messages[s.message_index].text[s.start:s.end] for s in spans)
+    assert any(s.text.isupper() for s in spans)
+
+
+@pytest.mark.parametrize("span, cue", [
+    ("minha sogra é intolerante a lactose", "health"),
+    ("o bidu toma remédio pra tireoide", "health"),
+    ("eu nao bebo nada alcoolico", "health"),
+    ("tenho uma cadelinha de 3 anos", "pet"),
+    ("adotamos um gato persa", "pet"),
+    ("eu adoro o bolo de cenoura", "taste"),
+    ("prefiro a mesa perto da janela", "taste"),
+    ("trabalho de plantão no hospital", "life"),
+    ("moro sozinho perto do centro", "life"),
+])
+def test_type_cues_read_the_word_kinds_the_guideline_types_by(span, cue):
+    names = ("health", "pet", "taste", "life")
+    v = cue_features(span, span)[-4:]
+    assert [names[k] for k in np.flatnonzero(v)] == [cue]
+
+
+def test_type_cues_read_a_shouted_span_as_a_plain_one():
+    assert np.array_equal(cue_features("MEU CACHORRO É ALÉRGICO A FRANGO", "x")[-4:],
+                          cue_features("meu cachorro é alérgico a frango", "x")[-4:])
+    assert list(cue_features("meu cachorro é alérgico a frango", "x")[-4:]) == [1.0, 1.0, 0.0, 0.0]
