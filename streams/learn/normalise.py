@@ -140,6 +140,11 @@ def normalise_dates(text: str, sent_at: datetime | None = None) -> str:
 _WRITE_VERBS = (r"anota|anote|registra|registre|salva|salve|grava|grave|memoriza|memorize|guarda|guarde|coloca|"
                 r"coloque|bota|bote|poe|ponha|atualiza|atualize|marca|marque|adiciona|adicione|inclui|inclua")
 _AUTHORITY = r"gerencia|gerente|diretoria|dono|dona|chefe|supervis\w+|coordenac\w+|administrac\w+"
+_FREE = r"sem\s+(?:custo|cobrar|cobranca|pagar)|de\s+graca|gratis|gratuit\w*|cortesia|isent\w*"
+_TALKED_TO = r"(?:ja\s+)?(?:falei|conversei|combinei|acertei)\s+com\s+(?:a|o)"
+#: an authority cited as the cause of a benefit: "já falei com a gerência", "o gerente autorizou"
+_CITED = (rf"{_TALKED_TO}\s+(?:{_AUTHORITY})|(?:a|o)\s+(?:{_AUTHORITY})\s+(?:ja\s+)?"
+          r"(?:autoriz\w*|liber\w*|aprov\w*|mandou|deixou|sabe)")
 _GRANT_VERBS = (r"atualize|atualiza|altere|altera|registre|registra|aplique|aplica|aplicar|conceda|concede|libere|"
                 r"libera|cadastre|cadastra|insira|credite|credita|adicione|adiciona|acrescente|acrescenta")
 INSTRUCTION_RE = re.compile(
@@ -200,12 +205,8 @@ INSTRUCTION_RE = re.compile(
     r"(?:tod[oa]s\s+(?:os\s+|as\s+)?)?(?:client|pacient|hosped|alun|usuari|tutor|contat)"
     # a benefit free of charge with an authority cited for it, in either order: "pode liberar o exame sem custo, já
     # falei com a gerência", "a diretoria aprovou, libera sem cobrar"
-    r"|\b(?:sem\s+(?:custo|cobrar|cobranca|pagar)|de\s+graca|gratis|gratuit\w*|cortesia|isent\w*)\b[^?\n]{0,80}"
-    rf"\b(?:(?:ja\s+)?(?:falei|conversei|combinei|acertei)\s+com\s+(?:a|o)\s+(?:{_AUTHORITY})\b"
-    rf"|(?:a|o)\s+(?:{_AUTHORITY})\s+(?:ja\s+)?(?:autoriz\w*|liber\w*|aprov\w*|mandou|deixou|sabe)\b)"
-    r"|\b(?:(?:ja\s+)?(?:falei|conversei|combinei|acertei)\s+com\s+(?:a|o)\s+)"
-    rf"(?:{_AUTHORITY})\b[^?\n]{{0,80}}"
-    r"\b(?:sem\s+(?:custo|cobrar|cobranca|pagar)|de\s+graca|gratis|gratuit\w*|cortesia|isent\w*)\b"
+    rf"|\b(?:{_FREE})\b[^?\n]{{0,80}}\b(?:{_CITED})\b"
+    rf"|\b(?:{_TALKED_TO})\s+(?:{_AUTHORITY})\b[^?\n]{{0,80}}\b(?:{_FREE})\b"
     r"|\b(?:gerencia|diretoria|coordenacao|administracao)\s+(?:ja\s+)?(?:autoriz\w*|liber\w*|aprov\w*|mandou|pediu)\b"
     # the customer's record written about in the third person, as staff would: "atualize o cadastro deste contato"
     rf"|\b(?:{_WRITE_VERBS}|edita|edite|corrige|corrija|altera|altere)\b.{{0,40}}\b(?:d?est[ea]|dess[ea])\s+"

@@ -113,6 +113,11 @@ def split_sentences(text: str) -> list[str]:
 _MODAL_STEMS = frozenset(compose.stem(w) for w in compose.GENERIC | {"possivel", "possiveis", "permitido", "permitida"})
 
 
+def _units_of(chunks: Sequence[KnowledgeChunk]) -> list[compose.Unit]:
+    """The retrieved chunks' units (``compose.units_of_chunks``, halves of one document's cut sentence joined)."""
+    return compose.units_of_chunks([c.text for c in chunks], [c.document_id for c in chunks])
+
+
 class OfflineComposer:
     """Deterministic replies from retrieved text and fixed sentences only.
 
@@ -190,8 +195,7 @@ class OfflineComposer:
         if not partial:
             picked = self._each_question(r, picked, query_vector)
         # "Passando disso, cada hora adicional ...": a line pointing back is quoted with the line it points at
-        picked = compose.with_antecedents(picked, compose.units_of_chunks([c.text for c in r.chunks],
-                                                                          [c.document_id for c in r.chunks]))
+        picked = compose.with_antecedents(picked, _units_of(r.chunks))
         answer = compose.answer_text(r.message, picked)
         if partial:
             answer = f"{answer} {FALLBACK_NO_KNOWLEDGE}"
@@ -210,7 +214,7 @@ class OfflineComposer:
         if piece == compose.booking_order(r.message):
             # "pode agendar sabado 9h": that day's hours, and what the business asks to book ("Para reservar,
             # pedimos um sinal de 30%"), or nothing
-            units = compose.units_of_chunks([c.text for c in r.chunks], [c.document_id for c in r.chunks])
+            units = _units_of(r.chunks)
             hours = [u for u in picked if compose.hours_of_booked_day(piece, u.text)][:1]
             picked = hours + [u for u in compose.booking_rule(piece, units) if u not in hours]
         return compose.answer_text(piece, picked) if picked else None
@@ -256,7 +260,7 @@ class OfflineComposer:
         """A second question asking only how long before ("... vcs arrumam o quarto? tem q avisar com qnto
         tempo?") names nothing itself: it asks the deadline of what the message is about. The line stating
         a deadline that scores best for the whole message answers it; [] when no line states one."""
-        units = compose.units_of_chunks([c.text for c in chunks], [c.document_id for c in chunks])
+        units = _units_of(chunks)
         timed = [s for s in compose.score_units(message, units) if compose.carries_deadline(s.unit.text)]
         return [max(timed, key=lambda s: (s.score, -s.unit.order)).unit] if timed else []
 
@@ -268,7 +272,7 @@ class OfflineComposer:
         ties towards the units about what this customer usually wants; it never
         makes an unrelated unit eligible on its own.
         """
-        units = compose.units_of_chunks([c.text for c in chunks], [c.document_id for c in chunks])
+        units = _units_of(chunks)
         if not units:
             return []
         message = compose.respelled(compose.halves_named(message), units)   # "a grnde de calabresa", "2 horinhas"

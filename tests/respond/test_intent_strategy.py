@@ -36,6 +36,22 @@ QUESTIONS = FIXTURES_DIR / "questions.jsonl"
     ("vcs tem desconto pra estudante?", "policy"),
     ("a cooperativa onde trabalho consegue fechar convênio com vocês?", "policy"),
     ("aceitam ticket alimentação?", "policy"),
+    # whether a charge applies, yes or no, is a rule of the house (docs/intent-labels.md): policy
+    ("idoso paga a entrada?", "policy"),
+    ("se eu remarcar em cima da hora cobram alguma coisa?", "policy"),
+    ("se eu trouxer meu bolo tem alguma taxa?", "policy"),
+    # how much is charged stays a price question
+    ("idoso paga quanto?", "price_question"),
+    ("qual a taxa pra trazer bolo?", "price_question"),
+    ("cobram quanto a hora extra?", "price_question"),
+    ("o bolo de fora tem taxa? de quanto?", "price_question"),
+    # told, not asked: no rewrite
+    ("paga na hora", "price_question"),
+    # docs/intent-labels.md: discounts and promotions, and who or what they apply to, are policy
+    ("o desconto de aniversario vale pro almoço tb?", "policy"),
+    ("a promoção de quinta vale na filial do centro?", "policy"),
+    ("os cupons valem pra entrega?", "policy"),
+    ("rola um desconto pra quem paga a vista?", "policy"),
 ])
 def test_intent_cases(text, expected):
     assert detect_intent(text).intent == expected
@@ -80,23 +96,6 @@ def test_a_choice_between_two_options_by_price_is_a_price_question_not_a_complai
     assert detect_intent("o que vcs cobram é mais caro que o vizinho, é mais barato ir la").intent == "objection"
 
 
-@pytest.mark.parametrize("text,expected", [
-    # whether a charge applies, yes or no, is a rule of the house (docs/intent-labels.md): policy
-    ("idoso paga a entrada?", "policy"),
-    ("se eu remarcar em cima da hora cobram alguma coisa?", "policy"),
-    ("se eu trouxer meu bolo tem alguma taxa?", "policy"),
-    # how much is charged stays a price question
-    ("idoso paga quanto?", "price_question"),
-    ("qual a taxa pra trazer bolo?", "price_question"),
-    ("cobram quanto a hora extra?", "price_question"),
-    ("o bolo de fora tem taxa? de quanto?", "price_question"),
-    # told, not asked: no rewrite
-    ("paga na hora", "price_question"),
-])
-def test_a_yes_no_about_whether_something_is_charged_is_policy(text, expected):
-    assert detect_intent(text).intent == expected
-
-
 def test_the_composer_reads_a_charged_yes_no_as_the_charge_s_price_line():
     # the label is policy; the line that answers it names the charge's amount ("... paga mais?": "R$ 48")
     assert detect_intent("se eu buscar mais tarde paga a mais?").intent == "policy"
@@ -106,17 +105,6 @@ def test_the_composer_reads_a_charged_yes_no_as_the_charge_s_price_line():
 def test_an_inbox_with_price_words_of_its_own_keeps_the_price_verdict():
     assert detect_intent("idoso paga a entrada?").intent == "policy"
     assert detect_intent("idoso paga a entrada?", {"price_question": ["entrada"]}).intent == "price_question"
-
-
-@pytest.mark.parametrize("text", [
-    "o desconto de aniversario vale pro almoço tb?",
-    "a promoção de quinta vale na filial do centro?",
-    "os cupons valem pra entrega?",
-    "rola um desconto pra quem paga a vista?",
-])
-def test_whether_an_offer_applies_and_discounts_are_policy(text):
-    # docs/intent-labels.md: discounts and promotions, and who or what they apply to, are policy
-    assert detect_intent(text).intent == "policy"
 
 
 def test_vale_only_as_an_offer_that_applies():
