@@ -1763,7 +1763,16 @@ def unknown_object(message: str, units: Sequence[Unit]) -> set[str]:
         # "tem desconto pra idoso?" and "os únicos descontos são os descritos": the thing is kept to the kinds
         # the knowledge lists, which answers any other kind of it (the honest no)
         return set()
-    return missing or unnamed_variant(item, units)
+    if missing:
+        return missing
+    # "cerveja sem álcool" where the knowledge names a "cerveja long neck" and, elsewhere, "bebidas alcoólicas":
+    # the item and what "com" / "sem" add to it, each named somewhere but never together
+    joined = _JOINED.match(normalize_chat(after))
+    return unnamed_variant(item, units) or (unnamed_variant(f"{joined.group(1)} {joined.group(2)}", units)
+                                            if joined else set())
+
+
+_JOINED = re.compile(r"\s*(?:(?:o|a|os|as|um|uma)\s+)?([a-z]{3,})\s+(?:com|sem)\s+([a-z]{4,})")
 
 
 _ONLY_BEFORE = frozenset({"unico", "unica", "unicos", "unicas", "so", "somente", "apenas", "exclusivamente"})

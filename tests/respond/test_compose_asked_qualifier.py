@@ -21,6 +21,7 @@ CAFE = """# Café Jacarandá
 Mesa na varanda: ao ar livre, para até 4 pessoas.
 Pão de queijo: R$ 6,00 a unidade.
 Bolo de cenoura: R$ 12,00 a fatia.
+Café coado: servido sem açúcar, R$ 5,00.
 Cartão fidelidade: gratuito, a cada 10 cafés o próximo é por nossa conta.
 Os únicos descontos são os do cartão fidelidade.
 Não trabalhamos com fiado."""
@@ -51,6 +52,12 @@ def test_a_thing_with_a_qualifier_never_written_is_handed_over():
     # the thing alone, or narrowed by what the knowledge writes, is answered
     assert "varanda" in ask("vcs tem mesa na varanda?")
     assert "ar livre" in ask("tem mesa com varanda?")
+
+
+def test_an_item_and_what_com_or_sem_adds_never_written_together_is_handed_over():
+    # "açúcar" is written (of the coffee), never of the cake: no cake without sugar is offered
+    assert FALLBACK_NO_KNOWLEDGE in ask("vcs tem bolo sem açúcar?")
+    assert "Café coado" in ask("vcs tem café sem açúcar?")
 
 
 def test_a_thing_kept_to_the_kinds_listed_answers_any_other_kind():
