@@ -1117,6 +1117,8 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     # home, paying later, getting there
     "em casa": ("domiciliar", "domicilio"), "na minha casa": ("domiciliar", "domicilio"),
     "a domicilio": ("domiciliar",), "vr": ("vale refeicao", "refeicao"), "ticket refeicao": ("vale refeicao",), "pagar depois": ("fiado", "posterior"), "pago depois": ("fiado", "posterior"),
+    # a room is what a motel or an inn calls a suite ("vcs arrumam o quarto?" → "montamos a suíte")
+    "quarto": ("suite",), "quartos": ("suites",), "quartinho": ("suite",),
     "pendura": ("fiado",), "pendurar": ("fiado",), "estacionar": ("estacionamento",),
     # paying later said by when ("posso pagar na semana que vem?", "metade hoje e metade no dia 5", "acerto no fim do
     # mes"): the knowledge's "fiado" / "pagamento posterior"

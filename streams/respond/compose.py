@@ -303,7 +303,7 @@ tempo antecedencia prazo durante pedir moro mora morar
 sou somos estou estamos era eram problema problemas for forem formos fosse fossem fossemos
 diferenca diferencas rola sera proprio propria pegar so quer
 estabelecimento
-num numa nuns numas dum duma
+num numa nuns numas dum duma tal
 """.split())
 
 _PRICE_Q = re.compile(r"\b(quanto|quanta|valor|valores|preco|precos|custa|custam|cobra|cobram|taxa|sai por|orcamento)\b")
@@ -1668,7 +1668,8 @@ def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
     stems6 = {stem(w, 6) for w in words} | {stem(w, 7) for w in words}
 
     def covered(f: str) -> bool:
-        if f in in_range or any(f in w[1:] for w in words):  # inside a compound: "hipoalergênico"
+        # inside a compound ("hipoalergênico"); a word of three letters is no piece of another ("ver" in "houver")
+        if f in in_range or (len(f) > 3 and any(f in w[1:] for w in words)):
             return True
         return long_stems[f] in stems6 if f in long_stems else f in stems
 
@@ -1748,16 +1749,68 @@ def unknown_object(message: str, units: Sequence[Unit]) -> set[str]:
     asked = _asked_offer(message if "?" not in message.strip()[:-1] else first + "?", normalize_chat(first))
     if asked is None:
         return set()
-    _, item = asked
+    after, item = asked
     _, focus = question_words(item)
-    missing = focus & uncovered_focus(message, units)
+    qualifiers = narrowing_words(after[len(item):])
+    missing = (focus | qualifiers) & uncovered_focus(message, units)
     head = next((t for t in normalize_chat(item).split() if stem(t) in focus), None)
     if missing and head is not None and stem(head) not in missing \
             and any(denies_outright(u.text, stem(head)) for u in units):
         # "tem sauna a vapor?" and "Não temos sauna em nenhuma unidade": no such thing at all denies
         # every variant of it too (the honest no), whatever the unknown qualifier
         return set()
-    return missing or unnamed_variant(item, units)
+    if missing and head is not None and missing <= qualifiers - focus and any(keeps_to_some(u.text, stem(head)) for u in units):
+        # "tem desconto pra idoso?" and "os únicos descontos são os descritos": the thing is kept to the kinds
+        # the knowledge lists, which answers any other kind of it (the honest no)
+        return set()
+    if missing:
+        return missing
+    # "cerveja sem álcool" where the knowledge names a "cerveja long neck" and, elsewhere, "bebidas alcoólicas":
+    # the item and what "com" / "sem" add to it, each named somewhere but never together
+    joined = _JOINED.match(normalize_chat(after))
+    return unnamed_variant(item, units) or (unnamed_variant(f"{joined.group(1)} {joined.group(2)}", units)
+                                            if joined else set())
+
+
+_JOINED = re.compile(r"\s*(?:(?:o|a|os|as|um|uma)\s+)?([a-z]{3,})\s+(?:com|sem)\s+([a-z]{4,})")
+
+
+_ONLY_BEFORE = frozenset({"unico", "unica", "unicos", "unicas", "so", "somente", "apenas", "exclusivamente"})
+
+
+def keeps_to_some(text: str, head: str) -> bool:
+    """A clause of ``text`` keeps the thing of stem ``head`` to what it lists ("os únicos descontos são os
+    descritos", "a carta de vinhos tem somente o tinto da casa"): an "only" word near the thing."""
+    for clause in re.split(r"[,:;.!?()]", text):
+        words = fold(clause).split()
+        at = [k for k, w in enumerate(words) if stem(w) == head]
+        if any(w in _ONLY_BEFORE and any(abs(k - a) <= 3 for a in at) for k, w in enumerate(words)):
+            return True
+    return False
+
+
+# "suíte com cama redonda", "cerveja sem álcool", "vaga pra van": a preposition and the thing that narrows the
+# item asked; "shampoo pra passar no cachorro" (a purpose: a verb) or "pra minha mãe" (who it is for) narrow nothing
+_NARROWING = re.compile(r"^\s*(?:com|sem|pra|para|pro)\s+(?:(?:o|a|os|as|um|uma)\s+)?([a-z]{3,})(?:\s+([a-z]{3,}))?")
+
+
+def narrowing_words(tail: str) -> set[str]:
+    """The stems of the thing a preposition right after the item asked brings in (``tail``: the question's
+    words after the item), up to two words, none a verb's infinitive, a person or a word that asks."""
+    m = _NARROWING.match(tail)
+    if m is None:
+        return set()
+    out = set()
+    for w in (g for g in m.groups() if g):
+        if w in STOPWORDS or w in GENERIC or w in _PEOPLE or w in _QUALIFYING or w in _CONTRACTED \
+                or _INFINITIVE.search(w) or _ITEM_STOP.fullmatch(w):
+            break
+        out.add(stem(w))
+    return out
+
+
+_INFINITIVE = re.compile(r"(?:ar|er|ir|or)$")
+_CONTRACTED = frozenset("pros pras pelo pela pelos pelas num numa dele dela deles delas".split())
 
 
 def denies_outright(text: str, head: str) -> bool:
@@ -1771,7 +1824,8 @@ def denies_outright(text: str, head: str) -> bool:
             if w not in ("nao", "nem") or words[k + 1] not in _OFFERING:
                 continue
             j = k + 2
-            while j < len(words) and words[j] in ("o", "a", "os", "as", "um", "uma", "nenhum", "nenhuma"):
+            # "não trabalhamos com fiado": the thing after the verb's preposition is the object denied
+            while j < len(words) and words[j] in ("o", "a", "os", "as", "um", "uma", "nenhum", "nenhuma", "com"):
                 j += 1
             if j < len(words) and stem(words[j]) == head:
                 after = words[j + 1] if j + 1 < len(words) else ""
@@ -2179,3 +2233,22 @@ def answer_text(message: str, picked: Sequence[Unit]) -> str:
         parts.remove(lead)
         parts.insert(0, "Não, " + lead[0].lower() + lead[1:] if fold(lead).startswith("nao") else "Não. " + lead)
     return " ".join(parts)
+
+
+# "a calabresa de vcs é apimentada?", "o suco vem adoçado?": a yes/no question whether the thing named is
+# of some kind, the kind last
+_PREDICATE = re.compile(r"^(?:(?:o|a|os|as) )?([a-z]{3,}(?: [a-z]{2,}){0,3}?)(?: (?:de voces|dai|daqui))? "
+                        r"(?:e|eh|sao|vem|vem com|fica|ficam) ([a-z]{4,})$")
+
+
+def unknown_predicate(message: str, units: Sequence[Unit]) -> set[str]:
+    """In a yes/no question whether a thing is of some kind ("a calabresa é apimentada?"), the kind when no
+    retrieved unit writes it: the line naming the thing says nothing of that kind, so quoting it answers
+    another question. Empty for other questions."""
+    part = question_part(message)
+    if not is_yes_no(part):
+        return set()
+    m = _PREDICATE.match(normalize_chat(part).rstrip("?!. "))
+    if m is None or m.group(2) in GENERIC or m.group(2) in STOPWORDS or _INFINITIVE.search(m.group(2)):
+        return set()
+    return {stem(m.group(2))} & uncovered_focus(message, units)

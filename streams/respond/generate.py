@@ -756,8 +756,12 @@ class OfflineComposer:
                        # every other word ("o pacote completo com aquele letreiro": ``identifies_item``)
                        or (compose.unknown_kind(message, units)
                            if not compose.identifies_item(message, units, top.unit) else set())
-                       or (compose.unknown_attribute(message, units) if intent in (i.INFO, i.POLICY) else set()))
-            if unknown and not (said_otherwise and said_otherwise(message, unknown, top.unit.text)):
+                       or (compose.unknown_attribute(message, units) if intent in (i.INFO, i.POLICY) else set())
+                       or (compose.unknown_predicate(message, units) if intent in (i.INFO, i.POLICY) else set()))
+            # a word the best unit writes itself, apart from the item ("cerveja sem álcool" and "Bebidas
+            # alcoólicas: ..."), names a variant the knowledge never offers: no other word says it
+            written = unknown & compose.unit_words(top.unit)
+            if unknown and not (said_otherwise and not written and said_otherwise(message, unknown, top.unit.text)):
                 return True
         uncovered = compose.uncovered_focus(message, units)
         focus = focus & compose.question_words(message)[1]

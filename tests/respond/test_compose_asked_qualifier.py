@@ -1,0 +1,90 @@
+"""A thing asked with a qualifier the knowledge never writes ("mesa com sofá", "o pão de queijo é recheado?")
+is not answered by the line on the thing alone: the composer hands over. Knowledge and questions written here."""
+
+from uuid import uuid4
+
+from streams.respond.compose import (
+    concept_forms,
+    denies_outright,
+    keeps_to_some,
+    narrowing_words,
+    stem,
+    uncovered_focus,
+    units_of_chunks,
+    unknown_predicate,
+)
+from streams.respond.generate import FALLBACK_NO_KNOWLEDGE, OfflineComposer
+from streams.respond.model import KnowledgeChunk, ReplyRequest
+
+CAFE = """# Café Jacarandá
+
+Mesa na varanda: ao ar livre, para até 4 pessoas.
+Pão de queijo: R$ 6,00 a unidade.
+Bolo de cenoura: R$ 12,00 a fatia.
+Café coado: servido sem açúcar, R$ 5,00.
+Cartão fidelidade: gratuito, a cada 10 cafés o próximo é por nossa conta.
+Os únicos descontos são os do cartão fidelidade.
+Não trabalhamos com fiado."""
+
+LAB = """# Exames
+
+Exame de fezes: R$ 45,00.
+Traga os exames anteriores, se houver."""
+
+
+def ask(message, intent="info_request", *texts):
+    chunks = [KnowledgeChunk(uuid4(), uuid4(), 0.3, t) for t in (texts or (CAFE,))]
+    req = ReplyRequest(messages=[], message=message, intent=intent, retrieval="required", chunks=tuple(chunks))
+    return OfflineComposer().generate(req).text
+
+
+def test_what_a_preposition_brings_after_the_item_narrows_it():
+    assert narrowing_words(" com cama redonda") == {stem("cama"), stem("redonda")}
+    assert narrowing_words(" pra van de 9 lugares na praia") == {stem("van")}
+    # a purpose (a verb), who it is for, or a contraction narrow nothing
+    assert narrowing_words(" pra passar no cabelo") == set()
+    assert narrowing_words(" pra minha mae") == set()
+    assert narrowing_words(" pros meninos") == set()
+
+
+def test_a_thing_with_a_qualifier_never_written_is_handed_over():
+    assert FALLBACK_NO_KNOWLEDGE in ask("vcs tem mesa com sofá?")
+    # the thing alone, or narrowed by what the knowledge writes, is answered
+    assert "varanda" in ask("vcs tem mesa na varanda?")
+    assert "ar livre" in ask("tem mesa com varanda?")
+
+
+def test_an_item_and_what_com_or_sem_adds_never_written_together_is_handed_over():
+    # "açúcar" is written (of the coffee), never of the cake: no cake without sugar is offered
+    assert FALLBACK_NO_KNOWLEDGE in ask("vcs tem bolo sem açúcar?")
+    assert "Café coado" in ask("vcs tem café sem açúcar?")
+
+
+def test_a_thing_kept_to_the_kinds_listed_answers_any_other_kind():
+    units = units_of_chunks([CAFE])
+    assert any(keeps_to_some(u.text, stem("descontos")) for u in units)
+    assert "únicos descontos" in ask("tem desconto pra estudante?")
+
+
+def test_a_no_on_what_the_business_works_with_denies_the_thing():
+    assert denies_outright("Não trabalhamos com fiado.", stem("fiado"))
+    assert not denies_outright("Não trabalhamos com fiado sem cadastro.", stem("fiado"))   # a way of it
+
+
+def test_whether_a_thing_is_of_a_kind_never_written_is_handed_over():
+    units = units_of_chunks([CAFE])
+    assert unknown_predicate("o pão de queijo de vcs é recheado?", units) == {stem("recheado")}
+    assert unknown_predicate("o cartão fidelidade é gratuito?", units) == set()
+    assert FALLBACK_NO_KNOWLEDGE in ask("o pão de queijo de vcs é recheado?")
+    assert "gratuito" in ask("o cartão fidelidade é gratuito?")
+
+
+def test_a_word_of_three_letters_is_no_piece_of_a_longer_one():
+    # "ver" is not written by "houver": the exam asked about is no exam the knowledge prices
+    units = units_of_chunks([LAB])
+    assert stem("ver") in uncovered_focus("qnto custa um exame de urina pra ver infeccao?", units)
+    assert FALLBACK_NO_KNOWLEDGE in ask("qnto custa um exame de urina pra ver infeccao?", "price_question", LAB)
+
+
+def test_a_room_is_a_suite():
+    assert stem("suite") in concept_forms("vcs arrumam o quarto?")[stem("quarto")]
