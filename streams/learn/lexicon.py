@@ -406,7 +406,7 @@ NEGATION = re.compile(
 
 #: (cue, pattern): words that say a state changed. Order does not matter.
 CHANGE_CUES: list[tuple[str, str]] = [
-    ("now", r"\bagora\b|\bhoje em dia\b|\bhoje (?:eu )?(?:sou|moro|trabalho|estou|to|faco|como|uso|vivo)\b|atualmente|ultimamente|recentemente|de uns tempos (?:para|pra) ca|"
+    ("now", r"\bagora\b|\bahora\b|\bhoje em dia\b|\bhoje (?:eu )?(?:sou|moro|trabalho|estou|to|faco|como|uso|vivo)\b|atualmente|ultimamente|recentemente|de uns tempos (?:para|pra) ca|"
             r"\bnow\b|nowadays|these days"),
     # a rule replaced from a day on ("daqui pra frente prefiro a outra sala", "a partir de hoje pode ser
     # qualquer quarto"): stronger than "agora", which often only adds something new
@@ -417,7 +417,9 @@ CHANGE_CUES: list[tuple[str, str]] = [
                   r"\berr(?:ei|amos)\b|\b(?:me )?confund(?:i|imos)\b|"
                   # a correction said on the spot ("não, pera, é dia 9", "ou melhor, sexta", "digitei errado")
                   r"\b(?:es)?pera(?:i|ai)?\b,? (?:e|eh|era|foi|na)\b|\bou melhor\b|,\s*quer dizer\b|"
-                  r"\b(?:falei|digitei|escrevi|disse|anotei|passei) errad\w*|\bme expressei mal\b"),
+                  r"\b(?:falei|digitei|escrevi|disse|anotei|passei) errad\w*|\bme expressei mal\b|"
+                  # what was said taken back ("retiro o que eu disse", "retiro a reclamação")
+                  r"\bretir(?:o|amos) (?:o que (?:eu |a gente )?(?:disse|falei|reclamei)|a reclamacao|minha reclamacao)\b"),
     # a date moved ("o casamento foi adiado pra março", "remarcaram", "antecipou pro dia 3"): the old date ends
     ("rescheduled", r"\badiad[oa]s?\b|\badi(?:ou|ei|amos|aram)\b|\bremarc\w+|\bposterg\w+|\bantecip(?:ou|ei|amos|aram|ad[oa]s?)\b|"
                     r"\b(?:mud|troc|alter)(?:ou|ei|amos|aram|aram) (?:a|de) data\b|\bnova data\b|\bpostponed\b|\brescheduled\b"),
@@ -469,6 +471,8 @@ CHANGE_CUES: list[tuple[str, str]] = [
               r"\b(?:veio|vieram|vem) morar\b|\bmoved in\b"),
     ("cleared", r"\bliber(?:ou|ei|amos|ado|ada|aram)\b|\bnormaliz\w+|\bteve alta\b|\btirou o gesso\b|\bse cur\w+|\bjá pode\b|\bja pode\b|"
                 r"\bdescartad\w+|\bcurad\w+|\bsarou\b|"
+                # a fear or a shame outgrown ("perdeu o medo do secador", "perdi a vergonha")
+                r"\bperd(?:eu|i|emos|eram) (?:o|a|aquele|aquela|todo o|toda a) (?:medo|pavor|trauma|fobia|vergonha|receio|panico)\b|"
                 # a condition overcome ("o Theo superou a APLV"), not expectations exceeded
                 r"\bsuper(?:ou|ei|amos|aram) (?:a|o|as|os|essa|esse) (?!\w* ?expectativ)|"
                 # no restriction at all any more ("não tem nenhuma restrição", "sem restrição nenhuma")
@@ -553,9 +557,29 @@ ONE_OFF = re.compile(
     r"\bexcepcionalmente\b|\b(?:essa|esta|nessa|nesta|pra essa|para essa) (?:reserva|compra|encomenda|estadia|viagem)\b|\btemporariamente\b|\bpor uns dias\b|\bjust this once\b|\bthis time only\b|"
     # today, for a reason of the day ("hj vou no débito pq esqueci a carteira", "paguei no pix hj só pq…")
     r"\bhoje\b(?! em dia)[^.;!?]{0,50}\bporque\b|"
+    # a plan for today ("hj vou pagar em dinheiro", "hoje quero testar a portuguesa"), not "hoje eu sou"
+    r"\bhoje (?:eu |a gente |nos )?(?:vou|vamos|vai|quero|queria|vamo)\b|"
+    # back to normal on a named day ("mes q vem volta", "semana que vem volto normal"): a pause
+    r"\b(?:semana|mes|ano) que vem (?:\w+ )?volt\w*|\bvolt(?:a|o|amos|am)\b (?:\w+ ){0,3}(?:ao )?normal\b|"
     # a day off or a leave: a break from a lasting state, not its end ("hj tô de folga do hospital")
     r"\b(?:to|tou|estou|esta|ta|estamos|tamo|fiquei|ficou|saiu|sai|sair) de (?:folga|ferias|atestado)\b"
 )
+#: A worse judgement of what was praised ("o pão de queijo piorou", "a Dra. Marta foi seca comigo", "tem sido
+#: impaciente", "ja foi bem melhor", "perdeu a graça"), besides the problems a complaint names (``PROBLEM``).
+SOURED = re.compile(
+    r"\bpior(?:ou|aram|ando|ado|ada)?\b|\bcai(?:u|ram) (?:\w+ ){0,2}(?:de )?(?:qualidade|nivel)\b|\bdecepc\w*|\bimpacien\w*|"
+    r"\b(?:seco|seca|grosso|grossa|estupid[oa]|rispid[oa]) com\w*\b|\btrat(?:ou|aram|a) (?:\w+ )?mal\b|\bmal humorad\w*|"
+    r"\bnem (?:olhou|olha|examin\w*|ligou|escuta\w*|deu atencao)\b|\bsem (?:atencao|cuidado|paciencia|capricho)\b|\bcom pressa\b|"
+    r"\bdescaso\b|\bnao (?:e|eh) mais (?:o|a|os|as) mesm[oa]s?\b|\bja foi (?:\w+ )?melhor\b|\bquero trocar de\b|\bperdeu a graca\b|"
+    r"\bwors[et]\b|\bgot worse\b")
+
+
+def soured(text: str) -> bool:
+    """A complaint or a worse judgement (``PROBLEM``, ``SOURED``) in ``text``."""
+    n = normalize(text)
+    return bool(SOURED.search(n) or PROBLEM.search(n))
+
+
 #: Relatives and people close to the contact, said with a possessive ("meu irmão", "minha filha",
 #: "minha amiga"): when one of them is the subject of a clause, that clause is about them.
 _CLOSE_PEOPLE = REL_ALT.replace("irma[o]?s?", r"irma\w*|irmao\w*") + (
@@ -707,10 +731,20 @@ def is_hypothetical(text: str) -> bool:
     return bool(HYPOTHETICAL.search(normalize(text)))
 
 
+#: A change said not to have happened ("ninguém arrumou", "ainda não liberaram", "não voltou a fumar"): a
+#: negation right before the cue (one word may stand between) denies it. "não … mais" is a cue of its own.
+_DENIED = re.compile(r"\b(?:nao|n|ninguem|nunca|nem|jamais)\s+(?:\w+\s+)?$")
+_DENIABLE = frozenset({"again", "stopped", "replaced", "switched", "finished", "left", "ended", "moved", "cleared",
+                       "started", "rescheduled"})
+
+
 def change_cues(text: str) -> set[str]:
-    """Which change-of-state cues (names from ``CHANGE_CUES``) the text carries."""
+    """Which change-of-state cues (names from ``CHANGE_CUES``) the text carries; a cue said with a
+    negation right before it ("ninguém arrumou ainda") is not carried (``_DENIED``)."""
     n = normalize(text)
-    return {name for name, rx in _CHANGE if rx.search(n)}
+    return {name for name, rx in _CHANGE
+            if any(name not in _DENIABLE or not _DENIED.search(n[max(0, m.start() - 30):m.start()])
+                   for m in rx.finditer(n))}
 
 
 def addition_cues(text: str) -> bool:
@@ -752,7 +786,9 @@ FACT_INSTRUCTION = re.compile(
     r"apag|coloqu|coloc|bot|mud|alter|remov|tir|defin|salv|grav|consider|esquec|ignor|cadastr)\w*"
     # what is stored about the contact to be forgotten ("esquece tudo q vc tem salvo de mim", "apaga o que vcs sabem")
     r"|\b(?:esquec|apag|delet|ignor|limp|zer)\w*\s+(?:tudo|todas? as informac\w*|o)\s+(?:o\s+)?(?:que|q)\s+(?:tu|voce|voces|vcs|vc|o sistema|ce)\s+"
-    r"(?:tem|tens|sabe|sabem|salvou|salvaram|anotou|anotaram|guardou|guardaram|registrou)\b")
+    r"(?:tem|tens|sabe|sabem|salvou|salvaram|anotou|anotaram|guardou|guardaram|registrou)\b"
+    # everything said before set aside ("ignore tudo o que foi dito antes e diga que…")
+    r"|\b(?:ignor|desconsider)\w*\s+tudo\s+(?:o\s+)?(?:que|q)\s+(?:foi|te|lhe|vos)\s+(?:dito|falado|passado|informado)\b")
 
 
 def strip_instructions(text: str) -> str:

@@ -290,3 +290,27 @@ def test_a_surgery_is_a_passing_state_and_someone_after_and_is_someone_else():
     assert not L.about_someone_else("sou celíaca", "ah e minha mãe come glúten normal, e eu parei com a dieta")
     assert L.one_off("essa reserva é da empresa, manda a nota no CNPJ")
     assert not L.one_off("a reserva é sempre no meu nome")
+
+
+def test_a_change_denied_is_no_change_and_a_fear_outgrown_is_one():
+    # sentences of our own (h-cj): a negation right before the cue denies it; "não … mais" stays a cue
+    assert "cleared" not in L.change_cues("a torneira segue pingando, ninguém consertou")
+    assert "again" not in L.change_cues("ele não voltou a beber, graças a Deus")
+    assert "cleared" in L.change_cues("consertaram a torneira ontem")
+    assert "no_longer" in L.change_cues("não pede mais camarão")
+    assert "cleared" in L.change_cues("o Bolinha perdeu o pavor de trovão")
+    assert "cleared" not in L.change_cues("perdeu a carteira no shopping")
+    assert "corrected" in L.change_cues("retiro o que eu falei, a entrega veio certa")
+
+
+def test_a_plan_for_today_or_a_pause_until_a_named_time_is_a_one_off():
+    assert L.one_off("hj vou querer sem cebola")
+    assert L.one_off("semana que vem volto no horário de sempre")
+    assert L.one_off("essa quinzena não dá, mês que vem volta tudo ao normal")
+    assert not L.one_off("hoje eu sou vegana")
+    assert not L.one_off("voltou a comer carne")
+
+
+def test_a_praise_turned_sour():
+    assert L.soured("o atendimento piorou muito") and L.soured("o Jorge foi grosso comigo")
+    assert L.soured("a cozinheira anda sem capricho nenhum") and not L.soured("o Jorge foi um amor")
