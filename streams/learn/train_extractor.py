@@ -499,63 +499,121 @@ def train_gate(sources: dict[str, list[Example]], probs: dict[str, list[np.ndarr
     return weights, bias, threshold, stats
 
 
+#: Messages written for the instruction head only (``examples/train/instructions.jsonl``: instructions aimed at the
+#: agent of many kinds and ordinary messages that look like them; training side only, never a scored source).
+INSTRUCTION_MESSAGES = Path(__file__).resolve().parents[2] / "examples" / "train" / "instructions.jsonl"
+#: How much more a missed instruction weighs than a false alarm when the head's threshold is chosen: the
+#: F-beta of the leave-one-writer-out calls. A missed instruction can plant a fact (a privilege, someone
+#: else's data) that every later reply trusts; a false alarm loses one message's facts.
+INSTRUCTION_BETA = 2.0
+INSTRUCTION_GRID = tuple(round(x, 2) for x in np.arange(0.2, 0.96, 0.05))
+
+
 def pick_threshold(grid, f1_of) -> float:
-    """The instruction head's threshold: best cross-validated F1, ties to the lowest (see
+    """The instruction head's threshold: best leave-one-writer-out F-beta, ties to the lowest (see
     ``_train_instruction_head``)."""
     return max(grid, key=lambda t: (f1_of(t), -t))
 
 
-def train_instruction_head(rows: list[dict], embedder, n_folds: int, log=print):
+def instruction_rows(path: Path = INSTRUCTION_MESSAGES) -> list[tuple[str, int]]:
+    """``(text, label)`` of the instruction head's own training messages (none when the file is absent)."""
+    if not Path(path).exists():
+        return []
+    return [(r["text"], int(bool(r["instruction"]))) for r in read_jsonl(Path(path))]
+
+
+def train_instruction_head(sources: dict[str, list[dict]], embedder, log=print,
+                           messages: Path = INSTRUCTION_MESSAGES):
     """``_train_instruction_head`` on one BLAS thread (``deterministic``)."""
     with deterministic():
-        return _train_instruction_head(rows, embedder, n_folds, log)
+        return _train_instruction_head(sources, embedder, log, messages)
 
 
-def _train_instruction_head(rows: list[dict], embedder, n_folds: int, log=print):
-    """Message-level classifier of ``"instruction": true`` (on dev plus the written
-    conversations' contact messages); threshold by grouped CV on F1 of (explicit guard OR
-    score ≥ threshold), ties to the lower threshold: thresholds that tie made the same calls on every
-    cross-validated message, and the lower one leaves a margin for phrasings no training message has
-    (a missed instruction can plant a fact; a false alarm loses one message's facts)."""
-    from sklearn.linear_model import LogisticRegression
-
-    texts, labels, groups = [], [], []
+def _contact_messages(rows: list[dict]) -> tuple[list[str], list[int], list[int]]:
+    texts, labels, facts = [], [], []
     for row in rows:
         for m in row["messages"]:
             if m["role"] == "contact":
                 texts.append(m["text"])
                 labels.append(int(bool(m.get("instruction"))))
-                groups.append(f"{row['account_id']}:{row['contact_id']}")
-    y = np.array(labels)
-    if y.sum() < 2:
+                facts.append(sum(1 for g in row.get("gold_facts", []) if g["evidence"] in m["text"]))
+    return texts, labels, facts
+
+
+def _train_instruction_head(sources: dict[str, list[dict]], embedder, log=print, messages: Path = INSTRUCTION_MESSAGES):
+    """Message-level classifier of ``"instruction": true`` over every writer's contact messages plus the head's own
+    training messages (``INSTRUCTION_MESSAGES``).
+
+    The threshold is chosen where the head carries to a writer it never read: each writer's messages are scored by
+    a head fit on the other writers (and the own messages), and the threshold is the best F-beta
+    (``INSTRUCTION_BETA``) of those calls, ties to the lower one. The head is judged alone there, without the
+    explicit guard: the guard's patterns were written after reading these writers, so on them it hides what the
+    head would miss on a new one (stop 33: the guard caught 160 of 169 tuning instructions but 9 of 16 of two fresh
+    writers'). Until stop 32 the threshold was the best F1 of (guard OR head) under a grouped CV within writers:
+    0.65, which let 5 of those 16 through."""
+    from sklearn.linear_model import LogisticRegression
+
+    names = list(sources)
+    per = {n: _contact_messages(sources[n]) for n in names}
+    own = instruction_rows(messages)
+    X = {n: message_features(per[n][0], embedder).astype(np.float64) for n in names}
+    y = {n: np.array(per[n][1]) for n in names}
+    Xo = message_features([t for t, _ in own], embedder).astype(np.float64) if own else None
+    yo = np.array([lab for _, lab in own])
+    if sum(int(v.sum()) for v in y.values()) + int(yo.sum()) < 2:
         return None, 0.0, 1.0, {}
-    X = message_features(texts, embedder).astype(np.float64)
-    keys = sorted(set(groups))
-    fold = np.array([keys.index(g) % n_folds for g in groups])
-    oof = np.zeros(len(y))
-    for f in range(n_folds):
-        tr, te = fold != f, fold == f
-        if y[tr].sum() == 0:
+
+    def fit(parts_X, parts_y):
+        return LogisticRegression(C=1.0, class_weight="balanced", max_iter=2000).fit(np.vstack(parts_X),
+                                                                                      np.concatenate(parts_y))
+
+    extra_X, extra_y = ([Xo], [yo]) if Xo is not None else ([], [])
+    oof = {}
+    for n in names:   # a writer is scored only when the others (or the own messages) hold both classes
+        rest = [m for m in names if m != n]
+        if len({int(v) for m in rest for v in y[m]} | {int(v) for v in yo}) < 2:
             continue
-        clf = LogisticRegression(C=1.0, class_weight="balanced", max_iter=2000).fit(X[tr], y[tr])
-        oof[te] = clf.predict_proba(X[te])[:, 1]
-    guard = np.array([is_instruction(t) for t in texts])
+        clf = fit([X[m] for m in rest] + extra_X, [y[m] for m in rest] + extra_y)
+        oof[n] = clf.predict_proba(X[n])[:, 1]
 
-    def f1_at(th):
-        pred = guard | (oof >= th)
-        tp, fp, fn = int((pred & (y == 1)).sum()), int((pred & (y == 0)).sum()), int((~pred & (y == 1)).sum())
-        return (2 * tp / (2 * tp + fp + fn) if tp else 0.0), tp, fp, fn
+    def counts(th):
+        tp = fp = fn = lost = 0
+        for n, p in oof.items():
+            pred, lab = p >= th, y[n] == 1
+            tp += int((pred & lab).sum())
+            fn += int((~pred & lab).sum())
+            fp += int((pred & ~lab).sum())
+            lost += sum(per[n][2][i] for i in np.where(pred & ~lab)[0])
+        return tp, fp, fn, lost
 
-    grid = [round(x, 2) for x in np.arange(0.5, 1.0, 0.05)]
-    th = pick_threshold(grid, lambda t: f1_at(t)[0])
-    f1, tp, fp, fn = f1_at(th)
-    guard_only = {"tp": int((guard & (y == 1)).sum()), "fp": int((guard & (y == 0)).sum())}
-    clf = LogisticRegression(C=1.0, class_weight="balanced", max_iter=2000).fit(X, y)
-    stats = {"messages": len(y), "instructions": int(y.sum()), "threshold": th, "cv_f1": round(f1, 4),
-             "cv_tp": tp, "cv_fp": fp, "cv_fn": fn, "guard_alone": guard_only}
-    log(f"instruction messages: {int(y.sum())}/{len(y)}; guard alone catches {guard_only['tp']} "
-        f"(false alarms {guard_only['fp']}); guard or classifier ≥ {th}: cross-validated tp {tp} fp {fp} fn {fn}")
-    return clf.coef_[0].astype(np.float32), float(clf.intercept_[0]), float(th), stats
+    def f_beta(th):
+        tp, fp, fn, _ = counts(th)
+        b2 = INSTRUCTION_BETA ** 2
+        return (1 + b2) * tp / ((1 + b2) * tp + b2 * fn + fp) if tp else 0.0
+
+    th = pick_threshold(INSTRUCTION_GRID, f_beta)
+    log("instruction head, each writer left out: " + ", ".join(f"{t}: F{INSTRUCTION_BETA:g} {f_beta(t):.3f}"
+                                                               for t in INSTRUCTION_GRID))
+    tp, fp, fn, lost = counts(th)
+    guard = {n: np.array([is_instruction(t) for t in per[n][0]]) for n in names}
+    guard_only = {"tp": int(sum((guard[n] & (y[n] == 1)).sum() for n in oof)),
+                  "fp": int(sum((guard[n] & (y[n] == 0)).sum() for n in oof))}
+    both = {"tp": int(sum(((guard[n] | (oof[n] >= th)) & (y[n] == 1)).sum() for n in oof)),
+            "fp": int(sum(((guard[n] | (oof[n] >= th)) & (y[n] == 0)).sum() for n in oof))}
+    clf = fit([X[n] for n in names] + extra_X, [y[n] for n in names] + extra_y)
+    stats = {"messages": int(sum(len(y[n]) for n in names)), "instructions": int(sum(y[n].sum() for n in names)),
+             "own_messages": len(own), "own_instructions": int(yo.sum()),
+             "own_messages_sha256": file_sha256(Path(messages)) if own else None,
+             "threshold": th, "chosen_by": f"leave-one-writer-out F{INSTRUCTION_BETA:g}, the head alone",
+             "writers_scored": len(oof),
+             "leave_one_writer_out": {"tp": tp, "fp": fp, "fn": fn, "f_beta": round(f_beta(th), 4),
+                                      "gold_facts_in_false_alarms": int(lost)},
+             "leave_one_writer_out_with_guard": both, "guard_alone": guard_only}
+    log(f"instruction messages: {stats['instructions']}/{stats['messages']} (+{len(own)} of the head's own, "
+        f"{stats['own_instructions']} instructions); guard alone catches {guard_only['tp']} "
+        f"({guard_only['fp']} false alarms); the head alone, each writer left out, at {th}: caught {tp}, missed {fn}, "
+        f"false alarms {fp} ({lost} gold facts in them); with the guard: caught {both['tp']}, false alarms {both['fp']}")
+    return clf.coef_[0].astype(np.float32), float(clf.intercept_[0]), th, stats
 
 
 def _written_paths(written) -> list[Path]:
@@ -640,7 +698,7 @@ def _train(corpus: Path, n_folds: int = 5, *, embedder, log=print, c_grid=C_GRID
     if errors:
         print_errors(examples, oof[C], thresholds, penalty, log)
     m = fit(examples + extra, C)
-    iw, ib, ith, istats = train_instruction_head(rows + written_rows, embedder, n_folds, log)
+    iw, ib, ith, istats = train_instruction_head({_relative(path): rows, **by_file}, embedder, log)
     meta = {
         "version": VERSION,
         "embedder": {"provider": "use", "model": getattr(embedder, "name", "use-multilingual-v3")},
@@ -699,17 +757,33 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--errors", action="store_true", help="print the cross-validated misses and false facts")
     ap.add_argument("--written", type=Path, nargs="*", default=None,
                     help="the training-only conversation files (default: WRITTEN_FILES); each is a cross-source source")
+    ap.add_argument("--instruction-head", action="store_true",
+                    help="retrain only the instruction head into the shipped artefact (the same head a full training "
+                         "fits: it reads no other stage)")
     a = ap.parse_args(argv)
     if "heldout" in Path(a.corpus).resolve().parts:
         print("error: the held-out half is for reporting only; train on examples/dev", file=sys.stderr)
         return 2
     from streams.bootstrap import Container
 
+    if a.instruction_head:
+        embedder = Container().in_process_embedder("use", "use-multilingual-v3")
+        written = _written_paths(WRITTEN_FILES if a.written is None else a.written)
+        sources = {_relative(Path(a.corpus) / "conversations.jsonl"): list(read_jsonl(Path(a.corpus) / "conversations.jsonl")),
+                   **{_relative(p): list(read_jsonl(p)) for p in written}}
+        model = LinearModel.load(a.out)
+        model.instruction_weights, model.instruction_bias, model.instruction_threshold, stats = \
+            train_instruction_head(sources, embedder)
+        model.meta["instruction_classifier"] = stats
+        model.save(a.out)
+        print(f"wrote the instruction head into {a.out.with_suffix('.npz')} (threshold {stats['threshold']})")
+        return 0
     model = train(a.corpus, a.folds, embedder=Container().in_process_embedder("use", "use-multilingual-v3"),
                   errors=a.errors, written=WRITTEN_FILES if a.written is None else a.written)
     if a.check:
         shipped = LinearModel.load(a.out)
         same = (shipped.meta.get("cross_validated") == model.meta["cross_validated"]
+                and shipped.meta.get("instruction_classifier") == model.meta["instruction_classifier"]
                 and all(shipped.meta["training"].get(k) == model.meta["training"].get(k)
                         for k in ("conversations_sha256", "written_sha256")))
         print("artefact is up to date" if same else "artefact differs from a fresh training: run make train")

@@ -459,6 +459,20 @@ def test_training_fits_the_same_weights_whatever_the_blas_threads():
     assert np.array_equal(a.fw, b.fw) and a.fb == b.fb
 
 
+def test_the_instruction_head_is_trained_on_its_messages_and_judged_on_unread_writers():
+    """The shipped head read ``examples/train/instructions.jsonl`` as it is now, and its threshold was chosen on
+    writers each left out of its fit (stop 33), never on the writers that trained it."""
+    from streams.learn import train_extractor as T
+
+    stats = LinearModel.load().meta["instruction_classifier"]
+    rows = T.instruction_rows()
+    assert stats["own_messages"] == len(rows) and stats["own_messages_sha256"] == T.file_sha256(T.INSTRUCTION_MESSAGES)
+    assert {lab for _, lab in rows} == {0, 1}
+    assert stats["chosen_by"].startswith("leave-one-writer-out") and stats["threshold"] in T.INSTRUCTION_GRID
+    lowo = stats["leave_one_writer_out"]
+    assert lowo["tp"] + lowo["fn"] == stats["instructions"]
+
+
 def test_the_instruction_threshold_ties_to_the_lower_value():
     # thresholds that tie made the same calls on every cross-validated message; the lower one is
     # the margin for an instruction phrased as no training message was
