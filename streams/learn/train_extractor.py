@@ -766,9 +766,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from streams.bootstrap import Container
 
+    embedder = Container().in_process_embedder("use", "use-multilingual-v3")
+    written_files = WRITTEN_FILES if a.written is None else a.written
     if a.instruction_head:
-        embedder = Container().in_process_embedder("use", "use-multilingual-v3")
-        written = _written_paths(WRITTEN_FILES if a.written is None else a.written)
+        written = _written_paths(written_files)
         sources = {_relative(Path(a.corpus) / "conversations.jsonl"): list(read_jsonl(Path(a.corpus) / "conversations.jsonl")),
                    **{_relative(p): list(read_jsonl(p)) for p in written}}
         model = LinearModel.load(a.out)
@@ -778,8 +779,7 @@ def main(argv: list[str] | None = None) -> int:
         model.save(a.out)
         print(f"wrote the instruction head into {a.out.with_suffix('.npz')} (threshold {stats['threshold']})")
         return 0
-    model = train(a.corpus, a.folds, embedder=Container().in_process_embedder("use", "use-multilingual-v3"),
-                  errors=a.errors, written=WRITTEN_FILES if a.written is None else a.written)
+    model = train(a.corpus, a.folds, embedder=embedder, errors=a.errors, written=written_files)
     if a.check:
         shipped = LinearModel.load(a.out)
         same = (shipped.meta.get("cross_validated") == model.meta["cross_validated"]
