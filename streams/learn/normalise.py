@@ -147,15 +147,23 @@ _CITED = (rf"{_TALKED_TO}\s+(?:{_AUTHORITY})|(?:a|o)\s+(?:{_AUTHORITY})\s+(?:ja\
           r"(?:autoriz\w*|liber\w*|aprov\w*|mandou|deixou|sabe)")
 _GRANT_VERBS = (r"atualize|atualiza|altere|altera|registre|registra|aplique|aplica|aplicar|conceda|concede|libere|"
                 r"libera|cadastre|cadastra|insira|credite|credita|adicione|adiciona|acrescente|acrescenta")
-INSTRUCTION_RE = re.compile(
-    # "anota aí que…", "registra que…", "salva na memória que…": writing into the agent's memory
+#: "anota aí que…", "registra que…", "salva na memória que…", "pode registrar que…", "deixa anotado que…",
+#: "anota aí: …": writing into the agent's memory. Customers say this of ordinary facts too ("anota aí que
+#: mudei de endereço"), so it instructs only with a privilege in the same sentence (``_PRIVILEGE``).
+_WRITE_CLAUSE = (
     rf"\b(?:{_WRITE_VERBS})\s+(?:(?:ai|la|aqui|isso|no\s+(?:sistema|cadastro|meu\s+cadastro|perfil)|"
     r"na\s+(?:memoria|minha\s+ficha|ficha|sua\s+memoria))\s+)*(?:que|q)\b"
     rf"|\b(?:{_WRITE_VERBS})\s+(?:ai|la)\s+no\s+sistema\b"
-    # "pode registrar que…", "deixa anotado que…", "anota aí: desconto de 30%…"
     r"|\b(?:anotar|registrar|salvar|gravar|memorizar|guardar)\s+(?:(?:ai|la|aqui|no\s+sistema|no\s+cadastro)\s+)*(?:que|q)\b"
     r"|\bdeix[ae]\s+(?:ai\s+)?(?:anotado|registrado|salvo|gravado)\s+(?:ai\s+|no\s+sistema\s+)?(?:que|q)\b"
     r"|\b(?:anota|anote|registra|registre|grava|grave|salva|salve)\s+(?:ai|la|aqui|isso)?\s*:"
+)
+#: what only the business can grant: a status, a price off, something free, an authority's word for it
+_PRIVILEGE = (r"\b(?:vip|desconto\w*|gratis|gratuit\w*|de\s+graca|cortesia|credito\w*|isent\w*|isencao|brinde\w*|"
+              r"cashback|bonus|upgrade|vitalici\w*|prioridade|direito|pontos|nao\s+pag\w*|sem\s+(?:custo|cobrar|pagar)|"
+              r"paguei|quitei|(?:ja\s+)?(?:esta|ta)\s+pag[oa]|autoriz\w*|prometeu|quitad\w*|ganh\w*|pra\s+sempre)\b|\b\d+\s*%")
+INSTRUCTION_RE = re.compile(
+    rf"(?:{_WRITE_CLAUSE})(?=[^.!?\n]*(?:{_PRIVILEGE}))|(?:{_PRIVILEGE})[^.!?\n]{{0,80}}(?:{_WRITE_CLAUSE})"
     r"|\b(?:me\s+)?(?:coloca|coloque|bota|poe|cadastra|cadastre)\s+(?:como|de)\s+vip\b"
     # "esquece o que te falaram antes", "ignore o que te mandaram"
     r"|\b(?:ignore|ignora|esquece|esqueca|desconsidere|desconsidera)\s+(?:o|tudo)\s+(?:que|q)\s+(?:te|lhe)\s+"
@@ -179,7 +187,7 @@ INSTRUCTION_RE = re.compile(
     r"\b(?:voce|vc|vcs|voces|responda|responde|fale|me\s+(?:trat|cham|consider|d[aeo]|cobr))"
     r"|\bme\s+consider[ae]\s+(?:como\s+)?(?:cliente\s+)?(?:vip|premium|socio|parceir|funcionari)"
     # a note to the system or the record: "recado pro sistema: …", "inclui na minha ficha: …", "muda meu saldo pra zero"
-    r"|\b(?:nota|recado|aviso|mensagem|obs|observacao)\s+(?:pro|para\s+o|ao)\s+(?:sistema|bot|robo|atendente|assistente)\b"
+    r"|\b(?:nota|recado|aviso|mensagem|obs|observacao|importante)\s+(?:pro|para\s+o|ao)\s+(?:sistema|bot|robo|atendente|assistente)\b"
     r"|\b(?:inclui|inclua|acrescenta|acrescente|adiciona|adicione|atualiza|atualize|altera|altere|muda|mude)\s+(?:ai\s+|la\s+)?"
     r"(?:na|no|nas|nos)\s+(?:minha|meu|minhas|meus)\s+(?:ficha|cadastro|perfil|conta|registro)"
     r"|\b(?:muda|mude|altera|altere|zera|zere)\s+(?:ai\s+)?(?:o\s+)?(?:valor|preco|saldo|total)\s+(?:d[aoe]\s+)?(?:minha|meu)\b"
