@@ -114,7 +114,7 @@ TRAIN_MORE = Path(__file__).resolve().parents[2] / "examples" / "train" / "conve
 #: tuning writers of stop 28, scored untouched first) at stop 28; probe_w and probe_x (the same, stop 29) at stop 29; probe_y and probe_z (the same,
 #: stop 30) at stop 30; probe_ac and probe_ad (the same, fresh at stop 32, scored untouched first) at stop 33.
 PROBES = tuple(Path(__file__).resolve().parents[2] / "examples" / f"probe_{x}" / "conversations.jsonl"
-               for x in ("i", "j", "k", "l", "m", "r", "s", "t", "u", "v", "w", "x", "y", "z", "aa", "ab", "ac", "ad", "ae", "af"))
+               for x in ("i", "j", "k", "l", "m", "r", "s", "t", "u", "v", "w", "x", "y", "z", "aa", "ab", "ac", "ad", "ae", "af", "ag", "ah"))
 WRITTEN_FILES = (WRITTEN, TRAIN_MORE) + PROBES
 #: Where the shipped per-type thresholds are tuned: "cross_source" (every writer's out-of-source predictions
 #: pooled; since stop 27) or "cv" (the corpus's grouped out-of-fold predictions; until stop 26). The two
