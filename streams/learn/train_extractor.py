@@ -112,7 +112,9 @@ TRAIN_MORE = Path(__file__).resolve().parents[2] / "examples" / "train" / "conve
 #: 0.721 -> 0.732 and dev's grouped CV F1 0.758 -> 0.769 (docs/quality-log.md, "h-ext5"); probe_s and probe_t
 #: (blind tuning writers of stop 27, scored untouched first) joined after it; probe_u and probe_v (blind
 #: tuning writers of stop 28, scored untouched first) at stop 28; probe_w and probe_x (the same, stop 29) at stop 29; probe_y and probe_z (the same,
-#: stop 30) at stop 30; probe_ac and probe_ad (the same, fresh at stop 32, scored untouched first) at stop 33.
+#: stop 30) at stop 30; probe_ac and probe_ad (the same, fresh at stop 32, scored untouched first) at stop 33;
+#: probe_ae and probe_af (fresh at stop 33) at stop 34, with probe_ag and probe_ah (written at stop 34 and scored
+#: untouched first; their validation o/p/q right/false 414/55 -> 426/61 with them, 412/55 without: docs/quality-log.md).
 PROBES = tuple(Path(__file__).resolve().parents[2] / "examples" / f"probe_{x}" / "conversations.jsonl"
                for x in ("i", "j", "k", "l", "m", "r", "s", "t", "u", "v", "w", "x", "y", "z", "aa", "ab", "ac", "ad", "ae", "af", "ag", "ah"))
 WRITTEN_FILES = (WRITTEN, TRAIN_MORE) + PROBES
