@@ -511,10 +511,10 @@ INSTRUCTION_BETA = 2.0
 INSTRUCTION_GRID = tuple(round(x, 2) for x in np.arange(0.2, 0.96, 0.05))
 
 
-def pick_threshold(grid, f1_of) -> float:
-    """The instruction head's threshold: best leave-one-writer-out F-beta, ties to the lowest (see
+def pick_threshold(grid, merit) -> float:
+    """The instruction head's threshold: best leave-one-writer-out F-beta (``merit``), ties to the lowest (see
     ``_train_instruction_head``)."""
-    return max(grid, key=lambda t: (f1_of(t), -t))
+    return max(grid, key=lambda t: (merit(t), -t))
 
 
 def instruction_rows(path: Path = INSTRUCTION_MESSAGES) -> list[tuple[str, int]]:
@@ -636,7 +636,8 @@ def _train(corpus: Path, n_folds: int = 5, *, embedder, log=print, c_grid=C_GRID
            written=WRITTEN_FILES, errors: bool = False) -> LinearModel:
     t0 = time.perf_counter()
     path = Path(corpus) / "conversations.jsonl"
-    rows = list(read_jsonl(path))
+    convs = conversation_sources(corpus, written)
+    rows = convs.pop(_relative(path))
     examples = build_examples(rows, embedder)
     for e in examples:
         e.weight = DEV_WEIGHT
@@ -647,7 +648,7 @@ def _train(corpus: Path, n_folds: int = 5, *, embedder, log=print, c_grid=C_GRID
     log(f"{len(rows)} conversations, {gold} gold facts, {n_spans} candidate spans; "
         f"{covered}/{gold} gold evidences reachable by a candidate ({time.perf_counter() - t0:.0f} s)")
     written_paths = _written_paths(written)
-    by_file = {_relative(p): list(read_jsonl(p)) for p in written_paths}
+    by_file = convs
     written_rows = [r for rs in by_file.values() for r in rs]
     # One source per writer (the corpus, each written file) for the cross-source figures.
     sources = {_relative(path): examples, **{name: build_examples(rs, embedder) for name, rs in by_file.items()}}
@@ -745,6 +746,13 @@ def _train(corpus: Path, n_folds: int = 5, *, embedder, log=print, c_grid=C_GRID
                        gate_threshold=gate[2], gate_scale=GATE_SCALE if gate[0] is not None else 1.0)
 
 
+def conversation_sources(corpus: Path, written) -> dict[str, list[dict]]:
+    """Each writer's conversations by its file (repository-relative): the corpus first, then every training-only
+    file of ``written`` that exists. The writers of the cross-source figures and of the instruction head."""
+    path = Path(corpus) / "conversations.jsonl"
+    return {_relative(path): list(read_jsonl(path)), **{_relative(p): list(read_jsonl(p)) for p in _written_paths(written)}}
+
+
 def _relative(path: Path) -> str:
     root = Path(__file__).resolve().parents[2]
     return str(path.resolve().relative_to(root)) if path.resolve().is_relative_to(root) else str(path)
@@ -771,12 +779,9 @@ def main(argv: list[str] | None = None) -> int:
     embedder = Container().in_process_embedder("use", "use-multilingual-v3")
     written_files = WRITTEN_FILES if a.written is None else a.written
     if a.instruction_head:
-        written = _written_paths(written_files)
-        sources = {_relative(Path(a.corpus) / "conversations.jsonl"): list(read_jsonl(Path(a.corpus) / "conversations.jsonl")),
-                   **{_relative(p): list(read_jsonl(p)) for p in written}}
         model = LinearModel.load(a.out)
         model.instruction_weights, model.instruction_bias, model.instruction_threshold, stats = \
-            train_instruction_head(sources, embedder)
+            train_instruction_head(conversation_sources(a.corpus, written_files), embedder)
         model.meta["instruction_classifier"] = stats
         model.save(a.out)
         print(f"wrote the instruction head into {a.out.with_suffix('.npz')} (threshold {stats['threshold']})")
