@@ -36,7 +36,8 @@ to the one person of its sex the facts introduce (``pronoun_referent``); a birth
 aninho", "faz niver", "faz anos") lifts the birthday facts (``talks_birthday``), a message about paying
 the payment facts (``PAYMENT_ON``), and asking what a referred person "pode" have lifts that person's
 restrictions (``MAY_BONUS``). With the labelled recall cases, a learnt re-weighting of the cosine, their
-vote and their type prior is added last (``score_parts``, ``recall_examples.rerank_weights``). Measured on the ``examples/`` recall cases of dev, train, probe_a and probe_c (never
+vote and their type prior, and a learnt reading of the message's and the facts' vectors, is added last
+(``score_parts``, ``recall_examples.rerank_weights``, ``recall_examples.Rerank``). Measured on the ``examples/`` recall cases of dev, train, probe_a and probe_c (never
 held-out). Vectors are L2-normalised by the embedders, but we normalise again
 so a store returning raw pgvector values cannot skew the ranking.
 
@@ -130,11 +131,13 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
     if top_k <= 0:
         return []
     rows = score_parts(query_vec, facts, unit_id, query_text, part_vecs, examples, second, second_weight)
-    w = getattr(examples, "rerank", None) if examples is not None else None
-    if w is not None and rows:
+    learnt = getattr(examples, "rerank", None) if examples is not None else None
+    if learnt is not None and rows:
+        w = learnt.parts
         mean = sum(r.similarity for r in rows) / len(rows)
+        extra = _vector_reading(learnt, query_vec, [facts[r.index] for r in rows])
         rows = [r._replace(base=r.base + float(w[0]) * (r.similarity - mean) + float(w[1]) * r.vote
-                           + float(w[2]) * r.prior) for r in rows]
+                           + float(w[2]) * r.prior + x) for r, x in zip(rows, extra)]
     scored: list[ScoredFact] = []
     for r in rows:
         fact = facts[r.index]
@@ -144,6 +147,20 @@ def score_memories(query_vec: Sequence[float] | np.ndarray, facts: Sequence[Memo
         scored.append(ScoredFact(fact, r.similarity, score))
     scored.sort(key=lambda s: (-s.score, -s.fact.confidence, s.fact.id))
     return scored[:top_k]
+
+
+def _vector_reading(learnt, query_vec, facts: Sequence[MemoryFact]) -> list[float]:
+    """What the learnt re-weighting reads off the vectors themselves (``recall_examples.Rerank.interaction``),
+    per fact; zeros without that part (another embedder's vectors, or none fitted)."""
+    if getattr(learnt, "match", None) is None:
+        return [0.0] * len(facts)
+    q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
+    F = np.stack([np.asarray(f.embedding, dtype=np.float32).reshape(-1) for f in facts])
+    if F.shape[1] != q.shape[0]:
+        return [0.0] * len(facts)
+    q = q / max(float(np.linalg.norm(q)), 1e-9)
+    F = F / np.maximum(np.linalg.norm(F, axis=1, keepdims=True), 1e-9)
+    return learnt.interaction(q.astype(np.float64), F.astype(np.float64), [f.memory_type for f in facts]).tolist()
 
 
 class ScoreParts(NamedTuple):

@@ -33,6 +33,16 @@ set). The fit reads less of the cosine (−0.35 per unit) and more of the type p
 leave-one-set-out over the 19 readable sets, mean recall@3 / @5 0.867 / 0.967 → 0.877 / 0.967 (quality log,
 stop 31). Cost: three multiply-adds per fact.
 
+Since stop 35 the same pairwise fit also reads the vectors themselves (``Rerank``): a weight per embedding
+dimension of (message ⊙ fact), a learnt cosine that reads the directions of meaning that decide relevance, and
+per memory type a linear reading of the message's vector, a learnt type prior that reaches messages unlike any
+labelled one (the nearest-query prior above only reads the neighbours). Its weights are in
+``data/recall_rerank.npz`` (float16, per fit) and are read only with vectors of the embedder they were fitted
+with; any other embedder gets the parts' own fit. Leave-one-set-out over the 29 readable sets (probe_aa …
+probe_aj joined the labelled cases at stop 35), mean recall@3 / @5 0.866 / 0.964 (the parts alone) → 0.876 /
+0.969; the validation sets probe_o/p/q 0.764/0.689/0.839 → 0.797/0.742/0.828 (quality log, stop 35). Cost: one
+product of the message's vector with the facts' (already in memory) and one per memory type.
+
 Measured leave-one-set-out (each readable set scored with its own cases left out of the memory):
 ``python -m streams.respond.evaluate_recall --loso``. The evaluation (``streams.evaluation``,
 ``memoria rank`` via ``evaluate_recall``) always leaves the scored file's own sets out, so its
@@ -45,6 +55,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -63,6 +74,8 @@ _CACHE_MAX = 16384
 # the learnt re-weighting of the score's parts (``rerank_weights``; trained by ``streams.respond.train_recall``)
 RERANK_FILE = Path(__file__).with_name("data") / "recall_rerank.json"
 RERANK_FEATURES = ("similarity", "vote", "type_prior")   # what ``score_memories`` adds, per unit of each
+#: ... and the learnt reading of the vectors themselves (``Rerank.interaction``), in the file beside it
+RERANK_VECTORS = RERANK_FILE.with_suffix(".npz")
 
 # the readable recall sets the data file is built from (``build``); the reserved ones never are
 READABLE = {"dev": "examples/dev/recall.jsonl", "train": "examples/train/recall.jsonl",
@@ -75,7 +88,9 @@ READABLE = {"dev": "examples/dev/recall.jsonl", "train": "examples/train/recall.
             "probe_u": "examples/probe_u/recall.jsonl", "probe_v": "examples/probe_v/recall.jsonl",
             "probe_w": "examples/probe_w/recall.jsonl", "probe_x": "examples/probe_x/recall.jsonl",
             "probe_y": "examples/probe_y/recall.jsonl", "probe_z": "examples/probe_z/recall.jsonl",
-            "written": "tests/respond/data/recall_written.jsonl"}
+            "written": "tests/respond/data/recall_written.jsonl",
+            **{f"probe_{x}": f"examples/probe_{x}/recall.jsonl"
+               for x in ("aa", "ab", "ac", "ad", "ae", "af", "ag", "ah", "ai", "aj")}}
 
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -145,16 +160,18 @@ class RecallExamples:
 
     def __init__(self, embedder, cases: Sequence[dict] | None = None, exclude_sources: Iterable[str] = (),
                  tau: float = TAU, beta: float = BETA, margin: float = MARGIN,
-                 type_weight: float = TYPE_WEIGHT, rerank: Sequence[float] | None | str = "learnt"):
+                 type_weight: float = TYPE_WEIGHT, rerank: "Rerank | Sequence[float] | None | str" = "learnt"):
         self.embedder = embedder
         self.type_weight = type_weight
         drop = set(exclude_sources)
         # the learnt re-weighting (``score_memories``): the one fitted with this memory, i.e. the data file's
         # cases without the sets left out here ("learnt"; none for other cases), or the weights given
         if isinstance(rerank, str):
-            self.rerank = rerank_weights(drop) if rerank == "learnt" and cases is None else None
+            self.rerank = rerank_weights(drop, embedder=getattr(embedder, "name", None)) \
+                if rerank == "learnt" and cases is None else None
         else:
-            self.rerank = None if rerank is None else np.asarray(rerank, dtype=np.float64)
+            self.rerank = None if rerank is None else (
+                rerank if isinstance(rerank, Rerank) else Rerank(np.asarray(rerank, dtype=np.float64)))
         self.cases = [c for c in (load_cases() if cases is None else cases) if c.get("source") not in drop]
         self.tau, self.beta, self.margin = tau, beta, margin
         self._lock = threading.Lock()
@@ -280,20 +297,63 @@ class RecallExamples:
         return [self.type_weight * float(np.log(p[ti[t]] if t in ti else floor)) for t in types]
 
 
-def rerank_weights(left_out: Iterable[str] = (), path: Path = RERANK_FILE) -> np.ndarray | None:
-    """The learnt weights of ``RERANK_FEATURES`` (``score_memories`` adds, per fact, weight ×
-    (its cosine − the mean over the contact's facts), weight × the vote, weight × the type prior, on
-    top of the hand-built score that already holds each once): the ones fitted on every readable set,
-    or, with ``left_out`` (the set the evaluation scores), the ones fitted without it. None (the
-    hand-built score alone) without the file, or when several sets are left out (no such fit)."""
+@dataclass(frozen=True)
+class Rerank:
+    """The learnt re-weighting ``score_memories`` adds to the hand-built score (``train_recall`` fits it).
+
+    ``parts``: weights of ``RERANK_FEATURES`` (per fact: weight × (its cosine − the contact's mean), × the vote,
+    × the type prior). ``match``: per embedding dimension, the weight of (message ⊙ fact), a learnt re-weighting
+    of the cosine ("which directions of meaning matter when this message meets that fact"). ``by_type``: per
+    memory type, a linear reading of the message's vector (what this message asks of a restriction, a date, a
+    habit: a learnt type prior that generalises past the nearest labelled queries). Both are read only with
+    vectors of the embedder they were fitted with (``embedder``)."""
+
+    parts: np.ndarray
+    match: np.ndarray | None = None
+    by_type: dict[str, np.ndarray] = field(default_factory=dict)
+    embedder: str | None = None
+
+    def interaction(self, query_unit: np.ndarray, fact_units: np.ndarray, types: Sequence[str]) -> np.ndarray:
+        """Per fact (rows of ``fact_units``, unit vectors), what the vectors add: match · (q ⊙ f) plus the
+        fact type's reading of q; zeros when the vectors are of another size than the fit's."""
+        out = np.zeros(len(types), dtype=np.float64)
+        if self.match is None or fact_units.ndim != 2 or query_unit.shape[0] != self.match.shape[0] \
+                or fact_units.shape[1] != self.match.shape[0]:
+            return out
+        out += fact_units @ (query_unit * self.match)
+        per_type = {t: float(query_unit @ w) for t, w in self.by_type.items()}
+        return out + np.array([per_type.get(t, 0.0) for t in types], dtype=np.float64)
+
+
+def rerank_weights(left_out: Iterable[str] = (), path: Path = RERANK_FILE,
+                   embedder: str | None = None) -> Rerank | None:
+    """The learnt re-weighting (``Rerank``; ``score_memories`` adds, per fact, weight × (its cosine − the mean
+    over the contact's facts), weight × the vote, weight × the type prior, on top of the hand-built score
+    that already holds each once, and the vectors' learnt reading): the one fitted on every readable set,
+    or, with ``left_out`` (the set the evaluation scores), the one fitted without it. None (the hand-built
+    score alone) without the file, or when several sets are left out (no such fit). With the vectors' part
+    (``RERANK_VECTORS``; the parts' weights of the joint fit, ``joint``) only when ``embedder`` is the one it
+    was fitted with; otherwise the parts' weights fitted alone (``weights``)."""
     left = sorted(set(left_out))
     if not path.exists() or len(left) > 1:
         return None
     data = json.loads(path.read_text(encoding="utf-8"))
     if list(data.get("features", [])) != list(RERANK_FEATURES):
         return None
-    w = data["weights"].get(left[0] if left else "*")
-    return None if w is None else np.asarray(w, dtype=np.float64)
+    key = left[0] if left else "*"
+    w = data["weights"].get(key)
+    if w is None:
+        return None
+    vectors = path.with_suffix(".npz")
+    fitted_with = data.get("embedder")
+    joint = (data.get("joint") or {}).get(key)
+    if joint is None or not (vectors.exists() and fitted_with and embedder == fitted_with):
+        return Rerank(np.asarray(w, dtype=np.float64))   # the parts' own fit: no vectors of that model
+    with np.load(vectors) as z:
+        match = z[f"{key}/match"].astype(np.float64)
+        by_type = z[f"{key}/by_type"].astype(np.float64)
+    return Rerank(np.asarray(joint, dtype=np.float64), match,
+                  {t: by_type[n] for n, t in enumerate(data["types"])}, fitted_with)
 
 
 def _segment_max(values: np.ndarray, segments: Sequence[np.ndarray]) -> np.ndarray:

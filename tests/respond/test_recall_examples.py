@@ -5,7 +5,7 @@ import json
 import numpy as np
 
 from streams.respond.recall import MemoryFact, score_memories
-from streams.respond.recall_examples import RecallExamples, cases_from_recall, load_cases
+from streams.respond.recall_examples import Rerank, RecallExamples, cases_from_recall, load_cases
 
 
 class TableEmbedder:
@@ -87,10 +87,13 @@ def test_shipped_examples_come_from_readable_sets_and_evaluation_leaves_its_own_
     assert rows and {r["source"] for r in rows} <= {"dev", "train", "probe_a", "probe_c", "written",
                                                     "probe_i", "probe_j", "probe_k", "probe_h",
                                                     "probe_l", "probe_m", "probe_r", "probe_s", "probe_t",
-                                                    "probe_u", "probe_v", "probe_w", "probe_x", "probe_y", "probe_z"}
+                                                    "probe_u", "probe_v", "probe_w", "probe_x", "probe_y", "probe_z",
+                                                    "probe_aa", "probe_ab", "probe_ac", "probe_ad", "probe_ae",
+                                                    "probe_af", "probe_ag", "probe_ah", "probe_ai", "probe_aj"}
     assert any(r["source"] == "probe_k" for r in rows)   # probe_k, a tuning set now, is in the examples
     for s in ("probe_l", "probe_m", "probe_r", "probe_s", "probe_t", "probe_u", "probe_v", "probe_w",
-              "probe_x", "probe_y", "probe_z"):   # tuning sets from stop 26–30: in the examples, left out when scored
+              "probe_x", "probe_y", "probe_z", "probe_aa", "probe_ai", "probe_aj"):
+        # tuning sets from stop 26 on (probe_aa … probe_aj from stop 35): in the examples, left out when scored
         assert any(r["source"] == s for r in rows)
         assert source_of(REPO_ROOT / "examples" / s) == {s}
     assert all(r["query"] and (r["relevant"] or r["other"]) for r in rows)
@@ -227,7 +230,7 @@ def test_the_learnt_rerank_reweighs_the_score_parts():
             return [0.0] * len(types)
 
     assert [s.fact.id for s in score_memories([1.0, 0.0], facts, None, examples=Stub(None))] == [0, 1]
-    flipped = score_memories([1.0, 0.0], facts, None, examples=Stub(np.array([-2.0, 0.0, 0.0])))
+    flipped = score_memories([1.0, 0.0], facts, None, examples=Stub(Rerank(np.array([-2.0, 0.0, 0.0]))))
     assert [s.fact.id for s in flipped] == [1, 0]
     assert abs(flipped[0].score - (0.5 + 2.0 * 0.2)) < 1e-3
 
@@ -238,8 +241,8 @@ def test_rerank_weights_are_the_fit_without_the_set_left_out(tmp_path):
     path = tmp_path / "rerank.json"
     path.write_text(json.dumps({"features": list(RERANK_FEATURES),
                                 "weights": {"*": [1, 2, 3], "dev": [4, 5, 6]}}), encoding="utf-8")
-    assert rerank_weights((), path).tolist() == [1, 2, 3]            # the responder: every set
-    assert rerank_weights({"dev"}, path).tolist() == [4, 5, 6]       # scoring dev: the fit without it
+    assert rerank_weights((), path).parts.tolist() == [1, 2, 3]      # the responder: every set
+    assert rerank_weights({"dev"}, path).parts.tolist() == [4, 5, 6]  # scoring dev: the fit without it
     assert rerank_weights({"dev", "train"}, path) is None           # no fit without both: the hand-built score
     assert rerank_weights({"new"}, path) is None
     path.write_text(json.dumps({"features": ["other"], "weights": {"*": [1]}}), encoding="utf-8")
@@ -253,4 +256,70 @@ def test_the_shipped_rerank_has_a_fit_without_each_readable_set():
     assert set(weights) == set(READABLE) | {"*"}
     # cases given by hand (not the data file's memory) never take the data file's fit
     assert RecallExamples(TableEmbedder(TABLE), CASES).rerank is None
-    assert RecallExamples(TableEmbedder(TABLE), exclude_sources={"dev"}).rerank.tolist() == weights["dev"]
+    # the shipped vectors' part was fitted with USE: another embedder reads the parts' own fit, no vectors
+    table = RecallExamples(TableEmbedder(TABLE), exclude_sources={"dev"}).rerank
+    assert table.parts.tolist() == weights["dev"] and table.match is None
+
+
+def _two_facts(vectors, types=("preferencia", "preferencia")):
+    return [MemoryFact(id=k, memory_type=t, content=f"fato {k}", confidence=1.0, scope="global",
+                       source_unit_id=None, embedding=v) for k, (v, t) in enumerate(zip(vectors, types))]
+
+
+class _Learnt:   # no vote, no type prior: only the learnt re-weighting moves the order
+    def __init__(self, rerank):
+        self.rerank = rerank
+
+    def votes(self, q, contents, vectors):
+        return [0.0] * len(contents)
+
+    def type_prior(self, q, types):
+        return [0.0] * len(types)
+
+
+def test_the_learnt_reading_of_the_vectors_reorders_the_facts():
+    """``Rerank.match`` re-weighs the cosine per dimension and ``Rerank.by_type`` reads the message per
+    memory type: either can put first a fact the plain cosine puts second; vectors of another size read 0."""
+    q = [1.0, 1.0, 0.0]
+    facts = _two_facts([[0.9, 0.0, 0.436], [0.0, 0.8, 0.6]])   # the first matches the message better
+    parts = np.zeros(3)
+    assert [s.fact.id for s in score_memories(q, facts, None, examples=_Learnt(Rerank(parts)))] == [0, 1]
+    # the learnt cosine: the second dimension is what matters between this message and a fact
+    match = Rerank(parts, np.array([0.0, 1.0, 0.0]))
+    assert [s.fact.id for s in score_memories(q, facts, None, examples=_Learnt(match))] == [1, 0]
+    # the learnt type prior: a message along the first two dimensions asks for a restriction
+    typed = _two_facts([[0.9, 0.0, 0.436], [0.0, 0.8, 0.6]], ("preferencia", "restricao"))
+    prior = Rerank(parts, np.zeros(3), {"restricao": np.array([0.5, 0.5, 0.0])})
+    assert [s.fact.id for s in score_memories(q, typed, None, examples=_Learnt(prior))] == [1, 0]
+    assert prior.interaction(np.ones(2) / np.sqrt(2), np.eye(2), ["restricao", "preferencia"]).tolist() == [0, 0]
+
+
+def test_rerank_weights_read_the_vectors_only_for_the_embedder_they_were_fitted_with(tmp_path):
+    from streams.respond.recall_examples import RERANK_FEATURES, rerank_weights
+
+    path = tmp_path / "rerank.json"
+    path.write_text(json.dumps({"features": list(RERANK_FEATURES), "embedder": "use", "types": ["restricao"],
+                                "weights": {"*": [1, 2, 3], "dev": [4, 5, 6]},
+                                "joint": {"*": [7, 8, 9], "dev": [10, 11, 12]}}), encoding="utf-8")
+    np.savez(path.with_suffix(".npz"), **{"*/match": np.ones(4, np.float16), "*/by_type": np.full((1, 4), 2, np.float16),
+                                          "dev/match": np.zeros(4, np.float16),
+                                          "dev/by_type": np.zeros((1, 4), np.float16)})
+    every = rerank_weights((), path, embedder="use")
+    assert every.parts.tolist() == [7, 8, 9] and every.match.tolist() == [1, 1, 1, 1]
+    assert every.by_type["restricao"].tolist() == [2, 2, 2, 2] and every.embedder == "use"
+    assert rerank_weights({"dev"}, path, embedder="use").parts.tolist() == [10, 11, 12]
+    other = rerank_weights((), path, embedder="e5")   # another model's vectors: the parts' own fit
+    assert other.parts.tolist() == [1, 2, 3] and other.match is None and other.by_type == {}
+
+
+def test_the_shipped_rerank_reads_the_vectors_of_its_embedder_for_every_fit():
+    from streams.respond.recall_examples import READABLE, RERANK_FILE, RERANK_VECTORS, rerank_weights
+
+    data = json.loads(RERANK_FILE.read_text(encoding="utf-8"))
+    assert set(data["joint"]) == set(READABLE) | {"*"}
+    with np.load(RERANK_VECTORS) as z:
+        for key in data["joint"]:
+            assert z[f"{key}/match"].shape == (data["dim"],)
+            assert z[f"{key}/by_type"].shape == (len(data["types"]), data["dim"])
+    learnt = rerank_weights({"probe_ai"}, embedder=data["embedder"])
+    assert learnt.parts.tolist() == data["joint"]["probe_ai"] and learnt.match.shape == (data["dim"],)
