@@ -30,8 +30,7 @@ import numpy as np
 
 from streams.respond.rank import build_configured_embedder, load_cases
 from streams.respond.recall import MemoryFact, fact_passage_text, message_parts, score_parts
-from streams.respond.recall_examples import (READABLE, RERANK_FEATURES, RERANK_FILE, RecallExamples,
-                                             rerank_weights)
+from streams.respond.recall_examples import READABLE, RERANK_FEATURES, RERANK_FILE, RecallExamples, rerank_weights
 
 C = 1.0   # inverse L2 strength of the parts' own fit (1.0 beat 0.1 and 10 on the leave-one-set-out mean recall@3, stop 31)
 #: The joint fit (the parts and the vectors' reading, ``recall_examples.Rerank``): its inverse L2 strength and the

@@ -5,7 +5,7 @@ import json
 import numpy as np
 
 from streams.respond.recall import MemoryFact, score_memories
-from streams.respond.recall_examples import Rerank, RecallExamples, cases_from_recall, load_cases
+from streams.respond.recall_examples import RecallExamples, Rerank, cases_from_recall, load_cases
 
 
 class TableEmbedder:
