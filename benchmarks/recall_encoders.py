@@ -90,16 +90,16 @@ class ConcatEmbedder:
 
 
 def features(embedder, sets: dict[str, list[dict]], counts: dict[str, list[dict]], tau: float = TAU):
-    """(loso, counted): per set, per case (features, fact indices, relevant) with the labelled memory
+    """(loso, counted): per set, per case its ``train_recall.CaseRows`` with the labelled memory
     (readable sets: without their own cases) and without any (``bare``: vote and prior 0)."""
     loso, counted = {}, {}
     for s, cases in sets.items():
         ex = RecallExamples(embedder, exclude_sources={s}, rerank=None, tau=tau)
-        loso[s] = [(*train_recall.case_features(c, embedder, ex), set(c.get("relevant", []))) for c in cases]
+        loso[s] = [train_recall.case_features(c, embedder, ex) for c in cases]
     full = RecallExamples(embedder, rerank=None, tau=tau)
     for s, cases in counts.items():
-        counted[s] = [(*train_recall.case_features(c, embedder, full), set(c.get("relevant", []))) for c in cases]
-    bare = {s: [(*train_recall.case_features(c, embedder, None), set(c.get("relevant", []))) for c in cases]
+        counted[s] = [train_recall.case_features(c, embedder, full) for c in cases]
+    bare = {s: [train_recall.case_features(c, embedder, None) for c in cases]
             for s, cases in {**sets, **counts}.items()}
     return loso, counted, bare
 
@@ -111,7 +111,7 @@ def scores(loso, counted, bare, extra=None) -> dict[str, dict[str, tuple[float, 
     def cat(d):
         if extra is None:
             return d
-        return {s: [(np.hstack([F, extra[s][n]]), idx, rel) for n, (F, idx, rel) in enumerate(cs)]
+        return {s: [c._replace(parts=np.hstack([c.parts, extra[s][n]])) for n, c in enumerate(cs)]
                 for s, cs in d.items()}
     loso, counted = cat(loso), cat(counted)
     out = {}

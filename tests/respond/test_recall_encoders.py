@@ -46,8 +46,13 @@ def test_concatenation_reads_the_weighted_mean_of_the_two_cosines():
 def test_scores_refit_reads_the_part_the_score_misses_out_of_the_scored_set():
     # per fact [hand-built score, one part]: in one case the score ranks the relevant fact (0) first, in the
     # other only the part does (it is fifth by the score)
-    by_score = (np.array([[1.0, 0], [0.5, 0], [0.4, 0], [0.3, 0], [0.2, 0]]), [0, 1, 2, 3, 4], {0})
-    by_part = (np.array([[0.0, 1], [0.5, 0], [0.4, 0], [0.3, 0], [0.2, 0]]), [0, 1, 2, 3, 4], {0})
+    from streams.respond.train_recall import CaseRows
+
+    def case(parts):
+        return CaseRows(np.array(parts), [0, 1, 2, 3, 4], {0}, np.ones(2), np.ones((5, 2)), ["preferencia"] * 5)
+
+    by_score = case([[1.0, 0], [0.5, 0], [0.4, 0], [0.3, 0], [0.2, 0]])
+    by_part = case([[0.0, 1], [0.5, 0], [0.4, 0], [0.3, 0], [0.2, 0]])
     cases = [by_score, by_part]
     res = scores({"a": cases, "b": cases}, {"c": cases}, {s: cases for s in "abc"})
     for s in "abc":
