@@ -212,25 +212,26 @@ def test_the_type_prior_lifts_the_kind_of_fact_such_queries_needed():
     assert p2 > r2
 
 
+class _Learnt:   # no vote, no type prior: only the learnt re-weighting moves the order
+    def __init__(self, rerank):
+        self.rerank = rerank
+
+    def votes(self, q, contents, vectors):
+        return [0.0] * len(contents)
+
+    def type_prior(self, q, types):
+        return [0.0] * len(types)
+
+
 def test_the_learnt_rerank_reweighs_the_score_parts():
     """``score_memories`` adds the learnt weights × (cosine − the contact's mean, vote, type prior):
     a negative cosine weight lets a fact the message matches less come first."""
     facts = [MemoryFact(id=k, memory_type="preferencia", content=c, confidence=1.0, scope="global",
                         source_unit_id=None, embedding=v)
              for k, (c, v) in enumerate([("Gosta de vinho", [0.9, 0.436]), ("Tem sono leve", [0.5, 0.866])])]
-
-    class Stub:   # no vote, no type prior: only the cosine part moves
-        def __init__(self, rerank):
-            self.rerank = rerank
-
-        def votes(self, q, contents, vectors):
-            return [0.0] * len(contents)
-
-        def type_prior(self, q, types):
-            return [0.0] * len(types)
-
-    assert [s.fact.id for s in score_memories([1.0, 0.0], facts, None, examples=Stub(None))] == [0, 1]
-    flipped = score_memories([1.0, 0.0], facts, None, examples=Stub(Rerank(np.array([-2.0, 0.0, 0.0]))))
+    # no vote, no type prior (``_Learnt``): only the cosine part moves
+    assert [s.fact.id for s in score_memories([1.0, 0.0], facts, None, examples=_Learnt(None))] == [0, 1]
+    flipped = score_memories([1.0, 0.0], facts, None, examples=_Learnt(Rerank(np.array([-2.0, 0.0, 0.0]))))
     assert [s.fact.id for s in flipped] == [1, 0]
     assert abs(flipped[0].score - (0.5 + 2.0 * 0.2)) < 1e-3
 
@@ -264,17 +265,6 @@ def test_the_shipped_rerank_has_a_fit_without_each_readable_set():
 def _two_facts(vectors, types=("preferencia", "preferencia")):
     return [MemoryFact(id=k, memory_type=t, content=f"fato {k}", confidence=1.0, scope="global",
                        source_unit_id=None, embedding=v) for k, (v, t) in enumerate(zip(vectors, types))]
-
-
-class _Learnt:   # no vote, no type prior: only the learnt re-weighting moves the order
-    def __init__(self, rerank):
-        self.rerank = rerank
-
-    def votes(self, q, contents, vectors):
-        return [0.0] * len(contents)
-
-    def type_prior(self, q, types):
-        return [0.0] * len(types)
 
 
 def test_the_learnt_reading_of_the_vectors_reorders_the_facts():
