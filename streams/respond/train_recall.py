@@ -173,7 +173,9 @@ def train(embedder, out: Path = RERANK_FILE, root: Path = Path(".")) -> dict:
                                "weights": {k: [round(float(x), 5) for x in v] for k, v in alone.items()},
                                "joint": joint}, indent=1) + "\n", encoding="utf-8")
     np.savez_compressed(out.with_suffix(".npz"), **arrays)
-    assert rerank_weights((), out, getattr(embedder, "name", None)) is not None
+    written = rerank_weights((), out, getattr(embedder, "name", None))
+    if written is None or written.match is None:   # what the responder will load: read back, or fail the training
+        raise RuntimeError(f"{out} was written but does not load as the joint re-weighting")
     return report
 
 
