@@ -638,8 +638,8 @@ def _train(corpus: Path, n_folds: int = 5, *, embedder, log=print, c_grid=C_GRID
            written=WRITTEN_FILES, errors: bool = False) -> LinearModel:
     t0 = time.perf_counter()
     path = Path(corpus) / "conversations.jsonl"
-    convs = conversation_sources(corpus, written)
-    rows = convs.pop(_relative(path))
+    by_file = conversation_sources(corpus, written)   # the corpus's rows, then each written file's
+    rows = by_file.pop(_relative(path))
     examples = build_examples(rows, embedder)
     for e in examples:
         e.weight = DEV_WEIGHT
@@ -650,7 +650,6 @@ def _train(corpus: Path, n_folds: int = 5, *, embedder, log=print, c_grid=C_GRID
     log(f"{len(rows)} conversations, {gold} gold facts, {n_spans} candidate spans; "
         f"{covered}/{gold} gold evidences reachable by a candidate ({time.perf_counter() - t0:.0f} s)")
     written_paths = _written_paths(written)
-    by_file = convs
     written_rows = [r for rs in by_file.values() for r in rs]
     # One source per writer (the corpus, each written file) for the cross-source figures.
     sources = {_relative(path): examples, **{name: build_examples(rs, embedder) for name, rs in by_file.items()}}

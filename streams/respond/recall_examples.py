@@ -160,18 +160,14 @@ class RecallExamples:
 
     def __init__(self, embedder, cases: Sequence[dict] | None = None, exclude_sources: Iterable[str] = (),
                  tau: float = TAU, beta: float = BETA, margin: float = MARGIN,
-                 type_weight: float = TYPE_WEIGHT, rerank: "Rerank | Sequence[float] | None | str" = "learnt"):
+                 type_weight: float = TYPE_WEIGHT, rerank: str | None = "learnt"):
         self.embedder = embedder
         self.type_weight = type_weight
         drop = set(exclude_sources)
         # the learnt re-weighting (``score_memories``): the one fitted with this memory, i.e. the data file's
-        # cases without the sets left out here ("learnt"; none for other cases), or the weights given
-        if isinstance(rerank, str):
-            self.rerank = rerank_weights(drop, embedder=getattr(embedder, "name", None)) \
-                if rerank == "learnt" and cases is None else None
-        else:
-            self.rerank = None if rerank is None else (
-                rerank if isinstance(rerank, Rerank) else Rerank(np.asarray(rerank, dtype=np.float64)))
+        # cases without the sets left out here ("learnt"; None: the hand-built score, as for cases given here)
+        self.rerank = rerank_weights(drop, embedder=getattr(embedder, "name", None)) \
+            if rerank == "learnt" and cases is None else None
         self.cases = [c for c in (load_cases() if cases is None else cases) if c.get("source") not in drop]
         self.tau, self.beta, self.margin = tau, beta, margin
         self._lock = threading.Lock()
