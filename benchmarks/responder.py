@@ -136,23 +136,21 @@ def load_chunks(env: Env) -> float:
 
 async def drive(settings, contacts_per_account: int, rate: float = RATE, seconds: float = SECONDS,
                 tag: str = "bench", drain_s: float = 30.0) -> tuple[list[float], int]:
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
     from schemas.events import InboundMessage
-    from streams.kafka.topics import INBOUND, OUTBOUND, qualified
+    from streams.kafka.topics import INBOUND, OUTBOUND, assign_from_beginning, qualified
 
     out_topic = qualified(settings, OUTBOUND)
     cons = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap_servers, enable_auto_commit=False,
-                            fetch_max_wait_ms=10)  # the client must not add its own long-poll wait
+                            auto_offset_reset="earliest", fetch_max_wait_ms=10)  # the client must not add its own long-poll wait
     prod = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, enable_idempotence=False)
     await cons.start()
     await prod.start()
     sent: dict[str, float] = {}
     lat: list[float] = []
     try:
-        tps = [TopicPartition(out_topic, p) for p in sorted(cons.partitions_for_topic(out_topic) or {0, 1, 2, 3})]
-        cons.assign(tps)
-        await cons.seek_to_beginning(*tps)
+        await assign_from_beginning(cons, out_topic)
         stop = asyncio.Event()
 
         async def read():

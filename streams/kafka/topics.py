@@ -107,7 +107,11 @@ async def assign_from_beginning(consumer, topic: str, attempts: int = 50) -> lis
 
     Reading from the beginning and filtering is the reliable way to find a
     record on the embedded broker (its end offsets are wrong, docs/architecture.md §7).
-    Raises LookupError when the topic does not exist.
+    The position is offset 0 itself, not the broker's answer to "earliest": Tansu 0.6
+    answers with the batch written first in time, which is not the first in offset order
+    when two producers wrote the partition concurrently (§7). Where retention has deleted
+    offset 0 (a real Kafka), the consumer's ``auto_offset_reset="earliest"`` moves it to the
+    log start. Raises LookupError when the topic does not exist.
     """
     from aiokafka import TopicPartition
 
@@ -122,5 +126,6 @@ async def assign_from_beginning(consumer, topic: str, attempts: int = 50) -> lis
         raise LookupError(f"topic {topic!r} does not exist: run `memoria topics create`")
     tps = [TopicPartition(topic, p) for p in sorted(parts)]
     consumer.assign(tps)
-    await consumer.seek_to_beginning(*tps)
+    for tp in tps:
+        consumer.seek(tp, 0)
     return tps
