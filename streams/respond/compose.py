@@ -771,19 +771,34 @@ _BOOKING_ACT = re.compile(r"\b(reserv|agend|marc)[a-z]*\b")
 _ASKED_AMOUNT = re.compile(r"R\$\s*\d|\d+\s*%")
 
 
+def booking_acts(piece: str) -> list[str]:
+    """The roots of the booking acts a piece names ("pode reservar a brisa pra sexta" → ["reserv"])."""
+    return sorted({m.group(1) for m in _BOOKING_ACT.finditer(normalize_chat(piece))})
+
+
+def states_booking_rule(piece: str, text: str) -> bool:
+    """Whether ``text`` is the business's condition for booking what ``piece`` books ("pode reservar a
+    brisa pra sexta 22h" / "Para reservar, pedimos um sinal de 30% do valor, pago via Pix."): it names the
+    booking act of the piece (reservar, agendar, marcar: by its root) and asks an amount (R$ or %)."""
+    acts = set(booking_acts(piece))
+    return bool(acts) and bool({m.group(1) for m in _BOOKING_ACT.finditer(fold(text))} & acts) \
+        and bool(_ASKED_AMOUNT.search(text))
+
+
+_DEPOSIT = re.compile(r"\b(?:sinal|entrada|antecipad|adiantad|caucao)")
+
+
+def asks_deposit_to_book(piece: str, text: str) -> bool:
+    """A booking condition (``states_booking_rule``) that is a deposit ("pedimos um sinal de 30%", "com
+    sinal de R$ 50,00"): not a price line that happens to need an appointment ("Gatos: banho R$ 90,00,
+    somente com hora marcada")."""
+    return states_booking_rule(piece, text) and bool(_DEPOSIT.search(fold(text)))
+
+
 def booking_rule(piece: str, units: Sequence["Unit"]) -> list["Unit"]:
-    """The business's condition for booking what a confirmation books ("pode reservar a brisa pra sexta 22h" /
-    "Para reservar, pedimos um sinal de 30% do valor, pago via Pix."): a unit naming the booking act of the
-    piece (reservar, agendar, marcar: by its root) and asking an amount (R$ or %); the first in reading order,
-    [] when none does."""
-    acts = {m.group(1) for m in _BOOKING_ACT.finditer(normalize_chat(piece))}
-    if not acts:
-        return []
-    for u in sorted(units, key=lambda x: x.order):
-        folded = fold(u.text)
-        if {m.group(1) for m in _BOOKING_ACT.finditer(folded)} & acts and _ASKED_AMOUNT.search(u.text):
-            return [u]
-    return []
+    """The unit stating the condition for booking what a confirmation books (``states_booking_rule``): the
+    first in reading order, [] when none does."""
+    return next(([u] for u in sorted(units, key=lambda x: x.order) if states_booking_rule(piece, u.text)), [])
 
 
 def carried_question(message: str) -> tuple[str, str] | None:

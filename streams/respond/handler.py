@@ -53,6 +53,9 @@ from streams.respond.compose import (
     PROBLEM_STEMS,
     addresses_problem,
     answer_units,
+    asks_deposit_to_book,
+    booking_acts,
+    booking_order,
     asks_deadline,
     asks_price,
     asks_what_to_do,
@@ -644,7 +647,24 @@ def _by_words_steps(msg: InboundMessage, p: Plan, asked: str, stems: list[str], 
         chunks = yield from _named_item_line_steps(msg, asked, chunks, lexical, limit)
     chunks = yield from _extreme_of_kind_steps(msg, asked, chunks, lexical, limit)
     chunks = yield from _party_limit_steps(msg, chunks, lexical, limit)
+    if p.intent.intent == CONFIRMATION:
+        chunks = yield from _booking_rule_steps(msg, chunks, lexical, limit)
     return (yield from _deadline_steps(msg, chunks, lexical, limit))
+
+
+def _booking_rule_steps(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical,
+                        limit: int) -> Steps[Calls, list[Any], list[KnowledgeChunk]]:
+    """"fechado, pode reservar a coral pra sexta 22h": a confirmation that books a day or a time is
+    answered with what the business asks to book it ("Para reservar, pedimos um sinal de 30%"). The
+    message's vector follows the suite it names, not the booking; so when no retrieved unit states the
+    condition, the account's chunks naming the booking act (by its root) are read for a deposit asked
+    to book (``compose.asks_deposit_to_book``)."""
+    piece = booking_order(msg.text)
+    if not piece:
+        return chunks
+    acts = booking_acts(piece)
+    return (yield from _stating_line_steps(msg, chunks, lexical, limit, acts[:1],
+                                           lambda text: asks_deposit_to_book(piece, text)))
 
 
 def _deadline_steps(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical,

@@ -384,3 +384,31 @@ def test_the_composer_reads_the_sentence_vectors_stored_with_the_chunks_and_embe
     # (the fake embeds its queries as passages too: only the chunk's sentences are looked at)
     assert set(units) <= set(plain.passages) and [p for p in reading.passages if p in units] == units[-1:]
     assert asked == [(1101, [chunk.chunk_id], reading.name)]
+
+
+def test_a_confirmation_booking_a_time_brings_the_deposit_rule_found_by_the_booking_word():
+    """"fechado, pode reservar a coral pra sexta 22h": the vector follows the suite named, so the line on
+    what booking asks ("Para reservar, pedimos um sinal de 30%") is found by the act's root; a price line
+    that only needs an appointment ("somente com hora marcada") is not a deposit."""
+    from streams.respond.handler import _booking_rule_steps, _steps_on_loop
+
+    def kc(text):
+        return KnowledgeChunk(uuid.uuid4(), uuid.uuid4(), 0.5, text)
+
+    got = [kc("- **Suíte Coral**: hidromassagem. Pernoite: R$ 329,00"), kc("A garagem é privativa.")]
+    deposit = kc("**Reservas**: não são obrigatórias. Para reservar, pedimos um sinal de 30% do valor, pago via Pix.")
+    appointment = kc("**Gatos:** banho R$ 90,00, somente com hora marcada.")
+    asked = []
+
+    def lexical(account_id, stems, limit):
+        asked.append(stems)
+        return {"reserv": [deposit], "marc": [appointment]}.get(stems[0], [])[:limit]
+
+    def booked(text, chunks):
+        return asyncio.run(_steps_on_loop(_booking_rule_steps(inbound(text), chunks, lexical, 3)))
+
+    assert booked("fechado, pode reservar a coral pra sexta 22h", got) == got + [deposit]
+    assert asked == [["reserv"]]
+    assert booked("fechado, pode reservar a coral pra sexta 22h", got + [deposit]) == got + [deposit]  # there already
+    assert booked("pode marcar o banho da Mel pra terça as 9", got) == got     # no deposit asked: nothing added
+    assert booked("fechado, obrigada", got) == got and len(asked) == 2          # books no day nor time: no search
