@@ -2267,3 +2267,85 @@ def unknown_predicate(message: str, units: Sequence[Unit]) -> set[str]:
     if m is None or m.group(2) in GENERIC or m.group(2) in STOPWORDS or _INFINITIVE.search(m.group(2)):
         return set()
     return {stem(m.group(2))} & uncovered_focus(message, units)
+
+
+# ---------------------------------------------------------------- what concedes on a price objected to
+# "459 na lírio?? tá puxado": after the price confirmed, an attendant offers what applies to that price: paying
+# it in instalments, when the business allows it for that amount and that period, and the same kind of item
+# for less ("a Suíte Brisa sai R$ 199,00 a pernoite").
+
+# "2h: R$ 219,00 · 4h: R$ 289,00 · Pernoite: R$ 459,00": each label and its amount (a label is the few words
+# before a colon, after the start of the line or a separator)
+_LABELLED_PRICE = re.compile(r"(?:^|[·•|;:]\s*|\.\s+)([^:·•|;.\n]{1,24}?):\s*R\$\s*(\d+(?:\.\d{3})*(?:,\d{1,2})?)")
+_INSTALMENTS = re.compile(r"\bparcel\w*")
+_INSTALMENT_TERMS = re.compile(r"\bsem juros\b|\b\d{1,2}\s*x\b|\bvezes\b")
+_MINIMUM = re.compile(r"\b(?:acima|a partir|partir) de r\$\s*(\d+(?:\.\d{3})*(?:,\d{1,2})?)")
+
+
+def labelled_prices(text: str) -> list[tuple[str, float]]:
+    """The labelled amounts of a price line, folded label first ("Suíte Lírio: ... 2h: R$ 219,00 ·
+    Pernoite: R$ 459,00" → [("2h", 219.0), ("pernoite", 459.0)])."""
+    return [(fold(m.group(1)).strip(), float(m.group(2).replace(".", "").replace(",", ".")))
+            for m in _LABELLED_PRICE.finditer(text)]
+
+
+def label_of(text: str, amount: float) -> str:
+    """The label of ``amount`` in a line with several labelled amounts ("pernoite" for 459 in the Suíte
+    Lírio's line); "" when the line has fewer than two labels or none with that amount."""
+    prices = labelled_prices(text)
+    if len(prices) < 2:
+        return ""
+    return next((label for label, value in prices if value == amount), "")
+
+
+def offers_instalments(text: str) -> bool:
+    """A line letting one pay in instalments ("a pernoite pode ser parcelada em até 3x sem juros",
+    "Parcelamento em até 3x sem juros no cartão de crédito, para valores acima de R$ 300,00"); not one
+    refusing it ("não parcelamos")."""
+    folded = fold(text)
+    m = _INSTALMENTS.search(folded)
+    return bool(m and _INSTALMENT_TERMS.search(folded)) and not re.search(
+        r"\b(?:nao|nem)\b(?:\s+\w+){0,2}\s+parcel", folded)
+
+
+def instalments_apply(text: str, amount: float, label: str, labels: Sequence[str] = ()) -> bool:
+    """Whether an instalment line (``offers_instalments``) covers ``amount``: at least the minimum it states
+    ("para valores acima de R$ 300,00"), and, when it names some of the price line's labels ("a pernoite pode
+    ser parcelada"; the line also prices 2h and 4h), the label of that amount among them."""
+    if not offers_instalments(text):
+        return False
+    folded = fold(text)
+    least = [float(x.replace(".", "").replace(",", ".")) for x in _MINIMUM.findall(folded)]
+    if least and amount < min(least):
+        return False
+    return applies_to_label(text, label, labels)
+
+
+def applies_to_label(text: str, label: str, labels: Sequence[str]) -> bool:
+    """Whether a rule or a deal covers the priced ``label`` of a line with ``labels``: it names none of them,
+    or that one among those it names ("Tarde Aurora: 20% de desconto nos períodos de 2h e 4h" covers 2h, not
+    the pernoite)."""
+    folded = fold(text)
+    named = {x for x in labels if re.search(rf"\b{re.escape(x)}(?:s|es)?\b", folded)}
+    return not named or label in named
+
+
+def cheaper_alternative(quoted: Unit, amount: float, units: Sequence[Unit]) -> Unit | None:
+    """The item of the same kind as ``quoted`` (a list item whose label opens alike, priced under the same
+    labels: another suite with "2h / 4h / Pernoite") with the lowest price for the label of ``amount``, when
+    lower than it; None when the quoted line is not such an item or nothing of its kind costs less."""
+    label = label_of(quoted.text, amount)
+    head = item_head(quoted)
+    if not label or not head:
+        return None
+    labels = {x for x, _ in labelled_prices(quoted.text)}
+    best = None
+    for u in units:
+        if u == quoted or u.text == quoted.text or item_head(u) != head:
+            continue
+        prices = dict(labelled_prices(u.text))
+        if set(prices) != labels or prices[label] >= amount:
+            continue
+        if best is None or prices[label] < best[0]:
+            best = (prices[label], u)
+    return best[1] if best else None

@@ -32,6 +32,8 @@ FALLBACK_NO_KNOWLEDGE = "Vou verificar isso com a equipe e já retorno."
 FALLBACK_LOOP = "Deixa eu confirmar esses detalhes com a equipe."
 GREETING_REPLY = "Olá! Tudo bem? Como posso te ajudar?"
 CONFIRMATION_REPLY = "Perfeito! Qualquer dúvida é só chamar por aqui."
+# what introduces the same kind of item for less, after a price objected to ("459 na lírio?? tá puxado")
+CHEAPER_LEAD = "Se preferir algo mais em conta:"
 GENERAL_NO_KNOWLEDGE = "Entendi! Vou verificar isso com a equipe e já retorno."
 # Messages the responder cannot read (media without a caption, unknown types),
 # and the ones that need no knowledge (a location, a shared contact).
@@ -194,13 +196,47 @@ class OfflineComposer:
             return OBJECTION_REPLY if r.intent == i.OBJECTION else GENERAL_REPLY
         if not partial:
             picked = self._each_question(r, picked, query_vector)
+        cheaper = None
+        if r.intent == i.OBJECTION:
+            picked, cheaper = self._conceded(r.message, picked, _units_of(r.chunks))
         # "Passando disso, cada hora adicional ...": a line pointing back is quoted with the line it points at
         picked = compose.with_antecedents(picked, _units_of(r.chunks))
         answer = compose.answer_text(r.message, picked)
         if partial:
             answer = f"{answer} {FALLBACK_NO_KNOWLEDGE}"
+        if cheaper is not None:
+            answer = f"{answer} {CHEAPER_LEAD} {cheaper.text}"
         opener = "Entendo! " if r.intent == i.OBJECTION else ""
         return self._with_memory(opener + answer, r.memories, r.chunks)
+
+    MAX_CONCESSIONS = 2
+
+    def _conceded(self, message: str, picked: list[compose.Unit],
+                  units: Sequence[compose.Unit]) -> tuple[list[compose.Unit], compose.Unit | None]:
+        """"459 na lírio?? tá puxado": the line priced as the message names it (first of ``picked``) is followed
+        by what concedes on that price, at most ``MAX_CONCESSIONS``: the same kind of item for less
+        (``compose.cheaper_alternative``, returned apart: it is introduced as such), paying that amount in
+        instalments where the business allows it (``compose.instalments_apply``), then the deals picked. With
+        no amount named, or the first line not priced at it, ``picked`` stands."""
+        if not picked:
+            return picked, None
+        quoted = picked[0]
+        named = compose.amounts_named(message) & set(compose.unit_amounts(quoted.text))
+        if not named:
+            return picked, None
+        amount = max(named)
+        label = compose.label_of(quoted.text, amount)
+        labels = [x for x, _ in compose.labelled_prices(quoted.text)]
+        cheaper = compose.cheaper_alternative(quoted, amount, units)
+        instalments = next((u for u in units if u not in picked
+                            and compose.instalments_apply(u.text, amount, label, labels)), None)
+        room = self.MAX_CONCESSIONS - (cheaper is not None) - (instalments is not None)
+        # a deal on something else ("servimos ração premium sem custo" after "790 pra castrar??") or on another
+        # period of the line ("20% de desconto nos períodos de 2h e 4h" after "459 a pernoite") concedes nothing
+        about = compose.expanded_focus(message) | compose.unit_words(quoted)
+        deals = [u for u in picked[1:] if u != instalments and compose.applies_to_label(u.text, label, labels)
+                 and compose.unit_words(u) & about][:max(0, room)]
+        return [quoted] + ([instalments] if instalments is not None else []) + deals, cheaper
 
     def _carried_answer(self, r: ReplyRequest) -> str | None:
         """The answer to the question a confirmation or a greeting carries ("fechado, pode reservar a

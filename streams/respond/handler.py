@@ -52,18 +52,20 @@ from streams.pricing import ModelCall, PriceTable, model_call
 from streams.respond.compose import (
     PROBLEM_STEMS,
     addresses_problem,
+    amounts_named,
     answer_units,
-    asks_deposit_to_book,
-    booking_acts,
-    booking_order,
     asks_deadline,
+    asks_deposit_to_book,
     asks_price,
     asks_what_to_do,
     attribute_bonus,
+    booking_acts,
+    booking_order,
     carried_question,
     carries_asked_attribute,
     carries_deadline,
     carries_price,
+    cheaper_alternative,
     chunk_words,
     compared_items,
     concept_forms,
@@ -71,8 +73,11 @@ from streams.respond.compose import (
     extreme_item,
     extreme_price,
     halves_named,
+    instalments_apply,
     is_yes_no,
     item_name,
+    label_of,
+    labelled_prices,
     offered_object,
     offers_deal,
     opens_with_no,
@@ -86,6 +91,7 @@ from streams.respond.compose import (
     stem,
     told_place,
     uncovered_focus,
+    unit_amounts,
     unit_words,
     units_of_chunks,
     unnamed_phrases,
@@ -637,6 +643,8 @@ def _by_words_steps(msg: InboundMessage, p: Plan, asked: str, stems: list[str], 
         # "tá caro" and "se eu for buscar tem algum desconto?" alike: the deals are found by their words,
         # whether the question was read as an objection or as a policy question (a fragile line)
         chunks += yield from _deals_steps(msg, chunks, lexical)
+    if p.intent.intent == OBJECTION:
+        chunks += yield from _concession_steps(msg, chunks, lexical)
     if asks_what_to_do(msg.text) and not any(addresses_problem(u.text) for u in units_of_chunks(
             [c.text for c in chunks])):
         # "a pizza chegou fria, o q eu faço?": what the business does about a problem is found by its
@@ -923,6 +931,42 @@ def _deals_steps(msg: InboundMessage, chunks: list[KnowledgeChunk],
             if c.chunk_id not in have and any(offers_deal(u.text) for u in answer_units(c.text)):
                 found.setdefault(c.chunk_id, c)
     return rerank(msg.text, list(found.values()))[:MAX_DEAL_CHUNKS]
+
+
+def _concession_steps(msg: InboundMessage, chunks: list[KnowledgeChunk],
+                      lexical) -> Steps[Calls, list[Any], list[KnowledgeChunk]]:
+    """"459 na lírio?? tá puxado": what concedes on the price objected to is seldom near the complaint's
+    vector. When a retrieved line is priced at the amount the message names, the account's chunks are read
+    for the line that lets one pay that amount in instalments (``compose.instalments_apply``, found by
+    "parcel") and for the cheapest item of the same kind under the same labels (``compose.cheaper_alternative``,
+    found by the label of that amount: "pernoite"), each added when no retrieved chunk has it."""
+    named = amounts_named(msg.text)
+    units = units_of_chunks([c.text for c in chunks])
+    quoted = next((u for u in units if named & set(unit_amounts(u.text))), None)
+    if quoted is None:
+        return []
+    amount = max(named & set(unit_amounts(quoted.text)))
+    label = label_of(quoted.text, amount)
+    labels = [x for x, _ in labelled_prices(quoted.text)]
+    have = {c.chunk_id for c in chunks}
+    paid = any(instalments_apply(u.text, amount, label, labels) for u in units)
+    searches = ([] if paid else [["parcel"]]) + ([[stem(label)]] if label else [])
+    if not searches:
+        return []
+    found = dict(zip(map(tuple, searches), (yield [(lexical, (msg.account_id, s, RERANK_POOL * 2))
+                                                    for s in searches])))
+    added: list[KnowledgeChunk] = []
+    if not paid:
+        paying = [c for c in map(_as_chunk, found[("parcel",)]) if c.chunk_id not in have and any(
+            instalments_apply(u.text, amount, label, labels) for u in answer_units(c.text))]
+        added += rerank(msg.text, paying)[:1]
+    if label:
+        known = cheaper_alternative(quoted, amount, units)
+        pool = [c for c in map(_as_chunk, found[(stem(label),)]) if c.chunk_id not in have]
+        better = cheaper_alternative(quoted, amount, units + units_of_chunks([c.text for c in pool]))
+        if better is not None and (known is None or better.text != known.text):
+            added += [c for c in pool if better.text in {u.text for u in answer_units(c.text)}][:1]
+    return added
 
 
 def _problem_steps(msg: InboundMessage, chunks: list[KnowledgeChunk],

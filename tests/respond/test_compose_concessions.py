@@ -1,0 +1,118 @@
+"""An objection to a price names the amount; after the line priced at it, the reply offers what concedes
+on that price: instalments where the business allows them for that amount and period, the same kind of item
+for less, a deal that covers it. A coworking space and a vet, not the sample motel: the reading is by the
+lines' shape, not by their words."""
+
+import asyncio
+import uuid
+from uuid import uuid4
+
+from streams.respond.compose import (
+    applies_to_label,
+    cheaper_alternative,
+    instalments_apply,
+    label_of,
+    labelled_prices,
+    offers_instalments,
+    units_of_chunks,
+)
+from streams.respond.generate import CHEAPER_LEAD, OfflineComposer
+from streams.respond.model import KnowledgeChunk, ReplyRequest
+from tests.respond.fakes import inbound
+
+ROOMS = """# Salas e preços
+
+- **Sala Ipê**: 8 lugares, TV e quadro branco. Hora: R$ 60,00 · Turno: R$ 200,00 · Diária: R$ 350,00.
+- **Sala Jatobá**: 4 lugares. Hora: R$ 35,00 · Turno: R$ 120,00 · Diária: R$ 210,00.
+- **Auditório Cedro**: 40 lugares, som e projetor. Hora: R$ 180,00 · Turno: R$ 600,00 · Diária: R$ 1.100,00."""
+
+PAYING = """# Pagamento
+
+**Parcelamento**: a diária pode ser parcelada em até 4x sem juros no cartão. Hora e turno são cobrados à vista.
+
+**Manhã Livre**: 15% de desconto nos turnos da manhã, de segunda a sexta."""
+
+VET = """# Cirurgias
+- Castração de gato macho: R$ 380,00
+- Castração de cadela até 15 kg: R$ 790,00
+
+Formas de pagamento: Pix, dinheiro e cartão. Parcelamento em até 3x sem juros no cartão de crédito, para valores acima de R$ 300,00.
+
+O tutor pode trazer a ração; se não trouxer, servimos ração premium sem custo."""
+
+
+def ask(message, *texts):
+    chunks = [KnowledgeChunk(uuid4(), uuid4(), 0.3, t) for t in texts]
+    req = ReplyRequest(messages=[], message=message, intent="objection", retrieval="optional", chunks=tuple(chunks))
+    return OfflineComposer().generate(req).text
+
+
+def test_a_price_line_is_read_as_labelled_amounts():
+    ipe = "Sala Ipê: 8 lugares, TV e quadro branco. Hora: R$ 60,00 · Turno: R$ 200,00 · Diária: R$ 350,00."
+    assert labelled_prices(ipe) == [("hora", 60.0), ("turno", 200.0), ("diaria", 350.0)]
+    assert label_of(ipe, 350.0) == "diaria" and label_of(ipe, 99.0) == ""
+    assert label_of("Castração de gato macho: R$ 380,00", 380.0) == ""   # one price: no label to tell apart
+    assert labelled_prices("Auditório: Diária: R$ 1.100,00 · Hora: R$ 180,00") == [("diaria", 1100.0), ("hora", 180.0)]
+
+
+def test_instalments_cover_the_amount_and_the_period_they_name():
+    rule = "Parcelamento: a diária pode ser parcelada em até 4x sem juros no cartão."
+    assert offers_instalments(rule) and not offers_instalments("Não parcelamos serviços em 2x nem 3x.")
+    assert instalments_apply(rule, 350.0, "diaria", ["hora", "turno", "diaria"])
+    assert not instalments_apply(rule, 200.0, "turno", ["hora", "turno", "diaria"])   # only the diária
+    over = "Parcelamento em até 3x sem juros no cartão de crédito, para valores acima de R$ 300,00."
+    assert instalments_apply(over, 790.0, "", []) and not instalments_apply(over, 160.0, "", [])
+    assert applies_to_label("Manhã Livre: 15% de desconto nos turnos da manhã.", "turno", ["hora", "turno", "diaria"])
+    assert not applies_to_label("Manhã Livre: 15% de desconto nos turnos da manhã.", "diaria",
+                                ["hora", "turno", "diaria"])
+
+
+def test_the_cheaper_item_is_one_of_the_same_kind_priced_under_the_same_labels():
+    units = units_of_chunks([ROOMS])
+    ipe = next(u for u in units if "Ipê" in u.text)
+    cheaper = cheaper_alternative(ipe, 350.0, units)
+    assert cheaper is not None and "Jatobá" in cheaper.text
+    jatoba = next(u for u in units if "Jatobá" in u.text)
+    assert cheaper_alternative(jatoba, 210.0, units) is None           # nothing of its kind costs less
+    vet = units_of_chunks([VET])
+    female = next(u for u in vet if "cadela" in u.text)
+    assert cheaper_alternative(female, 790.0, vet) is None             # a male cat is no alternative
+
+
+def test_an_objection_gets_the_price_then_instalments_then_the_same_kind_for_less():
+    reply = ask("350 a diaria da ipê?? ta puxado hein", ROOMS, PAYING)
+    assert reply.startswith("Entendo! ") and "R$ 350,00" in reply
+    assert "4x sem juros" in reply
+    assert f"{CHEAPER_LEAD} Sala Jatobá" in reply
+    assert "Manhã Livre" not in reply                                  # a deal on the turnos, not the diária
+    turno = ask("200 o turno na ipê? caro", ROOMS, PAYING)
+    assert "4x sem juros" not in turno and "Manhã Livre" in turno and "Sala Jatobá" in turno
+    vet = ask("790 pra castrar a cadela?? achei caro", VET)
+    assert "R$ 790,00" in vet and "3x sem juros" in vet
+    assert "ração premium" not in vet and CHEAPER_LEAD not in vet      # "sem custo" on food concedes nothing here
+
+
+def test_an_objection_brings_the_instalments_and_the_cheaper_item_found_by_their_words():
+    from streams.respond.handler import _concession_steps, _steps_on_loop
+
+    def kc(text):
+        return KnowledgeChunk(uuid.uuid4(), uuid.uuid4(), 1.0, text)
+
+    ipe = kc("- **Sala Ipê**: 8 lugares. Hora: R$ 60,00 · Turno: R$ 200,00 · Diária: R$ 350,00.")
+    jatoba = kc("- **Sala Jatobá**: 4 lugares. Hora: R$ 35,00 · Turno: R$ 120,00 · Diária: R$ 210,00.")
+    paying = kc("**Parcelamento**: a diária pode ser parcelada em até 4x sem juros no cartão.")
+    late = kc("Diária encerrada às 22h.")
+    asked = []
+
+    def lexical(account_id, stems, limit):
+        asked.append(stems)
+        return {"parcel": [paying], "diari": [late, ipe, jatoba]}.get(stems[0], [])[:limit]
+
+    def conceded(text, chunks):
+        return asyncio.run(_steps_on_loop(_concession_steps(inbound(text), chunks, lexical)))
+
+    assert conceded("350 a diaria da ipê?? ta puxado", [ipe]) == [paying, jatoba]
+    assert asked == [["parcel"], ["diari"]]
+    assert conceded("350 a diaria da ipê?? ta puxado", [ipe, paying, jatoba]) == []   # there already ...
+    assert asked[2:] == [["diari"]]                                   # ... the instalments not searched again
+    assert conceded("ta caro hein", [ipe]) == [] and len(asked) == 3   # no amount named: no search
