@@ -2349,3 +2349,14 @@ def cheaper_alternative(quoted: Unit, amount: float, units: Sequence[Unit]) -> U
         if best is None or prices[label] < best[0]:
             best = (prices[label], u)
     return best[1] if best else None
+
+
+def names_outside_options(message: str, text: str) -> bool:
+    """Whether ``text`` names a focus word of the question outside its parentheses: "Borda recheada (catupiry,
+    cheddar ou cream cheese): acréscimo de R$ 9,00" names "cream cheese" only as an option of the crust."""
+    return bool(focus_named(message, re.sub(r"\([^)]*\)", " ", text)))
+
+
+def focus_named(message: str, text: str) -> frozenset[str]:
+    """The question's focus words (stems) that ``text`` names."""
+    return question_words(message)[1] & _stems(text)

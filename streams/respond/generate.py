@@ -353,6 +353,7 @@ class OfflineComposer:
         ranked = self._narrow(message, ranked, intent)
         if compose.wants_price(message, intent == i.PRICE):
             ranked = self._on_the_question(message, ranked)
+            ranked = self._priced_under_the_list(message, scored, ranked)
             ranked = self._range_of_the_thing_asked(message, ranked)
         else:
             ranked = self._attribute_on_the_question(message, ranked)
@@ -529,6 +530,34 @@ class OfflineComposer:
             return None
         priced = [s for s in scored if named & set(compose.unit_amounts(s.unit.text))]
         return max(priced, key=lambda s: (s.score, -s.unit.order)).unit if priced else None
+
+    @staticmethod
+    def _priced_under_the_list(message: str, scored: Sequence[compose.Scored],
+                               ranked: list[compose.Scored]) -> list[compose.Scored]:
+        """"qnto ta a grande de carne seca com cream cheese?": the line naming the item best is a list of
+        names without a price ("Quatro Queijos, Lombo com Abacaxi, Carne Seca com Cream Cheese, ...", under
+        "Especiais"); the prices of what it lists are the priced lines under the same heading ("Grande: R$
+        69,00"), not a price line elsewhere sharing a word of the item ("Borda recheada (catupiry, cheddar ou
+        cream cheese): acréscimo de R$ 9,00", which names the words only among the options in its
+        parentheses, nor "Grande: R$ 58,00" under "Tradicionais", which names only what the heading's own lines
+        name). Only when that list names more of the question than any priced line and some ranked priced line
+        is under its heading; a priced line elsewhere naming more of the question stays."""
+        if not scored or not ranked:
+            return ranked
+        top = max(scored, key=lambda s: (s.score, -s.unit.order))
+        if compose.carries_price(top.unit.text) or not top.unit.context:
+            return ranked
+        priced = [s for s in ranked if compose.carries_price(s.unit.text)]
+        under = [s for s in priced if s.unit.context == top.unit.context]
+        if not under or top.focus_hits <= max(s.focus_hits for s in priced):
+            return ranked
+        said = set().union(*(compose.focus_named(message, s.unit.text) for s in under))
+
+        def elsewhere(s: compose.Scored) -> bool:   # "Grande: R$ 58,00" under "Tradicionais" names only the size
+            return bool(s.unit.context) and compose.focus_named(message, s.unit.text) <= said
+
+        return [s for s in ranked if s in under or not compose.carries_price(s.unit.text)
+                or (compose.names_outside_options(message, s.unit.text) and not elsewhere(s))]
 
     @staticmethod
     def _on_the_question(message: str, ranked: list[compose.Scored]) -> list[compose.Scored]:

@@ -212,3 +212,32 @@ def test_a_no_on_the_thing_asked_is_searched_by_its_name():
     got = _steps_here(_denial_steps(msg, q, lexical_stems(q), [rooms], lexical, 3))
     assert [c.text for c in got] == [INN["rooms"], INN["access"]]
     assert "não temos elevador" in ask("o quarto bromelia tem elevador?", "info_request", *[c.text for c in got])
+
+
+ACAI = """# Cardápio
+
+## Tradicionais
+Açaí puro, Açaí com Banana e Açaí com Morango.
+- 300 ml: R$ 14,00
+- 500 ml: R$ 20,00
+
+## Especiais
+Açaí Tropical, Cupuaçu com Castanha, Açaí com Leite Ninho e Paçoca, e o Açaí da Casa.
+- 300 ml: R$ 19,00
+- 500 ml: R$ 27,00
+
+## Adicionais
+Cobertura extra (leite condensado, mel ou leite ninho): acréscimo de R$ 3,00 em qualquer tamanho."""
+
+
+def test_an_item_named_in_a_list_is_priced_by_the_lines_under_its_heading():
+    """"qnto o de 500 do acai com leite ninho e pacoca?": the list under "Especiais" names it; its price is that
+    heading's 500 ml line, not the topping line naming "leite ninho" among its options."""
+    from streams.respond.compose import names_outside_options
+
+    reply = ask("qnto sai o de 500 ml do acai com leite ninho e pacoca?", "price_question", ACAI)
+    assert "R$ 27,00" in reply and "R$ 3,00" not in reply and "R$ 20,00" not in reply
+    assert "R$ 3,00" in ask("qnto é a cobertura extra de leite ninho?", "price_question", ACAI)
+    assert not names_outside_options("e o acai com leite ninho?",
+                                     "Cobertura extra (leite condensado, mel ou leite ninho): acréscimo de R$ 3,00")
+    assert names_outside_options("qnto a cobertura de mel?", "Cobertura extra (leite condensado, mel): R$ 3,00")
