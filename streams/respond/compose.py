@@ -2360,3 +2360,49 @@ def names_outside_options(message: str, text: str) -> bool:
 def focus_named(message: str, text: str) -> frozenset[str]:
     """The question's focus words (stems) that ``text`` names."""
     return question_words(message)[1] & _stems(text)
+
+
+# "posso levar meu vinho? cobra rolha?", "a gente pode levar um bolo de casa?": whether one may bring one's own
+# thing; what answers it is the business's rule on things brought from outside ("Trazer de fora: é permitido
+# trazer bebidas, com taxa de rolha ..."), never the price of the same thing sold there
+_MAY_BRING = re.compile(r"\b(?:posso|pode|podemos|podem|da pra|dar pra|tem como|e permitido|permitem|deixam|libera|"
+                        r"liberam)\b(?:\s+\S+){0,3}?\s+(?:levar|trazer|entrar com)\b")
+_BROUGHT = re.compile(r"\bde fora\b|\brolha\b|\b(?:trazer|levar|traga|traz)\w*\b(?:\s+\S+){0,4}\s+(?:de casa|proprio|propria)\b")
+
+
+_ERRAND = re.compile(r"\b(?:levar|trazer)\b(?:\s+\S+){0,3}?\s+(?:pra|para|p/|pro)\s+\w+(?:ar|er|ir)\b")
+
+
+_BRING_WORDS = frozenset({"levar", "traze", "traz", "leva", "levo", "trago", "entra", "casa", "fora", "propr"})
+_LIVING = frozenset(stem(w) for w in ("pet", "pets", "animal", "animais", "cao", "caes", "gato", "gatos", "crianca",
+                                      "filho", "filha", "bebe"))
+
+
+def brought_thing(message: str) -> tuple[frozenset[str], frozenset[str]] | None:
+    """What a message asks whether one may bring of one's own ("posso levar minha cerveja?", "da pra trazer bolo
+    de casa?"): (its stems, those with their other names: "cerveja" → "bebida", "alcoolica"); None when it asks
+    no such thing, asks to take something somewhere for a service ("pode levar o cachorro pra vacinar?"), or the
+    thing is a pet or a person (whether they may come in is another rule)."""
+    norm = normalize_chat(message)
+    if not _MAY_BRING.search(norm) or _ERRAND.search(norm):
+        return None
+    part = question_part(message)
+    thing = frozenset(question_words(part)[1] - _BRING_WORDS)
+    forms = set(thing)
+    for word, other in concept_forms(part).items():
+        if stem(word) in thing or word in thing:
+            forms |= other
+    if not thing or {stem(x) for x in forms} & _LIVING:
+        return None
+    return thing, frozenset(forms)
+
+
+def asks_to_bring(message: str) -> bool:
+    """Whether the message asks if one may bring a thing of one's own (``brought_thing``)."""
+    return brought_thing(message) is not None
+
+
+def states_bringing(text: str) -> bool:
+    """Whether a line is a rule on things brought from outside ("é permitido trazer bebidas, com taxa de
+    rolha", "o cliente pode trazer bolo de fora, com taxa de bolo")."""
+    return bool(_BROUGHT.search(fold(text)))

@@ -452,8 +452,40 @@ class OfflineComposer:
             limit = compose.excluded_variant(message, [s.unit for s in scored])
             if limit is not None:
                 return [limit]
+        brought = self._on_bringing(message, scored, intent)
+        if brought is not None:   # "posso levar minha cerveja?": the rule on things from outside, or nothing
+            return brought
         party = self._party_limit(message, scored, intent)
         return None if party is None else [party]
+
+    _PERMISSION = re.compile(r"\b(?:aceit|permit|proib|pode entrar|podem entrar|nao entra|liberad)\w*")
+
+    def _on_bringing(self, message: str, scored: Sequence[compose.Scored], intent: str) -> list[compose.Unit] | None:
+        """"posso levar minha cerveja? cobra alguma coisa?": whether one may bring one's own thing
+        (``compose.brought_thing``) is answered by the business's rule on things from outside when it covers
+        that thing ("é permitido trazer bebidas, com taxa de rolha"), else by a line allowing or refusing the
+        thing itself; never by the price of the same thing sold there, nor by the rule on another thing ("o
+        cliente pode trazer bolo de fora" for a wine): with neither, the question is handed over ([]). None
+        (the ranking decides) when the message asks no such thing or the business states no rule on things
+        from outside."""
+        asked = compose.brought_thing(message) if intent not in (i.GENERAL, i.OBJECTION) else None
+        if asked is None or not any(compose.states_bringing(s.unit.text) for s in scored):
+            return None
+        thing, forms = asked
+        part = compose.question_part(message)
+
+        def covers(s: compose.Scored) -> bool:   # the line itself names the thing, another name of it, or a word
+            return bool(forms & compose.chunk_words(s.unit.text)) or self._said_otherwise(part, set(thing), s.unit.text)
+
+        def best(cands: list[compose.Scored]) -> list[compose.Unit]:
+            return [max(cands, key=lambda s: (s.score, -s.unit.order)).unit] if cands else []
+
+        rules = [s for s in scored if compose.states_bringing(s.unit.text) and covers(s)]
+        if rules:
+            return best(rules)
+        return best([s for s in scored if not compose.states_bringing(s.unit.text)
+                     and not compose.carries_price(s.unit.text)
+                     and self._PERMISSION.search(fold(s.unit.text)) and covers(s)])
 
     @staticmethod
     def _party_limit(message: str, scored: Sequence[compose.Scored], intent: str) -> compose.Unit | None:

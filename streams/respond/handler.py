@@ -57,6 +57,7 @@ from streams.respond.compose import (
     asks_deadline,
     asks_deposit_to_book,
     asks_price,
+    asks_to_bring,
     asks_what_to_do,
     attribute_bonus,
     booking_acts,
@@ -87,6 +88,7 @@ from streams.respond.compose import (
     question_clauses,
     question_part,
     question_words,
+    states_bringing,
     states_party_limit,
     stem,
     told_place,
@@ -657,7 +659,18 @@ def _by_words_steps(msg: InboundMessage, p: Plan, asked: str, stems: list[str], 
     chunks = yield from _party_limit_steps(msg, chunks, lexical, limit)
     if p.intent.intent == CONFIRMATION:
         chunks = yield from _booking_rule_steps(msg, chunks, lexical, limit)
+    chunks = yield from _brought_rule_steps(msg, chunks, lexical, limit)
     return (yield from _deadline_steps(msg, chunks, lexical, limit))
+
+
+def _brought_rule_steps(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical,
+                        limit: int) -> Steps[Calls, list[Any], list[KnowledgeChunk]]:
+    """"posso levar minha cerveja?" (``compose.asks_to_bring``): the vector finds the drinks sold; the rule on
+    things brought from outside ("Trazer de fora: é permitido trazer bebidas, com taxa de rolha") is found by
+    "fora" and takes the last place when no retrieved unit states one."""
+    if not asks_to_bring(msg.text):
+        return chunks
+    return (yield from _stating_line_steps(msg, chunks, lexical, limit, ["fora"], states_bringing))
 
 
 def _booking_rule_steps(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical,

@@ -241,3 +241,62 @@ def test_an_item_named_in_a_list_is_priced_by_the_lines_under_its_heading():
     assert not names_outside_options("e o acai com leite ninho?",
                                      "Cobertura extra (leite condensado, mel ou leite ninho): acréscimo de R$ 3,00")
     assert names_outside_options("qnto a cobertura de mel?", "Cobertura extra (leite condensado, mel): R$ 3,00")
+
+
+BAR = """# Bebidas
+
+- Taça de vinho da casa: R$ 22,00
+- Long neck: R$ 12,00
+
+**De fora**: é permitido trazer bebidas de fora, com taxa de rolha de R$ 40,00 por garrafa.
+
+Não aceitamos animais, exceto cão-guia."""
+
+BISTRO = """# Vinhos
+
+- Taça de vinho da casa: R$ 22,00
+- Garrafa de vinho da casa: R$ 90,00
+
+**Bolo**: o cliente pode trazer bolo de fora, com taxa de R$ 15,00."""
+
+
+def test_bringing_ones_own_thing_is_answered_by_the_rule_on_things_from_outside_or_handed_over():
+    """"posso levar meu whisky?": the rule on things brought from outside, when it covers the thing; never
+    the price of the same thing sold there, nor the rule on another thing (a cake) for a wine."""
+    from streams.respond.compose import asks_to_bring, brought_thing, states_bringing
+
+    assert asks_to_bring("posso levar minha cerveja? cobra alguma coisa?")
+    assert asks_to_bring("da pra trazer um vinho de casa?")
+    assert not asks_to_bring("meu filho pode levar o cachorro pra vacinar sozinho?")   # an errand
+    assert not asks_to_bring("posso levar meu cachorro na unidade centro?")            # a pet: another rule
+    assert not asks_to_bring("vcs levam ate em casa?")
+    assert brought_thing("posso levar minha cerveja?")[1] >= {"cerve", "bebid"}   # stems, with its other names
+    assert states_bringing("é permitido trazer bebidas de fora, com taxa de rolha") and not states_bringing(
+        "Long neck: R$ 12,00")
+    reply = ask("posso levar minha cerveja? cobra rolha?", "policy", BAR)
+    assert "taxa de rolha de R$ 40,00" in reply and "R$ 12,00" not in reply
+    assert ask("posso levar meu vinho? cobra rolha?", "policy", BISTRO) == FALLBACK_NO_KNOWLEDGE
+    assert ask("posso levar meu travesseiro de casa?", "policy", BAR) == FALLBACK_NO_KNOWLEDGE
+
+
+def test_the_rule_on_things_from_outside_is_found_by_its_word():
+    import asyncio
+    import uuid
+
+    from streams.respond.handler import _brought_rule_steps, _steps_on_loop
+    from tests.respond.fakes import inbound
+
+    def kc(text):
+        return KnowledgeChunk(uuid.uuid4(), uuid.uuid4(), 0.5, text)
+
+    got = [kc("- Taça de vinho da casa: R$ 22,00"), kc("- Long neck: R$ 12,00")]
+    rule = kc("**De fora**: é permitido trazer bebidas de fora, com taxa de rolha de R$ 40,00 por garrafa.")
+
+    def lexical(account_id, stems, limit):
+        return [rule] if stems == ["fora"] else []
+
+    def steps(text, chunks):
+        return asyncio.run(_steps_on_loop(_brought_rule_steps(inbound(text), chunks, lexical, 2)))
+
+    assert steps("posso levar minha cerveja?", got) == got[:1] + [rule]
+    assert steps("qnto a long neck?", got) == got
