@@ -92,7 +92,8 @@ READABLE_PROBES = ("probe_a", "probe_c", "probe_h", "probe_i", "probe_j", "probe
                    "probe_aa", "probe_ab", "probe_ac", "probe_ad", "probe_ae", "probe_af", "probe_ag", "probe_ah",
                    "probe_ai", "probe_aj")
 #: Sets that must never train the classifier (``train`` refuses them even when asked).
-NEVER_TRAIN = ("heldout", "probe_b", "probe_d", "probe_e", "probe_f", "probe_g", "probe_o", "probe_p", "probe_q")
+NEVER_TRAIN = ("heldout", "probe_b", "probe_d", "probe_e", "probe_f", "probe_g", "probe_o", "probe_p", "probe_q",
+               "probe_am", "probe_an")   # the last two: fresh at stop 36, the next stop's first check
 PROBE_QUESTIONS = tuple(ROOT / "examples" / p / "questions.jsonl" for p in READABLE_PROBES)
 WRITTEN_FILES = (WRITTEN, TRAIN_QUESTIONS) + PROBE_QUESTIONS
 

@@ -105,7 +105,7 @@ def test_shipped_examples_come_from_readable_sets_and_evaluation_leaves_its_own_
     for s in ("probe_k", "probe_l", "probe_m", "probe_r", "probe_t", "probe_v"):   # scoring a readable probe: out-of-set
         left_s = RecallExamples.leaving_out(TableEmbedder({}), REPO_ROOT / "examples" / s)
         assert left_s.cases and not any(c["source"] == s for c in left_s.cases)
-    for s in ("probe_o", "probe_p", "probe_q", "probe_ak", "probe_al"):   # validation / fresh sets: never in the examples
+    for s in ("probe_o", "probe_p", "probe_q", "probe_ak", "probe_al", "probe_am", "probe_an"):   # validation / fresh: never
         assert source_of(REPO_ROOT / "examples" / s) == set() and not any(r["source"] == s for r in rows)
     assert source_of(REPO_ROOT / "examples" / "heldout") == set() and source_of(None) == set()
     got = cases_from_recall("x", [{"case_id": "c", "query": "q", "relevant": [1],
