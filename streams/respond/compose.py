@@ -672,7 +672,8 @@ def denies_whole_kind(text: str, other_names: set[str], asked: set[str] | None =
     return False
 
 
-_CLAUSE_END = re.compile(r"(?<=[?!.])\s+|\s*\n\s*")   # a line break ends a clause too (one chat line, one thought)
+# a line break ends a clause too (one chat line, one thought); a title's period ("a Dra. Helena atende sabado?") does not
+_CLAUSE_END = re.compile(r"(?<=[?!.])(?<![Dd]r\.)(?<![Dd]ra\.)(?<![Ss]r\.)(?<![Ss]ra\.)\s+|\s*\n\s*")
 
 
 # what thanks, acknowledges or greets ("ok obrigado!", "blz valeu", "perfeito"), besides the stopwords
@@ -2406,3 +2407,15 @@ def states_bringing(text: str) -> bool:
     """Whether a line is a rule on things brought from outside ("é permitido trazer bebidas, com taxa de
     rolha", "o cliente pode trazer bolo de fora, com taxa de bolo")."""
     return bool(_BROUGHT.search(fold(text)))
+
+
+_TITLED = re.compile(r"\b(?:dr|dra|doutor|doutora|dotora)\.?\s+([a-z]{3,})")
+
+
+def unknown_titled_person(message: str, units: Sequence[Unit]) -> str:
+    """The name of a doctor the question asks about ("a Dra. Helena atende sabado?") when no unit names that
+    person: what the business says of its other doctors or of its hours is not said of her; "" otherwise."""
+    names = {m.group(1) for m in _TITLED.finditer(normalize_chat(question_part(message)))} - STOPWORDS - GENERIC
+    said = set().union(*(fold(u.text).split() for u in units)) if units else set()
+    said = {w.strip(".,;:!?()") for w in said}
+    return next((n for n in sorted(names) if n not in said), "")

@@ -452,6 +452,8 @@ class OfflineComposer:
             limit = compose.excluded_variant(message, [s.unit for s in scored])
             if limit is not None:
                 return [limit]
+        if intent not in (i.GENERAL, i.OBJECTION) and compose.unknown_titled_person(message, [s.unit for s in scored]):
+            return []   # "a Dra. Helena atende sabado?": a doctor the knowledge never names; the hours are not hers
         brought = self._on_bringing(message, scored, intent)
         if brought is not None:   # "posso levar minha cerveja?": the rule on things from outside, or nothing
             return brought

@@ -300,3 +300,15 @@ def test_the_rule_on_things_from_outside_is_found_by_its_word():
 
     assert steps("posso levar minha cerveja?", got) == got[:1] + [rule]
     assert steps("qnto a long neck?", got) == got
+
+
+def test_a_titles_period_ends_no_clause():
+    """"a Dra. Helena atende sabado?": the question names the doctor; cut at "Dra." it would ask only whether
+    "Helena atende sabado", and the opening hours would answer it. A doctor the knowledge never names is handed
+    over."""
+    from streams.respond.compose import question_part
+
+    assert question_part("a Dra. Helena atende sabado? só confio nela") == "a Dra. Helena atende sabado?"
+    assert question_part("oi. vcs abrem sabado?") == "vcs abrem sabado?"
+    hours = "# Horário\n\nSábado: das 8h às 14h.\n\nConsultas com a Dra. Paula às terças."
+    assert ask("a Dra. Helena atende sabado?", "info_request", hours) == FALLBACK_NO_KNOWLEDGE
