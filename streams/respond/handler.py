@@ -956,19 +956,32 @@ def _concession_steps(msg: InboundMessage, chunks: list[KnowledgeChunk],
     named = amounts_named(msg.text)
     units = units_of_chunks([c.text for c in chunks])
     quoted = next((u for u in units if named & set(unit_amounts(u.text))), None)
+    have = {c.chunk_id for c in chunks}
+    found_line: list[KnowledgeChunk] = []
+    if quoted is None and named:
+        # "na pizzaria do lado a grande sai 45, ai ta 58??": the line priced at the amount objected to, found by
+        # the amount itself ("58" starts "58,00") when the vector brought only the deals
+        asked = sorted(named)[:2]
+        hits = yield [(lexical, (msg.account_id, [f"{a:.0f}" if a == int(a) else f"{a:.2f}".replace(".", ",")],
+                                 RERANK_POOL)) for a in asked]
+        pool = {c.chunk_id: c for hs in hits for c in map(_as_chunk, hs) if c.chunk_id not in have
+                and any(named & set(unit_amounts(u.text)) for u in answer_units(c.text))}
+        found_line = rerank(msg.text, list(pool.values()))[:1]
+        units = units + units_of_chunks([c.text for c in found_line])
+        have |= {c.chunk_id for c in found_line}
+        quoted = next((u for u in units if named & set(unit_amounts(u.text))), None)
     if quoted is None:
         return []
     amount = max(named & set(unit_amounts(quoted.text)))
     label = label_of(quoted.text, amount)
     labels = [x for x, _ in labelled_prices(quoted.text)]
-    have = {c.chunk_id for c in chunks}
     paid = any(instalments_apply(u.text, amount, label, labels) for u in units)
     searches = ([] if paid else [["parcel"]]) + ([[stem(label)]] if label else [])
     if not searches:
-        return []
+        return found_line
     found = dict(zip(map(tuple, searches), (yield [(lexical, (msg.account_id, s, RERANK_POOL * 2))
                                                     for s in searches])))
-    added: list[KnowledgeChunk] = []
+    added: list[KnowledgeChunk] = list(found_line)
     if not paid:
         paying = [c for c in map(_as_chunk, found[("parcel",)]) if c.chunk_id not in have and any(
             instalments_apply(u.text, amount, label, labels) for u in answer_units(c.text))]

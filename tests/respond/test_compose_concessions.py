@@ -116,3 +116,26 @@ def test_an_objection_brings_the_instalments_and_the_cheaper_item_found_by_their
     assert conceded("350 a diaria da ipê?? ta puxado", [ipe, paying, jatoba]) == []   # there already ...
     assert asked[2:] == [["diari"]]                                   # ... the instalments not searched again
     assert conceded("ta caro hein", [ipe]) == [] and len(asked) == 3   # no amount named: no search
+
+
+def test_the_line_priced_at_the_amount_objected_to_is_found_by_the_amount():
+    """"na pizzaria do lado a grande sai 45, ai ta 58?? caro": the vector brings the deals; the line priced at 58
+    is found by the amount itself and comes first (then what concedes on it)."""
+    from streams.respond.handler import _concession_steps, _steps_on_loop
+
+    def kc(text):
+        return KnowledgeChunk(uuid.uuid4(), uuid.uuid4(), 1.0, text)
+
+    deal = kc("- **Terça em Dobro**: a segunda grande tradicional sai pela metade do preço.")
+    sizes = kc("## Tradicionais\n- Média: R$ 46,00\n- Grande: R$ 58,00")
+    other = kc("Pedido mínimo: R$ 45,00 para entrega.")
+    asked = []
+
+    def lexical(account_id, stems, limit):
+        asked.append(stems)
+        return {"58": [sizes], "45": [other]}.get(stems[0], [])[:limit]
+
+    got = asyncio.run(_steps_on_loop(_concession_steps(
+        inbound("na pizzaria do lado a grande sai 45 reais, ai ta 58?? caro hein"), [deal], lexical)))
+    assert sizes in got and ["45"] in asked and ["58"] in asked
+    assert "R$ 58,00" in ask("na pizzaria do lado a grande sai 45 reais, ai ta 58?? caro hein", deal.text, *[c.text for c in got])
