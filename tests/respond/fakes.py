@@ -13,7 +13,7 @@ from uuid import UUID, uuid5
 import numpy as np
 
 from schemas.events import InboundMessage, OutboundReply
-from streams.respond.model import ConversationContext, HistoryMessage, InboxConfig
+from streams.respond.model import ConversationContext, HistoryMessage, InboxConfig, KnowledgeChunk
 from streams.respond.recall import MemoryFact
 
 NS = UUID("00000000-0000-0000-0000-000000000001")
@@ -140,3 +140,29 @@ def inbound(text: str, message_id: str = "wamid.1", unit_id: int | None = 11, **
                 sent_at=datetime(2025, 1, 2, 3, 4, tzinfo=timezone.utc))
     base.update(kw)
     return InboundMessage(**base)
+
+
+def chunk(text: str, distance: float = 0.5) -> KnowledgeChunk:
+    """A knowledge chunk of its own document (random ids)."""
+    from uuid import uuid4
+
+    return KnowledgeChunk(uuid4(), uuid4(), distance, text)
+
+
+class WordIndex:
+    """The word search port (``lexical_search``) over {first stem asked: chunks}; ``asked`` records the stems."""
+
+    def __init__(self, index: Mapping[str, Sequence[KnowledgeChunk]]):
+        self.index = index
+        self.asked: list[list[str]] = []
+
+    def __call__(self, account_id: int, stems: Sequence[str], limit: int) -> list[KnowledgeChunk]:
+        self.asked.append(list(stems))
+        return list(self.index.get(stems[0], []))[:limit]
+
+
+def run_steps(steps) -> Any:
+    """Drive one of the handler's step generators (``_*_steps``) on a fresh loop."""
+    from streams.respond.handler import _steps_on_loop
+
+    return asyncio.run(_steps_on_loop(steps))

@@ -3,8 +3,6 @@ on that price: instalments where the business allows them for that amount and pe
 for less, a deal that covers it. A coworking space and a vet, not the sample motel: the reading is by the
 lines' shape, not by their words."""
 
-import asyncio
-import uuid
 from uuid import uuid4
 
 from streams.respond.compose import (
@@ -18,7 +16,7 @@ from streams.respond.compose import (
 )
 from streams.respond.generate import CHEAPER_LEAD, OfflineComposer
 from streams.respond.model import KnowledgeChunk, ReplyRequest
-from tests.respond.fakes import inbound
+from tests.respond.fakes import WordIndex, chunk, inbound, run_steps
 
 ROOMS = """# Salas e preços
 
@@ -93,49 +91,32 @@ def test_an_objection_gets_the_price_then_instalments_then_the_same_kind_for_les
 
 
 def test_an_objection_brings_the_instalments_and_the_cheaper_item_found_by_their_words():
-    from streams.respond.handler import _concession_steps, _steps_on_loop
+    from streams.respond.handler import _concession_steps
 
-    def kc(text):
-        return KnowledgeChunk(uuid.uuid4(), uuid.uuid4(), 1.0, text)
-
-    ipe = kc("- **Sala Ipê**: 8 lugares. Hora: R$ 60,00 · Turno: R$ 200,00 · Diária: R$ 350,00.")
-    jatoba = kc("- **Sala Jatobá**: 4 lugares. Hora: R$ 35,00 · Turno: R$ 120,00 · Diária: R$ 210,00.")
-    paying = kc("**Parcelamento**: a diária pode ser parcelada em até 4x sem juros no cartão.")
-    late = kc("Diária encerrada às 22h.")
-    asked = []
-
-    def lexical(account_id, stems, limit):
-        asked.append(stems)
-        return {"parcel": [paying], "diari": [late, ipe, jatoba]}.get(stems[0], [])[:limit]
+    ipe = chunk("- **Sala Ipê**: 8 lugares. Hora: R$ 60,00 · Turno: R$ 200,00 · Diária: R$ 350,00.", 1.0)
+    jatoba = chunk("- **Sala Jatobá**: 4 lugares. Hora: R$ 35,00 · Turno: R$ 120,00 · Diária: R$ 210,00.", 1.0)
+    paying = chunk("**Parcelamento**: a diária pode ser parcelada em até 4x sem juros no cartão.", 1.0)
+    lexical = WordIndex({"parcel": [paying], "diari": [chunk("Diária encerrada às 22h."), ipe, jatoba]})
 
     def conceded(text, chunks):
-        return asyncio.run(_steps_on_loop(_concession_steps(inbound(text), chunks, lexical)))
+        return run_steps(_concession_steps(inbound(text), chunks, lexical))
 
     assert conceded("350 a diaria da ipê?? ta puxado", [ipe]) == [paying, jatoba]
-    assert asked == [["parcel"], ["diari"]]
+    assert lexical.asked == [["parcel"], ["diari"]]
     assert conceded("350 a diaria da ipê?? ta puxado", [ipe, paying, jatoba]) == []   # there already ...
-    assert asked[2:] == [["diari"]]                                   # ... the instalments not searched again
-    assert conceded("ta caro hein", [ipe]) == [] and len(asked) == 3   # no amount named: no search
+    assert lexical.asked[2:] == [["diari"]]                                   # ... the instalments not searched again
+    assert conceded("ta caro hein", [ipe]) == [] and len(lexical.asked) == 3   # no amount named: no search
 
 
 def test_the_line_priced_at_the_amount_objected_to_is_found_by_the_amount():
     """"na pizzaria do lado a grande sai 45, ai ta 58?? caro": the vector brings the deals; the line priced at 58
     is found by the amount itself and comes first (then what concedes on it)."""
-    from streams.respond.handler import _concession_steps, _steps_on_loop
+    from streams.respond.handler import _concession_steps
 
-    def kc(text):
-        return KnowledgeChunk(uuid.uuid4(), uuid.uuid4(), 1.0, text)
-
-    deal = kc("- **Terça em Dobro**: a segunda grande tradicional sai pela metade do preço.")
-    sizes = kc("## Tradicionais\n- Média: R$ 46,00\n- Grande: R$ 58,00")
-    other = kc("Pedido mínimo: R$ 45,00 para entrega.")
-    asked = []
-
-    def lexical(account_id, stems, limit):
-        asked.append(stems)
-        return {"58": [sizes], "45": [other]}.get(stems[0], [])[:limit]
-
-    got = asyncio.run(_steps_on_loop(_concession_steps(
-        inbound("na pizzaria do lado a grande sai 45 reais, ai ta 58?? caro hein"), [deal], lexical)))
-    assert sizes in got and ["45"] in asked and ["58"] in asked
-    assert "R$ 58,00" in ask("na pizzaria do lado a grande sai 45 reais, ai ta 58?? caro hein", deal.text, *[c.text for c in got])
+    deal = chunk("- **Terça em Dobro**: a segunda grande tradicional sai pela metade do preço.", 1.0)
+    sizes = chunk("## Tradicionais\n- Média: R$ 46,00\n- Grande: R$ 58,00", 1.0)
+    lexical = WordIndex({"58": [sizes], "45": [chunk("Pedido mínimo: R$ 45,00 para entrega.", 1.0)]})
+    message = "na pizzaria do lado a grande sai 45 reais, ai ta 58?? caro hein"
+    got = run_steps(_concession_steps(inbound(message), [deal], lexical))
+    assert sizes in got and ["45"] in lexical.asked and ["58"] in lexical.asked
+    assert "R$ 58,00" in ask(message, deal.text, *[c.text for c in got])

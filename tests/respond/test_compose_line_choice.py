@@ -280,26 +280,14 @@ def test_bringing_ones_own_thing_is_answered_by_the_rule_on_things_from_outside_
 
 
 def test_the_rule_on_things_from_outside_is_found_by_its_word():
-    import asyncio
-    import uuid
+    from streams.respond.handler import _brought_rule_steps
+    from tests.respond.fakes import WordIndex, chunk, inbound, run_steps
 
-    from streams.respond.handler import _brought_rule_steps, _steps_on_loop
-    from tests.respond.fakes import inbound
-
-    def kc(text):
-        return KnowledgeChunk(uuid.uuid4(), uuid.uuid4(), 0.5, text)
-
-    got = [kc("- Taça de vinho da casa: R$ 22,00"), kc("- Long neck: R$ 12,00")]
-    rule = kc("**De fora**: é permitido trazer bebidas de fora, com taxa de rolha de R$ 40,00 por garrafa.")
-
-    def lexical(account_id, stems, limit):
-        return [rule] if stems == ["fora"] else []
-
-    def steps(text, chunks):
-        return asyncio.run(_steps_on_loop(_brought_rule_steps(inbound(text), chunks, lexical, 2)))
-
-    assert steps("posso levar minha cerveja?", got) == got[:1] + [rule]
-    assert steps("qnto a long neck?", got) == got
+    got = [chunk("- Taça de vinho da casa: R$ 22,00"), chunk("- Long neck: R$ 12,00")]
+    rule = chunk("**De fora**: é permitido trazer bebidas de fora, com taxa de rolha de R$ 40,00 por garrafa.")
+    lexical = WordIndex({"fora": [rule]})
+    assert run_steps(_brought_rule_steps(inbound("posso levar minha cerveja?"), got, lexical, 2)) == got[:1] + [rule]
+    assert run_steps(_brought_rule_steps(inbound("qnto a long neck?"), got, lexical, 2)) == got
 
 
 def test_a_titles_period_ends_no_clause():

@@ -390,25 +390,18 @@ def test_a_confirmation_booking_a_time_brings_the_deposit_rule_found_by_the_book
     """"fechado, pode reservar a coral pra sexta 22h": the vector follows the suite named, so the line on
     what booking asks ("Para reservar, pedimos um sinal de 30%") is found by the act's root; a price line
     that only needs an appointment ("somente com hora marcada") is not a deposit."""
-    from streams.respond.handler import _booking_rule_steps, _steps_on_loop
+    from streams.respond.handler import _booking_rule_steps
+    from tests.respond.fakes import WordIndex, chunk, run_steps
 
-    def kc(text):
-        return KnowledgeChunk(uuid.uuid4(), uuid.uuid4(), 0.5, text)
-
-    got = [kc("- **Suíte Coral**: hidromassagem. Pernoite: R$ 329,00"), kc("A garagem é privativa.")]
-    deposit = kc("**Reservas**: não são obrigatórias. Para reservar, pedimos um sinal de 30% do valor, pago via Pix.")
-    appointment = kc("**Gatos:** banho R$ 90,00, somente com hora marcada.")
-    asked = []
-
-    def lexical(account_id, stems, limit):
-        asked.append(stems)
-        return {"reserv": [deposit], "marc": [appointment]}.get(stems[0], [])[:limit]
+    got = [chunk("- **Suíte Coral**: hidromassagem. Pernoite: R$ 329,00"), chunk("A garagem é privativa.")]
+    deposit = chunk("**Reservas**: não são obrigatórias. Para reservar, pedimos um sinal de 30% do valor, pago via Pix.")
+    lexical = WordIndex({"reserv": [deposit], "marc": [chunk("**Gatos:** banho R$ 90,00, somente com hora marcada.")]})
 
     def booked(text, chunks):
-        return asyncio.run(_steps_on_loop(_booking_rule_steps(inbound(text), chunks, lexical, 3)))
+        return run_steps(_booking_rule_steps(inbound(text), chunks, lexical, 3))
 
     assert booked("fechado, pode reservar a coral pra sexta 22h", got) == got + [deposit]
-    assert asked == [["reserv"]]
+    assert lexical.asked == [["reserv"]]
     assert booked("fechado, pode reservar a coral pra sexta 22h", got + [deposit]) == got + [deposit]  # there already
     assert booked("pode marcar o banho da Mel pra terça as 9", got) == got     # no deposit asked: nothing added
-    assert booked("fechado, obrigada", got) == got and len(asked) == 2          # books no day nor time: no search
+    assert booked("fechado, obrigada", got) == got and len(lexical.asked) == 2  # books no day nor time: no search
