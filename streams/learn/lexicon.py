@@ -1144,7 +1144,7 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "vodka": ("destilado", "destilados"), "whisky": ("destilado", "destilados"), "uisque": ("whisky", "destilado"),
     "cachaca": ("destilado", "destilados"), "pinga": ("cachaca", "destilado"), "gin": ("destilado", "drink"),
     "birita": ("bebida", "alcool", "alcoolica"), "cerveja": ("bebida", "alcoolica"), "breja": ("cerveja",),
-    "vinho": ("bebida", "alcoolica"),
+    "vinho": ("bebida", "alcoolica"), "bolo": ("comida",), "torta": ("comida",), "salgadinhos": ("comida",),
     "refri": ("refrigerante",), "camarao": ("frutos do mar",),
     "lagosta": ("frutos do mar",), "marisco": ("frutos do mar",), "peixe frito": ("frutos do mar",),
     # spelling variants, free of charge, an address

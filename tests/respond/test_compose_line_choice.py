@@ -300,3 +300,8 @@ def test_a_titles_period_ends_no_clause():
     assert question_part("oi. vcs abrem sabado?") == "vcs abrem sabado?"
     hours = "# Horário\n\nSábado: das 8h às 14h.\n\nConsultas com a Dra. Paula às terças."
     assert ask("a Dra. Helena atende sabado?", "info_request", hours) == FALLBACK_NO_KNOWLEDGE
+
+
+def test_a_cake_brought_from_home_is_food_from_outside():
+    rules = "**De fora**: é permitido trazer bebidas, com taxa de rolha de R$ 35,00. Comida de fora é permitida, sem taxa."
+    assert "sem taxa" in ask("a gente pode levar um bolo de aniversario de casa? cobra alguma coisa?", "policy", rules)
