@@ -53,7 +53,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 from streams.learn.lexicon import AT_HOME, CONCEPTS, ROLES, carried_home, concepts_in
 from streams.respond.text import STOPWORDS, fold, normalize_chat
@@ -2299,6 +2299,25 @@ def label_of(text: str, amount: float) -> str:
     return next((label for label, value in prices if value == amount), "")
 
 
+class ObjectedPrice(NamedTuple):
+    """The price a message objects to on a line ("459 na lírio??" on the Suíte Lírio's line): the amount, its
+    label on that line ("pernoite"; "" on a line with one price) and every label of the line."""
+
+    amount: float
+    label: str
+    labels: tuple[str, ...]
+
+
+def objected_price(message: str, unit: Unit) -> ObjectedPrice | None:
+    """The price of ``unit`` that ``message`` names (the largest, when it names several); None when it names
+    none of them."""
+    named = amounts_named(message) & set(unit_amounts(unit.text))
+    if not named:
+        return None
+    amount = max(named)
+    return ObjectedPrice(amount, label_of(unit.text, amount), tuple(x for x, _ in labelled_prices(unit.text)))
+
+
 def offers_instalments(text: str) -> bool:
     """A line letting one pay in instalments ("a pernoite pode ser parcelada em até 3x sem juros",
     "Parcelamento em até 3x sem juros no cartão de crédito, para valores acima de R$ 300,00"); not one
@@ -2416,6 +2435,7 @@ def unknown_titled_person(message: str, units: Sequence[Unit]) -> str:
     """The name of a doctor the question asks about ("a Dra. Helena atende sabado?") when no unit names that
     person: what the business says of its other doctors or of its hours is not said of her; "" otherwise."""
     names = {m.group(1) for m in _TITLED.finditer(normalize_chat(question_part(message)))} - STOPWORDS - GENERIC
-    said = set().union(*(fold(u.text).split() for u in units)) if units else set()
-    said = {w.strip(".,;:!?()") for w in said}
+    if not names:
+        return ""
+    said = {w.strip(".,;:!?()") for u in units for w in fold(u.text).split()}
     return next((n for n in sorted(names) if n not in said), "")

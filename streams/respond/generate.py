@@ -221,12 +221,10 @@ class OfflineComposer:
         if not picked:
             return picked, None
         quoted = picked[0]
-        named = compose.amounts_named(message) & set(compose.unit_amounts(quoted.text))
-        if not named:
+        price = compose.objected_price(message, quoted)
+        if price is None:
             return picked, None
-        amount = max(named)
-        label = compose.label_of(quoted.text, amount)
-        labels = [x for x, _ in compose.labelled_prices(quoted.text)]
+        amount, label, labels = price
         cheaper = compose.cheaper_alternative(quoted, amount, units)
         instalments = next((u for u in units if u not in picked
                             and compose.instalments_apply(u.text, amount, label, labels)), None)

@@ -77,8 +77,7 @@ from streams.respond.compose import (
     instalments_apply,
     is_yes_no,
     item_name,
-    label_of,
-    labelled_prices,
+    objected_price,
     offered_object,
     offers_deal,
     opens_with_no,
@@ -972,9 +971,7 @@ def _concession_steps(msg: InboundMessage, chunks: list[KnowledgeChunk],
         quoted = next((u for u in units if named & set(unit_amounts(u.text))), None)
     if quoted is None:
         return []
-    amount = max(named & set(unit_amounts(quoted.text)))
-    label = label_of(quoted.text, amount)
-    labels = [x for x, _ in labelled_prices(quoted.text)]
+    amount, label, labels = objected_price(msg.text, quoted)
     paid = any(instalments_apply(u.text, amount, label, labels) for u in units)
     searches = ([] if paid else [["parcel"]]) + ([[stem(label)]] if label else [])
     if not searches:
