@@ -1129,8 +1129,8 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
                                    "border collie", "lhasa", "maltes", "chihuahua", "husky", "boxer", "schnauzer")},
     **{b: ("gato", "pet") for b in ("siames", "persa", "maine coon", "angora", "sphynx")},
     "passarinho": ("ave", "aves", "exotico"), "passaro": ("ave", "aves", "exotico"), "papagaio": ("ave", "exotico"),
-    "calopsita": ("ave", "exotico"), "jabuti": ("reptil", "exotico"), "tartaruga": ("reptil", "exotico"),
-    "coelho": ("exotico",), "hamster": ("exotico",), "iguana": ("reptil", "exotico"),
+    "calopsita": ("ave", "exotico"), "jabuti": ("reptil", "repteis", "exotico"), "tartaruga": ("reptil", "repteis", "exotico"),
+    "coelho": ("exotico",), "hamster": ("exotico",), "iguana": ("reptil", "repteis", "exotico"),
     # health and procedures
     "remedio": ("medicamento", "medicacao"), "remedios": ("medicamentos",), "comprimido": ("medicamento", "remedio"),
     "castrar": ("castracao", "cirurgia"), "castracao": ("cirurgia",), "operar": ("cirurgia",),
@@ -1145,7 +1145,9 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "cachaca": ("destilado", "destilados"), "pinga": ("cachaca", "destilado"), "gin": ("destilado", "drink"),
     "birita": ("bebida", "alcool", "alcoolica"), "cerveja": ("bebida", "alcoolica"), "breja": ("cerveja",),
     "vinho": ("bebida", "alcoolica"), "bolo": ("comida",), "torta": ("comida",), "salgadinhos": ("comida",),
-    "refri": ("refrigerante",), "camarao": ("frutos do mar",),
+    "refri": ("refrigerante",),
+    # delivery in the south's word ("qnto é o minimo pra pedir na tele?", "tele-entrega"): the knowledge's "entrega"
+    "tele": ("entrega", "delivery"), "tele entrega": ("entrega", "delivery"), "teleentrega": ("entrega", "delivery"), "camarao": ("frutos do mar",),
     "lagosta": ("frutos do mar",), "marisco": ("frutos do mar",), "peixe frito": ("frutos do mar",),
     # spelling variants, free of charge, an address
     "wifi": ("wi-fi", "internet"), "wi fi": ("wi-fi", "wifi", "internet"), "internet": ("wi-fi", "wifi"),

@@ -304,7 +304,9 @@ sou somos estou estamos era eram problema problemas for forem formos fosse fosse
 diferenca diferencas rola sera proprio propria pegar so quer
 estabelecimento
 num numa nuns numas dum duma tal
-""".split())
+oxente oxe vixe eita bah uai arre egua visse tche oia ixi aff affs poxa puxa caramba mds rsrs haha hehe
+painho mainha
+""".split())   # the last lines: interjections and forms of address ("oxente", "bah", "arre egua", "painho")
 
 _PRICE_Q = re.compile(r"\b(quanto|quanta|valor|valores|preco|precos|custa|custam|cobra|cobram|taxa|sai por|orcamento)\b")
 _HOURS_Q = re.compile(r"\b(que horas|horario|horarios|abre|abrem|fecha|fecham|funciona|funcionam|ate quando)\b")
@@ -2390,7 +2392,11 @@ _MAY_BRING = re.compile(r"\b(?:posso|pode|podemos|podem|da pra|dar pra|tem como|
 _BROUGHT = re.compile(r"\bde fora\b|\brolha\b|\b(?:trazer|levar|traga|traz)\w*\b(?:\s+\S+){0,4}\s+(?:de casa|proprio|propria)\b")
 
 
-_ERRAND = re.compile(r"\b(?:levar|trazer)\b(?:\s+\S+){0,3}?\s+(?:pra|para|p/|pro)\s+\w+(?:ar|er|ir)\b")
+# "levar o cachorro pra vacinar", "trazer o carro pra lavar": an errand; "levar um vinho pra tomar aí", "trazer um bolo
+# pra cantar parabéns" name what the thing is for, not a service done to it
+_ERRAND = re.compile(r"\b(?:levar|trazer)\b(?:\s+\S+){0,3}?\s+(?:pra|para|p/|pro)\s+"
+                     r"(?!(?:tomar|beber|comer|brindar|comemorar|servir|dividir|cantar|partir|usar|ouvir|tocar)\b)"
+                     r"\w+(?:ar|er|ir)\b")
 
 
 _BRING_WORDS = frozenset({"levar", "traze", "traz", "leva", "levo", "trago", "entra", "casa", "fora", "propr"})

@@ -90,7 +90,8 @@ MAX_SMALL_TALK_REST_WORDS = 4
 DEFAULT_KEYWORDS: dict[str, dict[str, float]] = {
     PRICE: {
         "quanto custa": 2, "quanto custam": 2, "quanto fica": 2, "quanto ficaria": 2,
-        "quanto e": 2, "quanto sai": 2, "quanto cobra*": 2, "quanto vou pagar": 2,
+        "quanto e": 2, "quanto sai": 2, "quanto que fica": 2, "quanto que custa": 2, "quanto que sai": 2,
+        "quanto que e": 2, "quanto cobra*": 2, "quanto vou pagar": 2,
         "quanto": 1.5, "de quanto": 2, "sai quanto": 2, "fica quanto": 2, "sai por quanto": 2,
         "qual o valor": 2, "qual valor": 2, "valor*": 1.5, "preco*": 2, "tarifa*": 2,
         "taxa": 2, "taxas": 2, "orcamento": 2, "cotacao": 2, "custa": 1.5, "custo": 1.5,
@@ -108,6 +109,10 @@ DEFAULT_KEYWORDS: dict[str, dict[str, float]] = {
         "fora do orcamento": 3, "nao cabe no bolso": 3, "vou pensar": 2,
         "nao tenho certeza": 1.5, "muito dinheiro": 2, "puxado": 2, "pesado": 1.5,
         "mais barato": 3, "te falo": 1, "te aviso": 1,
+        # putting the decision off ("vou ver com meu marido", "deixa eu ver aqui... depois eu chamo"): hesitation
+        "vou ver com": 2, "deixa eu ver": 2, "vou ver aqui": 2, "vou ver em outro*": 2, "vou ver outro*": 2,
+        "depois eu chamo": 2, "depois te chamo": 2, "depois eu falo": 1.5, "depois falo": 1.5, "volto a falar": 2,
+        "vou consultar": 1.5, "metade disso": 2,
     },
     POLICY: {
         "cancel*": 3, "desist*": 3, "reembols*": 3, "estorno": 3, "multa": 3,
@@ -156,6 +161,20 @@ DEFAULT_KEYWORDS: dict[str, dict[str, float]] = {
         "ate mais": 0.6, "ate logo": 0.6, "tchau": 0.6,
     },
 }
+
+
+#: An amount the customer repeats back in disbelief ("459 na lirio??", "nossa 790 pra castrar?!"): an objection. Not
+#: a time, a weight, a distance, an age, a share or a count of instalments. Every one of the 52 such messages of the
+#: tuning writers is labelled ``objection``.
+_INCREDULOUS_AMOUNT = re.compile(
+    r"(?<![\w:/])(?:r\$\s*)?\d{2,5}(?:[.,]\d{2})?(?!\s*(?:h\b|hs\b|hrs?\b|horas?\b|min|kg|km|m\b|anos?\b|meses\b|dias\b|%|x\b"
+    r"|[:/ºª°]))[^?\n]{0,40}(?:\?{2,}|\?\s*!|!\s*\?)", re.IGNORECASE)
+INCREDULOUS_WEIGHT = 3.0
+INCREDULOUS_KEYWORD = "valor??"
+
+
+def _incredulous(text: str) -> bool:
+    return _INCREDULOUS_AMOUNT.search(text) is not None
 
 
 _ASKS_WHICH = re.compile(r"\b(qual|quais|quanto|quanta|quantos|quantas)\b")
@@ -257,6 +276,8 @@ def keyword_features(text: str, detected: IntentResult | None = None) -> np.ndar
     for (intent, _kw, weight, rx), literal in zip(lexicon.patterns, lexicon.literals):
         if literal in folded and rx.search(folded):
             totals[intent] += weight
+    if _incredulous(text):
+        totals[OBJECTION] += INCREDULOUS_WEIGHT
     verdict = (detected or detect_intent(text)).intent
     return np.asarray([min(totals[i], KEYWORD_CAP) / 3.0 for i in INTENTS]
                       + [1.0 if verdict == i else 0.0 for i in INTENTS], dtype=np.float32)
@@ -329,6 +350,9 @@ def detect_intent(text: str, inbox_keywords: Mapping[str, Any] | None = None,
         scores[intent] = scores.get(intent, 0.0) + weight
         matched.setdefault(intent, []).append(kw)
         spans.setdefault(intent, []).extend(m.span() for m in hits)
+    if _incredulous(text):
+        scores[OBJECTION] = scores.get(OBJECTION, 0.0) + INCREDULOUS_WEIGHT
+        matched.setdefault(OBJECTION, []).append(INCREDULOUS_KEYWORD)
     if not scores:
         return IntentResult(GENERAL, 0.0, ())
     best = sorted(scores, key=lambda i: (-scores[i], _rank(i)))[0]
@@ -340,11 +364,17 @@ def detect_intent(text: str, inbox_keywords: Mapping[str, Any] | None = None,
         # "criança paga?", "se eu faltar sem avisar cobra?": whether a charge applies is a rule of the house
         return IntentResult(POLICY, scores[best], tuple(matched[best]))
     if best in SMALL_TALK:
-        rest = _remove_spans(folded, [s for i in SMALL_TALK for s in spans.get(i, [])])
+        rest = _remove_spans(folded, [s for i in SMALL_TALK for s in spans.get(i, [])]
+                             + [m.span() for m in _SELF_INTRODUCTION.finditer(folded)])
         if len(rest.split()) > MAX_SMALL_TALK_REST_WORDS:
             return IntentResult(GENERAL, 0.0, tuple(matched[best]))
         # "Ok, obrigada! Bom dia" → whichever small talk weighs more.
     return IntentResult(best, scores[best], tuple(matched[best]))
+
+
+# the customer saying who they are ("aqui é a carla", "sou o pai do enzo", "tutora da luna"): part of a greeting
+_SELF_INTRODUCTION = re.compile(r"\b(?:aqui e|aqui quem fala e|eu sou|sou|meu nome e|me chamo)\s+(?:o |a )?\w+|"
+                                r"\b(?:tutor|tutora|dono|dona|pai|mae)\s+d[oa]\s+\w+")
 
 
 #: The default price keywords that say only that something is charged ("paga", "cobra", "taxa"), not how much.
@@ -641,16 +671,28 @@ _WH_WORD = re.compile(r"\b(quanto|quanta|quantos|quantas|qual|quais|que horas|on
                       r"o que|da pra)\b")
 # a question to the agent itself ("vc é robô?", "vc sabe...?") is small talk, not about the business
 _TO_THE_AGENT = re.compile(r"\b(voce|voces) (e|eh|ta|esta|sabe|entende|gosta) (robo|gente|pessoa|humano|de verdade)\b|"
-                           r"\b(robo|bot|gente de verdade|pessoa de verdade|quem (ta|esta) falando)\b")
+                           r"\b(robo|robozinho|bot|chat ?bot|gente de verdade|pessoa de verdade|quem (ta|esta) falando)\b|"
+                           r"\b(e|eh|uma|um) ia\b|\binteligencia artificial\b|"
+                           r"\batendente (de verdade|real|humano|humana|mesmo)\b|\b(pessoa|gente) (real|mesmo)\b")
+# one sentence that ends in a question mark ("oi tudo bom?", "qnto sai a coral?")
+_QUESTION_SENTENCE = re.compile(r"[^.!?\n]*\?+")
 
 
 def asks_a_question(text: str) -> bool:
     """A question (a question mark, or a question word) that is not addressed to the agent
-    itself: a customer asking it wants something of the business, never small talk."""
+    itself: a customer asking it wants something of the business, never small talk. A sentence
+    that only greets with a question mark ("oi tudo bom?", "e ai, td certo?": the dictionary reads it
+    as small talk) asks nothing, and its words ("como vai?") are no question words."""
     norm = normalize_chat(text)
-    if "?" not in text and not _WH_WORD.search(norm):
+    if _TO_THE_AGENT.search(norm):
         return False
-    return not _TO_THE_AGENT.search(norm)
+    courtesy = []
+    for m in _QUESTION_SENTENCE.finditer(text):
+        if detect_intent(m.group(0)).intent not in SMALL_TALK:
+            return True
+        courtesy.append(m.span())   # "oi tudo bom?", "td certo?": a greeting asked, not a question
+    rest = _remove_spans(text, courtesy) if courtesy else text
+    return bool(_WH_WORD.search(normalize_chat(rest)))
 
 
 def refine_intent(detected: IntentResult, vector, examples: "IntentExamples | LearntIntent | None",
