@@ -836,12 +836,34 @@ BURIED_AFTER = 12   # words told before the last piece of a long question, at le
 _CONDITION = re.compile(r"\b(?:se|caso|quando|qdo|qnd)\b")
 
 
+_RUN_ON_BREAK = re.compile(r"[,.;:!?\n]")
+_OPENS_QUESTION = frozenset({"quanto", "quanta", "quantos", "quantas", "qual", "quais", "onde", "quando", "como", "quem"})
+
+
+def _run_on_question(body: str) -> str | None:
+    """"oi tudo bem entao minha gata ela ta no cio direto e eu queria castrar ela quanto que fica a castracao de
+    gata": a story told in one breath, as an audio is transcribed, with its question at the end and no mark
+    between them; the question is from its last question word on, on the same terms as ``buried_question``
+    (a long story before it, four words at least, no condition in the story, something named)."""
+    words = body.split()
+    at = [k for k, w in enumerate(words) if normalize_chat(w) in _OPENS_QUESTION]
+    if not at:
+        return None
+    told, last = " ".join(words[:at[-1]]), " ".join(words[at[-1]:])
+    if len(told.split()) < BURIED_AFTER or len(normalize_chat(last).split()) < 4 or \
+            _CONDITION.search(normalize_chat(told)) or not _question_words(last)[1]:
+        return None
+    return last
+
+
 def buried_question(text: str) -> str:
     """"eu e minha esposa moramos com a sogra ... fico com medo de verem o carro, a unidade do centro tem
     garagem privativa?": a long story and, after its last comma, a question of its own (at least four
     words, ending in "?"): that piece is what is asked; the rest is told. Not when the story sets a
     condition the question depends on ("se eu for buscar às 3 da tarde, cobra taxa?")."""
     body = text.strip()
+    if body.count("?") <= 1 and not _RUN_ON_BREAK.search(body.rstrip("?")):
+        return _run_on_question(body) or text
     if not body.endswith("?") or body.count("?") > 1 or "," not in body:
         return text
     told, _, last = body.rpartition(",")
