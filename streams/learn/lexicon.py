@@ -1116,7 +1116,7 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     # animals: the species, the kind (pet, animal) and the sex
     "cachorro": ("cao", "pet", "animal"), "cachorra": ("cadela", "cao", "pet", "femea", "animal"),
     "cachorros": ("caes", "pets", "animais"), "cachorrinho": ("cao", "pet"), "cachorrinha": ("cadela", "cao", "pet"),
-    "dog": ("cao", "pet"), "cao": ("cachorro", "pet", "animal"), "caes": ("cachorros", "pets", "animais"),
+    "dog": ("cao", "pet"), "doguinho": ("cachorro", "cao", "pet"), "cao": ("cachorro", "pet", "animal"), "caes": ("cachorros", "pets", "animais"),
     "cadela": ("cao", "femea", "pet", "animal"), "cadelinha": ("cadela", "cao", "femea", "pet"),
     "gato": ("felino", "pet", "animal"), "gata": ("gato", "gatos", "felina", "femea", "pet", "animal"),
     "gatos": ("pets", "animais"), "gatas": ("gatos", "pets", "animais"),

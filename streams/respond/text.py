@@ -95,10 +95,19 @@ CHAT_SPELLINGS = {**_shared_spellings(),
     "tah": "ta", "eh": "e", "neh": "ne", "vo": "vou", "d": "de", "tô": "to", "ok": "ok", "okk": "ok", "flw": "falou", "bjs": "beijos", "add": "adicionar",
 }
 _REPEATS = re.compile(r"([a-z])\1{2,}")
+#: Emojis that stand for a word in a question ("posso levar meu 🐶?", "qnto ta a 🍕 grande?"), as that word.
+EMOJI_WORDS = {
+    "🐶": "cachorro", "🐕": "cachorro", "🐩": "cachorro", "🐱": "gato", "🐈": "gato", "🍕": "pizza", "🎂": "bolo",
+    "🍺": "cerveja", "🍻": "cerveja", "🍷": "vinho", "🍾": "espumante", "🥂": "espumante", "🚗": "carro",
+    "🏍": "moto", "🛵": "moto", "💳": "cartao", "🎈": "balao", "🌹": "rosa", "🚬": "cigarro",
+}
+_EMOJI = re.compile("|".join(map(re.escape, EMOJI_WORDS)))
 
 
 def normalize_chat(text: str) -> str:
     """``fold`` plus WhatsApp spelling made standard: "qnto vcs cobram?" →
-    "quanto voces cobram", "oiii" → "oi", "blz" → "beleza". For matching only."""
+    "quanto voces cobram", "oiii" → "oi", "blz" → "beleza", "🐶" → "cachorro". For matching only."""
+    if _EMOJI.search(text):
+        text = _EMOJI.sub(lambda m: f" {EMOJI_WORDS[m.group(0)]} ", text)
     folded = _REPEATS.sub(r"\1", fold(text))
     return " ".join(CHAT_SPELLINGS.get(t, t) for t in folded.split())
