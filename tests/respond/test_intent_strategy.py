@@ -110,3 +110,37 @@ def test_an_inbox_with_price_words_of_its_own_keeps_the_price_verdict():
 def test_vale_only_as_an_offer_that_applies():
     assert detect_intent("vale a pena a suite master?").intent != "policy"
     assert detect_intent("vcs vendem vale presente?").intent == "info_request"
+
+
+@pytest.mark.parametrize("text,expected", [
+    # putting the decision off is an objection (docs/intent-labels.md: "vou pensar")
+    ("ah vou ver com meu marido primeiro, ta meio apertado esse mes", "objection"),
+    ("humm deixa eu ver com o pessoal aqui... depois eu chamo", "objection"),
+    # an amount repeated in disbelief, whatever else is said
+    ("arre egua macho 459 na lirio?? o motel la da br cobra metade disso", "objection"),
+    ("nossa R$ 790,00 pra castrar?!", "objection"),
+    # "quanto que fica" asks a price, even after a story that names a policy word
+    ("oi tudo bem entao minha gata ela ta no cio direto e eu queria castrar ela quanto que fica a castracao de gata",
+     "price_question"),
+    # a greeting with a self-introduction is still a greeting
+    ("oi tudo bom? aqui é a carla, tutora da luna", "greeting"),
+    ("boa noite, sou a mae do enzo", "greeting"),
+])
+def test_chat_forms_of_objections_prices_and_greetings(text, expected):
+    assert detect_intent(text).intent == expected
+
+
+@pytest.mark.parametrize("text", ["dá pra chegar 22h??", "ele tem 12kg??", "parcela em 3x??", "faz 10% pra mim??"])
+def test_a_time_a_weight_or_a_share_repeated_is_no_objection(text):
+    assert detect_intent(text).intent != "objection"
+
+
+def test_a_greeting_asked_is_no_question_and_a_question_to_the_agent_is_small_talk():
+    from streams.respond.intent import asks_a_question
+
+    assert not asks_a_question("oi tudo bom? aqui é a carla, tutora da luna")
+    assert not asks_a_question("Bom dia, como vai?")
+    assert not asks_a_question("vc é atendente msm ou é uma IA? responde mto rapido kkkk")
+    assert asks_a_question("oi td bem? qnto ta a brisa")            # the second sentence asks
+    assert asks_a_question("oi, tudo bem? vcs abrem domingo?")
+    assert asks_a_question("eu ia levar meu cachorro, pode?")       # "ia" the verb, not an AI

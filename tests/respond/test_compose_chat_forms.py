@@ -1,0 +1,67 @@
+"""How customers of the stop-37 question writers put things (issue 13): a story told in one breath with
+its question at the end, regional interjections, a thing brought to be drunk there, an emoji for the
+thing, the south's word for delivery. Knowledge and questions written here, not copied."""
+
+from uuid import uuid4
+
+from streams.respond.compose import brought_thing, buried_question, concept_forms, question_words
+from streams.respond.generate import FALLBACK_NO_KNOWLEDGE, OfflineComposer, unsupported_prices
+from streams.respond.model import KnowledgeChunk, ReplyRequest
+from streams.respond.text import normalize_chat
+
+CLINIC = """# Cirurgias
+
+- Castração de gato: R$ 350,00
+- Castração de gata: R$ 480,00
+
+Não atendemos animais silvestres nem répteis: somente cães e gatos."""
+
+BAR = """# Regras do salão
+
+- Animais: só cão-guia.
+- Bolo de fora: permitido, com taxa de R$ 15,00.
+
+# Entrega
+
+Pedido mínimo para entrega: R$ 35,00."""
+
+
+def ask(message, intent, *texts):
+    chunks = [KnowledgeChunk(uuid4(), uuid4(), 0.3, t) for t in texts]
+    req = ReplyRequest(messages=[], message=message, intent=intent, retrieval="required", chunks=tuple(chunks))
+    text = OfflineComposer().generate(req).text
+    assert not unsupported_prices(text, chunks)
+    return text
+
+
+def test_a_story_told_in_one_breath_asks_from_its_last_question_word():
+    msg = "oi tudo bem entao minha gata ela ta no cio direto e eu queria castrar ela quanto que fica a castracao de gata"
+    assert buried_question(msg) == "quanto que fica a castracao de gata"
+    assert "R$ 480,00" in ask(msg, "price_question", CLINIC)
+    # a short message, or a story setting a condition, stays whole
+    assert buried_question("quanto que fica a castracao de gata") == "quanto que fica a castracao de gata"
+    cond = "se eu trouxer ela amanha cedo sem comer desde ontem a noite quanto que fica a castracao"
+    assert buried_question(cond) == cond
+
+
+def test_an_interjection_names_nothing():
+    assert not any(w.startswith(("oxent", "vixe", "bah")) for w in question_words("oxente vcs atendem jabuti?")[1])
+    assert not any(w.startswith("bah") for w in question_words("bah qnto é o minimo na tele?")[1])
+    assert "répteis" in ask("oxente vcs atendem jabuti? o meu ta com o casco esquisito", "policy", CLINIC)
+
+
+def test_a_thing_brought_to_be_drunk_there_is_no_errand():
+    assert brought_thing("posso levar um vinho meu pra tomar ai no salao? cobram rolha?") is not None
+    assert brought_thing("posso levar o carro pra lavar?") is None     # an errand: a service done to it
+    # the rule on cakes is no rule on wine: handed over
+    assert FALLBACK_NO_KNOWLEDGE in ask("posso levar um vinho meu pra tomar ai? cobram rolha?", "policy", BAR)
+
+
+def test_an_emoji_is_the_word_it_stands_for():
+    assert "cachorro" in normalize_chat("posso levar meu 🐶?").split()
+    assert "cão-guia" in ask("posso levar meu 🐶? ele é bem quietinho", "policy", BAR)
+
+
+def test_tele_is_delivery():
+    assert "entre" in {f for forms in concept_forms("qnto é o minimo pra pedir na tele?").values() for f in forms}
+    assert "R$ 35,00" in ask("bah qnto é o minimo pra pedir na tele?", "price_question", BAR)
