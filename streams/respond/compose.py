@@ -758,7 +758,28 @@ def booking_order(message: str) -> str:
         m = _BOOKING.search(norm)
         if m and (_DAY_A.search(norm[m.end():]) or clock_asked(norm) or re.search(r"\b\d{1,2}h\b", norm[m.end():])):
             return clause.strip()
+        if _PICKUP.search(norm):
+            return clause.strip()
     return ""
+
+
+def fetches_order(piece: str) -> bool:
+    """Whether a confirmation's piece says the customer will fetch the order ("vou retirar no balcao")."""
+    return bool(_PICKUP.search(normalize_chat(piece)))
+
+
+def pickup_lines(units: Sequence["Unit"]) -> list["Unit"]:
+    """The units on fetching an order (naming "retirada" in the line or its label), those stating how long it
+    takes first ("A pizza fica pronta em cerca de 25 minutos", under "Retirada no balcão"), in reading order."""
+    named = [u for u in sorted(units, key=lambda x: x.order) if any(w.startswith("retir") for w in unit_words(u))]
+    return sorted(named, key=lambda u: not _DURATION_A.search(fold(u.text)))
+
+
+# the customer fetching the order ("vou retirar no balcao entao", "faz uma grande pra retirada q eu passo ai"; not "vou
+# buscar", which at a clinic fetches the pet): what the
+# business says about a pick-up (how long it takes, where) answers it as a booked day's hours answer a booking
+_PICKUP = re.compile(r"\b(?:vou retirar|eu retiro|retiro ai|retiro no balcao|pra retirada|para retirada|pra retirar|"
+                     r"na retirada)\b")
 
 
 def hours_of_booked_day(piece: str, text: str) -> bool:

@@ -250,7 +250,13 @@ class OfflineComposer:
             # pedimos um sinal de 30%"), or nothing
             units = _units_of(r.chunks)
             hours = [u for u in picked if compose.hours_of_booked_day(piece, u.text)][:1]
-            picked = hours + [u for u in compose.booking_rule(piece, units) if u not in hours]
+            booked = hours + [u for u in compose.booking_rule(piece, units) if u not in hours]
+            # else what the business says of the thing booked or fetched, when not its price ("marca a castração
+            # pra quarta" → "As cirurgias acontecem às quartas-feiras"; "vou retirar no balcão" → "fica pronta em
+            # cerca de 25 minutos")
+            if not booked and compose.fetches_order(piece):
+                booked = compose.pickup_lines(units)[:1]
+            picked = booked or [u for u in picked if not compose.carries_price(u.text)][:1]
         return compose.answer_text(piece, picked) if picked else None
 
     MAX_UNITS = 3

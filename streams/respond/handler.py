@@ -62,6 +62,8 @@ from streams.respond.compose import (
     attribute_bonus,
     booking_acts,
     booking_order,
+    fetches_order,
+    pickup_lines,
     carried_question,
     carries_asked_attribute,
     carries_deadline,
@@ -682,6 +684,9 @@ def _booking_rule_steps(msg: InboundMessage, chunks: list[KnowledgeChunk], lexic
     piece = booking_order(msg.text)
     if not piece:
         return chunks
+    if fetches_order(piece):   # "vou retirar no balcão": what the business says of a pick-up, found by its word
+        return (yield from _stating_line_steps(msg, chunks, lexical, limit, ["retir"],
+                                               lambda text: bool(pickup_lines(units_of_chunks([text])))))
     acts = booking_acts(piece)
     return (yield from _stating_line_steps(msg, chunks, lexical, limit, acts[:1],
                                            lambda text: asks_deposit_to_book(piece, text)))

@@ -65,3 +65,28 @@ def test_an_emoji_is_the_word_it_stands_for():
 def test_tele_is_delivery():
     assert "entre" in {f for forms in concept_forms("qnto é o minimo pra pedir na tele?").values() for f in forms}
     assert "R$ 35,00" in ask("bah qnto é o minimo pra pedir na tele?", "price_question", BAR)
+
+
+SURGERY_DAYS = """# Castração
+
+- Castração de gato: R$ 350,00
+
+As cirurgias acontecem às quintas-feiras, somente na unidade Lago. Jejum de 10 horas."""
+
+PICKUP = """# Retirada no balcão
+
+Sem pedido mínimo. A pizza fica pronta em cerca de 30 minutos.
+
+# Tamanhos
+
+Grande: 35 cm, 8 fatias."""
+
+
+def test_a_confirmation_that_books_a_service_or_a_pick_up_gets_what_the_business_says_of_it():
+    text = ask("blz, entao marca a castração do Tom pra quinta, obg", "confirmation", SURGERY_DAYS)
+    assert text.startswith("Perfeito!") and "quintas-feiras" in text and "R$" not in text
+    text = ask("blz entao, faz uma grande de calabresa pra retirada q eu passo ai", "confirmation", PICKUP)
+    assert "30 minutos" in text and "35 cm" not in text
+    # fetching the pet is no pick-up of an order; a plain confirmation stays a courtesy
+    assert "30 minutos" not in ask("fechou, vou buscar ele as 17h", "confirmation", PICKUP)
+    assert ask("fechado, obrigada!", "confirmation", PICKUP) == "Perfeito! Qualquer dúvida é só chamar por aqui."
