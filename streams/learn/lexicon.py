@@ -1146,6 +1146,10 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "birita": ("bebida", "alcool", "alcoolica"), "cerveja": ("bebida", "alcoolica"), "breja": ("cerveja",),
     "vinho": ("bebida", "alcoolica"), "bolo": ("comida",), "torta": ("comida",), "salgadinhos": ("comida",),
     "refri": ("refrigerante",),
+    # a piece of a pizza or a cake is a slice ("vcs vendem o pedaço?"): the knowledge's "fatia"
+    "pedaco": ("fatia",), "pedacinho": ("fatia",), "pedacos": ("fatias",),
+    # the countryside ("entregam na roça, no sítio?"): the knowledge's "zona rural"
+    **{w: ("zona rural", "rural") for w in ("roca", "sitio", "chacara", "fazenda")},
     # delivery in the south's word ("qnto é o minimo pra pedir na tele?", "tele-entrega"): the knowledge's "entrega"
     "tele": ("entrega", "delivery"), "tele entrega": ("entrega", "delivery"), "teleentrega": ("entrega", "delivery"), "camarao": ("frutos do mar",),
     "lagosta": ("frutos do mar",), "marisco": ("frutos do mar",), "peixe frito": ("frutos do mar",),
