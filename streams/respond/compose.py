@@ -1142,6 +1142,9 @@ _PARTY = [
                 r"dorme|dormir|entra|entrar|ficar|fica)\b)"), 0),
     (re.compile(r"\b(?:pra|para|de|com|em) " + _PARTY_NUMBER + r" " + _PARTY_PEOPLE), 0),
     (re.compile(r"(?<!\d )\b" + _PARTY_NUMBER + r" pessoas\b"), 0),
+    # "da pra ir em 3?", "podemos entrar em 4?": going in a number is a party of that many
+    (re.compile(r"\b(?:ir|irmos|entrar|entrarmos|ficar|ficarmos|vir|virmos|chegar|chegarmos) em " + _PARTY_NUMBER
+                + r"\b(?! (?:horas?|h|dias?|noites?|reais|minutos?|carros?|motos?)\b)"), 0),
 ]
 
 

@@ -90,3 +90,19 @@ def test_a_confirmation_that_books_a_service_or_a_pick_up_gets_what_the_business
     # fetching the pet is no pick-up of an order; a plain confirmation stays a courtesy
     assert "30 minutos" not in ask("fechou, vou buscar ele as 17h", "confirmation", PICKUP)
     assert ask("fechado, obrigada!", "confirmation", PICKUP) == "Perfeito! Qualquer dúvida é só chamar por aqui."
+
+
+RULES = """# Regras
+
+- Pizza por fatia: não vendemos pizza por fatia.
+- Máximo de 2 pessoas por mesa no balcão.
+- Não entregamos em zona rural."""
+
+
+def test_a_piece_the_countryside_and_going_in_three():
+    from streams.respond.compose import party_size
+
+    assert "não vendemos pizza por fatia" in ask("ô, vcs vendem o pedaço? so quero provar uma", "policy", RULES)
+    assert "zona rural" in ask("entregam na roça, no sitio perto do trevo?", "info_request", RULES)
+    assert party_size("mermão, dá pra ir em 3? eu, minha mina e uma amiga dela") == 3
+    assert party_size("da pra ir em 2 carros?") is None and party_size("vou chegar em 10 minutos") is None
