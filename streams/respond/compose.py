@@ -2389,6 +2389,11 @@ def instalments_apply(text: str, amount: float, label: str, labels: Sequence[str
     return applies_to_label(text, label, labels)
 
 
+def names_label(text: str, label: str) -> bool:
+    """Whether ``text`` names the price label ``label`` ("grande" in "na compra de uma pizza grande"; plurals too)."""
+    return bool(re.search(rf"\b{re.escape(fold(label))}(?:s|es)?\b", fold(text)))
+
+
 def applies_to_label(text: str, label: str, labels: Sequence[str]) -> bool:
     """Whether a rule or a deal covers the priced ``label`` of a line with ``labels``: it names none of them,
     or that one among those it names ("Tarde Aurora: 20% de desconto nos períodos de 2h e 4h" covers 2h, not

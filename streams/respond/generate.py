@@ -232,8 +232,18 @@ class OfflineComposer:
         # a deal on something else ("servimos ração premium sem custo" after "790 pra castrar??") or on another
         # period of the line ("20% de desconto nos períodos de 2h e 4h" after "459 a pernoite") concedes nothing
         about = compose.expanded_focus(message) | compose.unit_words(quoted)
+        # a line with one price ("Grande: R$ 58,00.") is that label's: "Terça em Dobro ... pizza grande" covers it
+        label = label or (labels[0] if len(labels) == 1 else "")
         deals = [u for u in picked[1:] if u != instalments and compose.applies_to_label(u.text, label, labels)
                  and compose.unit_words(u) & about][:max(0, room)]
+        if len(deals) < room:
+            # a deal the ranking left out that names the label objected to ("Terça em Dobro: ... pizza grande
+            # tradicional" after "58 numa grande de mussarela?"): the retrieved deals naming the most of the item
+            more = [u for u in units if u not in picked and u not in deals and u != instalments and label
+                    and compose.offers_deal(u.text) and compose.names_label(u.text, label)
+                    and compose.unit_words(u) & about]
+            more.sort(key=lambda u: (-len(compose.unit_words(u) & about), u.order))
+            deals += more[: room - len(deals)]
         return [quoted] + ([instalments] if instalments is not None else []) + deals, cheaper
 
     def _carried_answer(self, r: ReplyRequest) -> str | None:

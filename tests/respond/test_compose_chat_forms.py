@@ -106,3 +106,21 @@ def test_a_piece_the_countryside_and_going_in_three():
     assert "zona rural" in ask("entregam na roça, no sitio perto do trevo?", "info_request", RULES)
     assert party_size("mermão, dá pra ir em 3? eu, minha mina e uma amiga dela") == 3
     assert party_size("da pra ir em 2 carros?") is None and party_size("vou chegar em 10 minutos") is None
+
+
+MENU = """## Tradicionais
+
+Mussarela, Calabresa e Napolitana.
+- Média: R$ 40,00
+- Grande: R$ 52,00
+
+# Promoções
+
+- **Segunda Dupla**: na compra de uma pizza grande tradicional, a segunda sai pela metade do preço.
+- **Sábado do Broto**: broto doce grátis nas pizzas média."""
+
+
+def test_an_objection_to_a_line_with_one_price_gets_the_deal_on_that_item():
+    text = ask("52 numa grande de mussarela? na pizzaria da esquina é 40", "objection", MENU)
+    assert text.startswith("Entendo!") and "R$ 52,00" in text and "Segunda Dupla" in text
+    assert "Sábado do Broto" not in text     # a deal on another size concedes nothing
