@@ -166,3 +166,18 @@ def run_steps(steps) -> Any:
     from streams.respond.handler import _steps_on_loop
 
     return asyncio.run(_steps_on_loop(steps))
+
+
+def composed(message: str, intent: str, *texts: str) -> str:
+    """The offline composer's reply to ``message`` read as ``intent``, over chunks of ``texts``; it never quotes a
+    price the chunks do not hold."""
+    from uuid import uuid4
+
+    from streams.respond.generate import OfflineComposer, unsupported_prices
+    from streams.respond.model import ReplyRequest
+
+    chunks = [KnowledgeChunk(uuid4(), uuid4(), 0.3, t) for t in texts]
+    req = ReplyRequest(messages=[], message=message, intent=intent, retrieval="required", chunks=tuple(chunks))
+    text = OfflineComposer().generate(req).text
+    assert not unsupported_prices(text, chunks)
+    return text

@@ -1,7 +1,6 @@
 """The answer is about the thing asked: another item's line, a line on what is around the thing,
 or a rule for another lead time never answers it. Knowledge and questions written here."""
 
-from uuid import uuid4
 
 from streams.respond.compose import (
     named_items,
@@ -10,9 +9,9 @@ from streams.respond.compose import (
     sibling_item,
     units_of_chunks,
 )
-from streams.respond.generate import FALLBACK_NO_KNOWLEDGE, OfflineComposer, unsupported_prices
-from streams.respond.model import KnowledgeChunk, ReplyRequest
+from streams.respond.generate import FALLBACK_NO_KNOWLEDGE
 from streams.respond.text import fold, normalize_chat
+from tests.respond.fakes import composed as ask
 
 CABINS = """# Chalés
 
@@ -35,14 +34,6 @@ Pedimos sinal de 40% por transferência.
 **Desistência**:
 - até 72 horas antes da chegada, o sinal é devolvido;
 - com menos de 72 horas, o sinal vira crédito para usar em até 90 dias."""
-
-
-def ask(message, intent, *texts):
-    chunks = [KnowledgeChunk(uuid4(), uuid4(), 0.3, t) for t in texts]
-    req = ReplyRequest(messages=[], message=message, intent=intent, retrieval="required", chunks=tuple(chunks))
-    text = OfflineComposer().generate(req).text
-    assert not unsupported_prices(text, chunks)
-    return text
 
 
 def test_an_item_named_is_not_answered_by_a_siblings_line():

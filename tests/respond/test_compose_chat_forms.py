@@ -2,12 +2,11 @@
 its question at the end, regional interjections, a thing brought to be drunk there, an emoji for the
 thing, the south's word for delivery. Knowledge and questions written here, not copied."""
 
-from uuid import uuid4
 
 from streams.respond.compose import brought_thing, buried_question, concept_forms, question_words
-from streams.respond.generate import FALLBACK_NO_KNOWLEDGE, OfflineComposer, unsupported_prices
-from streams.respond.model import KnowledgeChunk, ReplyRequest
+from streams.respond.generate import FALLBACK_NO_KNOWLEDGE
 from streams.respond.text import normalize_chat
+from tests.respond.fakes import composed as ask
 
 CLINIC = """# Cirurgias
 
@@ -24,14 +23,6 @@ BAR = """# Regras do salão
 # Entrega
 
 Pedido mínimo para entrega: R$ 35,00."""
-
-
-def ask(message, intent, *texts):
-    chunks = [KnowledgeChunk(uuid4(), uuid4(), 0.3, t) for t in texts]
-    req = ReplyRequest(messages=[], message=message, intent=intent, retrieval="required", chunks=tuple(chunks))
-    text = OfflineComposer().generate(req).text
-    assert not unsupported_prices(text, chunks)
-    return text
 
 
 def test_a_story_told_in_one_breath_asks_from_its_last_question_word():

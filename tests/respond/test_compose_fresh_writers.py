@@ -6,8 +6,9 @@ place where an item is asked about. Knowledge and questions written here, not co
 from uuid import uuid4
 
 from streams.respond.compose import question_part, question_words, units_of_chunks
-from streams.respond.generate import FALLBACK_NO_KNOWLEDGE, OfflineComposer, unsupported_prices
+from streams.respond.generate import FALLBACK_NO_KNOWLEDGE, OfflineComposer
 from streams.respond.model import KnowledgeChunk, ReplyRequest
+from tests.respond.fakes import composed as ask
 
 SPA = """# Estrutura
 
@@ -39,14 +40,6 @@ Tosa da pata avulsa: R$ 25,00.
 
 - Castração de cão até 15 kg: R$ 650,00
 - Cães acima de 15 kg: orçamento após avaliação."""
-
-
-def ask(message, intent, *texts):
-    chunks = [KnowledgeChunk(uuid4(), uuid4(), 0.3, t) for t in texts]
-    req = ReplyRequest(messages=[], message=message, intent=intent, retrieval="required", chunks=tuple(chunks))
-    text = OfflineComposer().generate(req).text
-    assert not unsupported_prices(text, chunks)
-    return text
 
 
 def test_a_question_reported_for_someone_else_asks_only_what_follows_saber():
