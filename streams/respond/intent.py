@@ -672,7 +672,7 @@ _WH_WORD = re.compile(r"\b(quanto|quanta|quantos|quantas|qual|quais|que horas|on
 # a question to the agent itself ("vc é robô?", "vc sabe...?") is small talk, not about the business
 _TO_THE_AGENT = re.compile(r"\b(voce|voces) (e|eh|ta|esta|sabe|entende|gosta) (robo|gente|pessoa|humano|de verdade)\b|"
                            r"\b(robo|robozinho|bot|chat ?bot|gente de verdade|pessoa de verdade|quem (ta|esta) falando)\b|"
-                           r"\b(e|eh|uma|um) ia\b|\binteligencia artificial\b|"
+                           r"\b(uma|um) ia\b|\b(voce|voces) (e|eh|sao) (uma |um )?ia\b|\binteligencia artificial\b|"
                            r"\batendente (de verdade|real|humano|humana|mesmo)\b|\b(pessoa|gente) (real|mesmo)\b")
 # one sentence that ends in a question mark ("oi tudo bom?", "qnto sai a coral?")
 _QUESTION_SENTENCE = re.compile(r"[^.!?\n]*\?+")

@@ -144,3 +144,5 @@ def test_a_greeting_asked_is_no_question_and_a_question_to_the_agent_is_small_ta
     assert asks_a_question("oi td bem? qnto ta a brisa")            # the second sentence asks
     assert asks_a_question("oi, tudo bem? vcs abrem domingo?")
     assert asks_a_question("eu ia levar meu cachorro, pode?")       # "ia" the verb, not an AI
+    assert asks_a_question("tinha marcado e ia levar ele hj, ainda da?")
+    assert not asks_a_question("vc é ia?")
