@@ -1116,7 +1116,8 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     # animals: the species, the kind (pet, animal) and the sex
     "cachorro": ("cao", "pet", "animal"), "cachorra": ("cadela", "cao", "pet", "femea", "animal"),
     "cachorros": ("caes", "pets", "animais"), "cachorrinho": ("cao", "pet"), "cachorrinha": ("cadela", "cao", "pet"),
-    "dog": ("cao", "pet"), "doguinho": ("cachorro", "cao", "pet"), "cao": ("cachorro", "pet", "animal"), "caes": ("cachorros", "pets", "animais"),
+    "dog": ("cao", "pet"), "doguinho": ("cachorro", "cao", "pet"), "cao": ("cachorro", "pet", "animal"),
+    "caes": ("cachorros", "pets", "animais"),
     "cadela": ("cao", "femea", "pet", "animal"), "cadelinha": ("cadela", "cao", "femea", "pet"),
     "gato": ("felino", "pet", "animal"), "gata": ("gato", "gatos", "felina", "femea", "pet", "animal"),
     "gatos": ("pets", "animais"), "gatas": ("gatos", "pets", "animais"),
@@ -1129,7 +1130,8 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
                                    "border collie", "lhasa", "maltes", "chihuahua", "husky", "boxer", "schnauzer")},
     **{b: ("gato", "pet") for b in ("siames", "persa", "maine coon", "angora", "sphynx")},
     "passarinho": ("ave", "aves", "exotico"), "passaro": ("ave", "aves", "exotico"), "papagaio": ("ave", "exotico"),
-    "calopsita": ("ave", "exotico"), "jabuti": ("reptil", "repteis", "exotico"), "tartaruga": ("reptil", "repteis", "exotico"),
+    "calopsita": ("ave", "exotico"), "jabuti": ("reptil", "repteis", "exotico"),
+    "tartaruga": ("reptil", "repteis", "exotico"),
     "coelho": ("exotico",), "hamster": ("exotico",), "iguana": ("reptil", "repteis", "exotico"),
     # health and procedures
     "remedio": ("medicamento", "medicacao"), "remedios": ("medicamentos",), "comprimido": ("medicamento", "remedio"),
@@ -1145,13 +1147,13 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "cachaca": ("destilado", "destilados"), "pinga": ("cachaca", "destilado"), "gin": ("destilado", "drink"),
     "birita": ("bebida", "alcool", "alcoolica"), "cerveja": ("bebida", "alcoolica"), "breja": ("cerveja",),
     "vinho": ("bebida", "alcoolica"), "bolo": ("comida",), "torta": ("comida",), "salgadinhos": ("comida",),
-    "refri": ("refrigerante",),
+    "refri": ("refrigerante",), "camarao": ("frutos do mar",),
     # a piece of a pizza or a cake is a slice ("vcs vendem o pedaço?"): the knowledge's "fatia"
     "pedaco": ("fatia",), "pedacinho": ("fatia",), "pedacos": ("fatias",),
     # the countryside ("entregam na roça, no sítio?"): the knowledge's "zona rural"
     **{w: ("zona rural", "rural") for w in ("roca", "sitio", "chacara", "fazenda")},
     # delivery in the south's word ("qnto é o minimo pra pedir na tele?", "tele-entrega"): the knowledge's "entrega"
-    "tele": ("entrega", "delivery"), "tele entrega": ("entrega", "delivery"), "teleentrega": ("entrega", "delivery"), "camarao": ("frutos do mar",),
+    "tele": ("entrega", "delivery"), "tele entrega": ("entrega", "delivery"), "teleentrega": ("entrega", "delivery"),
     "lagosta": ("frutos do mar",), "marisco": ("frutos do mar",), "peixe frito": ("frutos do mar",),
     # spelling variants, free of charge, an address
     "wifi": ("wi-fi", "internet"), "wi fi": ("wi-fi", "wifi", "internet"), "internet": ("wi-fi", "wifi"),

@@ -53,7 +53,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import NamedTuple, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 from streams.learn.lexicon import AT_HOME, CONCEPTS, ROLES, carried_home, concepts_in
 from streams.respond.text import STOPWORDS, fold, normalize_chat
@@ -768,16 +768,21 @@ def fetches_order(piece: str) -> bool:
     return bool(_PICKUP.search(normalize_chat(piece)))
 
 
+def names_pickup(words: Iterable[str]) -> bool:
+    """Whether folded words (a line's, with its label's) name fetching an order ("retirada", "retirar")."""
+    return any(w.startswith("retir") for w in words)
+
+
 def pickup_lines(units: Sequence["Unit"]) -> list["Unit"]:
-    """The units on fetching an order (naming "retirada" in the line or its label), those stating how long it
-    takes first ("A pizza fica pronta em cerca de 25 minutos", under "Retirada no balcão"), in reading order."""
-    named = [u for u in sorted(units, key=lambda x: x.order) if any(w.startswith("retir") for w in unit_words(u))]
-    return sorted(named, key=lambda u: not _DURATION_A.search(fold(u.text)))
+    """The units on fetching an order (``names_pickup`` in the line or its label), those stating how long it
+    takes first ("A pizza fica pronta em cerca de 25 minutos", under "Retirada no balcão"), then reading order."""
+    return sorted((u for u in units if names_pickup(unit_words(u))),
+                  key=lambda u: (not _DURATION_A.search(fold(u.text)), u.order))
 
 
 # the customer fetching the order ("vou retirar no balcao entao", "faz uma grande pra retirada q eu passo ai"; not "vou
-# buscar", which at a clinic fetches the pet): what the
-# business says about a pick-up (how long it takes, where) answers it as a booked day's hours answer a booking
+# buscar", which at a clinic fetches the pet): what the business says about a pick-up (how long it takes, where)
+# answers it as a booked day's hours answer a booking
 _PICKUP = re.compile(r"\b(?:vou retirar|eu retiro|retiro ai|retiro no balcao|pra retirada|para retirada|pra retirar|"
                      r"na retirada)\b")
 
@@ -871,7 +876,7 @@ def _run_on_question(body: str) -> str | None:
     if not at:
         return None
     told, last = " ".join(words[:at[-1]]), " ".join(words[at[-1]:])
-    if len(told.split()) < BURIED_AFTER or len(normalize_chat(last).split()) < 4 or \
+    if at[-1] < BURIED_AFTER or len(normalize_chat(last).split()) < 4 or \
             _CONDITION.search(normalize_chat(told)) or not _question_words(last)[1]:
         return None
     return last

@@ -78,6 +78,7 @@ from streams.respond.compose import (
     instalments_apply,
     is_yes_no,
     item_name,
+    names_pickup,
     objected_price,
     offered_object,
     offers_deal,
@@ -85,7 +86,6 @@ from streams.respond.compose import (
     paired_items,
     party_size,
     phrase_forms,
-    pickup_lines,
     question_clauses,
     question_part,
     question_words,
@@ -686,7 +686,7 @@ def _booking_rule_steps(msg: InboundMessage, chunks: list[KnowledgeChunk], lexic
         return chunks
     if fetches_order(piece):   # "vou retirar no balcão": what the business says of a pick-up, found by its word
         return (yield from _stating_line_steps(msg, chunks, lexical, limit, ["retir"],
-                                               lambda text: bool(pickup_lines(units_of_chunks([text])))))
+                                               lambda text: names_pickup(fold(text).split())))
     acts = booking_acts(piece)
     return (yield from _stating_line_steps(msg, chunks, lexical, limit, acts[:1],
                                            lambda text: asks_deposit_to_book(piece, text)))
