@@ -745,7 +745,10 @@ def names_an_alternative(options: tuple[str, str], texts: Sequence[str]) -> bool
 _REQUEST = re.compile(r"^(?:me |nos )?(?:manda|mande|passa|passe|envia|envie|fala|fale|diz|diga|informa|informe)\b")
 
 
-_BOOKING = re.compile(r"\b(?:pode |podem |vou |quero )?(?:reserva|reservar|reserve|agenda|agendar|agende|marca|marcar|marque)\b")
+_BOOKING = re.compile(r"\b(?:pode |podem |vou |quero )?(?:reserva|reservar|reserve|agenda|agendar|agende|marca|marcar|marque|"
+                      r"(?:fica )?(?:reservad|agendad|marcad)[oa]s?)\b|"
+                      # "fechou coral sabado 22h": agreeing, then the booking told without a verb
+                      r"^(?:fechou|fechado|combinado|perfeito|beleza|ok)\b")
 
 
 def booking_order(message: str) -> str:
@@ -800,9 +803,15 @@ _BOOKING_ACT = re.compile(r"\b(reserv|agend|marc)[a-z]*\b")
 _ASKED_AMOUNT = re.compile(r"R\$\s*\d|\d+\s*%")
 
 
+#: The roots of every booking act: what a booking told without a verb ("fechou coral sabado 22h") may be.
+BOOKING_ROOTS = ("agend", "marc", "reserv")
+
+
 def booking_acts(piece: str) -> list[str]:
-    """The roots of the booking acts a piece names ("pode reservar a brisa pra sexta" → ["reserv"])."""
-    return sorted({m.group(1) for m in _BOOKING_ACT.finditer(normalize_chat(piece))})
+    """The roots of the booking acts a piece names ("pode reservar a brisa pra sexta" → ["reserv"]); a booking
+    told without a verb ("fechou coral sabado 22h": ``booking_order``) may be any of them (``BOOKING_ROOTS``)."""
+    named = sorted({m.group(1) for m in _BOOKING_ACT.finditer(normalize_chat(piece))})
+    return named or (list(BOOKING_ROOTS) if piece and piece == booking_order(piece) else [])
 
 
 def states_booking_rule(piece: str, text: str) -> bool:
@@ -2069,7 +2078,8 @@ def identifies_item(message: str, units: Sequence[Unit], top: Unit) -> bool:
     return missing == uncovered_focus(message, units) and len(focus - missing) >= IDENTIFYING_WORDS
 
 
-_WHICH_ATTRIBUTE = re.compile(r"\bqua(?:l|is)(?: (?:e|eh|era|seria))? (?:o|a|os|as) ([a-z]{3,}) (?:d[oa]s?|de)\b")
+# ("qual o telefone fixo da unidade?": the attribute may carry one qualifier after it)
+_WHICH_ATTRIBUTE = re.compile(r"\bqua(?:l|is)(?: (?:e|eh|era|seria))? (?:o|a|os|as) ([a-z]{3,})(?: [a-z]{3,})? (?:d[oa]s?|de)\b")
 # the item first, the attribute after: "o chopp é de qual marca?", "a ração é de que marca", "o vinho é qual
 # safra" (the question ends on the attribute: "é de qual unidade o telefone?" names its item after it)
 _ITEM_THEN_ATTRIBUTE = re.compile(r"\b(?:e|eh|sao|seria|era) (?:de |da |do )?(?:qual|quais|que) ([a-z]{3,})$")

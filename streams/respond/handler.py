@@ -687,9 +687,12 @@ def _booking_rule_steps(msg: InboundMessage, chunks: list[KnowledgeChunk], lexic
     if fetches_order(piece):   # "vou retirar no balcão": what the business says of a pick-up, found by its word
         return (yield from _stating_line_steps(msg, chunks, lexical, limit, ["retir"],
                                                lambda text: names_pickup(fold(text).split())))
-    acts = booking_acts(piece)
-    return (yield from _stating_line_steps(msg, chunks, lexical, limit, acts[:1],
-                                           lambda text: asks_deposit_to_book(piece, text)))
+    for act in booking_acts(piece):   # the act named; every one for a booking told without a verb
+        found = yield from _stating_line_steps(msg, chunks, lexical, limit, [act],
+                                               lambda text: asks_deposit_to_book(piece, text))
+        if found is not chunks:
+            return found
+    return chunks
 
 
 def _deadline_steps(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical,

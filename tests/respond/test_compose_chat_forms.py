@@ -115,3 +115,13 @@ def test_an_objection_to_a_line_with_one_price_gets_the_deal_on_that_item():
     text = ask("52 numa grande de mussarela? na pizzaria da esquina é 40", "objection", MENU)
     assert text.startswith("Entendo!") and "R$ 52,00" in text and "Segunda Dupla" in text
     assert "Sábado do Broto" not in text     # a deal on another size concedes nothing
+
+
+def test_an_attribute_with_a_qualifier_the_knowledge_never_states_is_handed_over():
+    units = """# Unidade Bairro Alto
+
+Não aceitamos pets na unidade Bairro Alto. A unidade Bairro Alto tem cadeirões para bebês.
+Endereço: Rua das Acácias, 120."""
+    assert FALLBACK_NO_KNOWLEDGE in ask("qual o telefone fixo da unidade bairro alto?", "info_request", units)
+    assert FALLBACK_NO_KNOWLEDGE in ask("qual o telefone da unidade bairro alto?", "info_request", units)
+    assert "Rua das Acácias" in ask("qual o endereço completo da unidade bairro alto?", "info_request", units)

@@ -405,3 +405,21 @@ def test_a_confirmation_booking_a_time_brings_the_deposit_rule_found_by_the_book
     assert booked("fechado, pode reservar a coral pra sexta 22h", got + [deposit]) == got + [deposit]  # there already
     assert booked("pode marcar o banho da Mel pra terça as 9", got) == got     # no deposit asked: nothing added
     assert booked("fechado, obrigada", got) == got and len(lexical.asked) == 2  # books no day nor time: no search
+
+
+def test_a_booking_told_without_a_verb_or_as_already_booked_brings_the_deposit_rule_too():
+    """"fechou coral sabado 22h 👍" and "entao fica reservado pra 10 pessoas sabado 20h": no booking verb, or its
+    participle; the deposit line is sought under every booking act until one states it."""
+    from streams.respond.compose import booking_acts, booking_order
+    from streams.respond.handler import _booking_rule_steps
+    from tests.respond.fakes import WordIndex, chunk, run_steps
+
+    assert booking_order("fechou coral sabado 22h 👍") == "fechou coral sabado 22h 👍"
+    assert booking_order("perfeito, entao fica reservado pra 10 pessoas sabado 20h") == "entao fica reservado pra 10 pessoas sabado 20h"
+    assert booking_order("fechou, valeu") == "" and booking_order("perfeito, obrigada") == ""
+    assert booking_acts("fechou coral sabado 22h") == ["agend", "marc", "reserv"]
+    got = [chunk("- **Suíte Coral**: hidromassagem. Pernoite: R$ 329,00")]
+    deposit = chunk("Para reservar, pedimos um sinal de 30% do valor, pago via Pix.")
+    lexical = WordIndex({"reserv": [deposit]})
+    assert run_steps(_booking_rule_steps(inbound("fechou coral sabado 22h 👍"), got, lexical, 3)) == got + [deposit]
+    assert lexical.asked == [["agend"], ["marc"], ["reserv"]]
