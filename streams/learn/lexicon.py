@@ -1155,6 +1155,9 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     # delivery in the south's word ("qnto é o minimo pra pedir na tele?", "tele-entrega"): the knowledge's "entrega"
     "tele": ("entrega", "delivery"), "tele entrega": ("entrega", "delivery"), "teleentrega": ("entrega", "delivery"),
     "lagosta": ("frutos do mar",), "marisco": ("frutos do mar",), "peixe frito": ("frutos do mar",),
+    # calling off ("se eu desmarcar em cima da hora perco o sinal?"): the knowledge's "cancelamento", "menos de"
+    **{w: ("cancelar", "cancelamento") for w in ("desmarcar", "desmarco", "desmarquei", "desmarca")},
+    "em cima da hora": ("menos de", "ultima hora"),
     # spelling variants, free of charge, an address
     "wifi": ("wi-fi", "internet"), "wi fi": ("wi-fi", "wifi", "internet"), "internet": ("wi-fi", "wifi"),
     "de graca": ("gratuito", "gratis", "sem custo"), "gratis": ("gratuito", "sem custo"),

@@ -303,10 +303,12 @@ tempo antecedencia prazo durante pedir moro mora morar
 sou somos estou estamos era eram problema problemas for forem formos fosse fossem fossemos
 diferenca diferencas rola sera proprio propria pegar so quer
 estabelecimento
+perco perde perder cima
 num numa nuns numas dum duma tal
 oxente oxe vixe eita bah uai arre egua visse tche oia ixi aff affs poxa puxa caramba mds rsrs haha hehe
 painho mainha
-""".split())   # the last lines: interjections and forms of address ("oxente", "bah", "arre egua", "painho")
+""".split())   # "perco o sinal?", "em cima da hora": the rule asked, not a thing; the last lines: interjections
+#                and forms of address ("oxente", "bah", "arre egua", "painho")
 
 _PRICE_Q = re.compile(r"\b(quanto|quanta|valor|valores|preco|precos|custa|custam|cobra|cobram|taxa|sai por|orcamento)\b")
 _HOURS_Q = re.compile(r"\b(que horas|horario|horarios|abre|abrem|fecha|fecham|funciona|funcionam|ate quando)\b")

@@ -125,3 +125,13 @@ Endereço: Rua das Acácias, 120."""
     assert FALLBACK_NO_KNOWLEDGE in ask("qual o telefone fixo da unidade bairro alto?", "info_request", units)
     assert FALLBACK_NO_KNOWLEDGE in ask("qual o telefone da unidade bairro alto?", "info_request", units)
     assert "Rua das Acácias" in ask("qual o endereço completo da unidade bairro alto?", "info_request", units)
+
+
+def test_calling_off_at_the_last_minute_is_the_cancellation_rule_for_less_notice():
+    rules = """# Reservas
+
+Para reservar, pedimos um sinal de 30% do valor, pago via Pix. **Cancelamento**: - até 24 horas antes da entrada, o sinal
+é devolvido integralmente; - com menos de 24 horas, o sinal vira crédito para usar em até 60 dias."""
+    text = ask("se eu desmarcar em cima da hr perco o sinal", "policy", rules)
+    assert FALLBACK_NO_KNOWLEDGE not in text and "60 dias" in text
+    assert "cance" in concept_forms("se eu desmarcar amanha")["desma"]   # stems of five letters
