@@ -558,14 +558,18 @@ def asks_duration(message: str) -> bool:
 
 
 _DISCOUNT_A = re.compile(r"\d+\s*%\s*(?:de\s+)?(?:desconto|off)\b", re.I)
+# a share of a price charged ("gera cobrança de 50% do valor do serviço", "multa de 20% da diária")
+_SHARE_CHARGED_A = re.compile(r"\b\d+\s*%\s*(?:do|da) (?:valor|servi[cç]o|total|di[aá]ria|pacote|reserva)\b|"
+                              r"\b(?:cobran[cç]a|multa|taxa) de \d+\s*%", re.I)   # read unfolded: "%" kept
 
 
 def carries_price(text: str, free_answers: bool = False) -> bool:
     """An amount ("R$ 40,00"), or, when ``free_answers`` (a yes/no question: "o retorno
-    é cobrado?", "se eu for buscar fica mais barato?"), an explicit "free" ("sem custo", "grátis") or a
-    discount in percent ("ganha 5% de desconto") too; "qual o valor" wants an amount."""
+    é cobrado?", "se eu for buscar fica mais barato?"), an explicit "free" ("sem custo", "grátis"), a
+    discount in percent ("ganha 5% de desconto") or a share of a price charged ("cobrança de 50% do valor") too;
+    "qual o valor" wants an amount."""
     return "R$" in text or bool(_QUOTE_A.search(fold(text))) or (free_answers and bool(
-        _FREE_A.search(fold(text)) or _DISCOUNT_A.search(text)))
+        _FREE_A.search(fold(text)) or _DISCOUNT_A.search(text) or _SHARE_CHARGED_A.search(text)))
 
 
 def asks_deadline(message: str) -> bool:

@@ -1288,14 +1288,15 @@ def _named_otherwise(message: str, stems: list[str]) -> list[list[str]]:
 
 def lexically_sure(message: str, text: str) -> bool:
     """Every focus word of the question is in ``text`` (at least one; a word may be there by
-    another name: ``concept_forms``), and an amount is there if a price is asked."""
+    another name: ``concept_forms``), and an amount is there if a price is asked (for a yes/no on a charge,
+    "cobra algo?", a free or a charged share answers too: ``carries_price``)."""
     _, focus = question_words(message)
     if not focus:
         return False
     words, forms = chunk_words(text), concept_forms(message)
     if not all(f in words or any(x in words for x in forms.get(f, ())) for f in focus):
         return False
-    return carries_price(text) or not asks_price(message)
+    return carries_price(text, is_yes_no(message)) or not asks_price(message)
 
 
 def _named_words(words: frozenset[str], forms: dict[str, set[str]]) -> frozenset[str]:

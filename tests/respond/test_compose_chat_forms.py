@@ -135,3 +135,14 @@ Para reservar, pedimos um sinal de 30% do valor, pago via Pix. **Cancelamento**:
     text = ask("se eu desmarcar em cima da hr perco o sinal", "policy", rules)
     assert FALLBACK_NO_KNOWLEDGE not in text and "60 dias" in text
     assert "cance" in concept_forms("se eu desmarcar amanha")["desma"]   # stems of five letters
+
+
+def test_a_yes_no_on_a_charge_is_answered_by_the_share_charged():
+    from streams.respond.compose import carries_price
+    from streams.respond.handler import lexically_sure
+
+    line = "Falta sem aviso gera cobrança de 50% do valor do serviço no próximo atendimento."
+    assert lexically_sure("se eu faltar cobra algo", line)       # the word search keeps it: a share is charged
+    assert not lexically_sure("quanto cobra se eu faltar?", line)  # an amount asked wants R$
+    assert carries_price("multa de 20% da diária", free_answers=True)
+    assert not carries_price("20% dos clientes voltam", free_answers=True)
