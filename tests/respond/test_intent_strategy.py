@@ -146,3 +146,66 @@ def test_a_greeting_asked_is_no_question_and_a_question_to_the_agent_is_small_ta
     assert asks_a_question("eu ia levar meu cachorro, pode?")       # "ia" the verb, not an AI
     assert asks_a_question("tinha marcado e ia levar ele hj, ainda da?")
     assert not asks_a_question("vc é ia?")
+
+
+def test_without_a_question_mark_the_clause_that_asks_is_read_not_the_sign_off():
+    from streams.respond.intent import question_clause
+
+    letter = ("Boa tarde. Gostaria de saber, por gentileza, qual é o valor da pernoite na Suíte Coral. "
+              "Desde já agradeço a atenção.")
+    assert question_clause(letter) == "qual é o valor da pernoite na Suíte Coral"
+    signed = "Bom dia. Gostaria de saber se o estabelecimento aceita cheque. Grato, Adalberto."
+    assert question_clause(signed) == "Gostaria de saber se o estabelecimento aceita cheque"
+    # no asking word: the last clause that does not thank
+    assert question_clause("fechado, manda a calabresa grande entao, obg!") == "manda a calabresa grande entao"
+    # with a question mark nothing changes: the clause before the first one
+    assert question_clause("meu cachorro ta velhinho, vcs fazem cremação? obg") == "vcs fazem cremação?"
+    assert question_clause("oxente, boa noite!!") == "oxente, boa noite"
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("quanto é a multa se eu cancelar?", True),
+    ("se eu desmarcar em cima da hora pago quanto?", True),
+    ("qual o valor do sinal pra reservar a coral?", True),
+    ("qnto que fica a castração", True),
+    # a duration, a count, a second question's price, no amount at all
+    ("quanto tempo demora a entrega?", False),
+    ("quantas pessoas cabem no salao?", False),
+    ("vcs entregam no jardim europa? e qnto é a taxa?", False),
+    ("posso levar meu cachorro?", False),
+])
+def test_a_first_question_that_asks_an_amount_is_a_price_question(text, expected):
+    from streams.respond.intent import asks_an_amount
+
+    assert asks_an_amount(text) is expected
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("putz deixa eu falar c meu marido antes", "objection"),
+    ("vou conversar com a patroa e te falo", "objection"),
+    ("eae td certo", "greeting"),
+    ("oi, tudo certo?", "greeting"),
+    ("tudo certo", "confirmation"),       # alone, an agreement
+])
+def test_putting_off_to_ask_someone_and_greeting_forms(text, expected):
+    assert detect_intent(text).intent == expected
+
+
+def test_an_apology_for_the_delay_asks_nothing_about_delays():
+    assert detect_intent("kkkk desculpa a demora, tava no banho").intent == "general"
+    assert detect_intent("foi mal o atraso").intent == "general"
+    assert detect_intent("qnto tempo demora a entrega?").intent == "info_request"
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("fechou, manda 1 grande de calabresa e 1 guarana 2l, vou pagar em dinheiro, troco pra 100", True),
+    ("blz, obg pela info! vou retirar no balcao entao", True),
+    ("ok pode marcar o banho da mel pra quinta 10h entao", True),
+    ("fechado, pode reservar a coral pra sexta 22h!!! como pago o sinal?", False),   # it asks
+    ("ok, vou pensar e te falo", False),                                           # it objects
+    ("meu cachorro tem 10kg, fechou?", False),                                     # no opening agreement
+])
+def test_a_message_that_opens_agreeing_and_asks_nothing_confirms(text, expected):
+    from streams.respond.intent import agrees
+
+    assert agrees(text) is expected
