@@ -116,9 +116,13 @@ TRAIN_MORE = Path(__file__).resolve().parents[2] / "examples" / "train" / "conve
 #: probe_ae and probe_af (fresh at stop 33) at stop 34, with probe_ag and probe_ah (written at stop 34 and scored
 #: untouched first; their validation o/p/q right/false 414/55 -> 426/61 with them, 412/55 without: docs/quality-log.md);
 #: probe_ai and probe_aj (fresh at stop 35, scored untouched first) at stop 35: validation 426/61 -> 427/56, the gate's
-#: threshold back to 0.4 and dev's grouped CV with the gate 0.752/0.746 -> 0.782/0.739 (docs/quality-log.md).
+#: threshold back to 0.4 and dev's grouped CV with the gate 0.752/0.746 -> 0.782/0.739 (docs/quality-log.md);
+#: probe_ak, al (fresh at stop 35), am and an (fresh at stop 36), each scored untouched first, at stop 38: the gate's
+#: macro F1 0.792 -> 0.801 (threshold 0.45), fresh probe_as/at right/false 274/54 -> 276/40, validation o/p/q
+#: 427/56 -> 418/52 (docs/quality-log.md, stop 38).
 PROBES = tuple(Path(__file__).resolve().parents[2] / "examples" / f"probe_{x}" / "conversations.jsonl"
-               for x in ("i", "j", "k", "l", "m", "r", "s", "t", "u", "v", "w", "x", "y", "z", "aa", "ab", "ac", "ad", "ae", "af", "ag", "ah", "ai", "aj"))
+               for x in ("i", "j", "k", "l", "m", "r", "s", "t", "u", "v", "w", "x", "y", "z", "aa", "ab", "ac", "ad", "ae", "af", "ag", "ah", "ai", "aj",
+                         "ak", "al", "am", "an"))
 WRITTEN_FILES = (WRITTEN, TRAIN_MORE) + PROBES
 #: Where the shipped per-type thresholds are tuned: "cross_source" (every writer's out-of-source predictions
 #: pooled; since stop 27) or "cv" (the corpus's grouped out-of-fold predictions; until stop 26). The two
