@@ -118,6 +118,7 @@ from streams.respond.intent import (
     IntentExamples,
     IntentResult,
     detect_intent,
+    intent_by_form,
     refine_intent,
 )
 from streams.respond.lead import next_lead_state
@@ -379,8 +380,11 @@ async def plan(msg: InboundMessage, ctx: ConversationContext, deps: Responder) -
         detected = IntentResult(act.intent, detected.score, detected.matched)
     vector: MessageVector | None = None
     examples = deps.intent_examples
-    if (examples is not None and not (act is not None and act.intent) and examples.decides(detected)
-            and examples.model == deps.memory_embedder.name):
+    left_open = examples is not None and not (act is not None and act.intent) and examples.decides(detected)
+    formed = intent_by_form(detected, msg.text) if left_open else None
+    if formed is not None:
+        detected = formed   # an amount asked, an agreement: the form decides, no clause is embedded for it
+    elif left_open and examples.model == deps.memory_embedder.name:
         # what the dictionary leaves open ("general", or with the learnt classifier a
         # verdict it may overrule) is read from the message's vector, which recall and
         # retrieval use afterwards (no second embedding)

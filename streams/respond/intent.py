@@ -320,10 +320,11 @@ _CLAUSE_BREAK = re.compile(r"[.!;\n]+|,\s+")
 SHORT_CLAUSE_WORDS = 3
 
 
+#: The question words (``_WH_WORD``, ``_ASKING``).
+_WH_WORDS = r"quanto|quanta|quantos|quantas|qual|quais|que horas|onde|quando|como|quem|porque|por que|o que|da pra"
 #: Asking words that mark the clause a message without a ``?`` asks in ("Gostaria de saber, por gentileza, qual é o
 #: valor da pernoite. Desde já agradeço"): the question words, a reported question ("saber se"), "será que".
-_ASKING = re.compile(r"\b(quanto|quanta|quantos|quantas|qual|quais|que horas|onde|quando|como|quem|porque|por que|"
-                     r"o que|da pra|saber|sera que)\b")
+_ASKING = re.compile(rf"\b({_WH_WORDS}|saber|sera que)\b")
 #: A clause that signs off or thanks ("Desde já agradeço a atenção", "Atenciosamente, Sr. Osvaldo", "obg!"): the
 #: letter's form, never what it asks.
 _SIGN_OFF = re.compile(r"^(?:grato|grata|gratos|atenciosamente|att|atte|cordialmente|respeitosamente|abracos|saudacoes|"
@@ -705,8 +706,7 @@ class IntentExamples:
         return IntentResult(intent, sim, ("~example",))
 
 
-_WH_WORD = re.compile(r"\b(quanto|quanta|quantos|quantas|qual|quais|que horas|onde|quando|como|quem|porque|por que|"
-                      r"o que|da pra)\b")
+_WH_WORD = re.compile(rf"\b({_WH_WORDS})\b")
 # a question to the agent itself ("vc é robô?", "vc sabe...?") is small talk, not about the business
 _TO_THE_AGENT = re.compile(r"\b(voce|voces) (e|eh|ta|esta|sabe|entende|gosta) (robo|gente|pessoa|humano|de verdade)\b|"
                            r"\b(robo|robozinho|bot|chat ?bot|gente de verdade|pessoa de verdade|quem (ta|esta) falando)\b|"
@@ -764,6 +764,19 @@ def agrees(text: str, detected: IntentResult | None = None) -> bool:
             and (detected or detect_intent(text)).intent != OBJECTION)
 
 
+def intent_by_form(detected: IntentResult, text: str | None, default: IntentResult | None = None) -> IntentResult | None:
+    """The verdict the message's form gives before any classifier reads it: a first question asking an amount
+    (``asks_an_amount``) is a price question, a message opening by agreeing that asks nothing (``agrees``) a
+    confirmation; None otherwise. ``default``: the default dictionary's verdict on ``text``, when the caller has it."""
+    if text is None:
+        return None
+    if asks_an_amount(text):
+        return IntentResult(PRICE, max(detected.score, 1.0), detected.matched + ("~amount",))
+    if agrees(text, default):
+        return IntentResult(CONFIRMATION, max(detected.score, 1.0), detected.matched + ("~agrees",))
+    return None
+
+
 #: The learnt classifier's probability of ``general`` at or above which a question stays ``general`` (a question
 #: about the weather or the agent's day: "nossa choveu mt ai hj?"). Below it a question takes the best other intent.
 #: Leave-one-probe-out over the 35 readable probes (stop 38): the same 2089/2127 from 0.4 to 0.8 (two weather
@@ -777,18 +790,16 @@ def refine_intent(detected: IntentResult, vector, examples: "IntentExamples | Le
     the learnt classifier also a verdict of weak hints only), the embedding's one. With
     ``text``: a question about the business (``asks_a_question``) that would end ``general``
     takes the embedding's best other intent (questions are never small talk), unless the embedding reads it as
-    ``general`` with a probability of at least ``GENERAL_STANDS``. A first question that asks an amount
-    (``asks_an_amount``) is a price question and one that opens by agreeing and asks nothing (``agrees``) a
-    confirmation, before any classifier reads it. ``clause_vector``:
+    ``general`` with a probability of at least ``GENERAL_STANDS``. The message's form decides before any
+    classifier reads it (``intent_by_form``). ``clause_vector``:
     the vector of ``examples.clause_for(text)`` when the classifier reads one (an
     ``IntentExamples`` embeds it itself when it is not given)."""
     if examples is None or vector is None or not examples.decides(detected):
         return detected
-    if text is not None and asks_an_amount(text):
-        return IntentResult(PRICE, max(detected.score, 1.0), detected.matched + ("~amount",))
-    if text is not None and agrees(text):
-        return IntentResult(CONFIRMATION, max(detected.score, 1.0), detected.matched + ("~agrees",))
     default = detect_intent(text) if text is not None else None  # what the features describe
+    formed = intent_by_form(detected, text, default)
+    if formed is not None:
+        return formed
     if isinstance(examples, IntentExamples) and clause_vector is None and examples.clause_for(text) is not None:
         clause_vector = np.asarray(examples.embedder.embed_queries([examples.clause_for(text)])[0], dtype=np.float32)
     # the clause's vector only to a classifier that reads one (another classifier takes no such argument)

@@ -414,3 +414,30 @@ def test_a_question_the_classifier_reads_as_small_talk_stays_general_and_an_amou
     # the operator's own word still stands
     inbox = detect_intent(fine, {"policy": ["em cima da hora"]})
     assert refine_intent(inbox, use.embed_queries([fine])[0], ex, fine) is inbox
+
+
+def test_the_handler_lets_the_form_decide_without_embedding_the_question_clause(use):
+    """"oi boa noite, quanto é a multa se eu cancelar?": the amount asked decides (``intent_by_form``); the message is
+    embedded once for retrieval, its question clause ("quanto é a multa se eu cancelar?") never."""
+    seen: list[str] = []
+
+    class Recording:
+        name, dim = use.name, use.dim
+
+        def embed_queries(self, texts):
+            seen.extend(texts)
+            return use.embed_queries(texts)
+
+        def embed_passages(self, texts):
+            return use.embed_passages(texts)
+
+    emb = Recording()
+    deps = Responder(store=FakeStore(inbox=InboxConfig(1101, rag_distance_threshold=2.0)), memory=FakeMemory([]),
+                     knowledge=FakeKnowledge(emb, [(101, "regras", "Cancelamento com menos de 24 horas: multa de R$ 50,00.")]),
+                     memory_embedder=emb, knowledge_embedder=emb, generator=OfflineComposer(),
+                     clock=FixedClock(), intent_examples=IntentExamples(use))
+    text = "oi boa noite, quanto é a multa se eu cancelar?"
+    assert IntentExamples(use).clause_for(text) == "quanto é a multa se eu cancelar?"
+    out = asyncio.run(respond(inbound(text), deps))
+    assert out.reply.intent == "price_question"
+    assert text in seen and "quanto é a multa se eu cancelar?" not in seen
