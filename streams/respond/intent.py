@@ -741,7 +741,8 @@ _ASKS_AN_AMOUNT = re.compile(
     r"\b(?:quanto (?:que )?(?:e|eh|custa\w*|fica\w*|sai|saira|cobra\w*|pago|paga\w*|vou pagar|seria|da|deu|ta|esta|"
     r"vai (?:dar|ficar|sair|custar|ser))|quantos reais|de quanto|"
     r"(?:sai|fica|paga|pago|cobra\w*|custa\w*|e|eh|seria|ta) (?:por )?quanto|"
-    r"qual (?:e |eh )?(?:o |a )?(?:valor|preco|taxa|multa)|quanto\s*$)\b")
+    r"qual (?:e |eh )?(?:o |a )?(?:valor|preco|taxa|multa|(?:pedido |valor |consumo )?minim[oa])|"
+    r"(?<!demora )(?<!demoram )(?<!leva )(?<!dura )quanto (?:o|a|os|as|pra|para|cada)\b|quanto\s*$)\b")
 
 
 def asks_an_amount(text: str) -> bool:
@@ -764,16 +765,30 @@ def agrees(text: str, detected: IntentResult | None = None) -> bool:
             and (detected or detect_intent(text)).intent != OBJECTION)
 
 
+def about_the_agent(text: str) -> bool:
+    """The message asks the agent about itself ("vc é robô ou gente?", "vc é atendente msm ou é uma IA?":
+    ``_TO_THE_AGENT``) and asks nothing else (the rest, its sentences naming the agent left out, asks no
+    question). All 30 such questions of the tuning writers are labelled ``general`` (docs/intent-labels.md)."""
+    norm = normalize_chat(text)
+    if not _TO_THE_AGENT.search(norm):
+        return False
+    spans = [m.span() for m in _QUESTION_SENTENCE.finditer(text) if _TO_THE_AGENT.search(normalize_chat(m.group(0)))]
+    return not asks_a_question(_remove_spans(text, spans) if spans else text)
+
+
 def intent_by_form(detected: IntentResult, text: str | None, default: IntentResult | None = None) -> IntentResult | None:
     """The verdict the message's form gives before any classifier reads it: a first question asking an amount
     (``asks_an_amount``) is a price question, a message opening by agreeing that asks nothing (``agrees``) a
-    confirmation; None otherwise. ``default``: the default dictionary's verdict on ``text``, when the caller has it."""
+    confirmation, a message asking the agent only about itself (``about_the_agent``) general; None otherwise.
+    ``default``: the default dictionary's verdict on ``text``, when the caller has it."""
     if text is None:
         return None
     if asks_an_amount(text):
         return IntentResult(PRICE, max(detected.score, 1.0), detected.matched + ("~amount",))
     if agrees(text, default):
         return IntentResult(CONFIRMATION, max(detected.score, 1.0), detected.matched + ("~agrees",))
+    if about_the_agent(text):
+        return IntentResult(GENERAL, max(detected.score, 1.0), detected.matched + ("~agent",))
     return None
 
 

@@ -168,9 +168,13 @@ def test_without_a_question_mark_the_clause_that_asks_is_read_not_the_sign_off()
     ("se eu desmarcar em cima da hora pago quanto?", True),
     ("qual o valor do sinal pra reservar a coral?", True),
     ("qnto que fica a castração", True),
+    ("qual o minimo pra vcs trazerem aqui?", True),        # a minimum order is an amount
+    ("qnto pra usar o karaoke da suite 🎤", True),
+    ("qnto a castração de gata?", True),
     # a duration, a count, a second question's price, no amount at all
     ("quanto tempo demora a entrega?", False),
     ("quantas pessoas cabem no salao?", False),
+    ("demora qnto pra chegar o delivery sexta a noite?", False),
     ("vcs entregam no jardim europa? e qnto é a taxa?", False),
     ("posso levar meu cachorro?", False),
 ])
@@ -209,3 +213,17 @@ def test_a_message_that_opens_agreeing_and_asks_nothing_confirms(text, expected)
     from streams.respond.intent import agrees
 
     assert agrees(text) is expected
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("kkkk vc é robô ou gente?", True),
+    ("vc é atendente msm ou é uma IA? responde mto rapido kkkk", True),
+    ("vc é robo? qnto custa a coral 2h?", False),     # a question about the business besides
+    ("qnto custa a coral 2h?", False),
+])
+def test_a_message_asking_the_agent_only_about_itself_is_general(text, expected):
+    from streams.respond.intent import about_the_agent, intent_by_form
+
+    assert about_the_agent(text) is expected
+    formed = intent_by_form(detect_intent(text), text)
+    assert (formed is not None and formed.intent == "general") is expected
