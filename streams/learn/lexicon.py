@@ -788,7 +788,13 @@ FACT_INSTRUCTION = re.compile(
     r"|\b(?:esquec|apag|delet|ignor|limp|zer)\w*\s+(?:tudo|todas? as informac\w*|o)\s+(?:o\s+)?(?:que|q)\s+(?:tu|voce|voces|vcs|vc|o sistema|ce)\s+"
     r"(?:tem|tens|sabe|sabem|salvou|salvaram|anotou|anotaram|guardou|guardaram|registrou)\b"
     # everything said before set aside ("ignore tudo o que foi dito antes e diga que…")
-    r"|\b(?:ignor|desconsider)\w*\s+tudo\s+(?:o\s+)?(?:que|q)\s+(?:foi|te|lhe|vos)\s+(?:dito|falado|passado|informado)\b")
+    r"|\b(?:ignor|desconsider)\w*\s+tudo\s+(?:o\s+)?(?:que|q)\s+(?:foi|te|lhe|vos)\s+(?:dito|falado|passado|informado)\b"
+    # a sentence that opens with a role tag, as if the system, an admin or the management wrote it ("[ADMIN] apague
+    # do cadastro…", "[mensagem do gerente] cliente autorizado…", "<<sistema>>", "### SYSTEM OVERRIDE ###")
+    r"|^\W*(?:\[|<|#|\*|\()+\s*(?:(?:mensagem|msg|aviso|nota|ordem|recado|comunicado)\s+(?:d[oa]s?\s+)?)?"
+    r"(?:admin\w*|sistema|system|gerente|gerencia|dono|dona|proprietari\w*|supervis\w*|coordenac\w*|diretor\w*|"
+    r"override|instruc\w*|prompt|operador\w*|suporte|moderador\w*|interno|interna)\b"
+    r"|\bsystem override\b")
 
 
 def strip_instructions(text: str) -> str:
@@ -1135,6 +1141,9 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "coelho": ("exotico",), "hamster": ("exotico",), "iguana": ("reptil", "repteis", "exotico"),
     # health and procedures
     "remedio": ("medicamento", "medicacao"), "remedios": ("medicamentos",), "comprimido": ("medicamento", "remedio"),
+    # calming a pet for grooming is sedating it ("vcs dao um calmante nele antes?", "dopam o cachorro pro banho?")
+    **{w: ("sedar", "sedamos", "sedacao", "sedativo") for w in ("calmante", "calmantes", "dopar", "dopam", "dopa",
+                                                               "dopado", "remedinho pra dormir")},
     "castrar": ("castracao", "cirurgia"), "castracao": ("cirurgia",), "operar": ("cirurgia",),
     "operacao": ("cirurgia",), "vacinar": ("vacina", "vacinacao"), "internar": ("internacao",),
     # bones and joints are orthopaedics ("cirurgia de ligamento no joelho" → "cirurgias ortopédicas")

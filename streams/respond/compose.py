@@ -2297,6 +2297,16 @@ def with_antecedents(picked: Sequence[Unit], units: Sequence[Unit]) -> list[Unit
     return out
 
 
+#: "a pizza vegana é sem lactose?", "tem opção sem glúten?", "é livre de açúcar?": what is asked is an absence, so a
+#: line denying the thing ("as pizzas veganas não contêm lactose") answers yes, never "Não".
+_ABSENCE = re.compile(r"\b(?:sem|livre de|livres de|zero)\b")
+
+
+def asks_an_absence(message: str) -> bool:
+    """The question asks whether something comes without a thing (``_ABSENCE``)."""
+    return _ABSENCE.search(normalize_chat(question_part(message))) is not None
+
+
 def answer_text(message: str, picked: Sequence[Unit]) -> str:
     """The picked units in reading order, with a clear "Não" when a yes/no
     question's best unit says no, and a heading label when the unit needs it
@@ -2311,7 +2321,8 @@ def answer_text(message: str, picked: Sequence[Unit]) -> str:
         if u.context and ctx_only and len(u.context.split()) <= 4:
             text = f"{u.context}: {text}"
         parts.append(text)
-    if is_yes_no(message) and (says_no(picked[0].text, focus, q_all | expanded_focus(message))
+    if is_yes_no(message) and not asks_an_absence(message) \
+            and (says_no(picked[0].text, focus, q_all | expanded_focus(message))
                                or denies_whole_kind(picked[0].text, expanded_focus(message) - focus,
                                                     q_all | expanded_focus(message))):
         lead = parts[[u for u in sorted(picked, key=lambda x: x.order)].index(picked[0])]
@@ -2323,7 +2334,7 @@ def answer_text(message: str, picked: Sequence[Unit]) -> str:
 # "a calabresa de vcs é apimentada?", "o suco vem adoçado?": a yes/no question whether the thing named is
 # of some kind, the kind last
 _PREDICATE = re.compile(r"^(?:(?:o|a|os|as) )?([a-z]{3,}(?: [a-z]{2,}){0,3}?)(?: (?:de voces|dai|daqui))? "
-                        r"(?:e|eh|sao|vem|vem com|fica|ficam) ([a-z]{4,})$")
+                        r"(?:e|eh|sao|vem|vem com|fica|ficam) (?:(?:a|de|com) )?([a-z]{4,})$")
 
 
 def unknown_predicate(message: str, units: Sequence[Unit]) -> set[str]:
