@@ -482,7 +482,12 @@ CHANGE_CUES: list[tuple[str, str]] = [
                 r"\b(?:arrum|consert)(?:aram|ou|ei|amos)\b(?! (?:um |uma |o |a )?(?:emprego|trampo|trabalho|servico|namorad\w*))|\bfuncionando\b|\bsendo cumprid\w+|\bcumprid\w+ certinho|\bem dia\b(?! de (?:semana|folga|chuva|jogo|feriado)\b|\s+util\b)|"
                 r"\bfixed\b|\bresolved\b|\bcleared\b|"
                 # the problem is gone ("aquele problema da massa sumiu", "o barulho acabou"), said of the problem
-                r"\b(?:problema|defeito|barulho|cheiro|vazamento|erro|atraso|demora)\b[^.;!?]{0,40}\b(?:sumiu|sumiram|acabou|acabaram|passou)\b"),
+                r"\b(?:problema|defeito|barulho|cheiro|vazamento|erro|atraso|demora)\b[^.;!?]{0,40}\b(?:sumiu|sumiram|acabou|acabaram|passou)\b|"
+                # a stain gone ("a mancha do vestido saiu certinho"), a charge refunded ("o financeiro já estornou"),
+                # the thing fixed by the business ("trocaram o ar", "depois do ajuste a dentadura ficou ótima")
+                r"\b(?:mancha|manchas|sujeira|encardido)\b[^.;!?]{0,40}\b(?:saiu|sairam|sumiu|sumiram)\b|\bestorn(?:ou|aram|ado|ada|o)\b|"
+                r"\b(?:troc|substitu|ajust|regul|reform)(?:aram)\b (?:o|a|os|as) |"
+                r"\b(?:depois|apos) (?:do|da) (?:ajuste|conserto|manutencao|reparo|troca|reforma)\b"),
     ("started", r"\bcome(?:cou|cei) a\b|\bfoi contratad\w*|\bfui contratad\w*|\b(?:arrum|consegu)(?:ou|ei|iu|i) (?:um |o |a |uma )?(?:emprego|trampo|trabalho|vaga)|"
                 r"\bficou noiv\w*|\bengravid\w+|\bnasceu\b|\bpromovid\w+|\badot(?:ou|ei|amos)\b|"
                 r"\bentr(?:ou|ei) (?:na|no|em)\b|\bagora (?:e|trabalha|mora|esta|prefere|vai|vem|chega)\b|\bstarted\b"),
