@@ -799,7 +799,12 @@ FACT_INSTRUCTION = re.compile(
     r"|^\W*(?:\[|<|#|\*|\()+\s*(?:(?:mensagem|msg|aviso|nota|ordem|recado|comunicado)\s+(?:d[oa]s?\s+)?)?"
     r"(?:admin\w*|sistema|system|gerente|gerencia|dono|dona|proprietari\w*|supervis\w*|coordenac\w*|diretor\w*|"
     r"override|instruc\w*|prompt|operador\w*|suporte|moderador\w*|interno|interna)\b"
-    r"|\bsystem override\b")
+    r"|\bsystem override\b"
+    # the agent told how to behave from now on ("a partir de agora o atendente deve me mandar…", "daqui pra frente
+    # quando eu mandar msg vc responde…"), or an order claimed from above ("…, ordem da diretoria")
+    r"|\b(?:a partir de agora|de agora em diante|daqui pra frente|daqui para frente)\b[^.!?]{0,40}"
+    r"\b(?:voce|tu|o atendente|a atendente|os atendentes|o sistema|o robo|o bot|a ia|o assistente)\b"
+    r"|\bordem d[ao]s? (?:diretoria|gerente|gerencia|dono|dona|chefe|patrao|supervisor\w*|matriz)\b")
 
 
 def strip_instructions(text: str) -> str:
