@@ -1130,14 +1130,14 @@ def single_valued(key: str) -> bool:
 #: the sentence that answers it; the customer's own word still counts first.
 CONCEPTS: dict[str, tuple[str, ...]] = {
     # animals: the species, the kind (pet, animal) and the sex
-    "cachorro": ("cao", "pet", "animal"), "cachorra": ("cadela", "cao", "pet", "femea", "animal"),
+    "cachorro": ("cao", "pet", "animal"), "cachorra": ("cadela", "cao", "pet", "animal"),
     "cachorros": ("caes", "pets", "animais"), "cachorrinho": ("cao", "pet"), "cachorrinha": ("cadela", "cao", "pet"),
     "dog": ("cao", "pet"), "doguinho": ("cachorro", "cao", "pet"), "cao": ("cachorro", "pet", "animal"),
     "caes": ("cachorros", "pets", "animais"),
-    "cadela": ("cao", "femea", "pet", "animal"), "cadelinha": ("cadela", "cao", "femea", "pet"),
-    "gato": ("felino", "pet", "animal"), "gata": ("gato", "gatos", "felina", "femea", "pet", "animal"),
+    "cadela": ("cao", "pet", "animal"), "cadelinha": ("cadela", "cao", "pet"),
+    "gato": ("felino", "pet", "animal"), "gata": ("gato", "gatos", "felina", "pet", "animal"),
     "gatos": ("pets", "animais"), "gatas": ("gatos", "pets", "animais"),
-    "gatinho": ("gato", "pet"), "gatinha": ("gata", "gato", "femea", "pet"), "bichano": ("gato", "pet"),
+    "gatinho": ("gato", "pet"), "gatinha": ("gata", "gato", "pet"), "bichano": ("gato", "pet"),
     "bicho": ("pet", "animal"), "bichinho": ("pet", "animal"),
     # a breed names its species ("meu labrador", "banho pra shitzu")
     **{b: ("cao", "pet") for b in ("labrador", "shitzu", "shih tzu", "poodle", "golden", "pinscher", "yorkshire",
@@ -1145,6 +1145,9 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
                                    "lulu", "pug", "dachshund", "salsicha", "rottweiler", "pastor alemao", "beagle",
                                    "border collie", "lhasa", "maltes", "chihuahua", "husky", "boxer", "schnauzer")},
     **{b: ("gato", "pet") for b in ("siames", "persa", "maine coon", "angora", "sphynx")},
+    # a female's heat is what a rule about "fêmeas" is about ("minha cadela tá no cio"); the sex alone asks nothing
+    # of it ("precisa de jejum pra castrar a minha gata?")
+    "cio": ("femea", "femeas"),
     "passarinho": ("ave", "aves", "exotico"), "passaro": ("ave", "aves", "exotico"), "papagaio": ("ave", "exotico"),
     "calopsita": ("ave", "exotico"), "jabuti": ("reptil", "repteis", "exotico"),
     "tartaruga": ("reptil", "repteis", "exotico"),
@@ -1206,6 +1209,9 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "hotelzinho": ("hotel", "hospedagem", "hospedar", "hospedamos"), "hotel": ("hospedagem", "hospedar", "hospedamos"),
     # paying in parts said as dividing ("da pra dividir no cartão?"): the knowledge's "parcelamento"
     **{w: ("parcelar", "parcelamento", "parcelada") for w in ("dividir", "divide", "divido", "dividem", "dividi")},
+    # paying in parts said by their number ("consigo pagar em 3 vezes?", "da pra fazer em duas vezes?")
+    **{f"em {n} vezes": ("parcelar", "parcelamento", "parcelada", "3x") for n in (
+        "2", "3", "4", "5", "6", "10", "12", "duas", "tres", "quatro", "cinco", "seis", "dez", "doze")},
     # a specialty named by the organ it treats ("médico do coração", "especialista de pele", "a dermato")
     **{w: ("cardiologia", "cardiologista") for w in ("coracao", "cardio")},
     **{w: ("dermatologia", "dermatologista") for w in ("pele", "dermato")},
