@@ -769,6 +769,18 @@ def _holds_role(f: _Profile, q_roles: set[str], q_species: set[str], q_gender: s
     return not other_pet or bool((f.roles - {"pet"}) & q_roles)
 
 
+_DIMINUTIVE = re.compile(r"(?:z?inh[oa]s?|z?it[oa])$")
+
+
+def diminutive_of(word: str, name: str) -> bool:
+    """``word`` (normalised) is ``name`` said as a diminutive: "fridinha" of "frida", "tobiazinho" of
+    "tobias", "bibizinha" of "bibi"; the name keeps at least three letters before the ending."""
+    if word == name or not _DIMINUTIVE.search(word):
+        return False
+    root = _DIMINUTIVE.sub("", word)
+    return len(root) >= 3 and (name.startswith(root) or root.startswith(name)) and len(name) - len(root) <= 2
+
+
 def _doc_freq(profiles: Sequence[_Profile]) -> dict[str, int]:
     """How many of the facts hold each content stem."""
     df: dict[str, int] = {}
@@ -797,6 +809,10 @@ def evidence_and_others(query_text: str, contents: Sequence[str],
     # a name is a capitalised word that is not the first of its fact; once known,
     # it is found in any position ("Casado com a Renata" / "Renata não come glúten")
     all_names = frozenset().union(*(f.names for f in profiles)) if contents else frozenset()
+    # a name said as a diminutive ("a Fridinha", "o Tobiazinho") is the name
+    pet_names = {w: n for w in q_words for n in all_names if diminutive_of(w, n)}
+    if pet_names:
+        q_words = q_words | set(pet_names.values())
     fact_names = [f.wordset & all_names for f in profiles]
     intros = [introduced(f.words, all_names) for f in profiles]
     fact_names = resolve_roles(profiles, fact_names, intros)

@@ -57,6 +57,16 @@ def test_word_evidence_names_roles_and_linked_people():
     assert ev[4] > 0 and max(ev[:4]) <= 0
     ev = word_evidence("o lobão precisa de banho", facts)  # a pet word → the pet fact
     assert ev[2] > 0
+    ev = word_evidence("o Lokinho fica aí no sábado", facts)  # a name said as a diminutive is the name
+    assert ev[2] > 0 and max(ev[:2]) <= 0
+
+
+def test_a_diminutive_of_a_name():
+    from streams.respond.recall import diminutive_of
+
+    assert diminutive_of("fridinha", "frida") and diminutive_of("tobiazinho", "tobias")
+    assert diminutive_of("pedrinho", "pedro") and diminutive_of("bibizinha", "bibi")
+    assert not diminutive_of("frida", "frida") and not diminutive_of("fofinha", "frida")
 
 
 def test_recall_ranking_on_dev_cases(use_embedder):
