@@ -317,7 +317,8 @@ def is_own_usual(fact: "MemoryFact") -> bool:
 # the professionals who serve a customer, by trade or title ("a prof", "o fisio", "a vet", "Dra. Helena")
 _PRO = (r"prof|profe|professor\w*|instrutor\w*|vet|veterinari\w*|dra|dr|doutor\w*|fisio|fisioterapeuta|"
         r"cabeleireir\w*|barbeir\w*|manicure|personal|coach|tatuador\w*|massagista|treinador\w*|dentista|"
-        r"esteticista|tosador\w*|nutricionista|psicolog\w*|terapeuta")
+        r"esteticista|tosador\w*|nutricionista|psicolog\w*|terapeuta|mecanico|atendente|garcom|garconete|manobrista|"
+        r"recepcionista|enfermeir\w*|medic[oa]|pizzaiolo|chef|teacher|tatuador\w*|depiladora|maquiador\w*")
 _PRO_WORD = re.compile(rf"\b(?:{_PRO})\b")
 _PRO_NAMED = re.compile(rf"\b(?:{_PRO})\s+([a-z]+)")
 
@@ -325,7 +326,7 @@ _PRO_NAMED = re.compile(rf"\b(?:{_PRO})\s+([a-z]+)")
 # ... or by who serves them: "com quem sempre faz", "com quem ela gosta", "o mesmo moço da outra vez",
 # "a menina de sempre"
 _SERVER = re.compile(r"\b(?:com quem (?:(?:ela|ele|eu) )?(?:sempre )?(?:faz|fez|gosta|cuida|atende|atendeu|corta|cortou)|"
-                     r"(?:mesmo|mesma) (?:moco|moca|menino|menina|rapaz|pessoa|mocinha)|"
+                     r"(?:mesmo|mesma) (?:moco|moca|menino|menina|rapaz|pessoa|mocinha|cara|mina|guria|guri|senhor|senhora)|"
                      r"(?:moco|moca|menino|menina|rapaz|mocinha) de sempre)\b")
 
 

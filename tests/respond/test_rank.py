@@ -481,3 +481,11 @@ def test_the_usual_asked_in_spanish():
 
     assert asks_usual("me manda lo de siempre") and asks_usual("quiero la de siempre, por favor")
     assert not asks_usual("siempre llego tarde")
+
+
+def test_the_one_who_served_by_trade_or_as_the_same_person():
+    from streams.respond.recall import talks_professional
+
+    assert talks_professional("se der com o mesmo cara da ultima vez")
+    assert talks_professional("quero o mesmo mecanico")
+    assert not talks_professional("o mesmo sabor de sempre")
