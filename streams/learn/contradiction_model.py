@@ -141,6 +141,22 @@ def praise_soured(memory_type: str, old: str, new: str) -> bool:
     return bool(_content_tokens(old) & _content_tokens(new))
 
 
+_NOT_THE_DAY = re.compile(r"\b(?:nao|n)\s+(?:e\s+|eh\s+|era\s+|foi\s+)?(?:(?:no\s+)?dia\s+)?([0-3]?\d)\b(?!\s*(?:h|hs|horas|min|anos|meses|dias|kg|reais|%))")
+
+
+def date_corrected(memory_type: str, old: str, new: str) -> bool:
+    """A date the customer says is not the stored one and gives another ("meu aniversário é 4 de julho, não 14",
+    "o cadastro ta errado, meu niver é dia 7 de julho, nao dia 2"): the old date is denied by its day and a
+    different date is stated. A party on another day ("a festinha vai ser dia 12") denies nothing."""
+    if memory_type != "data_comemorativa":
+        return False
+    was, now = L.date_value(L.normalize(old)), L.date_value(L.normalize(new))
+    if was is None or now is None or was == now:
+        return False
+    day = int(was[:2])
+    return any(int(m.group(1)) == day for m in _NOT_THE_DAY.finditer(L.normalize(new)))
+
+
 def features(pair: Pair) -> list[float]:
     old, full = L.factual(pair.old), L.factual(pair.new)
     reason = pair.rules_reason
@@ -166,7 +182,7 @@ def features(pair: Pair) -> list[float]:
         1.0 if reason.startswith(("update", "resolved")) else 0.0,
         1.0 if reason.startswith("negation") else 0.0,
         1.0 if (fresh & STRONG_CUES or state_ended(old, full) or exclusive_broken(old, full)
-                or praise_soured(pair.memory_type, old, full)) else 0.0,
+                or praise_soured(pair.memory_type, old, full) or date_corrected(pair.memory_type, old, full)) else 0.0,
         1.0 if fresh & WEAK_CUES else 0.0,
         1.0 if addition else 0.0,
         1.0 if L.is_negated(new, pair.memory_type) != L.is_negated(old, pair.memory_type) else 0.0,

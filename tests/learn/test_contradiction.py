@@ -567,3 +567,16 @@ def test_a_stain_gone_a_refund_or_a_fix_clears_a_complaint(text):
     assert "cleared" in L.change_cues(text)
     assert "cleared" not in L.change_cues("ainda nao estornaram nada")
     assert "cleared" not in L.change_cues("trocou de carro")
+
+
+def test_a_stored_date_denied_by_its_day_and_another_given_is_corrected():
+    from streams.learn.contradiction_model import date_corrected
+
+    assert date_corrected("data_comemorativa", "Aniversário em 2 de julho",
+                          "o cadastro ta errado, meu niver é dia 7 de julho, nao dia 2")
+    assert date_corrected("data_comemorativa", "Aniversário em 14/07", "é 4 de julho, não 14")
+    # a party on another day, the same date restated, or no day denied: nothing corrected
+    assert not date_corrected("data_comemorativa", "Aniversário do Davi em 10 de janeiro",
+                              "a festinha do Davi vai ser dia 12 de janeiro")
+    assert not date_corrected("data_comemorativa", "Casamento em 12 de junho", "casamos dia 12 de junho, não 14")
+    assert not date_corrected("preferencia", "Aniversário em 2 de julho", "é 7 de julho, não 2")
