@@ -141,7 +141,9 @@ def praise_soured(memory_type: str, old: str, new: str) -> bool:
     return bool(_content_tokens(old) & _content_tokens(new))
 
 
-_NOT_THE_DAY = re.compile(r"\b(?:nao|n)\s+(?:e\s+|eh\s+|era\s+|foi\s+)?(?:(?:no\s+)?dia\s+)?([0-3]?\d)\b(?!\s*(?:h|hs|horas|min|anos|meses|dias|kg|reais|%))")
+#: "não 14", "nao dia 2", "não é dia 3": a day of the month denied (not a quantity: "não 2 horas", "não 3 anos")
+_NOT_THE_DAY = re.compile(r"\b(?:nao|n)\s+(?:e\s+|eh\s+|era\s+|foi\s+)?(?:(?:no\s+)?dia\s+)?([0-3]?\d)\b"
+                          r"(?!\s*(?:h|hs|horas|min|anos|meses|dias|kg|reais|%))")
 
 
 def date_corrected(memory_type: str, old: str, new: str) -> bool:
@@ -150,11 +152,12 @@ def date_corrected(memory_type: str, old: str, new: str) -> bool:
     different date is stated. A party on another day ("a festinha vai ser dia 12") denies nothing."""
     if memory_type != "data_comemorativa":
         return False
-    was, now = L.date_value(L.normalize(old)), L.date_value(L.normalize(new))
+    said = L.normalize(new)
+    was, now = L.date_value(L.normalize(old)), L.date_value(said)
     if was is None or now is None or was == now:
         return False
     day = int(was[:2])
-    return any(int(m.group(1)) == day for m in _NOT_THE_DAY.finditer(L.normalize(new)))
+    return any(int(m.group(1)) == day for m in _NOT_THE_DAY.finditer(said))
 
 
 def features(pair: Pair) -> list[float]:

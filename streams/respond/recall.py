@@ -318,7 +318,7 @@ def is_own_usual(fact: "MemoryFact") -> bool:
 _PRO = (r"prof|profe|professor\w*|instrutor\w*|vet|veterinari\w*|dra|dr|doutor\w*|fisio|fisioterapeuta|"
         r"cabeleireir\w*|barbeir\w*|manicure|personal|coach|tatuador\w*|massagista|treinador\w*|dentista|"
         r"esteticista|tosador\w*|nutricionista|psicolog\w*|terapeuta|mecanico|atendente|garcom|garconete|manobrista|"
-        r"recepcionista|enfermeir\w*|medic[oa]|pizzaiolo|chef|teacher|tatuador\w*|depiladora|maquiador\w*")
+        r"recepcionista|enfermeir\w*|medic[oa]|pizzaiolo|chef|teacher|depiladora|maquiador\w*")
 _PRO_WORD = re.compile(rf"\b(?:{_PRO})\b")
 _PRO_NAMED = re.compile(rf"\b(?:{_PRO})\s+([a-z]+)")
 
@@ -811,9 +811,7 @@ def evidence_and_others(query_text: str, contents: Sequence[str],
     # it is found in any position ("Casado com a Renata" / "Renata não come glúten")
     all_names = frozenset().union(*(f.names for f in profiles)) if contents else frozenset()
     # a name said as a diminutive ("a Fridinha", "o Tobiazinho") is the name
-    pet_names = {w: n for w in q_words for n in all_names if diminutive_of(w, n)}
-    if pet_names:
-        q_words = q_words | set(pet_names.values())
+    q_words |= {n for w in q_words for n in all_names if diminutive_of(w, n)}
     fact_names = [f.wordset & all_names for f in profiles]
     intros = [introduced(f.words, all_names) for f in profiles]
     fact_names = resolve_roles(profiles, fact_names, intros)
