@@ -905,6 +905,9 @@ def buried_question(text: str) -> str:
     body = text.strip()
     if body.count("?") <= 1 and not _RUN_ON_BREAK.search(body.rstrip("?")):
         return _run_on_question(body) or text
+    if "?" not in body:   # "... fiquei doido na piscina... qnto fica a pernoite na lirio": asked last, unmarked
+        last = _run_on_question(body)
+        return last if last and not _RUN_ON_BREAK.search(last) else text
     if not body.endswith("?") or body.count("?") > 1 or "," not in body:
         return text
     told, _, last = body.rpartition(",")

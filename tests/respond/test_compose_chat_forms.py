@@ -35,6 +35,15 @@ def test_a_story_told_in_one_breath_asks_from_its_last_question_word():
     assert buried_question(cond) == cond
 
 
+def test_a_story_in_sentences_with_its_question_last_and_unmarked_asks_that_question():
+    msg = ("boa noite!! eu e meu namorado vamos fazer 1 ano sexta, queria algo especial mas sem exagero kkk "
+           "qnto fica a coral pernoite")
+    assert buried_question(msg) == "qnto fica a coral pernoite"
+    # a question followed by more talk is not the last thing said: the message stays whole
+    told = "a gente vai fazer 1 ano sexta e queria algo especial mas sem exagero qnto fica a coral, fala ai"
+    assert buried_question(told) == told
+
+
 def test_an_interjection_names_nothing():
     assert not any(w.startswith(("oxent", "vixe", "bah")) for w in question_words("oxente vcs atendem jabuti?")[1])
     assert not any(w.startswith("bah") for w in question_words("bah qnto é o minimo na tele?")[1])
