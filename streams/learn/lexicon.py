@@ -1131,20 +1131,21 @@ def single_valued(key: str) -> bool:
 CONCEPTS: dict[str, tuple[str, ...]] = {
     # animals: the species, the kind (pet, animal) and the sex
     "cachorro": ("cao", "pet", "animal"), "cachorra": ("cadela", "cao", "pet", "animal"),
-    "cachorros": ("caes", "pets", "animais"), "cachorrinho": ("cao", "pet"), "cachorrinha": ("cadela", "cao", "pet"),
-    "dog": ("cao", "pet"), "doguinho": ("cachorro", "cao", "pet"), "cao": ("cachorro", "pet", "animal"),
+    "cachorros": ("caes", "pets", "animais"), "cachorrinho": ("cao", "pet", "animal"), "cachorrinha": ("cadela", "cao", "pet", "animal"),
+    "dog": ("cao", "pet", "animal"), "doguinho": ("cachorro", "cao", "pet", "animal"), "cao": ("cachorro", "pet", "animal"),
     "caes": ("cachorros", "pets", "animais"),
-    "cadela": ("cao", "pet", "animal"), "cadelinha": ("cadela", "cao", "pet"),
+    "cadela": ("cao", "pet", "animal"), "cadelinha": ("cadela", "cao", "pet", "animal"),
     "gato": ("felino", "pet", "animal"), "gata": ("gato", "gatos", "felina", "pet", "animal"),
     "gatos": ("pets", "animais"), "gatas": ("gatos", "pets", "animais"),
-    "gatinho": ("gato", "pet"), "gatinha": ("gata", "gato", "pet"), "bichano": ("gato", "pet"),
+    "gatinho": ("gato", "pet", "animal"), "gatinha": ("gata", "gato", "pet", "animal"),
+    "bichano": ("gato", "pet", "animal"),
     "bicho": ("pet", "animal"), "bichinho": ("pet", "animal"),
-    # a breed names its species ("meu labrador", "banho pra shitzu")
-    **{b: ("cao", "pet") for b in ("labrador", "shitzu", "shih tzu", "poodle", "golden", "pinscher", "yorkshire",
+    # a breed names its species and an animal ("meu labrador", "banho pra shitzu", "a nossa salsicha pode entrar?")
+    **{b: ("cao", "pet", "animal") for b in ("labrador", "shitzu", "shih tzu", "poodle", "golden", "pinscher", "yorkshire",
                                    "bulldog", "buldogue", "pitbull", "pit bull", "vira lata", "viralata", "spitz",
                                    "lulu", "pug", "dachshund", "salsicha", "rottweiler", "pastor alemao", "beagle",
                                    "border collie", "lhasa", "maltes", "chihuahua", "husky", "boxer", "schnauzer")},
-    **{b: ("gato", "pet") for b in ("siames", "persa", "maine coon", "angora", "sphynx")},
+    **{b: ("gato", "pet", "animal") for b in ("siames", "persa", "maine coon", "angora", "sphynx")},
     # a female's heat is what a rule about "fêmeas" is about ("minha cadela tá no cio"); the sex alone asks nothing
     # of it ("precisa de jejum pra castrar a minha gata?")
     "cio": ("femea", "femeas"),
@@ -1212,6 +1213,9 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     # paying in parts said by their number ("consigo pagar em 3 vezes?", "da pra fazer em duas vezes?")
     **{f"em {n} vezes": ("parcelar", "parcelamento", "parcelada", "3x") for n in (
         "2", "3", "4", "5", "6", "10", "12", "duas", "tres", "quatro", "cinco", "seis", "dez", "doze")},
+    # ... or as the card machine writes it ("posso pagar em 3x?", "faz em 2 x?")
+    **{f"em {n}{sep}x": ("parcelar", "parcelamento", "parcelada") for n in ("2", "3", "4", "5", "6", "10", "12")
+       for sep in ("", " ")},
     # a specialty named by the organ it treats ("médico do coração", "especialista de pele", "a dermato")
     **{w: ("cardiologia", "cardiologista") for w in ("coracao", "cardio")},
     **{w: ("dermatologia", "dermatologista") for w in ("pele", "dermato")},

@@ -872,17 +872,22 @@ def _most_words_steps(msg: InboundMessage, asked: str, stems: list[str], chunks:
     return chunks
 
 
+SUBJECT_PREFIX = 7   # letters of a rule's subject that name it in a chunk (a stem's five: "parce" of "parceiros")
+
+
 def _rule_subject_steps(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical,
                         limit: int) -> Steps[Calls, list[Any], list[KnowledgeChunk]]:
     """The subject of a rule said by another name anywhere in the message, the story included ("reservei pra
     hoje mas não vou conseguir ir, perco o pix?" → cancelamento: ``subjects_named_otherwise``): when no
     retrieved chunk names it as the knowledge does, the best of the few chunks of the account naming it takes the
     last place."""
-    words = {stem(w) for c in chunks for w in chunk_words(c.text)}
-    missing = [n for n in subjects_named_otherwise(msg.text) if stem(n) not in words]
+    # the subject's first letters, longer than a stem: "parcelamento" is not named by "parceiros"
+    words = {w for c in chunks for w in re.findall(r"\w+", fold(c.text))}
+    missing = list(dict.fromkeys(p for p in (fold(n)[:SUBJECT_PREFIX] for n in subjects_named_otherwise(msg.text))
+                                 if not any(w.startswith(p) for w in words)))
     if not missing:
         return chunks
-    hits_of = yield [(lexical, (msg.account_id, [stem(n)], MAX_MISSING_WORD_CHUNKS + 1)) for n in missing]
+    hits_of = yield [(lexical, (msg.account_id, [p], MAX_MISSING_WORD_CHUNKS + 1)) for p in missing]
     found = {c.chunk_id: c for hits in hits_of for c in map(_as_chunk, hits) if answer_units(c.text)}
     if not found or len(found) > MAX_MISSING_WORD_CHUNKS:
         return chunks

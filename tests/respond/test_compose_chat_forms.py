@@ -44,6 +44,13 @@ def test_a_story_in_sentences_with_its_question_last_and_unmarked_asks_that_ques
     assert buried_question(told) == told
 
 
+def test_a_pet_said_small_or_by_its_breed_is_an_animal_too():
+    rules = "# Regras da casa\n\n- Animais de estimação não são permitidos, com exceção de cão-guia."
+    for q in ("vou com meu cachorrinho, ele é bem quietinho e nao late, pode?",
+              "a gente vai com nossa shih tzu, ela pode entrar?"):
+        assert "cão-guia" in ask(q, "policy", rules), q
+
+
 def test_an_interjection_names_nothing():
     assert not any(w.startswith(("oxent", "vixe", "bah")) for w in question_words("oxente vcs atendem jabuti?")[1])
     assert not any(w.startswith("bah") for w in question_words("bah qnto é o minimo na tele?")[1])

@@ -187,6 +187,30 @@ def test_a_rule_named_otherwise_in_the_story_is_searched_by_its_own_name():
     assert _steps_here(_rule_subject_steps(plain, near, lexical, 2)) == near
 
 
+SPAY_VET = {"spay": "# Castração\n\nCastração de cadela até 15 kg: R$ 790,00.",
+       "partners": "# Parceiros\n\nNossos parceiros de banho e tosa atendem no mesmo endereço.",
+       "pay": "# Pagamento\n\nParcelamento em até 3x sem juros no cartão, para valores acima de R$ 300,00."}
+
+
+def test_a_word_sharing_only_the_stem_of_the_rule_does_not_name_it():
+    """"a castracao da minha cadela deu 790, consigo pagar em 3 vezes?": the instalment rule (parcelamento)
+    is not named by a retrieved chunk's "parceiros", which shares its five-letter stem: it is searched; and
+    "em 3x" names paying in parts as "em 3 vezes" does."""
+    from uuid import NAMESPACE_URL as NS
+    from uuid import uuid5
+
+    from streams.respond.handler import _as_chunk, _rule_subject_steps, _steps_here
+    lexical = lexical_search(SPAY_VET)
+
+    for q in ("a castracao da minha cadela deu 790, consigo pagar em 3 vezes?",
+              "posso pagar em 3x? a castraçao dela deu 790"):
+        msg = type("Msg", (), {"account_id": 1, "text": q})()
+        near = [_as_chunk((uuid5(NS, k), uuid5(NS, k), 0.6, SPAY_VET[k])) for k in ("spay", "partners")]
+        got = _steps_here(_rule_subject_steps(msg, near, lexical, 2))
+        assert [c.text for c in got] == [SPAY_VET["spay"], SPAY_VET["pay"]], q
+        assert "3x sem juros" in ask(q, "policy", *[c.text for c in got])
+
+
 INN = {"rooms": "# Quartos\n\nQuarto Bromélia: cama de casal e varanda. Diária: R$ 280,00.",
        "access": "# Acessibilidade\n\nOs quartos do térreo têm barras no banheiro. Não temos elevador.",
        "food": "# Café\n\nCafé da manhã das 7h às 10h."}
