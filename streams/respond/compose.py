@@ -55,7 +55,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, NamedTuple, Sequence
 
-from streams.learn.lexicon import AT_HOME, CONCEPTS, ROLES, carried_home, concepts_in
+from streams.learn.lexicon import AT_HOME, CONCEPTS, ROLES, SPECIES, carried_home, concepts_in
 from streams.respond.text import STOPWORDS, fold, normalize_chat
 
 _PLURALS = (("oes", "ao"), ("aes", "ao"), ("ais", "al"), ("eis", "el"), ("ns", "m"), ("res", "r"), ("zes", "z"))
@@ -1236,6 +1236,20 @@ _REFUSAL = re.compile(r"\b(?:nao|nem|fechad[oa]s?)\b")
 def tells_urgency(message: str) -> bool:
     """The message tells an urgency ("meu cachorro ta vomitando desde cedo", "ela ta sangrando")."""
     return bool(_URGENCY.search(normalize_chat(message)))
+
+
+_PET_WORDS = frozenset(w for words in SPECIES.values() for w in words) | {"pet", "bicho", "bichinho"}
+
+
+def tells_of_a_pet_when_closed(message: str) -> bool:
+    """"vcs abrem domingo? meu cachorro ta meio caidinho": whether they open on a day is asked and, apart from
+    the question, the customer tells something of their pet (a symptom said any way: "comeu uma meia",
+    "ta meio caidinho"); a closed day is then answered with where to go meanwhile, as an attendant would."""
+    if not opening_day_asked(message):
+        return False
+    asked = set(normalize_chat(question_part(message)).split())
+    told = set(normalize_chat(message).split()) - asked
+    return bool(told & _PET_WORDS)
 
 
 def speaks_of_emergency(text: str) -> bool:

@@ -628,7 +628,8 @@ class OfflineComposer:
         """"tem pronto socorro 24h? meu cachorro ta vomitando": the answer says no (or closed) to a customer
         telling an urgency; the retrieved line on what to do in an emergency ("Em caso de emergência ...
         indicamos o Hospital ...") follows it, as an attendant would add it."""
-        if not out or not compose.tells_urgency(message) or not any(compose.refuses(u.text) for u in out):
+        if not out or not (compose.tells_urgency(message) or compose.tells_of_a_pet_when_closed(message)) or \
+                not any(compose.refuses(u.text) for u in out):
             return out
         if any(compose.speaks_of_emergency(u.text) for u in out):
             return out

@@ -1521,3 +1521,17 @@ def test_a_no_to_a_customer_telling_an_urgency_is_followed_by_the_emergency_line
     assert "não atendemos de madrugada" in text.lower() and "Clínica Noturna Boa Vista" in text
     text = ask("vcs atendem de madrugada? minha gata ta dormindo", "info_request", hours)
     assert "não atendemos de madrugada" in text.lower() and "Boa Vista" not in text
+
+
+def test_a_closed_day_asked_by_a_customer_telling_of_their_pet_is_followed_by_the_emergency_line():
+    """"vcs abrem domingo? meu cachorro comeu uma meia": a symptom said in words no list holds ("comeu uma
+    meia", "ta meio caidinho"); whether they open that day is asked and the customer tells of their pet, so a
+    closed day is answered with where to go meanwhile (stop 40: probe_at, probe_av). Telling of oneself
+    ("so tenho folga no domingo") adds nothing."""
+    hours = ("# Horários\n\nSegunda a sábado, das 8h às 18h. Não abrimos aos domingos.\n\n"
+             "Em caso de emergência fora do horário, procure a Clínica Noturna Boa Vista, aberta 24h.")
+    for q in ("vcs abrem domingo?? meu cachorro comeu uma meia 😱", "abrem domingo? minha gata ta meio caidinha"):
+        text = ask(q, "info_request", hours)
+        assert "Não abrimos aos domingos" in text and "Clínica Noturna Boa Vista" in text, q
+    text = ask("vcs abrem domingo? so tenho folga no domingo 😩", "info_request", hours)
+    assert "Não abrimos aos domingos" in text and "Boa Vista" not in text
