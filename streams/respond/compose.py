@@ -1596,9 +1596,10 @@ def _long_stem(word: str) -> str:
 
 
 def names_asked(unit: Unit, asked: Sequence[str]) -> bool:
-    """Does the unit (or its heading) name one of the words the question is about (``asked``:
-    the keywords that decided its intent, or their stems)?"""
-    words = _unit_words(unit.text, unit.context)
+    """Does the unit (or its heading, or its paragraph's label: "Os períodos de 2h e 4h são cobrados à vista."
+    under "Parcelamento") name one of the words the question is about (``asked``: the keywords that decided its
+    intent, or their stems)?"""
+    words = _unit_words(unit.text, f"{unit.context} {unit.label}")
     for a in asked:
         for t in _measures(fold(a)).split():
             if t in STOPWORDS or t in GENERIC or len(t) <= 2:

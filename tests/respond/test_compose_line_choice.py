@@ -329,3 +329,13 @@ def test_a_titles_period_ends_no_clause():
 def test_a_cake_brought_from_home_is_food_from_outside():
     rules = "**De fora**: é permitido trazer bebidas, com taxa de rolha de R$ 35,00. Comida de fora é permitida, sem taxa."
     assert "sem taxa" in ask("a gente pode levar um bolo de aniversario de casa? cobra alguma coisa?", "policy", rules)
+
+
+def test_a_sentence_under_the_rule_s_label_is_on_the_rule_asked():
+    """"da pra parcelar a pernoite? e a de 4h tb parcela?": "Os períodos de 2h e 4h são cobrados à vista." names
+    the instalments only by its paragraph's label ("**Parcelamento**:"); it is on the subject asked all the same,
+    and it answers the second question (stop 40: probe_r, probe_ap)."""
+    rules = ("# Pagamento\n\nAceitamos Pix e cartão.\n\n**Parcelamento**: a pernoite pode ser parcelada em até 3x "
+             "sem juros no cartão de crédito. Os períodos de 2h e 4h são cobrados à vista.")
+    text = ask("da pra parcelar a pernoite? e a de 4h tb parcela?", "policy", rules)
+    assert "3x sem juros" in text and "à vista" in text
