@@ -434,7 +434,10 @@ CHANGE_CUES: list[tuple[str, str]] = [
     ("repeat", r"\bd[ei]? ?novo\b|\bnovament\w*|(?<!\bda )(?<!\bna )(?<!\bduma )\boutra vez\b|\bmais uma vez\b|\bagain\b"),
     ("stopped", r"\bpar(?:ou|ei|amos|aram) de\b|\bdeix(?:ou|ei|amos|aram) de\b|\blarg(?:ou|uei|amos|aram)\b|\bdesist\w+|"
                 r"\bcans(?:ou|ei|amos|aram) d\w*|\benjo(?:ou|ei|amos|aram) d\w*|\babandon\w+|\bcort(?:ou|ei|amos) (?:o|a|os|as)\b(?! (?:unha|cabelo|pelo|barba|franja|grama)s?\b)|"
-                r"\bquit\b|\bstopped\b|\bgave up\b"),
+                r"\bquit\b|\bstopped\b|\bgave up\b|"
+                # a time gone by without doing it ("completei 6 meses sem fumar", "to sem beber faz um ano")
+                r"\b(?:\d+|um|uma|dois|duas|tres) (?:dias?|semanas?|mes(?:es)?|anos?) sem \w+(?:ar|er|ir)\b|"
+                r"\bsem \w+(?:ar|er|ir) (?:ha|faz|desde) (?:\d+|um|uma|dois|duas|tres|o|a)\b"),
     ("no_longer", r"\bnao\b[^.;]{0,40}\bmais\b|\bnem (?:\w+ ){1,3}mais\b(?! (?:que|do que|nada)\b)|\bja nao\b|\bnunca mais\b|\bno longer\b|\bnot any ?more\b"),
     # the old thing named and replaced ("o médico trocou o remédio X pelo Y", "substituí o leite por um de aveia")
     ("replaced", r"\b(?:troc|substitu)(?:ou|ei|amos|aram|iu|i|imos|iram)\b (?:\w+ ){1,5}?(?:pelo|pela|pelos|pelas|por)\b(?! (?:favor|causa|isso|enquanto|conta)\b)|"

@@ -314,3 +314,17 @@ def test_a_plan_for_today_or_a_pause_until_a_named_time_is_a_one_off():
 def test_a_praise_turned_sour():
     assert L.soured("o atendimento piorou muito") and L.soured("o Jorge foi grosso comigo")
     assert L.soured("a cozinheira anda sem capricho nenhum") and not L.soured("o Jorge foi um amor")
+
+
+@pytest.mark.parametrize("text, stopped", [
+    ("completei 6 meses sem fumar hj!! 🚭 nem acredito", True),
+    ("to sem beber faz um ano ja", True),
+    ("ta fazendo 3 semanas sem comer carne", True),
+    ("hoje vou ficar sem comer doce", False),       # a one-off: no time gone by
+    ("6 meses sem juros no cartao?", False),        # no verb given up
+])
+def test_a_time_gone_by_without_doing_it_is_a_stop(text, stopped):
+    """Stop 40 (probe_av): "completei 6 meses sem fumar" ends "É fumante" as "parei de fumar" does."""
+    from streams.learn.lexicon import change_cues, normalize
+
+    assert ("stopped" in change_cues(normalize(text))) == stopped
