@@ -562,7 +562,9 @@ ONE_OFF = re.compile(
     # one named day or weekend ("esse sábado não vou", "nessa sexta vamos viajar"), not "toda sexta"
     r"\b(?:esse|este|nesse|neste|essa|esta|nessa|nesta) (?:sabado|domingo|segunda|terca|quarta|quinta|sexta|"
     r"fim de semana|fds|feriado(?:ao)?)\b|"
-    r"\bexcepcionalmente\b|\b(?:essa|esta|nessa|nesta|pra essa|para essa) (?:reserva|compra|encomenda|estadia|viagem)\b|\btemporariamente\b|\bpor uns dias\b|\bjust this once\b|\bthis time only\b|"
+    r"\bexcepcionalmente\b|\b(?:essa|esta|nessa|nesta|pra essa|para essa) (?:reserva|compra|encomenda|estadia|viagem)\b|"
+    # this order ("esse pedido eu pago no pix", "esse aqui eu pago no meu pix pessoal, é surpresa pro chefe")
+    r"\b(?:esse|este|nesse|neste|pra esse|para esse) (?:pedido|aqui)\b|\btemporariamente\b|\bpor uns dias\b|\bjust this once\b|\bthis time only\b|"
     # today, for a reason of the day ("hj vou no débito pq esqueci a carteira", "paguei no pix hj só pq…")
     r"\bhoje\b(?! em dia)[^.;!?]{0,50}\bporque\b|"
     # a plan for today ("hj vou pagar em dinheiro", "hoje quero testar a portuguesa"), not "hoje eu sou"

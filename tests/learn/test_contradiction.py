@@ -580,3 +580,12 @@ def test_a_stored_date_denied_by_its_day_and_another_given_is_corrected():
                               "a festinha do Davi vai ser dia 12 de janeiro")
     assert not date_corrected("data_comemorativa", "Casamento em 12 de junho", "casamos dia 12 de junho, não 14")
     assert not date_corrected("preferencia", "Aniversário em 2 de julho", "é 7 de julho, não 2")
+
+
+def test_this_order_is_a_one_off():
+    """Stop 40 (probe_au): "esse aqui eu pago no meu pix pessoal, é surpresa pro niver do meu chefe" pays this
+    order otherwise; the corporate card stays."""
+    from streams.learn import lexicon as L
+
+    assert L.one_off("esse aqui eu pago no meu pix pessoal tá") and L.one_off("nesse pedido manda sem cebola")
+    assert not L.one_off("agora eu pago tudo no pix") and not L.one_off("o pedido de sempre")
