@@ -433,7 +433,7 @@ CHANGE_CUES: list[tuple[str, str]] = [
     # restates the old fact more often than it ends it; kept apart from "again" so the judge weighs it alone
     ("repeat", r"\bd[ei]? ?novo\b|\bnovament\w*|(?<!\bda )(?<!\bna )(?<!\bduma )\boutra vez\b|\bmais uma vez\b|\bagain\b"),
     ("stopped", r"\bpar(?:ou|ei|amos|aram) de\b|\bdeix(?:ou|ei|amos|aram) de\b|\blarg(?:ou|uei|amos|aram)\b|\bdesist\w+|"
-                r"\bcans(?:ou|ei|amos|aram) d\w*|\benjo(?:ou|ei|amos|aram) d\w*|\babandon\w+|\bcort(?:ou|ei|amos) (?:o|a|os|as)\b(?! (?:unha|cabelo|pelo|barba|franja|grama)s?\b)|"
+                r"\bcans(?:ou|ei|amos|aram) d\w*|\benjo(?:ou|ei|amos|aram) d\w*|\bdesencan(?:ou|ei|amos|aram) d\w*|\babandon\w+|\bcort(?:ou|ei|amos) (?:o|a|os|as)\b(?! (?:unha|cabelo|pelo|barba|franja|grama)s?\b)|"
                 r"\bquit\b|\bstopped\b|\bgave up\b|"
                 # a time gone by without doing it ("completei 6 meses sem fumar", "to sem beber faz um ano")
                 r"\b(?:\d+|um|uma|dois|duas|tres) (?:dias?|semanas?|mes(?:es)?|anos?) sem \w+(?:ar|er|ir)\b|"

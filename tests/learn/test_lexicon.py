@@ -320,6 +320,8 @@ def test_a_praise_turned_sour():
     ("completei 6 meses sem fumar hj!! 🚭 nem acredito", True),
     ("to sem beber faz um ano ja", True),
     ("ta fazendo 3 semanas sem comer carne", True),
+    ("desencanei da coral viu, agora é so lirio", True),   # gave up on it
+    ("desencana, tá tudo certo", False),
     ("hoje vou ficar sem comer doce", False),       # a one-off: no time gone by
     ("6 meses sem juros no cartao?", False),        # no verb given up
 ])
