@@ -777,15 +777,36 @@ def about_the_agent(text: str) -> bool:
     return not asks_a_question(_remove_spans(text, spans) if spans else text)
 
 
+#: A first question asking whether something is offered ("vcs fazem limpeza de tártaro?", "tem pizza vegana?") and a
+#: later one asking its price ("qnto custa?"): the first real question decides (docs/intent-labels.md: "vcs tem tosa
+#: na tesoura? é mais caro?" stays info_request), unless it asks a rule ("tem desconto pra estudante? qnto?").
+#: All 7 such questions of the tuning writers are labelled ``info_request`` (stop 40).
+_ASKS_IF_OFFERED = re.compile(r"^(?:(?:oi|ola|bom dia|boa tarde|boa noite)\s+)?(?:voces\s+|voce\s+)?"
+                              r"(?:fazem|faz|tem|dao|da|vendem|vende|oferecem|trabalham com)\b")
+
+
+def asks_if_offered_then_price(text: str) -> bool:
+    """Whether the first question asks if something is offered (``_ASKS_IF_OFFERED``, not a rule by the default
+    dictionary) and a later one asks an amount."""
+    first = question_clause(text)
+    if first == text or not _ASKS_IF_OFFERED.search(normalize_chat(first)):
+        return False
+    rest = text.split(first, 1)[-1]
+    return _ASKS_AN_AMOUNT.search(normalize_chat(rest)) is not None and detect_intent(first).intent != POLICY
+
+
 def intent_by_form(detected: IntentResult, text: str | None, default: IntentResult | None = None) -> IntentResult | None:
     """The verdict the message's form gives before any classifier reads it: a first question asking an amount
-    (``asks_an_amount``) is a price question, a message opening by agreeing that asks nothing (``agrees``) a
+    (``asks_an_amount``) is a price question, one asking whether a thing is offered before its price is asked
+    (``asks_if_offered_then_price``) an info request, a message opening by agreeing that asks nothing (``agrees``) a
     confirmation, a message asking the agent only about itself (``about_the_agent``) general; None otherwise.
     ``default``: the default dictionary's verdict on ``text``, when the caller has it."""
     if text is None:
         return None
     if asks_an_amount(text):
         return IntentResult(PRICE, max(detected.score, 1.0), detected.matched + ("~amount",))
+    if asks_if_offered_then_price(text):
+        return IntentResult(INFO, max(detected.score, 1.0), detected.matched + ("~offered",))
     if agrees(text, default):
         return IntentResult(CONFIRMATION, max(detected.score, 1.0), detected.matched + ("~agrees",))
     if about_the_agent(text):

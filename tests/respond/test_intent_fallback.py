@@ -441,3 +441,16 @@ def test_the_handler_lets_the_form_decide_without_embedding_the_question_clause(
     out = asyncio.run(respond(inbound(text), deps))
     assert out.reply.intent == "price_question"
     assert text in seen and "quanto é a multa se eu cancelar?" not in seen
+
+
+def test_a_thing_asked_for_before_its_price_is_an_info_request():
+    """"vcs fazem limpeza de tartaro? qnto custa?": the first real question asks whether it is offered, the price
+    follows (docs/intent-labels.md); a rule asked first ("tem desconto pra estudante? qnto custa?") is not this."""
+    from streams.respond.intent import INFO, asks_if_offered_then_price, detect_intent, intent_by_form
+
+    text = "vcs fazem limpeza de tartaro? qnto custa?"
+    assert asks_if_offered_then_price(text)
+    assert intent_by_form(detect_intent(text), text).intent == INFO
+    assert not asks_if_offered_then_price("tem desconto pra estudante? qnto custa?")
+    assert not asks_if_offered_then_price("qnto custa a limpeza de tartaro?")
+    assert not asks_if_offered_then_price("vcs fazem limpeza de tartaro?")
