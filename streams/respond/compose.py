@@ -1590,7 +1590,7 @@ def _asked_stems(asked: Sequence[str]) -> set[str]:
             if t not in STOPWORDS and t not in GENERIC and len(t) > 2}
 
 
-def _long_stem(word: str) -> str:
+def long_stem(word: str) -> str:
     """Five letters, or six for a long word: "parcelar" and "parcelamento" agree, "parceiros" not."""
     return stem(word, 6) if len(word) >= 8 else stem(word)
 
@@ -1604,8 +1604,8 @@ def names_asked(unit: Unit, asked: Sequence[str]) -> bool:
         for t in _measures(fold(a)).split():
             if t in STOPWORDS or t in GENERIC or len(t) <= 2:
                 continue
-            key = _long_stem(t) if len(t) >= 8 else stem(t)
-            if any((_long_stem(w) if len(t) >= 8 else stem(w)) == key for w in words):
+            key = long_stem(t) if len(t) >= 8 else stem(t)
+            if any((long_stem(w) if len(t) >= 8 else stem(w)) == key for w in words):
                 return True
     return False
 

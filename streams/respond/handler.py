@@ -78,6 +78,7 @@ from streams.respond.compose import (
     instalments_apply,
     is_yes_no,
     item_name,
+    long_stem,
     names_pickup,
     objected_price,
     offered_object,
@@ -872,18 +873,15 @@ def _most_words_steps(msg: InboundMessage, asked: str, stems: list[str], chunks:
     return chunks
 
 
-SUBJECT_PREFIX = 7   # letters of a rule's subject that name it in a chunk (a stem's five: "parce" of "parceiros")
-
-
 def _rule_subject_steps(msg: InboundMessage, chunks: list[KnowledgeChunk], lexical,
                         limit: int) -> Steps[Calls, list[Any], list[KnowledgeChunk]]:
     """The subject of a rule said by another name anywhere in the message, the story included ("reservei pra
     hoje mas não vou conseguir ir, perco o pix?" → cancelamento: ``subjects_named_otherwise``): when no
     retrieved chunk names it as the knowledge does, the best of the few chunks of the account naming it takes the
     last place."""
-    # the subject's first letters, longer than a stem: "parcelamento" is not named by "parceiros"
+    # the subject's long stem ("parcel" of "parcelamento"), which "parceiros" does not start with
     words = {w for c in chunks for w in re.findall(r"\w+", fold(c.text))}
-    missing = list(dict.fromkeys(p for p in (fold(n)[:SUBJECT_PREFIX] for n in subjects_named_otherwise(msg.text))
+    missing = list(dict.fromkeys(p for p in (long_stem(fold(n)) for n in subjects_named_otherwise(msg.text))
                                  if not any(w.startswith(p) for w in words)))
     if not missing:
         return chunks

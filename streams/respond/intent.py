@@ -791,8 +791,11 @@ def asks_if_offered_then_price(text: str) -> bool:
     first = question_clause(text)
     if first == text or not _ASKS_IF_OFFERED.search(normalize_chat(first)):
         return False
-    rest = text.split(first, 1)[-1]
-    return _ASKS_AN_AMOUNT.search(normalize_chat(rest)) is not None and detect_intent(first).intent != POLICY
+    # what is asked after it: the text past the "?" that closes it (the clause may carry the one before it along)
+    end = text.find("?", text.find(first.rstrip("?").split(", ")[-1]))
+    if end < 0:
+        return False
+    return _ASKS_AN_AMOUNT.search(normalize_chat(text[end + 1:])) is not None and detect_intent(first).intent != POLICY
 
 
 def intent_by_form(detected: IntentResult, text: str | None, default: IntentResult | None = None) -> IntentResult | None:

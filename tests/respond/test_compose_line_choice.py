@@ -188,8 +188,8 @@ def test_a_rule_named_otherwise_in_the_story_is_searched_by_its_own_name():
 
 
 SPAY_VET = {"spay": "# Castração\n\nCastração de cadela até 15 kg: R$ 790,00.",
-       "partners": "# Parceiros\n\nNossos parceiros de banho e tosa atendem no mesmo endereço.",
-       "pay": "# Pagamento\n\nParcelamento em até 3x sem juros no cartão, para valores acima de R$ 300,00."}
+            "partners": "# Parceiros\n\nNossos parceiros de banho e tosa atendem no mesmo endereço.",
+            "pay": "# Pagamento\n\nParcelamento em até 3x sem juros no cartão, para valores acima de R$ 300,00."}
 
 
 def test_a_word_sharing_only_the_stem_of_the_rule_does_not_name_it():

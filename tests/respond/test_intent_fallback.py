@@ -454,3 +454,6 @@ def test_a_thing_asked_for_before_its_price_is_an_info_request():
     assert not asks_if_offered_then_price("tem desconto pra estudante? qnto custa?")
     assert not asks_if_offered_then_price("qnto custa a limpeza de tartaro?")
     assert not asks_if_offered_then_price("vcs fazem limpeza de tartaro?")
+    # the price is what follows the first question, not a word of it
+    assert not asks_if_offered_then_price("vcs tem aquele quanto custa da tabela? e abre domingo?")
+    assert asks_if_offered_then_price("oi, vcs tem pizza vegana? qnto é a grande")
