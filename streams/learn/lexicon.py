@@ -458,6 +458,13 @@ CHANGE_CUES: list[tuple[str, str]] = [
               r"\bdivorci\w+|\bmorreu\b|\bfaleceu\b|\bended\b|\bbroke up\b|\bdied\b|"
               # a death said softly ("a Socorro se foi em junho", "nos deixou", "virou estrelinha", "a falecida")
               r"\bse foi\b(?! embora)|\bnos deixou\b|\bfalecid[oa]s?\b|\bvirou (?:uma )?estrelinha\b|\bpassed away\b|"
+              # a pet "descansou" said as news ("o Bolinha descansou semana passada 😢"), not a rest ("descansou bem")
+              r"\bdescansou\b(?=\s*(?:$|[.,;!?]|ontem|hoje|semana|mes|domingo|segunda|terca|quarta|quinta|sexta|sabado|"
+              r"dia\b|em paz|de vez|essa|esse|nessa|nesse|no (?:dia|domingo|sabado|fim)|na (?:semana|segunda|terca|quarta|quinta|sexta)))|"
+              # a pregnancy lost ("perdi o bebê", "a gente perdeu a gravidez")
+              r"\bperd(?:i|eu|emos|eram) (?:o |a |nosso |nossa |meu |minha )?(?:bebe|nene|neném|gravidez|gestacao)\b|"
+              # a partner who became an ex ("a Bia virou ex 💔", "agora é meu ex")
+              r"\b(?:virou|agora (?:e|eh)|ja (?:e|eh)) (?:minha |meu |o |a )?ex\b|"
               # something sold or given away ("vendi o carro", "vendi metade do gado", "doamos a moto")
               r"\bvend(?:i|eu|emos|eram)\b (?:o|a|os|as|meu|minha|meus|minhas|nosso|nossa|metade|parte|tud)|"
               r"\bdo(?:ei|ou|amos|aram)\b (?:o|a|os|as|meu|minha|meus|minhas)\b|"
@@ -486,6 +493,10 @@ CHANGE_CUES: list[tuple[str, str]] = [
                 r"\bfixed\b|\bresolved\b|\bcleared\b|"
                 # the problem is gone ("aquele problema da massa sumiu", "o barulho acabou"), said of the problem
                 r"\b(?:problema|defeito|barulho|cheiro|vazamento|erro|atraso|demora)\b[^.;!?]{0,40}\b(?:sumiu|sumiram|acabou|acabaram|passou)\b|"
+                # a condition gone ("a alergia a amendoim sumiu", "a dor no joelho passou de vez"; not "não passou")
+                r"\b(?:alergia|intolerancia|rinite|asma|dor|dores|crise|crises|coceira|enxaqueca|gastrite|refluxo|"
+                r"sintomas?|dermatite|otite|infeccao|inflamacao)\b[^.;!?]{0,40}?(?<!\bnao )(?<!\bn )(?<!\bnem )"
+                r"\b(?:sumiu|sumiram|acabou|acabaram|passou|passaram)\b|"
                 # a stain gone ("a mancha do vestido saiu certinho"), a charge refunded ("o financeiro já estornou"),
                 # the thing fixed by the business ("trocaram o ar", "depois do ajuste a dentadura ficou ótima")
                 r"\b(?:mancha|manchas|sujeira|encardido)\b[^.;!?]{0,40}\b(?:saiu|sairam|sumiu|sumiram)\b|\bestorn(?:ou|aram|ado|ada|o)\b|"
@@ -497,9 +508,9 @@ CHANGE_CUES: list[tuple[str, str]] = [
 ]
 _CHANGE = [(name, re.compile(p)) for name, p in CHANGE_CUES]
 
-#: Words that add to what is known without replacing it ("também", "continua").
+#: Words that add to what is known without replacing it ("também", "continua", "continuo alérgica, nada mudou").
 ADDITION_CUES = re.compile(
-    r"\btambem\b|\balem d\w*|\bcontinua\w*|\bainda\b|\bsegue\b|\bmais (?:um|uma)\b|\bjunto (?:com|a|ao|d[ao])\b|\btoo\b|\balso\b|\bstill\b|\bas well\b"
+    r"\btambem\b|\balem d\w*|\bcontinu(?:a|o|am|amos)\w*|\bnada mudou\b|\bsegue (?:igual|o mesmo|a mesma)\b|\bainda\b|\bsegue\b|\bmais (?:um|uma)\b|\bjunto (?:com|a|ao|d[ao])\b|\btoo\b|\balso\b|\bstill\b|\bas well\b"
 )
 
 
@@ -562,6 +573,11 @@ ONE_OFF = re.compile(
     # one named day or weekend ("esse sábado não vou", "nessa sexta vamos viajar"), not "toda sexta"
     r"\b(?:esse|este|nesse|neste|essa|esta|nessa|nesta) (?:sabado|domingo|segunda|terca|quarta|quinta|sexta|"
     r"fim de semana|fds|feriado(?:ao)?)\b|"
+    # next named weekday ("sexta que vem pode passar às 9h?"), not "a partir de sexta que vem"
+    r"(?<!a partir de )\b(?:(?:n?a |n?o )?proxim[oa] (?:sabado|domingo|segunda|terca|quarta|quinta|sexta)|"
+    r"(?:sabado|domingo|segunda|terca|quarta|quinta|sexta)(?:-feira)? que vem)\b|"
+    # this year's party on another day ("esse ano a gente vai comemorar dia 20 pq cai num sábado")
+    r"\b(?:esse|este|nesse|neste) ano (?:\w+ ){0,3}(?:comemor|festej|fazer a festa|fazer a comemoracao)\w*|"
     r"\bexcepcionalmente\b|\b(?:essa|esta|nessa|nesta|pra essa|para essa) (?:reserva|compra|encomenda|estadia|viagem)\b|"
     # this order ("esse pedido eu pago no pix", "esse aqui eu pago no meu pix pessoal, é surpresa pro chefe")
     r"\b(?:esse|este|nesse|neste|pra esse|para esse) (?:pedido|aqui)\b|\btemporariamente\b|\bpor uns dias\b|\bjust this once\b|\bthis time only\b|"
@@ -986,8 +1002,18 @@ def _partner_slot(f: str, original: str) -> Slot | None:
     for status, pattern in PARTNER_STATUS:
         m = re.search(pattern, f)
         if m:
-            after = [fold(n) for n in re.findall(r"[A-ZÀ-Ý][\wÀ-ÿ]+", original[m.end():]) if fold(n) not in NOT_NAMES]
-            name = after[0] if after else (names[0] if names else "?")
+            # the name after the relation word ("meu esposo Natanael"), else the one set beside it before it
+            # ("o Natanael, meu esposo"), else the fact's first name; read in the original's own folding
+            # (``f`` is expanded chat spelling: its offsets are not the original's)
+            at = re.search(pattern, fold(original))
+            start = at.end() if at else m.end()
+            after = [fold(n) for n in re.findall(r"[A-ZÀ-Ý][\wÀ-ÿ]+", original[start:]) if fold(n) not in NOT_NAMES]
+            before = None
+            if at and not after:
+                b = re.search(r"([A-ZÀ-Ý][\wÀ-ÿ]+),?\s+(?:que (?:e|é)\s+)?(?:(?i:o|a)\s+)?(?i:meu|minha|mha)\s+$",
+                              original[:at.start()])
+                before = fold(b.group(1)) if b and fold(b.group(1)) not in NOT_NAMES else None
+            name = after[0] if after else before or (names[0] if names else "?")
             ended = bool(re.search(r"termin|separ|divorci|\bex-|romp|\bnao (?:namora|e casad|esta casad)|faleceu|morreu|viuv", f))
             return Slot("partner", f"{status}:{name}", ended)
     return None

@@ -777,6 +777,37 @@ def about_the_agent(text: str) -> bool:
     return not asks_a_question(_remove_spans(text, spans) if spans else text)
 
 
+#: The customer puts the decision off ("vou pensar", "vou ver em outro lugar", "deixa eu ver com a patroa"): an objection
+#: (docs/intent-labels.md: hesitation), whatever price or fee it names ("hmm taxa de 10 reais pra entregar... vou
+#: pensar"), unless a question follows it ("vou pensar, mas tem desconto no pix?"), an amount is asked
+#: (``asks_an_amount`` decides first) or what is thought over is a choice ("vou pensar no sabor"). All 44 such
+#: messages of the tuning writers are labelled ``objection`` (stop 41; two were read as price questions by the fee,
+#: one as general).
+_PUTS_OFF = re.compile(r"\b(?:vou|vamos|deixa eu|deixa eu dar uma|preciso|tenho que) (?:pensar|dar uma pensada|"
+                       r"ver em outro lugar|ver em outra|pesquisar mais|ver outros lugares)\b(?! (?:no|na|nos|nas|num|numa|qual|quais)\b)|"
+                       r"\b(?:vou|deixa eu|preciso|tenho que) (?:ver|falar|conversar|combinar) (?:c|com|co) "
+                       r"(?:ele|ela|eles|elas|meu|minha|meus|minhas|o|a|os|as)\b")
+
+
+def puts_off(text: str) -> bool:
+    """The message defers the decision (``_PUTS_OFF``) and asks nothing after saying so."""
+    norm = normalize_chat(text)
+    m = _PUTS_OFF.search(norm)
+    if m is None:
+        return False
+    # the question asked after the hesitation, on the raw text (normalize_chat drops the question mark)
+    tail = text[_raw_offset(text, norm, m.end()):]
+    return not asks_a_question(tail)
+
+
+def _raw_offset(text: str, norm: str, index: int) -> int:
+    """Where, in ``text``, the ``index``-th character of its normalised form falls (by the share of words before
+    it: ``normalize_chat`` rewrites words but keeps their order)."""
+    words_before = len(norm[:index].split())
+    raw_words = list(re.finditer(r"\S+", text))
+    return raw_words[words_before - 1].end() if 0 < words_before <= len(raw_words) else 0
+
+
 #: A first question asking whether something is offered ("vcs fazem limpeza de tártaro?", "tem pizza vegana?") and a
 #: later one asking its price ("qnto custa?"): the first real question decides (docs/intent-labels.md: "vcs tem tosa
 #: na tesoura? é mais caro?" stays info_request), unless it asks a rule ("tem desconto pra estudante? qnto?").
@@ -802,12 +833,15 @@ def intent_by_form(detected: IntentResult, text: str | None, default: IntentResu
     """The verdict the message's form gives before any classifier reads it: a first question asking an amount
     (``asks_an_amount``) is a price question, one asking whether a thing is offered before its price is asked
     (``asks_if_offered_then_price``) an info request, a message opening by agreeing that asks nothing (``agrees``) a
-    confirmation, a message asking the agent only about itself (``about_the_agent``) general; None otherwise.
+    confirmation, a message asking the agent only about itself (``about_the_agent``) general, a message putting the decision off
+    and asking nothing after it (``puts_off``) an objection; None otherwise.
     ``default``: the default dictionary's verdict on ``text``, when the caller has it."""
     if text is None:
         return None
     if asks_an_amount(text):
         return IntentResult(PRICE, max(detected.score, 1.0), detected.matched + ("~amount",))
+    if puts_off(text):
+        return IntentResult(OBJECTION, max(detected.score, 1.0), detected.matched + ("~puts_off",))
     if asks_if_offered_then_price(text):
         return IntentResult(INFO, max(detected.score, 1.0), detected.matched + ("~offered",))
     if agrees(text, default):

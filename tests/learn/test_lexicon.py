@@ -330,3 +330,41 @@ def test_a_time_gone_by_without_doing_it_is_a_stop(text, stopped):
     from streams.learn.lexicon import change_cues, normalize
 
     assert ("stopped" in change_cues(normalize(text))) == stopped
+
+
+@pytest.mark.parametrize("text, cue", [
+    ("o Bolinha descansou semana passada 😢 obrigada por tudo", "ended"),     # a pet's death, said softly
+    ("infelizmente perdi o bebê. quando eu estiver pronta eu volto", "ended"),
+    ("a Bia virou ex 💔 mas o bolo de hoje é pra minha mãe", "ended"),
+    ("fiz o teste de novo e a alergia a amendoim sumiu!!", "cleared"),
+    ("a dor no joelho passou de vez", "cleared"),
+])
+def test_an_end_said_in_chat_is_a_change(text, cue):
+    """Stop 41 (probe_aw, probe_ax): a death said softly, a pregnancy lost, a partner who "virou ex" and a
+    condition that "sumiu" end the old state."""
+    from streams.learn.lexicon import change_cues, normalize
+
+    assert cue in change_cues(normalize(text))
+
+
+@pytest.mark.parametrize("text", [
+    "ele descansou bem na hospedagem",                 # a rest, not a death
+    "continua sem lã, hein, a alergia não passou",     # the condition did not go
+    "perdi o cartão ontem",
+])
+def test_what_is_no_end(text):
+    from streams.learn.lexicon import change_cues, normalize
+
+    assert not {"ended", "cleared"} & change_cues(normalize(text))
+
+
+def test_next_weekday_and_this_years_party_are_one_offs_and_continuo_restates():
+    """Stop 41 (probe_aw, probe_ax): "sexta que vem pode passar às 9h?" and "esse ano a gente vai comemorar dia 20"
+    hold once; "continuo alérgica, nada mudou" restates the old fact."""
+    from streams.learn import lexicon as L
+
+    assert L.one_off("sexta que vem pode passar às 9h em vez de 7h?")
+    assert L.one_off("o niver do Miguel esse ano a gente vai comemorar dia 20 pq cai num sábado")
+    assert not L.one_off("a partir de sexta que vem pode ser às 9h")
+    assert not L.one_off("esse ano eu me formei")
+    assert L.addition_cues(L.normalize("continuo alérgica a dipirona, nada mudou"))

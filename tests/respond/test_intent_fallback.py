@@ -457,3 +457,24 @@ def test_a_thing_asked_for_before_its_price_is_an_info_request():
     # the price is what follows the first question, not a word of it
     assert not asks_if_offered_then_price("vcs tem aquele quanto custa da tabela? e abre domingo?")
     assert asks_if_offered_then_price("oi, vcs tem pizza vegana? qnto é a grande")
+
+
+@pytest.mark.parametrize("text, objects", [
+    ("hmm taxa de 10 reais pra entregar... vou pensar", True),        # a fee named, the decision put off
+    ("nossa 790 pra castrar a cadela? vou pensar", True),            # the price echoed as a question first
+    ("putz deixa eu falar c meu marido antes", True),
+    ("hmm vou ver com o pessoal aqui e te falo, ta salgado", True),
+    ("vou pensar, mas tem desconto no pix?", False),                  # a question follows the hesitation
+    ("qnto fica a coral pernoite? vou pensar", False),                # an amount asked: a price question
+    ("pode ser, vou pensar no sabor ainda", False),                   # a choice thought over
+    ("to a pensar levar a minha mulher, qnto ta a coral?", False),
+])
+def test_putting_the_decision_off_is_an_objection(text, objects):
+    """Stop 41 (probe_aw, probe_ax): "vou pensar", "deixa eu ver com a patroa" put the decision off: an objection
+    whatever fee the message names (44 of 44 such tuning messages), unless a question follows or an amount is asked."""
+    from streams.respond.intent import OBJECTION, detect_intent, intent_by_form, puts_off
+
+    formed = intent_by_form(detect_intent(text), text)
+    assert ((formed is not None and formed.intent == OBJECTION)) == objects
+    if text.startswith("qnto"):
+        assert puts_off(text) and formed.intent != OBJECTION    # asks_an_amount decides first
