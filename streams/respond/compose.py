@@ -488,10 +488,18 @@ _DEAL = re.compile(r"\b(desconto|promoc\w*|metade do preco|gratis|de graca|em do
                    r"sem custo|sem taxa|sem juros|pacote|combo|rodizio|mais em conta)\b")
 
 
+#: A deal given for the business's own failure ("se a entrega passar de 80 minutos, o cliente ganha um cupom"):
+#: a compensation, no way for the customer to pay less.
+_COMPENSATION = re.compile(r"\b(?:atraso|atrasos|atrasar|atrasou|atrasad[oa]|erro|errad[oa]|defeito|passar de \d+ ?(?:min|minutos|h|horas))\b")
+
+
 def offers_deal(text: str) -> bool:
     """A promotion, discount or cheaper option (what answers "tá caro"); not one denied ("não
-    oferecemos outros descontos", "as promoções não são cumulativas")."""
+    oferecemos outros descontos", "as promoções não são cumulativas"), nor a compensation for a failure
+    (``_COMPENSATION``: "Atraso: se a entrega passar de 80 minutos, o cliente ganha um cupom")."""
     folded = fold(text)
+    if _COMPENSATION.search(folded):
+        return False
     for m in _DEAL.finditer(folded):
         before, after = folded[:m.start()].split()[-4:], folded[m.end():].split()[:2]
         if not ({"nao", "nem", "nenhum", "nenhuma"} & set(before + after)):
@@ -2047,7 +2055,8 @@ _KIND_OF = re.compile(r"\b(?:custa|custam|custaria|valor|preco|sai|fica|cobra|co
 
 
 _ACT_PRICED = re.compile(r"\b(?:custa|custam|cobra|cobram|sai|fica|preco|valor)\b(?: \S+){0,3}? (?:pra|para) "
-                         r"([a-z]{3,}(?:ar|er|ir)) (?:um |uma |o |a |os |as )?([a-z]{4,})\b")
+                         r"([a-z]{3,}(?:ar|er|ir))(?: e [a-z]{3,}(?:ar|er|ir))? (?:um |uma |o |a |os |as |minha |meu )?"
+                         r"([a-z]{4,})\b")
 _PRICED = re.compile(r"(?:custa|custam|custaria|valor|preco|sai|fica|cobra|cobram)\b")   # "ta espirrando" prices nothing
 
 
@@ -2081,7 +2090,8 @@ def unknown_kind(message: str, units: Sequence[Unit]) -> set[str]:
                 or kind not in _PLAIN:
             out.add(stem(kind))
     for m in _ACT_PRICED.finditer(normalize_chat(message)):
-        # "qnto cobram pra alugar um projetor ...?": the thing the priced act is done to, named by no unit
+        # "qnto cobram pra alugar um projetor ...?", "quanto vcs cobram pra lavar e passar uma peça?": the thing
+        # the priced act is done to, named by no unit
         if stem(m.group(2)) in focus and stem(m.group(2)) in missing:
             out.add(stem(m.group(2)))
     return out

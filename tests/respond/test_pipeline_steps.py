@@ -326,6 +326,9 @@ def test_an_objection_brings_the_accounts_deals_found_by_their_words():
     assert asyncio.run(_deals(inbound("86 reais numa pizza? ta caro demais"), got, lexical)) == [promo]
     assert offers_deal("Tarde Aurora: 20% de desconto nos períodos de 2h e 4h.")
     assert not offers_deal("Fora isso, não oferecemos outros descontos.") and not offers_deal(rules.text)
+    # a compensation for the business's own failure is no way to pay less (stop 41, probe_ax)
+    assert not offers_deal("Atraso: se a entrega passar de 80 minutos, o cliente ganha um cupom de R$ 15,00.")
+    assert offers_deal("Retirada no balcão: o cliente ganha 5% de desconto no valor das pizzas.")
 
 
 def test_a_message_vector_waited_for_in_a_thread_is_embedded_once_by_whoever_comes_first():
@@ -423,3 +426,16 @@ def test_a_booking_told_without_a_verb_or_as_already_booked_brings_the_deposit_r
     lexical = WordIndex({"reserv": [deposit]})
     assert run_steps(_booking_rule_steps(inbound("fechou coral sabado 22h 👍"), got, lexical, 3)) == got + [deposit]
     assert lexical.asked == [["agend"], ["marc"], ["reserv"]]
+
+
+def test_a_price_asked_of_an_act_on_a_thing_no_unit_names_is_an_unknown_kind():
+    """Stop 41 (probe_aw): "derrubei vinho na minha camisa ... quanto vcs cobram pra lavar e passar uma peça?" asks
+    the motel the price of a service it never names: two acts joined by "e" still point to the thing ("peça")."""
+    from streams.respond.compose import answer_units, unknown_kind
+
+    units = answer_units("# Bebidas\n\n- **Vinhos**: vinho rosé R$ 105,00; vinho tinto R$ 115,00.\n"
+                         "- **Lavanderia do hotel**: lavagem de lençóis inclusa.")
+    assert "peca" in unknown_kind("derrubei vinho na minha camisa ontem ai kkkk quanto vcs cobram pra lavar e passar "
+                                  "uma peça?", units)
+    assert not unknown_kind("quanto vcs cobram pra lavar e passar uma peça de vinho?",
+                            answer_units("- **Peça avulsa**: lavar e passar uma peça custa R$ 12,00."))
