@@ -368,3 +368,16 @@ def test_next_weekday_and_this_years_party_are_one_offs_and_continuo_restates():
     assert not L.one_off("a partir de sexta que vem pode ser às 9h")
     assert not L.one_off("esse ano eu me formei")
     assert L.addition_cues(L.normalize("continuo alérgica a dipirona, nada mudou"))
+
+
+def test_the_partners_name_is_the_one_set_beside_the_relation_word():
+    """Stop 41 (probe_ax): "hoje quem vai buscar a Mel é o Natanael, meu esposo" names the husband Natanael (set
+    before "meu esposo"), not Mel, the fact's first name; a name after the word still wins."""
+    from streams.learn.lexicon import parse_slots
+
+    def partner(text):
+        return next(s.value for s in parse_slots("vinculo_social", text) if s.key == "partner")
+
+    assert partner("hoje quem vai buscar a Mel é o Natanael, meu esposo, ele sai mais cedo") == "married:natanael"
+    assert partner("O esposo se chama Natanael") == "married:natanael"
+    assert partner("meu marido Jorge vem junto com a Mel") == "married:jorge"
