@@ -91,17 +91,18 @@ TRAIN_QUESTIONS = ROOT / "examples" / "train" / "questions.jsonl"
 #: at stop 36 and 37 the first four had scored the unseen sets no better, but the last two write the kinds the
 #: validation sets lack (price questions, objections, confirmations; docs/quality-log.md, stop 38); probe_as and
 #: probe_at (fresh at stop 38, scored untouched first) from stop 39; probe_au and probe_av (fresh at stop 39, scored
-#: untouched first) from stop 40. Never a validation
+#: untouched first) from stop 40; probe_aw and probe_ax (fresh at stop 40, scored untouched first twice) from stop 41.
+#: Never a validation
 #: set (probe_o, probe_p, probe_q) nor a reserved one (heldout, probe_b, probe_d, probe_e, probe_f, probe_g): those stay
-#: out so their intent figure is out of sample; nor this stop's fresh sets (probe_aw, probe_ax).
+#: out so their intent figure is out of sample; nor this stop's fresh sets (probe_ay, probe_az).
 READABLE_PROBES = ("probe_a", "probe_c", "probe_h", "probe_i", "probe_j", "probe_k", "probe_l", "probe_m", "probe_r",
                    "probe_s", "probe_t", "probe_u", "probe_v", "probe_w", "probe_x", "probe_y", "probe_z",
                    "probe_aa", "probe_ab", "probe_ac", "probe_ad", "probe_ae", "probe_af", "probe_ag", "probe_ah",
                    "probe_ai", "probe_aj", "probe_ak", "probe_al", "probe_am", "probe_an", "probe_ao", "probe_ap",
-                   "probe_aq", "probe_ar", "probe_as", "probe_at", "probe_au", "probe_av")
+                   "probe_aq", "probe_ar", "probe_as", "probe_at", "probe_au", "probe_av", "probe_aw", "probe_ax")
 #: Sets that must never train the classifier (``train`` refuses them even when asked).
 NEVER_TRAIN = ("heldout", "probe_b", "probe_d", "probe_e", "probe_f", "probe_g", "probe_o", "probe_p", "probe_q",
-               "probe_aw", "probe_ax")   # fresh at stop 40, the next stop's first check
+               "probe_ay", "probe_az")   # fresh at stop 41, the next stop's first check
 PROBE_QUESTIONS = tuple(ROOT / "examples" / p / "questions.jsonl" for p in READABLE_PROBES)
 WRITTEN_FILES = (WRITTEN, TRAIN_QUESTIONS) + PROBE_QUESTIONS
 
