@@ -1285,13 +1285,18 @@ def limits(text: str) -> bool:
 
 def item_name(unit: Unit) -> str:
     """The proper name a list item is about ("Suíte Lírio" of "Suíte Lírio: piscina aquecida ..."):
-    its label of two or more words, each capitalised; "" otherwise."""
+    its label of two or more words, each capitalised but the connectors ("Pacote Pedido de Casamento"); ""
+    otherwise."""
     if not unit.item:
         return ""
     m = _ITEM_LABEL.match(unit.text)
     name = m.group(1).strip() if m else ""
     words = name.split()
-    return name if len(words) >= 2 and all(w[0].isupper() for w in words) else ""
+    return name if len(words) >= 2 and words[0][0].isupper() and words[-1][0].isupper() \
+        and all(w[0].isupper() or w in _NAME_CONNECTORS for w in words) else ""
+
+
+_NAME_CONNECTORS = frozenset({"de", "da", "do", "das", "dos", "e"})
 
 
 def refers_to(text: str, unit: Unit) -> bool:

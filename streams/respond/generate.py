@@ -366,6 +366,7 @@ class OfflineComposer:
             return [quoted] if quoted is not None else []
         ranked = self._narrow(message, ranked, intent)
         if compose.wants_price(message, intent == i.PRICE):
+            ranked = self._own_line_priced(message, units, ranked)
             ranked = self._on_the_question(message, ranked)
             ranked = self._priced_under_the_list(message, scored, ranked)
             ranked = self._range_of_the_thing_asked(message, ranked)
@@ -402,6 +403,23 @@ class OfflineComposer:
         if quoted is not None:
             out = [quoted] + [u for u in out if u != quoted][: self.max_sentences - 1]
         return out
+
+    @staticmethod
+    def _own_line_priced(message: str, units: Sequence[compose.Unit],
+                         ranked: list[compose.Scored]) -> list[compose.Scored]:
+        """"qnto fica aquele pacote das petalas?": the price of an item asked by its name is on its own line
+        ("Pacote Pétalas — R$ 120,00: ..."); a sibling's line that only mentions it ("Pacote Aurora Romântica —
+        R$ 260,00: tudo do Pacote Pétalas, mais ...") prices the sibling. When the item's own line is ranked,
+        the lines of other items of its kind are dropped (``sibling_item`` keeps them for what they say of it)."""
+        asked = compose.named_items(message, units)
+        if not asked:
+            return ranked
+        kinds = {a.split()[0] for a in asked}
+        own = [s for s in ranked if fold(compose.item_name(s.unit)).lower() in asked]
+        if not own:
+            return ranked
+        return [s for s in ranked if s in own or not compose.item_name(s.unit)
+                or fold(compose.item_name(s.unit)).lower().split()[0] not in kinds]
 
     @staticmethod
     def _on_the_thing_asked(message: str, units: Sequence[compose.Unit], ranked: list[compose.Scored],

@@ -690,3 +690,26 @@ def test_a_seven_letter_word_needs_six_letters_in_common_to_be_covered():
     assert "parce" not in uncovered_focus("vcs parcela o clareamento?", units_of_chunks(
         ["Clareamento: parcelamos em até 4x no cartão."]))
     assert not uncovered_focus("aceitam vale?", units_of_chunks(["Aceitamos vale-refeição."]))
+
+
+PACKAGES = """# Decoração para datas especiais
+
+- **Pacote Pétalas** — R$ 120,00: pétalas de rosa na cama, caminho de velas de LED e 6 balões de coração.
+- **Pacote Aurora Romântica** — R$ 260,00: tudo do Pacote Pétalas, mais uma garrafa de espumante nacional.
+- **Pacote Pedido de Casamento** — R$ 390,00: tudo do Aurora Romântica, mais letreiro luminoso e tapete de pétalas."""
+
+
+def test_an_item_asked_by_name_is_priced_by_its_own_line_not_a_siblings_that_mentions_it(use_embedder):
+    """Stop 41 (probe_ax): "tudo do Pacote Pétalas, mais ..." prices the Aurora Romântica, not the Pétalas (by
+    meaning the sibling's line ranked first)."""
+    from streams.respond.evaluate_answers import CachedEmbedder
+
+    composer = OfflineComposer(embedder=CachedEmbedder(use_embedder))
+    picked = composer.pick_sentences("qnto fica o pacote petalas?", [chunk(PACKAGES)], "price_question")
+    assert [u.text.split(" —")[0] for u in picked] == ["Pacote Pétalas"]
+    # a name with a lower-case connector is a name ("Pacote Pedido de Casamento")
+    from streams.respond.compose import answer_units, item_name
+    assert [item_name(u) for u in answer_units(PACKAGES)][2] == "Pacote Pedido de Casamento"
+    # an item not named keeps every line that may answer
+    picked = composer.pick_sentences("qnto fica o pacote aurora romantica?", [chunk(PACKAGES)], "price_question")
+    assert picked[0].text.startswith("Pacote Aurora Romântica")
