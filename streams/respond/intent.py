@@ -790,22 +790,16 @@ _PUTS_OFF = re.compile(r"\b(?:vou|vamos|deixa eu|deixa eu dar uma|preciso|tenho 
 
 
 def puts_off(text: str) -> bool:
-    """The message defers the decision (``_PUTS_OFF``) and asks nothing after saying so."""
-    norm = normalize_chat(text)
-    m = _PUTS_OFF.search(norm)
-    if m is None:
-        return False
-    # the question asked after the hesitation, on the raw text (normalize_chat drops the question mark)
-    tail = text[_raw_offset(text, norm, m.end()):]
-    return not asks_a_question(tail)
+    """The message defers the decision (``_PUTS_OFF``) and asks nothing from the sentence saying so on ("nossa 790
+    pra castrar? vou pensar" puts off; "vou pensar, mas tem desconto no pix?" asks)."""
+    sentences = [m.start() for m in _SENTENCE.finditer(text)]
+    for start, end in zip(sentences, sentences[1:] + [len(text)]):
+        if _PUTS_OFF.search(normalize_chat(text[start:end])):
+            return not asks_a_question(text[start:])
+    return False
 
 
-def _raw_offset(text: str, norm: str, index: int) -> int:
-    """Where, in ``text``, the ``index``-th character of its normalised form falls (by the share of words before
-    it: ``normalize_chat`` rewrites words but keeps their order)."""
-    words_before = len(norm[:index].split())
-    raw_words = list(re.finditer(r"\S+", text))
-    return raw_words[words_before - 1].end() if 0 < words_before <= len(raw_words) else 0
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?\n]*")
 
 
 #: A first question asking whether something is offered ("vcs fazem limpeza de tártaro?", "tem pizza vegana?") and a
