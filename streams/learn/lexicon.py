@@ -510,7 +510,7 @@ _CHANGE = [(name, re.compile(p)) for name, p in CHANGE_CUES]
 
 #: Words that add to what is known without replacing it ("também", "continua", "continuo alérgica, nada mudou").
 ADDITION_CUES = re.compile(
-    r"\btambem\b|\balem d\w*|\bcontinu(?:a|o|am|amos)\w*|\bnada mudou\b|\bsegue (?:igual|o mesmo|a mesma)\b|\bainda\b|\bsegue\b|\bmais (?:um|uma)\b|\bjunto (?:com|a|ao|d[ao])\b|\btoo\b|\balso\b|\bstill\b|\bas well\b"
+    r"\btambem\b|\balem d\w*|\bcontinu(?:a|o|am|amos)\w*|\bnada mudou\b|\bainda\b|\bsegue\b|\bmais (?:um|uma)\b|\bjunto (?:com|a|ao|d[ao])\b|\btoo\b|\balso\b|\bstill\b|\bas well\b"
 )
 
 

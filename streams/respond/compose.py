@@ -1283,6 +1283,10 @@ def limits(text: str) -> bool:
     return bool(_LIMITS & set(fold(text).split()))
 
 
+#: Lower-case words a proper name may hold between its capitalised ones ("Pacote Pedido de Casamento").
+_NAME_CONNECTORS = frozenset({"de", "da", "do", "das", "dos", "e"})
+
+
 def item_name(unit: Unit) -> str:
     """The proper name a list item is about ("Suíte Lírio" of "Suíte Lírio: piscina aquecida ..."):
     its label of two or more words, each capitalised but the connectors ("Pacote Pedido de Casamento"); ""
@@ -1294,9 +1298,6 @@ def item_name(unit: Unit) -> str:
     words = name.split()
     return name if len(words) >= 2 and words[0][0].isupper() and words[-1][0].isupper() \
         and all(w[0].isupper() or w in _NAME_CONNECTORS for w in words) else ""
-
-
-_NAME_CONNECTORS = frozenset({"de", "da", "do", "das", "dos", "e"})
 
 
 def refers_to(text: str, unit: Unit) -> bool:

@@ -792,11 +792,8 @@ _PUTS_OFF = re.compile(r"\b(?:vou|vamos|deixa eu|deixa eu dar uma|preciso|tenho 
 def puts_off(text: str) -> bool:
     """The message defers the decision (``_PUTS_OFF``) and asks nothing from the sentence saying so on ("nossa 790
     pra castrar? vou pensar" puts off; "vou pensar, mas tem desconto no pix?" asks)."""
-    sentences = [m.start() for m in _SENTENCE.finditer(text)]
-    for start, end in zip(sentences, sentences[1:] + [len(text)]):
-        if _PUTS_OFF.search(normalize_chat(text[start:end])):
-            return not asks_a_question(text[start:])
-    return False
+    said = next((m for m in _SENTENCE.finditer(text) if _PUTS_OFF.search(normalize_chat(m.group(0)))), None)
+    return said is not None and not asks_a_question(text[said.start():])
 
 
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?\n]*")
