@@ -775,7 +775,7 @@ def booking_order(message: str) -> str:
         m = _BOOKING.search(norm)
         if m and (_DAY_A.search(norm[m.end():]) or clock_asked(norm) or re.search(r"\b\d{1,2}h\b", norm[m.end():])):
             return clause.strip()
-        if _PICKUP.search(norm):
+        if _PICKUP.search(norm) or _PAYS_BY.search(norm):
             return clause.strip()
     return ""
 
@@ -804,6 +804,40 @@ _PICKUP = re.compile(r"\b(?:vou retirar|eu retiro|retiro ai|retiro no balcao|pra
                      r"na retirada)\b")
 
 
+# the customer telling how the order will be paid ("pago no pix", "vou pagar em dinheiro, troco pra 100", "faço o pix
+# ja ja"; not the deposit of a booking, "mando o pix do sinal", which the booking's rule answers): what the business
+# says of paying that way (the Pix key sent on confirming, the change it carries) answers it
+_PAYS_BY = re.compile(r"\b(?:pago|pagar|pagando|pagamento|pgto|pagto|vai ser|e)\s+(?:no|na|em|com|via|pelo|pela|de)?\s*"
+                      r"(?:o |a )?(pix|cartao|credito|debito|dinheiro|especie)\b|"
+                      r"\b(?:faco|fazer|mando|mandar|manda|passo|passa)\s+(?:o |um |a chave do )?(pix)\b(?!\s+(?:d[oa]s?|de)\b)")
+#: the words that name each way of paying in the business's lines (by their folded start)
+_PAYMENT_WORDS = {"pix": ("pix",), "cartao": ("cartao", "cartoes", "credito", "debito"), "credito": ("credito",),
+                  "debito": ("debito",), "dinheiro": ("dinheiro", "troco"), "especie": ("dinheiro", "troco")}
+
+
+def payment_told(piece: str) -> str:
+    """The way of paying a confirmation's piece tells ("vou pagar no pix" → "pix"); "" when it tells none."""
+    m = _PAYS_BY.search(normalize_chat(piece))
+    return (m.group(1) or m.group(2)) if m else ""
+
+
+def states_payment(method: str, text: str) -> bool:
+    """Whether ``text`` is the business's word on paying by ``method`` ("Pix (a chave é enviada pelo atendente
+    na confirmação do pedido)", "Para pagar em dinheiro, informe o valor ... levamos troco"): it names the
+    method and is no deposit asked to book ("sinal de R$ 50,00 via Pix")."""
+    words = fold(text).split()
+    return bool(method) and any(w.strip(".,;:()!?").startswith(_PAYMENT_WORDS.get(method, (method,)))
+                                for w in words) and not _DEPOSIT.search(fold(text))
+
+
+def payment_lines(method: str, units: Sequence["Unit"]) -> list["Unit"]:
+    """The units on paying by ``method`` (``states_payment``), those under a heading or label on payment
+    first, then the shorter, then reading order."""
+    found = [u for u in units if states_payment(method, u.text)]
+    return sorted(found, key=lambda u: (not any(w.startswith("pag") for w in _stems(f"{u.context} {u.label or ''}")),
+                                        len(u.text), u.order))
+
+
 def hours_of_booked_day(piece: str, text: str) -> bool:
     """Whether ``text`` states the hours of a day the booking ``piece`` names ("pode agendar sabado 9h" /
     "Sábado: das 8h às 14h"): what answers a booking put as an order, the business's word on that day's
@@ -825,7 +859,9 @@ def booking_acts(piece: str) -> list[str]:
     """The roots of the booking acts a piece names ("pode reservar a brisa pra sexta" → ["reserv"]); a booking
     told without a verb ("fechou coral sabado 22h": ``booking_order``) may be any of them (``BOOKING_ROOTS``)."""
     named = sorted({m.group(1) for m in _BOOKING_ACT.finditer(normalize_chat(piece))})
-    return named or (list(BOOKING_ROOTS) if piece and piece == booking_order(piece) else [])
+    if named or payment_told(piece):   # "vou pagar no pix" books nothing
+        return named
+    return list(BOOKING_ROOTS) if piece and piece == booking_order(piece) else []
 
 
 def states_booking_rule(piece: str, text: str) -> bool:

@@ -74,6 +74,7 @@ from streams.respond.compose import (
     extreme_item,
     extreme_price,
     fetches_order,
+    payment_told,
     halves_named,
     instalments_apply,
     is_yes_no,
@@ -91,6 +92,7 @@ from streams.respond.compose import (
     question_part,
     question_words,
     states_bringing,
+    states_payment,
     states_party_limit,
     stem,
     told_place,
@@ -692,6 +694,10 @@ def _booking_rule_steps(msg: InboundMessage, chunks: list[KnowledgeChunk], lexic
     if fetches_order(piece):   # "vou retirar no balcão": what the business says of a pick-up, found by its word
         return (yield from _stating_line_steps(msg, chunks, lexical, limit, ["retir"],
                                                lambda text: names_pickup(fold(text).split())))
+    method = payment_told(piece)
+    if method:   # "vou pagar no pix": the line on paying that way, found by the method's word
+        return (yield from _stating_line_steps(msg, chunks, lexical, limit, [method],
+                                               lambda text: states_payment(method, text)))
     for act in booking_acts(piece):   # the act named; every one for a booking told without a verb
         found = yield from _stating_line_steps(msg, chunks, lexical, limit, [act],
                                                lambda text: asks_deposit_to_book(piece, text))

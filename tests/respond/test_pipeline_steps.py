@@ -439,3 +439,59 @@ def test_a_price_asked_of_an_act_on_a_thing_no_unit_names_is_an_unknown_kind():
                                   "uma peça?", units)
     assert not unknown_kind("quanto vcs cobram pra lavar e passar uma peça de vinho?",
                             answer_units("- **Peça avulsa**: lavar e passar uma peça custa R$ 12,00."))
+
+
+def test_a_confirmation_telling_how_it_pays_gets_the_business_s_word_on_paying_so():
+    """Stop 42 (probe_ax, probe_az: "isso, pode mandar, pago no pix quando confirmar", "fechou, pode mandar entao.
+    vou pagar no pix"): the vector follows the order, so the line on paying that way ("Pix: a chave é enviada na
+    confirmação") is found by the method's word; a deposit to book ("sinal de R$ 50,00 via Pix") is not it, and a
+    booking's own deposit ("mando o pix do sinal") stays the booking's."""
+    from streams.respond.compose import booking_acts, booking_order, payment_lines, payment_told, units_of_chunks
+    from streams.respond.handler import _booking_rule_steps
+    from tests.respond.fakes import WordIndex, chunk, run_steps
+
+    assert payment_told("vou pagar no pix") == "pix" and payment_told("pago no cartão") == "cartao"
+    assert payment_told("vou pagar em dinheiro, troco pra 100") == "dinheiro"
+    assert payment_told("faço o pix ja ja") == "pix" and payment_told("pode ser, manda o pix") == "pix"
+    assert payment_told("ja mando o pix do sinal") == "" and payment_told("faço o pix dos 50") == ""
+    assert payment_told("fechou, valeu") == "" and payment_told("vou pensar no pix") == ""
+    assert booking_order("fechou, pode mandar entao. vou pagar no pix") == "vou pagar no pix"
+    assert booking_acts("vou pagar no pix") == []   # pays, books nothing
+    assert booking_order("fechado, pode reservar a coral pra sexta 22h, mando o pix do sinal") == \
+        "pode reservar a coral pra sexta 22h"
+    lines = units_of_chunks(["# Pagamento\n\nAceitamos:\n- Pix (a chave é enviada pelo atendente na confirmação)\n"
+                             "- Dinheiro: levamos troco para até R$ 100,00.",
+                             "**Reservas**: para grupos, sinal de R$ 50,00 via Pix."])
+    assert [u.text for u in payment_lines("pix", lines)] == ["Pix (a chave é enviada pelo atendente na confirmação)."]
+    assert [u.text for u in payment_lines("dinheiro", lines)] == ["Dinheiro: levamos troco para até R$ 100,00."]
+    assert payment_lines("cartao", lines) == []
+
+    got = [chunk("- **Calabresa**: grande R$ 58,00"), chunk("Reservas: para grupos, sinal de R$ 50,00 via Pix.")]
+    key = chunk("Aceitamos Pix (a chave é enviada pelo atendente na confirmação do pedido) e cartão.")
+    lexical = WordIndex({"pix": [key]})
+    assert run_steps(_booking_rule_steps(inbound("fechou, manda a calabresa. vou pagar no pix"), got, lexical, 3)) \
+        == got + [key]
+    assert lexical.asked == [["pix"]]
+    assert run_steps(_booking_rule_steps(inbound("fechou, manda a calabresa"), got, lexical, 3)) == got
+    assert lexical.asked == [["pix"]]   # told no way of paying: no search
+
+
+def test_the_reply_to_a_confirmation_telling_how_it_pays_carries_that_way_s_line():
+    from uuid import uuid4
+
+    from streams.respond.generate import CONFIRMATION_REPLY, OfflineComposer
+    from streams.respond.model import KnowledgeChunk, ReplyRequest
+
+    text = ("# Formas de pagamento\n\nAceitamos:\n- Pix (a chave é enviada pelo atendente na confirmação do pedido)\n"
+            "- Cartão de crédito e de débito\n\nPara pagar em dinheiro, informe o valor na hora do pedido: levamos "
+            "troco para até R$ 200,00.")
+
+    def reply(message):
+        req = ReplyRequest(messages=[], message=message, intent="confirmation", retrieval="required",
+                           chunks=(KnowledgeChunk(uuid4(), uuid4(), 0.3, text),))
+        return OfflineComposer().generate(req).text
+
+    assert reply("fechou, pode mandar entao. vou pagar no pix") == \
+        "Perfeito! Pix (a chave é enviada pelo atendente na confirmação do pedido)."
+    assert "troco para até R$ 200,00" in reply("fechou, manda 1 grande de calabresa, vou pagar em dinheiro, troco pra 100")
+    assert reply("fechou, valeu") == CONFIRMATION_REPLY
