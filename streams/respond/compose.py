@@ -2160,6 +2160,11 @@ _WHICH_ATTRIBUTE = re.compile(r"\bqua(?:l|is)(?: (?:e|eh|era|seria))? (?:o|a|os|
 # safra" (the question ends on the attribute: "é de qual unidade o telefone?" names its item after it)
 _ITEM_THEN_ATTRIBUTE = re.compile(r"\b(?:e|eh|sao|seria|era) (?:de |da |do )?(?:qual|quais|que) ([a-z]{3,})$")
 _PIECE_END = re.compile(r"[?!.,;\n]+")
+# "a piscina tem quantos metros de comprimento?", "a agua fica a quantos graus?": a measure asked, which a line
+# answers only by writing that measure; time and people are counted by lines in their own forms ("2h", "até 4")
+_HOW_MANY = re.compile(r"\bquant[oa]s ([a-z]{3,})")
+_COUNTED_ANYWHERE = frozenset({"horas", "hora", "horinhas", "minutos", "dias", "dia", "semanas", "meses", "anos",
+                               "vezes", "pessoas", "pessoa", "criancas", "adultos", "reais", "conto", "pila"})
 
 
 def unknown_attribute(message: str, units: Sequence[Unit]) -> set[str]:
@@ -2170,6 +2175,10 @@ def unknown_attribute(message: str, units: Sequence[Unit]) -> set[str]:
     m = _WHICH_ATTRIBUTE.search(norm) or next(
         (m for piece in _PIECE_END.split(message) if (m := _ITEM_THEN_ATTRIBUTE.search(normalize_chat(piece).strip()))),
         None)
+    if m is None:
+        m = _HOW_MANY.search(norm)
+        if m is not None and m.group(1) in _COUNTED_ANYWHERE:
+            m = None
     if m is None:
         return set()
     word = m.group(1)

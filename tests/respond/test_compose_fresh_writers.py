@@ -1535,3 +1535,19 @@ def test_a_closed_day_asked_by_a_customer_telling_of_their_pet_is_followed_by_th
         assert "Não abrimos aos domingos" in text and "Clínica Noturna Boa Vista" in text, q
     text = ask("vcs abrem domingo? so tenho folga no domingo 😩", "info_request", hours)
     assert "Não abrimos aos domingos" in text and "Boa Vista" not in text
+
+
+def test_a_measure_asked_by_how_many_is_unknown_when_no_line_writes_it():
+    """Stop 42 (probe_av, probe_az): "a piscina tem quantos metros de comprimento?", "aquecida a quantos graus?":
+    the line on the pool says nothing of its size or heat, so quoting it answers another question; hours, days and
+    people are counted by lines in their own forms ("2h", "até 4 pessoas") and are never an unknown measure."""
+    from streams.respond.compose import unknown_attribute
+
+    units = units_of_chunks([SPA])
+    assert unknown_attribute("a piscina tem quantos metros de comprimento?", units) == {"metro"}
+    assert unknown_attribute("a piscina é aquecida a quantos graus?", units) == {"grau"}
+    assert unknown_attribute("a piscina abre quantas horas?", units) == set()
+    assert unknown_attribute("cabem quantas pessoas na piscina?", units) == set()
+    assert ask("a piscina tem quantos metros de comprimento?", "info_request", SPA) == FALLBACK_NO_KNOWLEDGE
+    deep = SPA.replace("A piscina aquecida", "A piscina aquecida tem 12 metros e")
+    assert ask("a piscina tem quantos metros de comprimento?", "info_request", deep) != FALLBACK_NO_KNOWLEDGE
