@@ -1189,6 +1189,10 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     # calming a pet for grooming is sedating it ("vcs dao um calmante nele antes?", "dopam o cachorro pro banho?")
     **{w: ("sedar", "sedamos", "sedacao", "sedativo") for w in ("calmante", "calmantes", "dopar", "dopam", "dopa",
                                                                "dopado", "remedinho pra dormir")},
+    # going without food before a procedure is the knowledge's "jejum" ("tem q ficar sem comer antes da castração?",
+    # "quantas horas sem comer antes?")
+    **{w: ("jejum",) for w in ("sem comer", "sem comida", "sem se alimentar", "de barriga vazia", "sem ração",
+                               "sem racao")},
     "castrar": ("castracao", "cirurgia"), "castracao": ("cirurgia",), "operar": ("cirurgia",),
     "operacao": ("cirurgia",), "vacinar": ("vacina", "vacinacao"), "internar": ("internacao",),
     # bones and joints are orthopaedics ("cirurgia de ligamento no joelho" → "cirurgias ortopédicas")

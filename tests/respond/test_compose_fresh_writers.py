@@ -1551,3 +1551,16 @@ def test_a_measure_asked_by_how_many_is_unknown_when_no_line_writes_it():
     assert ask("a piscina tem quantos metros de comprimento?", "info_request", SPA) == FALLBACK_NO_KNOWLEDGE
     deep = SPA.replace("A piscina aquecida", "A piscina aquecida tem 12 metros e")
     assert ask("a piscina tem quantos metros de comprimento?", "info_request", deep) != FALLBACK_NO_KNOWLEDGE
+
+
+def test_going_without_food_before_a_procedure_is_the_knowledge_s_fasting():
+    """Stop 42 (probe_ay, probe_az): "tem q ficar sem comer antes?" asks the line on "jejum", which shares no word
+    with it; the procedure's price lines share the procedure's name and must not answer it."""
+    from streams.respond.compose import concept_forms
+
+    assert "jejum" in {x for xs in concept_forms("tem q ficar sem comer antes?").values() for x in xs}
+    clinic = ("# Cirurgias\n\n- Extração de dente canino: R$ 400,00\n- Extração de dente felino: R$ 350,00\n\n"
+              "Antes da cirurgia o pet precisa de jejum de 10 horas; a água pode até 2 horas antes.")
+    for q in ("meu gato vai extrair um dente sexta, tem q ficar sem comer antes?",
+              "quantas horas sem comer antes da extração do dente do meu gato?"):
+        assert "jejum de 10 horas" in ask(q, "info_request", clinic)
