@@ -2477,6 +2477,12 @@ def objected_price(message: str, unit: Unit) -> ObjectedPrice | None:
     return ObjectedPrice(amount, label_of(unit.text, amount), tuple(x for x, _ in labelled_prices(unit.text)))
 
 
+def is_delivery_fee(unit: Unit) -> bool:
+    """Whether ``unit`` prices delivering the order ("Taxa de entrega: de 3 km a 6 km: R$ 10,00", under "Delivery")."""
+    words = fold(f"{unit.text} {unit.context} {unit.label or ''}").split()
+    return any(w.startswith("taxa") for w in words) and any(w.startswith(("entreg", "deliv", "frete")) for w in words)
+
+
 def offers_instalments(text: str) -> bool:
     """A line letting one pay in instalments ("a pernoite pode ser parcelada em até 3x sem juros",
     "Parcelamento em até 3x sem juros no cartão de crédito, para valores acima de R$ 300,00"); not one

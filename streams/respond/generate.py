@@ -220,12 +220,24 @@ class OfflineComposer:
         no amount named, or the first line not priced at it, ``picked`` stands."""
         if not picked:
             return picked, None
+        if compose.objected_price(message, picked[0]) is None:
+            # "achei a taxa de 10 meio salgada": the line priced at the amount named is what is objected to, however
+            # the ranking placed it ("pizzas salgadas" outranked it by a word)
+            named = next((u for u in picked[1:] + [u for u in units if u not in picked]
+                          if compose.objected_price(message, u) is not None), None)
+            if named is not None:
+                picked = [named] + [u for u in picked if u != named]
         quoted = picked[0]
         price = compose.objected_price(message, quoted)
         if price is None:
             return picked, None
         amount, label, labels = price
         cheaper = compose.cheaper_alternative(quoted, amount, units)
+        # "essa taxa de 10 reais de entrega pesa": fetching the order spares the fee, and is the concession the
+        # business makes when it gives a discount for it ("Retirada no balcão: ... 5% de desconto")
+        if cheaper is None and compose.is_delivery_fee(quoted):
+            cheaper = next((u for u in compose.pickup_lines(units) if compose.offers_deal(u.text)), None)
+            picked = [u for u in picked if u != cheaper]   # introduced as the cheaper way, once
         instalments = next((u for u in units if u not in picked
                             and compose.instalments_apply(u.text, amount, label, labels)), None)
         room = self.MAX_CONCESSIONS - (cheaper is not None) - (instalments is not None)

@@ -129,3 +129,25 @@ def test_whether_a_thing_is_offered_at_a_unit_is_answered_by_its_limit_to_units(
            "A piscina e a hidroginástica funcionam apenas na unidade Sul. Não aceitamos menores de 12 anos.")
     reply = ask("a piscina tem na unidade norte tb?", "info_request", gym)
     assert "funcionam apenas na unidade Sul" in reply
+
+
+def test_an_objection_to_the_delivery_fee_is_answered_with_the_pickup_discount():
+    """Stop 42 (probe_ax, probe_ay): "achei a taxa de 10 meio salgada", "essa taxa de 10 reais de entrega pesa": the
+    line priced at the amount named is the one objected to, however the ranking placed it (a word of the complaint,
+    "salgada", found "pizzas salgadas"), and fetching the order spares the fee where the business gives a discount
+    for it; a fee with no such line stands alone."""
+    from streams.respond.compose import is_delivery_fee
+
+    bakery = ("# Entregas\n\nTaxa de entrega:\n- até 2 km: R$ 5,00\n- de 2 a 5 km: R$ 10,00\n\n"
+              "Retirada na loja: a encomenda fica pronta em 2 horas e o cliente ganha 10% de desconto.\n\n"
+              "# Doces\n\n- Brigadeiros salgados de caramelo: R$ 3,00 a unidade, para festas de 10 a 20 pessoas.")
+    units = units_of_chunks([bakery])
+    assert is_delivery_fee(next(u for u in units if "R$ 10,00" in u.text))
+    assert not is_delivery_fee(next(u for u in units if "Brigadeiros" in u.text))
+    for message in ("hmm vou pensar, achei a taxa de 10 meio salgada", "essa taxa de 10 reais de entrega pesa"):
+        reply = ask(message, "objection", bakery)
+        assert "R$ 10,00" in reply and "10% de desconto" in reply, reply
+    alone = bakery.replace(" e o cliente ganha 10% de desconto", "")
+    assert "mais em conta" not in ask("essa taxa de 10 reais de entrega pesa", "objection", alone)
+    reply = ask("essa taxa de 10 reais de entrega pesa", "objection", bakery)
+    assert reply.count("Retirada na loja") == 1, reply
