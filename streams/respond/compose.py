@@ -2283,13 +2283,50 @@ _NAMED_AMOUNT = re.compile(
 
 def amounts_named(message: str) -> set[float]:
     """The amounts of money a message may name as bare numbers ("459 na lírio??" → {459.0},
-    "86 reais numa família" → {86.0}); times, weights, ages and counts are not amounts."""
+    "86 reais numa família" → {86.0}); times, weights, ages and counts are not amounts. An amount told of
+    another business ("no motel da esquina 2h sai 60 conto") is its price, not one of ours
+    (``elsewhere_clauses``)."""
     out = set()
-    for m in _NAMED_AMOUNT.finditer(message):
-        v = float(m.group(1).replace(",", "."))
-        if v >= 10:
-            out.add(v)
+    for clause in _CLAUSES.split(message):
+        if elsewhere(clause):
+            continue
+        for m in _NAMED_AMOUNT.finditer(clause):
+            v = float(m.group(1).replace(",", "."))
+            if v >= 10:
+                out.add(v)
     return out
+
+
+_CLAUSES = re.compile(r"[;!?\n]+|(?<!\d),|,(?!\d)|\.(?!\d)")   # not the comma or point of "99,90"
+# another business of the kind, where the customer says it costs less: "no motel da esquina", "no outro motel",
+# "no da marginal", "la na concorrente", "na pizzaria do lado"
+_ELSEWHERE = re.compile(r"\b(?:no|na|o|a)\s+(?:outr[oa]\s+)?(?:motel|pizzaria|clinica|veterinaria|pet ?shop|hotel|hotelzinho)"
+                        r"\s+(?:da|do|de|ali|la|perto)\b(?!\s+(?:vcs|voces|voce|vc)\b)"
+                        r"|\b(?:no|na|o|a|do|da)\s+outr[oa]\s+(?:motel|pizzaria|clinica|veterinaria|pet ?shop|hotel|lugar)\b"
+                        r"|\bconcorr[a-z]*|\bn[oa]\s+d[ao]\s+(?:esquina|marginal|br|estrada|lado|frente|rodovia)\b")
+
+
+def elsewhere(clause: str) -> bool:
+    """Whether a clause speaks of another business of the kind ("no motel da esquina 2h sai 60 conto")."""
+    return bool(_ELSEWHERE.search(normalize_chat(clause)))
+
+
+def labels_named(message: str, units: Sequence[Unit]) -> set[str]:
+    """The price labels of ``units`` the message names ("2h" of "... 2h sai 60 conto", "pernoite")."""
+    words = set(_measures(normalize_chat(message)).split())
+    return {label for u in units for label, _ in labelled_prices(u.text) if label in words}
+
+
+def cheapest_at(label: str, units: Sequence[Unit]) -> Unit | None:
+    """The named item (``item_head``) with the lowest price under ``label`` ("2h"), None when no item has one."""
+    best = None
+    for u in units:
+        if not item_head(u):
+            continue
+        price = dict(labelled_prices(u.text)).get(label)
+        if price is not None and (best is None or (price, u.order) < best[0]):
+            best = ((price, u.order), u)
+    return best[1] if best else None
 
 
 def item_head(unit: Unit) -> str:

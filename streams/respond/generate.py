@@ -230,7 +230,17 @@ class OfflineComposer:
         quoted = picked[0]
         price = compose.objected_price(message, quoted)
         if price is None:
-            return picked, None
+            # "no motel da esquina 2h sai 60 conto, vcs tao caros": no price of ours is named, another business's is;
+            # our cheapest item for the period named answers it, then what the picked deals concede on that period
+            labels = compose.labels_named(message, units) if any(
+                compose.elsewhere(c) for c in compose._CLAUSES.split(message)) else set()
+            cheapest = compose.cheapest_at(next(iter(labels)), units) if len(labels) == 1 else None
+            if cheapest is None:
+                return picked, None
+            label = next(iter(labels))
+            deals = [u for u in picked if u != cheapest and compose.offers_deal(u.text)
+                     and compose.applies_to_label(u.text, label, [label])][: self.MAX_CONCESSIONS]
+            return [cheapest] + deals, None
         amount, label, labels = price
         cheaper = compose.cheaper_alternative(quoted, amount, units)
         # "essa taxa de 10 reais de entrega pesa": fetching the order spares the fee, and is the concession the

@@ -151,3 +151,25 @@ def test_an_objection_to_the_delivery_fee_is_answered_with_the_pickup_discount()
     assert "mais em conta" not in ask("essa taxa de 10 reais de entrega pesa", "objection", alone)
     reply = ask("essa taxa de 10 reais de entrega pesa", "objection", bakery)
     assert reply.count("Retirada na loja") == 1, reply
+
+
+def test_a_price_told_of_another_business_is_not_one_of_ours():
+    """Stop 42 (probe_az): "oxe no motel da esquina 2h sai 60 conto, vcs tao caros demais" named no price of ours:
+    the R$ 60,00 of a late check-out is not what was objected to. Our cheapest item for the period named answers
+    it, with the deal on that period; the business's own hotel ("95 a diaria do hotel") is no other business."""
+    from streams.respond.compose import amounts_named, cheapest_at, elsewhere, labels_named
+
+    assert elsewhere("oxe no motel da esquina 2h sai 60 conto") and elsewhere("na outra pizzaria a grande é 50")
+    assert elsewhere("no da marginal eu pago bem menos") and elsewhere("o motel do outro lado da rodovia ta mais barato")
+    assert not elsewhere("hmm 95 a diaria do hotel") and not elsewhere("a diaria no hotel de vcs é 95?")
+    assert amounts_named("oxe no motel da esquina 2h sai 60 conto, vcs tao caros demais") == set()
+    assert amounts_named("nossa 459 numa pernoite?? ta loco, no motel da estrada é 250") == {459.0}
+    rooms = ("# Quartos\n\n- **Quarto Safira**: varanda. 2h: R$ 120,00 · 4h: R$ 170,00.\n"
+             "- **Quarto Ônix**: cama redonda. 2h: R$ 95,00 · 4h: R$ 150,00.\n\n"
+             "**Saída tardia**: até as 14h pagando R$ 60,00.\n\n"
+             "**Happy hour**: 20% de desconto nos períodos de 2h, de segunda a quinta.")
+    units = units_of_chunks([rooms])
+    assert labels_named("no motel da esquina 2h sai 60 conto", units) == {"2h"}
+    assert "Ônix" in cheapest_at("2h", units).text and "Ônix" in cheapest_at("4h", units).text
+    reply = ask("oxe no motel da esquina 2h sai 60 conto, vcs tao caros demais", "objection", rooms)
+    assert "R$ 95,00" in reply and "R$ 60,00" not in reply, reply
