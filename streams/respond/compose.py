@@ -807,7 +807,8 @@ _PICKUP = re.compile(r"\b(?:vou retirar|eu retiro|retiro ai|retiro no balcao|pra
 # the customer telling how the order will be paid ("pago no pix", "vou pagar em dinheiro, troco pra 100", "faço o pix
 # ja ja"; not the deposit of a booking, "mando o pix do sinal", which the booking's rule answers): what the business
 # says of paying that way (the Pix key sent on confirming, the change it carries) answers it
-_PAYS_BY = re.compile(r"\b(?:pago|pagar|pagando|pagamento|pgto|pagto|vai ser|e)\s+(?:no|na|em|com|via|pelo|pela|de)?\s*"
+_PAYS_BY = re.compile(r"\b(?:(?:pago|pagar|pagando|pagamento|pgto|pagto)\s+(?:no|na|em|com|via|pelo|pela|de)?|"
+                      r"(?:vai ser|e|eh)\s+(?:no|na|em|via|pelo|pela))\s*"
                       r"(?:o |a )?(pix|cartao|credito|debito|dinheiro|especie)\b|"
                       r"\b(?:faco|fazer|mando|mandar|manda|passo|passa)\s+(?:o |um |a chave do )?(pix)\b(?!\s+(?:d[oa]s?|de)\b)")
 #: the words that name each way of paying in the business's lines (by their folded start)
@@ -2285,7 +2286,7 @@ def amounts_named(message: str) -> set[float]:
     """The amounts of money a message may name as bare numbers ("459 na lírio??" → {459.0},
     "86 reais numa família" → {86.0}); times, weights, ages and counts are not amounts. An amount told of
     another business ("no motel da esquina 2h sai 60 conto") is its price, not one of ours
-    (``elsewhere_clauses``)."""
+    (``elsewhere``)."""
     out = set()
     for clause in _CLAUSES.split(message):
         if elsewhere(clause):
@@ -2309,6 +2310,11 @@ _ELSEWHERE = re.compile(r"\b(?:no|na|o|a)\s+(?:outr[oa]\s+)?(?:motel|pizzaria|cl
 def elsewhere(clause: str) -> bool:
     """Whether a clause speaks of another business of the kind ("no motel da esquina 2h sai 60 conto")."""
     return bool(_ELSEWHERE.search(normalize_chat(clause)))
+
+
+def tells_of_elsewhere(message: str) -> bool:
+    """Whether any clause of the message speaks of another business of the kind (``elsewhere``)."""
+    return any(elsewhere(c) for c in _CLAUSES.split(message))
 
 
 def labels_named(message: str, units: Sequence[Unit]) -> set[str]:

@@ -173,6 +173,10 @@ class OfflineComposer:
                 return self._with_memory(GREETING_REPLY if carried is None else f"Olá! {carried}", r.memories,
                                          r.chunks)
             return CONFIRMATION_REPLY if carried is None else f"Perfeito! {carried}"
+        if r.intent == i.GENERAL and i.about_the_agent(r.message):
+            # "qual teu nome? tu eh atendente msm?": small talk about the agent quotes no knowledge ("letras de balão
+            # com nome") and hands nothing over
+            return GENERAL_REPLY
         # a question about what the business offers is answered as one, or handed over
         asked = r.intent == i.GENERAL and compose.asks_the_business(r.message)
         picked = self.pick_sentences(r.message, r.chunks, i.INFO if asked else r.intent,
@@ -232,8 +236,7 @@ class OfflineComposer:
         if price is None:
             # "no motel da esquina 2h sai 60 conto, vcs tao caros": no price of ours is named, another business's is;
             # our cheapest item for the period named answers it, then what the picked deals concede on that period
-            labels = compose.labels_named(message, units) if any(
-                compose.elsewhere(c) for c in compose._CLAUSES.split(message)) else set()
+            labels = compose.labels_named(message, units) if compose.tells_of_elsewhere(message) else set()
             cheapest = compose.cheapest_at(next(iter(labels)), units) if len(labels) == 1 else None
             if cheapest is None:
                 return picked, None

@@ -711,7 +711,10 @@ _WH_WORD = re.compile(rf"\b({_WH_WORDS})\b")
 _TO_THE_AGENT = re.compile(r"\b(voce|voces) (e|eh|ta|esta|sabe|entende|gosta) (robo|gente|pessoa|humano|de verdade)\b|"
                            r"\b(robo|robozinho|bot|chat ?bot|gente de verdade|pessoa de verdade|quem (ta|esta) falando)\b|"
                            r"\b(uma|um) ia\b|\b(voce|voces) (e|eh|sao) (uma |um )?ia\b|\binteligencia artificial\b|"
-                           r"\batendente (de verdade|real|humano|humana|mesmo)\b|\b(pessoa|gente) (real|mesmo)\b")
+                           r"\batendente (de verdade|real|humano|humana|mesmo)\b|\b(pessoa|gente) (real|mesmo)\b|"
+                           # the agent's own name ("qual teu nome?", "como vc se chama?", "com quem eu falo?")
+                           r"\bqual (e |eh )?(o )?(seu|teu) nome\b|\bcomo (voce|tu) se chama\b|"
+                           r"\bcom quem (eu )?(falo|to falando|estou falando)\b")
 # one sentence that ends in a question mark ("oi tudo bom?", "qnto sai a coral?")
 _QUESTION_SENTENCE = re.compile(r"[^.!?\n]*\?+")
 

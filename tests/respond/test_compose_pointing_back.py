@@ -173,3 +173,13 @@ def test_a_price_told_of_another_business_is_not_one_of_ours():
     assert "Ônix" in cheapest_at("2h", units).text and "Ônix" in cheapest_at("4h", units).text
     reply = ask("oxe no motel da esquina 2h sai 60 conto, vcs tao caros demais", "objection", rooms)
     assert "R$ 95,00" in reply and "R$ 60,00" not in reply, reply
+
+
+def test_small_talk_about_the_agent_quotes_no_knowledge():
+    """Stop 42 (probe_az): "qual teu nome? tu eh atendente msm?" asks the agent about itself (general): a line that
+    happens to say "nome" ("letras de balão com nome") is no answer, and nothing is handed over to the team."""
+    from streams.respond.generate import GENERAL_REPLY
+
+    party = "# Decoração\n\nPersonalização: letras de balão com nome ou data por R$ 45,00."
+    assert ask("qual teu nome? tu eh atendente msm?", "general", party) == GENERAL_REPLY
+    assert ask("com quem eu falo?", "general", party) == GENERAL_REPLY

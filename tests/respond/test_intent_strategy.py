@@ -219,6 +219,11 @@ def test_a_message_that_opens_agreeing_and_asks_nothing_confirms(text, expected)
     ("kkkk vc é robô ou gente?", True),
     ("vc é atendente msm ou é uma IA? responde mto rapido kkkk", True),
     ("vc é robo? qnto custa a coral 2h?", False),     # a question about the business besides
+    ("qual teu nome? tu eh atendente msm?", True),    # stop 42 (probe_az): the agent's own name
+    ("como vc se chama?", True),
+    ("com quem eu falo?", True),
+    ("qual o nome do dono?", False),                  # someone else's name
+    ("qual seu nome? e qnto é a coral?", False),
     ("qnto custa a coral 2h?", False),
 ])
 def test_a_message_asking_the_agent_only_about_itself_is_general(text, expected):
