@@ -2164,6 +2164,9 @@ _PIECE_END = re.compile(r"[?!.,;\n]+")
 # "a piscina tem quantos metros de comprimento?", "a agua fica a quantos graus?": a measure asked, which a line
 # answers only by writing that measure; time and people are counted by lines in their own forms ("2h", "até 4")
 _HOW_MANY = re.compile(r"\bquant[oa]s ([a-z]{3,})")
+# the brand of what is sold or served ("vcs vendem racao? qual marca?", "qual marca de ração premium vcs dão?", "tem da
+# marca que o meu come?"): a line naming the thing answers it only by naming a brand, which it would write as "marca"
+_BRAND = re.compile(r"\b(?:qual|quais|que|da|de|dessa|desta|na)\s+(marca)s?\b")
 _COUNTED_ANYWHERE = frozenset({"horas", "hora", "horinhas", "minutos", "dias", "dia", "semanas", "meses", "anos",
                                "vezes", "pessoas", "pessoa", "criancas", "adultos", "reais", "conto", "pila"})
 
@@ -2180,6 +2183,8 @@ def unknown_attribute(message: str, units: Sequence[Unit]) -> set[str]:
         m = _HOW_MANY.search(norm)
         if m is not None and m.group(1) in _COUNTED_ANYWHERE:
             m = None
+    if m is None:
+        m = _BRAND.search(norm)
     if m is None:
         return set()
     word = m.group(1)

@@ -1564,3 +1564,18 @@ def test_going_without_food_before_a_procedure_is_the_knowledge_s_fasting():
     for q in ("meu gato vai extrair um dente sexta, tem q ficar sem comer antes?",
               "quantas horas sem comer antes da extração do dente do meu gato?"):
         assert "jejum de 10 horas" in ask(q, "info_request", clinic)
+
+
+def test_a_brand_asked_in_any_form_is_unknown_when_no_line_writes_one():
+    """Stop 42 (probe_as, probe_ax, probe_ay): "vcs vendem racao? qual marca?", "qual marca de ração premium vcs dão?",
+    "tem da marca que o meu come?": the line on the food served names no brand, so it does not answer."""
+    from streams.respond.compose import unknown_attribute
+
+    kennel = "# Hospedagem\n\nServimos ração premium sem custo; o tutor pode trazer a ração do pet."
+    units = units_of_chunks([kennel])
+    for q in ("vcs vendem racao ai? qual marca?", "qual marca de ração premium vcs dão no hotelzinho?",
+              "vcs vendem ração? tem da marca que o meu come?"):
+        assert unknown_attribute(q, units) == {"marca"}, q
+        assert ask(q, "info_request", kennel) == FALLBACK_NO_KNOWLEDGE, q
+    branded = kennel.replace("ração premium", "ração premium da marca Nutrivet")
+    assert unknown_attribute("qual marca de ração premium vcs dão?", units_of_chunks([branded])) == set()
