@@ -839,6 +839,23 @@ def payment_lines(method: str, units: Sequence["Unit"]) -> list["Unit"]:
                                         len(u.text), u.order))
 
 
+# one bill paid two ways ("metade no pix e metade no cartão", "parte no dinheiro e o resto no cartão", "dá pra dividir
+# em dois cartões?"): a line allowing or refusing it says so ("aceitamos até duas formas de pagamento"); a line that
+# only lists the ways, or refuses instalments or paying later, does not answer it
+_SPLIT_PAYMENT = re.compile(r"\b(?:metade|parte|um pouco|uma parte)\s+(?:no|na|em|com)\s+\w+\s+e\s+(?:a\s+)?"
+                            r"(?:outra\s+)?(?:metade|parte|resto|o resto)\b|"
+                            r"\bdividir\s+(?:o pagamento|a conta|o valor)?\s*(?:em|entre)\s+(?:dois|duas|2)\s+"
+                            r"(?:cartoes|formas|pagamentos)\b|\b(?:dois|2)\s+cartoes\b")
+_STATES_SPLIT = re.compile(r"\b(?:duas|mais de uma|2)\s+formas\b|\bdois cartoes\b|\bdivid\w*\s+(?:o pagamento|a conta|"
+                           r"o valor)|\bcombinar\s+formas\b|\bpagamento (?:misto|dividido)\b")
+
+
+def unstated_split_payment(message: str, units: Sequence["Unit"]) -> bool:
+    """The message asks to pay one bill two ways (``_SPLIT_PAYMENT``) and no unit says whether that is done."""
+    return bool(_SPLIT_PAYMENT.search(normalize_chat(message))) and not any(
+        _STATES_SPLIT.search(fold(u.text)) for u in units)
+
+
 def hours_of_booked_day(piece: str, text: str) -> bool:
     """Whether ``text`` states the hours of a day the booking ``piece`` names ("pode agendar sabado 9h" /
     "Sábado: das 8h às 14h"): what answers a booking put as an order, the business's word on that day's

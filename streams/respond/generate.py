@@ -916,7 +916,8 @@ class OfflineComposer:
                        or (compose.unknown_kind(message, units)
                            if not compose.identifies_item(message, units, top.unit) else set())
                        or (compose.unknown_attribute(message, units) if intent in (i.INFO, i.POLICY) else set())
-                       or (compose.unknown_predicate(message, units) if intent in (i.INFO, i.POLICY) else set()))
+                       or (compose.unknown_predicate(message, units) if intent in (i.INFO, i.POLICY) else set())
+                       or ({"dividir"} if compose.unstated_split_payment(message, units) else set()))
             # a word the best unit writes itself, apart from the item ("cerveja sem álcool" and "Bebidas
             # alcoólicas: ..."), names a variant the knowledge never offers: no other word says it
             written = unknown & compose.unit_words(top.unit)

@@ -1579,3 +1579,21 @@ def test_a_brand_asked_in_any_form_is_unknown_when_no_line_writes_one():
         assert ask(q, "info_request", kennel) == FALLBACK_NO_KNOWLEDGE, q
     branded = kennel.replace("ração premium", "ração premium da marca Nutrivet")
     assert unknown_attribute("qual marca de ração premium vcs dão?", units_of_chunks([branded])) == set()
+
+
+def test_one_bill_paid_two_ways_is_handed_over_unless_a_line_says_so():
+    """Stop 42 (probe_ag, probe_ax, probe_az): "posso pagar metade no pix e metade no cartão?": a line listing the ways
+    of paying, or refusing instalments or paying later, says nothing of splitting one bill; a line that does answers."""
+    from streams.respond.compose import unstated_split_payment
+
+    pay = ("# Pagamento\n\nAceitamos Pix, cartão e dinheiro. Não parcelamos no cartão de crédito. Não trabalhamos com "
+           "fiado nem com pagamento posterior.")
+    units = units_of_chunks([pay])
+    for q in ("posso pagar metade no pix e metade no cartão?", "da pra dividir em dois cartoes?",
+              "parte no dinheiro e o resto no cartao pode?"):
+        assert unstated_split_payment(q, units), q
+        assert ask(q, "policy", pay) == FALLBACK_NO_KNOWLEDGE, q
+    assert not unstated_split_payment("metade hoje e metade no dia 5, pode?", units)   # paying later, which a line refuses
+    split = pay + " Aceitamos até duas formas de pagamento por pedido."
+    assert not unstated_split_payment("posso pagar metade no pix e metade no cartão?", units_of_chunks([split]))
+    assert ask("posso pagar metade no pix e metade no cartão?", "policy", split) != FALLBACK_NO_KNOWLEDGE
