@@ -55,7 +55,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, NamedTuple, Sequence
 
-from streams.learn.lexicon import AT_HOME, CONCEPTS, ROLES, SPECIES, carried_home, concepts_in
+from streams.learn.lexicon import AT_HOME, CONCEPTS, PAYMENTS, ROLES, SPECIES, carried_home, concepts_in
 from streams.respond.text import STOPWORDS, fold, normalize_chat
 
 _PLURALS = (("oes", "ao"), ("aes", "ao"), ("ais", "al"), ("eis", "el"), ("ns", "m"), ("res", "r"), ("zes", "z"))
@@ -811,9 +811,6 @@ _PAYS_BY = re.compile(r"\b(?:(?:pago|pagar|pagando|pagamento|pgto|pagto)\s+(?:no
                       r"(?:vai ser|e|eh)\s+(?:no|na|em|via|pelo|pela))\s*"
                       r"(?:o |a )?(pix|cartao|credito|debito|dinheiro|especie)\b|"
                       r"\b(?:faco|fazer|mando|mandar|manda|passo|passa)\s+(?:o |um |a chave do )?(pix)\b(?!\s+(?:d[oa]s?|de)\b)")
-#: the words that name each way of paying in the business's lines (by their folded start)
-_PAYMENT_WORDS = {"pix": ("pix",), "cartao": ("cartao", "cartoes", "credito", "debito"), "credito": ("credito",),
-                  "debito": ("debito",), "dinheiro": ("dinheiro", "troco"), "especie": ("dinheiro", "troco")}
 
 
 def payment_told(piece: str) -> str:
@@ -826,9 +823,9 @@ def states_payment(method: str, text: str) -> bool:
     """Whether ``text`` is the business's word on paying by ``method`` ("Pix (a chave é enviada pelo atendente
     na confirmação do pedido)", "Para pagar em dinheiro, informe o valor ... levamos troco"): it names the
     method and is no deposit asked to book ("sinal de R$ 50,00 via Pix")."""
-    words = fold(text).split()
-    return bool(method) and any(w.strip(".,;:()!?").startswith(_PAYMENT_WORDS.get(method, (method,)))
-                                for w in words) and not _DEPOSIT.search(fold(text))
+    named = next((p for _, p in PAYMENTS if re.search(p, method)), None)   # the lexicon's way of naming it
+    folded = fold(text)
+    return named is not None and bool(re.search(named, folded)) and not _DEPOSIT.search(folded)
 
 
 def payment_lines(method: str, units: Sequence["Unit"]) -> list["Unit"]:

@@ -291,8 +291,8 @@ class OfflineComposer:
             # cerca de 25 minutos")
             if not booked and compose.fetches_order(piece):
                 booked = compose.pickup_lines(units)[:1]
-            if not booked and compose.payment_told(piece):   # "pago no pix": the business's word on paying so
-                booked = compose.payment_lines(compose.payment_told(piece), units)[:1]
+            if not booked and (method := compose.payment_told(piece)):   # "pago no pix": the word on paying so
+                booked = compose.payment_lines(method, units)[:1]
             picked = booked or [u for u in picked if not compose.carries_price(u.text)][:1]
         return compose.answer_text(piece, picked) if picked else None
 
