@@ -2531,12 +2531,26 @@ class ObjectedPrice(NamedTuple):
 
 def objected_price(message: str, unit: Unit) -> ObjectedPrice | None:
     """The price of ``unit`` that ``message`` names (the largest, when it names several); None when it names
-    none of them."""
+    none of them. A message naming no amount objects to the one price of the item it names by its proper
+    name ("achei salgado o pacote do pedido de casamento": the Pacote Pedido de Casamento's R$ 390,00,
+    ``named_item_price``)."""
     named = amounts_named(message) & set(unit_amounts(unit.text))
+    if not named and not amounts_named(message):
+        named = named_item_price(message, unit)
     if not named:
         return None
     amount = max(named)
     return ObjectedPrice(amount, label_of(unit.text, amount), tuple(x for x, _ in labelled_prices(unit.text)))
+
+
+def named_item_price(message: str, unit: Unit) -> set[float]:
+    """The one price of a list item the message names by its proper name ("o pacote do pedido de casamento"
+    names "Pacote Pedido de Casamento — R$ 390,00: ..."); empty for a line with several prices (which of
+    them is meant is not said) or an item not named."""
+    prices = set(unit_amounts(unit.text))
+    if len(prices) != 1 or not named_items(message, [unit]):
+        return set()
+    return prices
 
 
 def is_delivery_fee(unit: Unit) -> bool:
@@ -2585,11 +2599,14 @@ def applies_to_label(text: str, label: str, labels: Sequence[str]) -> bool:
 def cheaper_alternative(quoted: Unit, amount: float, units: Sequence[Unit]) -> Unit | None:
     """The item of the same kind as ``quoted`` (a list item whose label opens alike, priced under the same
     labels: another suite with "2h / 4h / Pernoite") with the lowest price for the label of ``amount``, when
-    lower than it; None when the quoted line is not such an item or nothing of its kind costs less."""
+    lower than it (items with one price and a proper name: ``_cheaper_named_item``); None when the quoted line
+    is not such an item or nothing of its kind costs less."""
     label = label_of(quoted.text, amount)
     head = item_head(quoted)
-    if not label or not head:
+    if not head:
         return None
+    if not label:
+        return _cheaper_named_item(quoted, amount, head, units)
     labels = {x for x, _ in labelled_prices(quoted.text)}
     best = None
     for u in units:
@@ -2600,6 +2617,23 @@ def cheaper_alternative(quoted: Unit, amount: float, units: Sequence[Unit]) -> U
             continue
         if best is None or prices[label] < best[0]:
             best = (prices[label], u)
+    return best[1] if best else None
+
+
+def _cheaper_named_item(quoted: Unit, amount: float, head: str, units: Sequence[Unit]) -> Unit | None:
+    """``cheaper_alternative`` for items with one price each and a proper name ("Pacote Pedido de Casamento —
+    R$ 390,00" → "Pacote Pétalas — R$ 120,00"): the cheapest named item of the same kind. Lines whose label is
+    a thing for someone ("Castração de gata: R$ 520,00" beside the cão's) name no variant of one offer, and
+    are never each other's alternative."""
+    if not item_name(quoted) or set(unit_amounts(quoted.text)) != {amount}:
+        return None
+    best = None
+    for u in units:
+        if u.text == quoted.text or item_head(u) != head or not item_name(u):
+            continue
+        prices = set(unit_amounts(u.text))
+        if len(prices) == 1 and min(prices) < amount and (best is None or min(prices) < best[0]):
+            best = (min(prices), u)
     return best[1] if best else None
 
 

@@ -77,6 +77,7 @@ from streams.respond.compose import (
     halves_named,
     instalments_apply,
     is_yes_no,
+    item_head,
     item_name,
     long_stem,
     names_pickup,
@@ -130,7 +131,7 @@ from streams.respond.ports import Clock, ConversationStore, Embedder, Generator,
 from streams.respond.prompt import HISTORY_MESSAGES, build_messages
 from streams.respond.recall import TOP_K, ScoredFact, message_parts, score_memories
 from streams.respond.strategy import Strategy, decide, knowledge_required
-from streams.respond.text import fold, normalize_chat
+from streams.respond.text import STOPWORDS, fold, normalize_chat
 
 log = logging.getLogger(__name__)
 
@@ -990,11 +991,23 @@ def _concession_steps(msg: InboundMessage, chunks: list[KnowledgeChunk],
         units = units + units_of_chunks([c.text for c in found_line])
         have |= {c.chunk_id for c in found_line}
         quoted = next((u for u in units if named & set(unit_amounts(u.text))), None)
+    if quoted is None and not named:
+        # "achei salgado o pacote do pedido de casamento": no amount, the item named by its proper name; its
+        # line is found by two words of the message standing together, when no retrieved line is it
+        quoted = next((u for u in units if objected_price(msg.text, u) is not None), None)
+        if quoted is None:
+            found_line = yield from _named_item_steps(msg, have, lexical)
+            units = units + units_of_chunks([c.text for c in found_line])
+            have |= {c.chunk_id for c in found_line}
+            quoted = next((u for u in units if objected_price(msg.text, u) is not None), None)
     if quoted is None:
         return []
     amount, label, labels = objected_price(msg.text, quoted)
     paid = any(instalments_apply(u.text, amount, label, labels) for u in units)
-    searches = ([] if paid else [["parcel"]]) + ([[stem(label)]] if label else [])
+    # the same kind of item for less is found by the label of the amount ("pernoite"), or, for items with one
+    # price and a proper name ("Pacote Pedido de Casamento"), by their kind ("pacot")
+    kind = stem(label) if label else (item_head(quoted) if item_name(quoted) else "")
+    searches = ([] if paid else [["parcel"]]) + ([[kind]] if kind else [])
     if not searches:
         return found_line
     found = dict(zip(map(tuple, searches), (yield [(lexical, (msg.account_id, s, RERANK_POOL * 2))
@@ -1004,13 +1017,34 @@ def _concession_steps(msg: InboundMessage, chunks: list[KnowledgeChunk],
         paying = [c for c in map(_as_chunk, found[("parcel",)]) if c.chunk_id not in have and any(
             instalments_apply(u.text, amount, label, labels) for u in answer_units(c.text))]
         added += rerank(msg.text, paying)[:1]
-    if label:
+    if kind:
         known = cheaper_alternative(quoted, amount, units)
-        pool = [c for c in map(_as_chunk, found[(stem(label),)]) if c.chunk_id not in have]
+        pool = [c for c in map(_as_chunk, found[(kind,)]) if c.chunk_id not in have]
         better = cheaper_alternative(quoted, amount, units + units_of_chunks([c.text for c in pool]))
         if better is not None and (known is None or better.text != known.text):
             added += [c for c in pool if better.text in {u.text for u in answer_units(c.text)}][:1]
     return added
+
+
+MAX_NAME_PAIRS = 6   # word pairs of a message searched for the item it names (the first ones)
+
+
+def _named_item_steps(msg: InboundMessage, have: set, lexical) -> Steps[Calls, list[Any], list[KnowledgeChunk]]:
+    """The chunk holding the line of a priced item the message names by its proper name ("o pacote do pedido
+    de casamento" → "Pacote Pedido de Casamento — R$ 390,00: ..."), searched by each pair of the message's
+    words standing together (stopwords and the words that made it an objection skipped: "caro", "vou pensar"):
+    a name of two words is such a pair."""
+    said = {w for k in detect_intent(msg.text).matched for w in fold(k).split()}
+    words = [stem(w) for w in normalize_chat(msg.text).split() if len(w) >= 4 and w not in STOPWORDS | said]
+    pairs = list(dict.fromkeys(zip(words, words[1:])))[:MAX_NAME_PAIRS]
+    if not pairs:
+        return []
+    pool = {}
+    for hits in (yield [(lexical, (msg.account_id, list(p), RERANK_POOL)) for p in pairs]):
+        for c in map(_as_chunk, hits):
+            if c.chunk_id not in have and any(objected_price(msg.text, u) is not None for u in answer_units(c.text)):
+                pool.setdefault(c.chunk_id, c)
+    return rerank(msg.text, list(pool.values()))[:1]
 
 
 def _problem_steps(msg: InboundMessage, chunks: list[KnowledgeChunk],

@@ -121,3 +121,42 @@ def test_the_line_priced_at_the_amount_objected_to_is_found_by_the_amount():
     # (stop 42: the 45 is the other pizzeria's price, told of it: not searched among ours)
     assert sizes in got and ["45"] not in lexical.asked and ["58"] in lexical.asked
     assert "R$ 58,00" in ask(message, deal.text, *[c.text for c in got])
+
+
+PARTIES = """# Pacotes de festa
+- **Pacote Festa Simples** — R$ 300,00: salão por 3 horas, mesas e cadeiras.
+- **Pacote Festa Completa** — R$ 650,00: tudo do Festa Simples, mais buffet de salgados e bolo.
+- **Pacote Festa Neon** — R$ 900,00: tudo do Festa Completa, mais luz negra, DJ e pulseiras neon."""
+
+
+def test_an_objection_naming_an_item_by_its_name_gets_its_price_and_the_same_kind_for_less():
+    """Stop 43 (probe_ba, probe_bb): "vou pensar, achei salgado o pacote do pedido de casamento" names no amount
+    but the item by its proper name: its one price is the price objected to, and the cheapest item of its kind
+    with one price and a proper name is the cheaper way; a line for another animal is no such item."""
+    reply = ask("vou pensar, achei salgado o pacote festa neon", PARTIES)
+    assert reply.startswith("Entendo! ") and "Pacote Festa Neon — R$ 900,00" in reply   # (after the line it points back to)
+    assert f"{CHEAPER_LEAD} Pacote Festa Simples" in reply
+    cheapest = ask("achei caro o pacote festa simples", PARTIES)
+    assert cheapest.startswith("Entendo! Pacote Festa Simples") and CHEAPER_LEAD not in cheapest
+    units = units_of_chunks([PARTIES])
+    completa = next(u for u in units if "Completa" in u.text)
+    assert "Festa Simples" in cheaper_alternative(completa, 650.0, units).text
+    vet = units_of_chunks([VET])
+    assert cheaper_alternative(next(u for u in vet if "cadela" in u.text), 790.0, vet) is None
+
+
+def test_the_line_of_an_item_named_in_an_objection_is_found_by_its_words_standing_together():
+    """Stop 43: the line of the item named without an amount is searched by the message's pairs of words (not the
+    words that made it an objection: "caro", "vou pensar"), then the cheaper items by the kind ("pacot")."""
+    from streams.respond.handler import _concession_steps
+
+    intro = chunk("# Pacotes de festa\nMontamos a festa neon ou a festa simples no salão.", 1.0)
+    neon = chunk("- **Pacote Festa Neon** — R$ 900,00: luz negra, DJ e pulseiras neon.", 1.0)
+    simples = chunk("- **Pacote Festa Simples** — R$ 300,00: salão por 3 horas.", 1.0)
+    lexical = WordIndex({"pacot": [neon, simples], "festa": [intro, neon]})
+    got = run_steps(_concession_steps(inbound("vou pensar, achei caro o pacote festa neon"), [intro], lexical))
+    assert got == [neon, simples]
+    assert ["pacot", "festa"] in lexical.asked and not any("pens" in s or "car" in s for s in lexical.asked)
+    asked = len(lexical.asked)
+    assert run_steps(_concession_steps(inbound("ta caro hein"), [intro], lexical)) == []
+    assert len(lexical.asked) == asked            # nothing but the objection's words: nothing searched
