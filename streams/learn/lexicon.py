@@ -412,7 +412,9 @@ CHANGE_CUES: list[tuple[str, str]] = [
     # a rule replaced from a day on ("daqui pra frente prefiro a outra sala", "a partir de hoje pode ser
     # qualquer quarto"): stronger than "agora", which often only adds something new
     ("from_now", r"\bdaqui (?:para|pra|em) (?:frente|diante)\b|\ba partir de (?:agora|hoje|amanha)\b|\bde agora em diante\b|"
-                 r"\bdeste momento em diante\b|\bfrom now on\b"),
+                 r"\bdeste momento em diante\b|\bfrom now on\b|"
+                 # someone else now does it ("agora quem me leva é minha filha"): the one who did it no longer does
+                 r"\bagora quem\b"),
     ("corrected", r"\bna verdade\b|\bcorrig\w+|\bme enganei\b|\bestava errad\w+|\bactually\b|"
                   # a correction in the first person ("errei a data", "me confundi", "confundi com o da prima")
                   r"\berr(?:ei|amos)\b|\b(?:me )?confund(?:i|imos)\b|"
@@ -424,8 +426,9 @@ CHANGE_CUES: list[tuple[str, str]] = [
     # a date moved ("o casamento foi adiado pra março", "remarcaram", "antecipou pro dia 3"): the old date ends
     ("rescheduled", r"\badiad[oa]s?\b|\badi(?:ou|ei|amos|aram)\b|\bremarc\w+|\bposterg\w+|\bantecip(?:ou|ei|amos|aram|ad[oa]s?)\b|"
                     r"\b(?:mud|troc|alter)(?:ou|ei|amos|aram|aram) (?:a|de) data\b|\bnova data\b|\bpostponed\b|\brescheduled\b"),
-    # back to an earlier state ("voltou a fumar", "retomou a dieta"): the state changed
+    # back to an earlier state ("voltou a fumar", "retomou a dieta", "recomecei a dieta"): the state changed
     ("again", r"\bvolt(?:ou|ei|amos|aram) (?:de vez |em definitivo )?(?:a|pro|pra|para|ao)\b|\bretom(?:ou|ei|amos|aram)\b|"
+              r"\brecome(?:cou|cei|camos|caram)\b|"
               r"\bwent back to\b|\bresumed\b|"
               # a couple back together ("a gente voltou", "voltei com o Rodrigo", "reatamos"), not back from a trip
               r"\b(?:a gente|nos|e (?:o|a) [a-z]+) volt(?:ou|amos)\b(?! (?:a|de|da|do|pra|pro|para|ao|aqui|ai|la|no|na|em|hoje|ontem|cedo|tarde)\b)|"
@@ -507,7 +510,7 @@ CHANGE_CUES: list[tuple[str, str]] = [
                 r"\b(?:troc|substitu|ajust|regul|reform)(?:aram)\b (?:o|a|os|as) |"
                 r"\b(?:depois|apos) (?:do|da) (?:ajuste|conserto|manutencao|reparo|troca|reforma)\b"),
     ("started", r"\bcome(?:cou|cei) a\b|\bfoi contratad\w*|\bfui contratad\w*|\b(?:arrum|consegu)(?:ou|ei|iu|i) (?:um |o |a |uma )?(?:emprego|trampo|trabalho|vaga)|"
-                r"\bficou noiv\w*|\bengravid\w+|\bnasceu\b|\bpromovid\w+|\badot(?:ou|ei|amos)\b|"
+                r"\bficou noiv\w*|\bengravid\w+|\bnasce(?:u|ram)\b|\bpromovid\w+|\badot(?:ou|ei|amos)\b|"
                 r"\bentr(?:ou|ei) (?:na|no|em)\b|\bagora (?:e|trabalha|mora|esta|prefere|vai|vem|chega)\b|\bstarted\b"),
 ]
 _CHANGE = [(name, re.compile(p)) for name, p in CHANGE_CUES]

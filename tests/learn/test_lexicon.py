@@ -414,3 +414,26 @@ def test_stop_42_changes_of_state_are_read(old, new, contradicts):
     checker = RulesContradictionChecker()
     assert checker.check(MemoryView(memory_type=mt, content=old),
                          MemoryView(memory_type=mt, content=new)).contradicts is contradicts
+
+
+def test_twins_born_a_diet_restarted_and_someone_else_now_doing_it_are_changes():
+    """Stop 43 (probe_ba, probe_bb): "os gêmeos nasceram" is a birth as "nasceu" is; "recomecei a dieta" returns to
+    a state as "retomei" does; "agora quem me leva é minha filha" says someone else now does it."""
+    from streams.learn import lexicon as L
+
+    assert "started" in L.change_cues(L.normalize("os gêmeos nasceram dia 10!!"))
+    assert "again" in L.change_cues(L.normalize("recomecei a dieta segunda, nada de fritura"))
+    assert "from_now" in L.change_cues(L.normalize("agora quem me leva é minha filha Rita"))
+    assert "from_now" not in L.change_cues(L.normalize("quem me leva é minha filha Rita"))
+
+
+@pytest.mark.parametrize("mt, old, new, contradicts", [
+    ("restricao", "Grávida de gêmeos", "os gêmeos nasceram dia 10!! quero voltar pro pilates pós-parto", True),
+    ("restricao", "Largou a dieta e come de tudo", "recomecei a dieta segunda, nada de fritura e nada de refri", True),
+    ("vinculo_social", "Neto Lorenzo é quem leva a gata à clínica",
+     "o Lorenzo foi estudar em Curitiba, agora quem me leva é minha filha Rita", True),
+])
+def test_stop_43_changes_of_state_are_read(mt, old, new, contradicts):
+    checker = RulesContradictionChecker()
+    assert checker.check(MemoryView(memory_type=mt, content=old),
+                         MemoryView(memory_type=mt, content=new)).contradicts is contradicts
