@@ -2438,6 +2438,22 @@ def with_antecedents(picked: Sequence[Unit], units: Sequence[Unit]) -> list[Unit
     return out
 
 
+def with_other_branch(picked: Sequence[Unit], units: Sequence[Unit]) -> list[Unit]:
+    """The picked units, each one followed by the next unit of its chunk when that one goes on from it by
+    pointing back (``opens_with_anaphor``): "cancelando com até 24 horas de antecedência, devolvemos o sinal"
+    is half a rule without "Depois desse prazo, o sinal não é devolvido.", whichever half was asked."""
+    by_order = {u.order: u for u in units}
+    out: list[Unit] = []
+    for u in picked:
+        if u not in out:
+            out.append(u)
+        after = by_order.get(u.order + 1)
+        if (after is not None and after.order // 1000 == u.order // 1000 and opens_with_anaphor(after.text)
+                and after not in picked and after not in out):
+            out.append(after)
+    return out
+
+
 #: "a pizza vegana é sem lactose?", "tem opção sem glúten?", "é livre de açúcar?": what is asked is an absence, so a
 #: line denying the thing ("as pizzas veganas não contêm lactose") answers yes, never "Não".
 _ABSENCE = re.compile(r"\b(?:sem|livre de|livres de|zero)\b")

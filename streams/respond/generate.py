@@ -204,7 +204,7 @@ class OfflineComposer:
         if r.intent == i.OBJECTION:
             picked, cheaper = self._conceded(r.message, picked, _units_of(r.chunks))
         # "Passando disso, cada hora adicional ...": a line pointing back is quoted with the line it points at
-        picked = compose.with_antecedents(picked, _units_of(r.chunks))
+        picked = compose.with_other_branch(compose.with_antecedents(picked, _units_of(r.chunks)), _units_of(r.chunks))
         answer = compose.answer_text(r.message, picked)
         if partial:
             answer = f"{answer} {FALLBACK_NO_KNOWLEDGE}"

@@ -15,6 +15,7 @@ from streams.respond.compose import (
     uncovered_focus,
     units_of_chunks,
     with_antecedents,
+    with_other_branch,
 )
 from streams.respond.generate import FALLBACK_NO_KNOWLEDGE, OfflineComposer
 from streams.respond.model import KnowledgeChunk, ReplyRequest
@@ -65,6 +66,19 @@ def test_a_line_pointing_back_is_quoted_with_the_line_it_points_at():
     assert any("tolerância de 10 minutos" in u.text for u in got)
     reply = ask("se eu passar uns 30 min do horario pago qnto a mais?", "price_question", GARAGE)
     assert "R$ 8,00" in reply and "tolerância de 10 minutos" in reply
+
+
+def test_a_rule_is_quoted_with_the_line_that_goes_on_from_it():
+    """Stop 43 (probe_ba): "se eu cancelar a reserva no dia eu perco o sinal?" is answered by the half of the rule
+    after "Depois desse prazo", which follows the half the search ranks first; both are quoted, in reading order."""
+    units = units_of_chunks([DANCE])
+    rule = next(u for u in units if "tolerância de 10 minutos" in u.text)
+    got = with_other_branch([rule], units)
+    assert got[0] == rule and any(u.text.startswith("Passado esse prazo") for u in got)
+    other = next(u for u in units if "experimental" in u.text)
+    assert with_other_branch([other], units) == [other]   # nothing goes on from it
+    reply = ask("se eu chegar 20 min atrasada perco a aula?", "policy", DANCE)
+    assert "tolerância de 10 minutos" in reply and "a aula conta como dada" in reply
 
 
 def test_a_booking_confirmation_gets_what_the_business_asks_to_book():
