@@ -917,7 +917,10 @@ def carried_question(message: str) -> tuple[str, str] | None:
     if not piece or piece == message.strip() or not i.asks_a_question(piece):
         # a request put as an order, in a sentence of its own ("fechado, vou reservar a coral. manda o pix do
         # sinal"): asked as a question is
+        # (or in a clause after the confirmation: "fechou, manda a chave pix entao")
         sentences = [x.strip() for x in re.split(r"[.!?\n]+", message) if x.strip()]
+        if len(sentences) == 1:
+            sentences = [x.strip() for x in sentences[0].split(",") if x.strip()]
         last = sentences[-1] if len(sentences) >= 2 else ""
         if _REQUEST.match(normalize_chat(last)):
             piece = last

@@ -867,6 +867,9 @@ def test_a_confirmation_carrying_a_question_answers_it_after_the_confirmation():
     order = "combinado, vou marcar o quarto jade pro sabado. me manda o pix do sinal"
     assert carried_question(order) == ("me manda o pix do sinal", "policy")
     assert carried_question("ok. manda um beijo pra ela") is None
+    # ... or in a clause after the confirmation (stop 43, probe_bb: "fechou, manda a chave pix entao")
+    assert carried_question("fechou, manda o pix do sinal entao") == ("manda o pix do sinal entao", "policy")
+    assert carried_question("fechou, obrigada") is None and carried_question("ok, manda um beijo pra ela") is None
     assert "sinal de 40%" in ask(order, "confirmation", BOOKING)
     text = ask(msg, "confirmation", BOOKING)
     assert text.startswith("Perfeito!") and "sinal de 40%" in text
