@@ -1362,6 +1362,7 @@ RECALL_ROLES: dict[str, tuple[str, ...]] = {
               "bisneto", "bisneta", "pequenote", "pequenota", "primogenito", "primogenita"),
     "partner": ("mina", "femme", "mujer", "senora", "novia", "novio", "namorido", "esposinha", "maridao"),
     "parent": ("mainha", "painho", "mamae", "papai"),
+    "sibling": ("mano", "mana", "maninho", "maninha"),
 }
 # Words that name one relation or another, read as the first of theirs the customer's facts hold
 # ("a patroa": the wife, or the boss when the facts name a boss and no wife; "meu velho": the husband,
@@ -1376,7 +1377,7 @@ AMBIGUOUS_ROLES: dict[str, tuple[str, ...]] = {
 }
 # Relation words that are other words too ("a pizza veio fria", "o pão velho"): a relation only after an
 # article or a possessive ("o véio", "meu velho", "a mina").
-DETERMINED_ROLES = frozenset({"veio", "veia", "velho", "velha", "mina"})
+DETERMINED_ROLES = frozenset({"veio", "veia", "velho", "velha", "mina", "mano", "mana", "maninho", "maninha"})
 # "o mais velho", "a mais nova": a child by birth order.
 BIRTH_ORDER_WORDS = frozenset({"velho", "velha", "novo", "nova", "novinho", "novinha"})
 # A pet's species: a question about "minha cachorrinha" is not about the customer's cat.

@@ -460,6 +460,17 @@ def test_a_child_by_birth_order_or_regional_word_and_grandparents_apart():
     assert ev[0] > 0 and ev[1] <= 0
 
 
+def test_o_mano_is_a_sibling_after_an_article_and_a_greeting_otherwise():
+    """Stop 43 (probe_bb): "o mano quer fazer uma igual a minha" speaks of the brother ("Irmão gêmeo Lucas");
+    "eae mano, qnto ta?" greets."""
+    from streams.respond.recall import query_roles, word_evidence
+
+    assert query_roles("o mano quer fazer uma igual".split(), {"sibling"}) == {"sibling"}
+    assert query_roles("eae mano qnto ta".split(), {"sibling"}) == set()
+    ev = word_evidence("o mano quer fazer uma igual a minha", ["Irmão gêmeo Lucas", "Tem tendência a queloide"])
+    assert ev[0] > 0 and ev[1] <= 0
+
+
 def test_a_professional_named_by_who_serves_lifts_the_facts_naming_them():
     from streams.respond.recall import score_memories, serving_facts, talks_professional
 
