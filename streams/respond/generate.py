@@ -690,6 +690,13 @@ class OfflineComposer:
         Tosa: R$ 90,00"): the weight only chooses among the lines of the service asked, so that one goes
         first, when it scores at least ``fuller_ratio`` of the best."""
         norm = normalize_chat(message)
+        if len(ranked) >= 2 and compose.range_fit(norm, fold(ranked[0].unit.text)) is None:
+            # "qual a taxa de entrega pro jardim das flores? da uns 4km": the best line states no range of the
+            # measure told ("Pedido mínimo para entrega: R$ 40,00"); a line of the question's words whose range
+            # holds it ("de 3 km a 6 km: R$ 10,00", under "Taxa de entrega") is the price asked
+            held = [s for s in ranked[1:] if s.focus_hits and s.score >= self.fuller_ratio * ranked[0].score
+                    and compose.range_match(norm, fold(s.unit.text))]
+            return [held[0]] + [s for s in ranked if s is not held[0]] if held else ranked
         if len(ranked) < 2 or not compose.range_match(norm, fold(ranked[0].unit.text)):
             return ranked
         _, focus = compose.question_words(message)

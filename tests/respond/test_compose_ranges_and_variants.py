@@ -45,6 +45,42 @@ def test_the_price_for_a_distance_told_is_the_range_holding_it(use_embedder):
     assert "R$ 25,00" in reply and FALLBACK_NO_KNOWLEDGE not in reply
 
 
+BAKERY_DELIVERY = """# Entregas
+
+Cada loja entrega num raio de até 7 km.
+
+- Loja Centro atende: Centro, Vila Rica, Jardim Aurora e Boa Vista.
+- Loja Lago atende: Lago Sul, Cruzeiro e Parque das Águas.
+
+Taxa de entrega:
+- até 3 km: R$ 7,00
+- de 3 km a 7 km: R$ 12,00
+
+Acima de 7 km não entregamos.
+
+Pedido mínimo para entrega: R$ 45,00, sem contar a taxa."""
+
+
+def test_the_fee_for_a_distance_told_beats_a_price_line_without_ranges(use_embedder):
+    """Stop 43 (probe_q, probe_ba: "qual a taxa de entrega pro jardim das flores? da uns 4km daí"): when the best priced
+    line states no range ("Pedido mínimo ... sem contar a taxa"), a line of the question's words whose range holds
+    the distance told (under "Taxa de entrega") is the price asked, and goes first; a line whose range does not
+    hold it, or naming nothing of the question, does not."""
+    from streams.respond.compose import Scored, Unit
+
+    minimum = Scored(Unit("Pedido mínimo para entrega: R$ 45,00, sem contar a taxa.", "Entregas"), 0.9, 3.6, 0.35, 1)
+    near = Scored(Unit("até 3 km: R$ 7,00.", "Taxa de entrega", item=True), 0.3, 1.8, 0.2, 2)
+    far = Scored(Unit("de 3 km a 7 km: R$ 12,00.", "Taxa de entrega", item=True), 0.8, 1.8, 0.14, 2)
+    pick = composer(use_embedder)._range_of_the_thing_asked
+    message = "qual a taxa de entrega pro jardim aurora? da uns 4km daí"
+    assert pick(message, [minimum, far, near])[0] is far
+    assert pick("qual a taxa de entrega? da uns 9km daí", [minimum, far, near])[0] is minimum   # no range holds 9
+    unnamed = Scored(far.unit, 0.8, 1.8, 0.14, 0)
+    assert pick(message, [minimum, unnamed])[0] is minimum
+    reply = ask(composer(use_embedder), message, "price_question", BAKERY_DELIVERY)
+    assert "R$ 12,00" in reply and "R$ 7,00" not in reply
+
+
 def test_only_some_is_a_line_keeping_to_some_cases_not_a_plain_no():
     assert only_some("Torta doce só é feita nos tamanhos mini e média.")
     assert only_some("Funciona apenas aos sábados.")
