@@ -220,8 +220,9 @@ class OfflineComposer:
         """"459 na lírio?? tá puxado": the line priced as the message names it (first of ``picked``) is followed
         by what concedes on that price, at most ``MAX_CONCESSIONS``: the same kind of item for less
         (``compose.cheaper_alternative``, returned apart: it is introduced as such), paying that amount in
-        instalments where the business allows it (``compose.instalments_apply``), then the deals picked. With
-        no amount named, or the first line not priced at it, ``picked`` stands."""
+        instalments where the business allows it (``compose.instalments_apply``), then the deals picked. An item
+        named by its proper name with no amount ("achei salgado o pacote do pedido de casamento") objects to its
+        one price (``compose.objected_price``). With no price objected to, ``picked`` stands."""
         if not picked:
             return picked, None
         if compose.objected_price(message, picked[0]) is None:

@@ -973,7 +973,9 @@ def _concession_steps(msg: InboundMessage, chunks: list[KnowledgeChunk],
     vector. When a retrieved line is priced at the amount the message names, the account's chunks are read
     for the line that lets one pay that amount in instalments (``compose.instalments_apply``, found by
     "parcel") and for the cheapest item of the same kind under the same labels (``compose.cheaper_alternative``,
-    found by the label of that amount: "pernoite"), each added when no retrieved chunk has it."""
+    found by the label of that amount: "pernoite"), each added when no retrieved chunk has it. With no amount
+    named, the line of the item the message names by its proper name is the one objected to, found by the
+    message's word pairs when not retrieved (``_named_item_steps``), and its cheaper kin by its kind ("pacot")."""
     named = amounts_named(msg.text)
     units = units_of_chunks([c.text for c in chunks])
     quoted = next((u for u in units if named & set(unit_amounts(u.text))), None)
