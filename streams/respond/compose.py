@@ -2434,11 +2434,17 @@ def with_antecedents(picked: Sequence[Unit], units: Sequence[Unit]) -> list[Unit
     for u in picked:   # the best unit stays first (``answer_text`` quotes in reading order)
         if u not in out:
             out.append(u)
-        before = by_order.get(u.order - 1)
-        if (opens_with_anaphor(u.text) and before is not None and before.order // 1000 == u.order // 1000
-                and before not in picked and before not in out):
+        before = _in_chunk(by_order, u, -1)
+        if opens_with_anaphor(u.text) and before is not None and before not in picked and before not in out:
             out.append(before)
     return out
+
+
+def _in_chunk(by_order: dict[int, Unit], unit: Unit, step: int) -> Unit | None:
+    """The unit ``step`` places from ``unit`` in reading order, when it is in the same chunk (orders are
+    chunk rank × 1000 + place)."""
+    other = by_order.get(unit.order + step)
+    return other if other is not None and other.order // 1000 == unit.order // 1000 else None
 
 
 def with_other_branch(picked: Sequence[Unit], units: Sequence[Unit]) -> list[Unit]:
@@ -2450,9 +2456,8 @@ def with_other_branch(picked: Sequence[Unit], units: Sequence[Unit]) -> list[Uni
     for u in picked:
         if u not in out:
             out.append(u)
-        after = by_order.get(u.order + 1)
-        if (after is not None and after.order // 1000 == u.order // 1000 and opens_with_anaphor(after.text)
-                and after not in picked and after not in out):
+        after = _in_chunk(by_order, u, 1)
+        if after is not None and opens_with_anaphor(after.text) and after not in picked and after not in out:
             out.append(after)
     return out
 

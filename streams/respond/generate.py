@@ -201,10 +201,12 @@ class OfflineComposer:
         if not partial:
             picked = self._each_question(r, picked, query_vector)
         cheaper = None
+        units = _units_of(r.chunks)
         if r.intent == i.OBJECTION:
-            picked, cheaper = self._conceded(r.message, picked, _units_of(r.chunks))
-        # "Passando disso, cada hora adicional ...": a line pointing back is quoted with the line it points at
-        picked = compose.with_other_branch(compose.with_antecedents(picked, _units_of(r.chunks)), _units_of(r.chunks))
+            picked, cheaper = self._conceded(r.message, picked, units)
+        # "Passando disso, cada hora adicional ...": a line pointing back is quoted with the line it points at, and
+        # a picked line with the one going on from it
+        picked = compose.with_other_branch(compose.with_antecedents(picked, units), units)
         answer = compose.answer_text(r.message, picked)
         if partial:
             answer = f"{answer} {FALLBACK_NO_KNOWLEDGE}"
