@@ -856,10 +856,31 @@ def strip_hypotheticals(text: str) -> str:
     return " ".join(p.strip() for p in parts if not is_hypothetical(p)).strip()
 
 
+#: A joke taken back ("vou virar carnívora hj kkkk brincadeira, manda a de palmito", "nunca mais como... mentira,
+#: manda a de sempre"): the marker stands alone between clause breaks (after punctuation, a laugh or an emoji, before
+#: punctuation or the end), so "não é brincadeira" and "a festa tem brincadeira" are not one.
+RETRACTION = re.compile(
+    r"(?:^|[.!?…,;:]|\bk{2,}\b|\b(?:ha){2,}\b|\brs(?:rs)+\b|[\U0001F300-\U0001FAFF\u2600-\u27BF])\s*"
+    r"(?:(?:e|eh|é|era|foi)\s+)?(?:s[oó]\s+)?(?:mentira|brincadeira|brincadeirinha|zoeira|zuera|zoando|brinks|"
+    r"t[oô]\s+brincando|to\s+zoando|(?:estou|tava|estava)\s+brincando)\b\s*(?:k{2,}\s*)*"
+    r"(?:[,.!?…;:]+|[\U0001F300-\U0001FAFF\u2600-\u27BF]+|$)",
+    re.IGNORECASE)
+
+
+def strip_retracted(text: str) -> str:
+    """The text after the last joke taken back (``RETRACTION``): what the message states once the joke
+    is withdrawn; "" when nothing follows (the whole message was the joke); the text unchanged without one."""
+    last = None
+    for m in RETRACTION.finditer(text or ""):
+        last = m
+    return text if last is None else text[last.end():].strip()
+
+
 def factual(text: str) -> str:
     """What a fact states as true now: its instructions removed (the whole text when it
-    is nothing but an instruction), then its counterfactual sentences."""
-    return strip_hypotheticals(strip_instructions(text) or text)
+    is nothing but an instruction), then a joke it takes back (``strip_retracted``), then its
+    counterfactual sentences."""
+    return strip_hypotheticals(strip_retracted(strip_instructions(text) or text))
 
 
 # ---------------------------------------------------------------------------

@@ -181,6 +181,29 @@ def test_counterfactual_clauses_are_removed_and_facts_kept():
     assert not is_hypothetical("se tiver vaga eu quero a suíte")   # a condition on the future, not counterfactual
 
 
+# Stop 44: a joke taken back ("... kkk brincadeira, manda a de sempre") states what follows it; the sentences
+# here are our own.
+@pytest.mark.parametrize("text, stated", [
+    ("agora sou carnívoro kkkk brincadeira, continua a vegana", "continua a vegana"),
+    ("nunca mais piso aí... mentira, amanhã tô de volta", "amanhã tô de volta"),
+    ("vou trocar vcs pela concorrência, tô brincando 😂 manda o de sempre", "manda o de sempre"),
+    ("larguei o café kkkkk zoeira", ""),
+    ("não é brincadeira, mudei de cidade mesmo", "não é brincadeira, mudei de cidade mesmo"),
+    ("a festa do meu filho tem brincadeira de roda", "a festa do meu filho tem brincadeira de roda"),
+    ("é mentira que eu parei de fumar", "é mentira que eu parei de fumar"),
+])
+def test_a_joke_taken_back_states_only_what_follows_it(text, stated):
+    assert L.factual(text) == stated
+
+
+def test_a_joke_taken_back_never_retires_the_fact():
+    checker = RulesContradictionChecker()
+    for old, new in [("Vegetariana", "virei carnívora hoje kkkk brincadeira, manda a de palmito de sempre"),
+                     ("Intolerante a lactose", "pode tirar minha restrição... mentira kkk, continuo sem poder leite")]:
+        assert not checker.check(MemoryView(memory_type="restricao", content=old),
+                                 MemoryView(memory_type="restricao", content=new)).contradicts
+
+
 # Stop 27 (h-con5): cues said in the first person or with a finite verb, read as kinds on the
 # leave-one-source-out misses of probe_s / probe_t; the sentences here are our own.
 @pytest.mark.parametrize("text, cue", [
