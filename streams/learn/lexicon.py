@@ -509,7 +509,7 @@ CHANGE_CUES: list[tuple[str, str]] = [
                 r"\b(?:mancha|manchas|sujeira|encardido)\b[^.;!?]{0,40}\b(?:saiu|sairam|sumiu|sumiram)\b|\bestorn(?:ou|aram|ado|ada|o)\b|"
                 r"\b(?:troc|substitu|ajust|regul|reform)(?:aram)\b (?:o|a|os|as) |"
                 r"\b(?:depois|apos) (?:do|da) (?:ajuste|conserto|manutencao|reparo|troca|reforma)\b"),
-    ("started", r"\bcome(?:cou|cei) a\b|\bfoi contratad\w*|\bfui contratad\w*|\b(?:arrum|consegu)(?:ou|ei|iu|i) (?:um |o |a |uma )?(?:emprego|trampo|trabalho|vaga)|"
+    ("started", r"\bcome(?:cou|cei) a\b|\bcome(?:cou|cei) (?:no|na|num|numa|em) (?:\w+ )?(?:emprego|trampo|trabalho|servico|firma|empresa)\b|\bfoi contratad\w*|\bfui contratad\w*|\b(?:arrum|consegu)(?:ou|ei|iu|i) (?:um |o |a |uma )?(?:emprego|trampo|trabalho|vaga)|"
                 r"\bficou noiv\w*|\bengravid\w+|\bnasce(?:u|ram)\b|\bpromovid\w+|\badot(?:ou|ei|amos)\b|"
                 r"\bentr(?:ou|ei) (?:na|no|em)\b|\bagora (?:e|trabalha|mora|esta|prefere|vai|vem|chega)\b|\bstarted\b"),
 ]
@@ -552,12 +552,12 @@ def is_negated(text: str, memory_type: str | None = None) -> bool:
 TRANSIENT = re.compile(
     r"\bgravid\w*|\bgestant\w*|\bgestacao\b|\bespera(?:ndo|m) (?:um |uma )?(?:bebe|filh\w+|nene\w*)|\bpregnant\b|"
     r"\bdesempregad\w*|\bsem (?:emprego|trabalho|trampo)\b|\bprocurando (?:emprego|trabalho|trampo)\b|\bunemployed\b|"
-    r"\bmuleta\w*|\bgesso\b|\bfratur\w+|\blesao\b|\blesionad\w+|\btendinite\b|\bmachucad\w+|\bde repouso\b|"
+    r"\bmuleta\w*|\bgesso\b|\bfratur\w+|\blesao\b|\blesionad\w+|\btendinite\b|\bmachuc(?:ad\w+|ou|ei)\b|\bde repouso\b|"
     r"\bem tratamento\b|\boper(?:ou|ei|ado|ada)\b|\bcirurgia\b|\bfazendo (?:fisio\w*|quimio\w*|tratamento)\b|\binternad\w+|\brecuperando\b|\bde licenca\b|"
     r"\bnoiv[oa]s?\b|\bcursinho\b|\bpre-?vestibular\b|\bestudando para\b|\bem obra\b|\breformando\b"
 )
 #: A recovery said without a change verb ("ombro 100% já", "tô novinho", "recuperado").
-RECOVERY = re.compile(r"\b100 ?%|\brecuperad\w+|\bnovinh[oa] em folha\b|\bzerad[oa]\b|\bjá to bem\b|\bja (?:to|estou) bem\b")
+RECOVERY = re.compile(r"\b(?:me deu|me deram|recebi|tive|ganhei|peguei|recebeu|teve|ganhou) alta\b|\b100 ?%|\brecuperad\w+|\bnovinh[oa] em folha\b|\bzerad[oa]\b|\bjá to bem\b|\bja (?:to|estou) bem\b")
 #: An exclusive old fact ("só come mussarela", "somente pelo e-mail"): anything added breaks it.
 EXCLUSIVE = re.compile(r"\bso\b(?! (?:um|uma|uns|umas|isso|pra|para|por|de|que)\b)|\bsomente\b|\bapenas\b|\bexclusivamente\b|\bonly\b")
 #: A counterfactual sentence ("se eu não tivesse alergia, pedia toda semana"; "se fosse mais perto eu vinha"):

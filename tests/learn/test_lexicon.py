@@ -460,3 +460,22 @@ def test_stop_43_changes_of_state_are_read(mt, old, new, contradicts):
     checker = RulesContradictionChecker()
     assert checker.check(MemoryView(memory_type=mt, content=old),
                          MemoryView(memory_type=mt, content=new)).contradicts is contradicts
+
+
+# Stop 44: a job started said with its place ("comecei no trampo novo"), a hurt said in the past tense ("machucou")
+# as a state that can end, and a discharge ("me deu alta") as a recovery; the sentences here are our own.
+def test_a_new_job_a_hurt_and_a_discharge_are_read():
+    assert "started" in L.change_cues("comecei no trabalho novo na terça, graças a Deus")
+    assert "started" in L.change_cues("comecei na empresa do meu tio")
+    assert not L.change_cues("comecei no cardápio novo de vcs")   # a start of something else
+    assert L.transient_state("Machucou o tornozelo no futebol")
+    assert L.recovery("o ortopedista me deu alta semana passada")
+    assert not L.recovery("a alta temporada começa em dezembro")
+
+
+def test_a_state_that_ended_retires_the_fact():
+    checker = RulesContradictionChecker()
+    for old, new, mt in [("Está desempregada", "comecei no trabalho novo na terça, graças a Deus", "contexto_pessoal"),
+                         ("Machucou o tornozelo; nada de corrida", "o ortopedista me deu alta, ja posso voltar a correr",
+                          "restricao")]:
+        assert checker.check(MemoryView(memory_type=mt, content=old), MemoryView(memory_type=mt, content=new)).contradicts
