@@ -65,7 +65,7 @@ import numpy as np
 
 from streams.learn import lexicon as S
 from streams.learn.model import CandidateFact, Proposal, Transcript
-from streams.learn.normalise import expand_chat, is_instruction, normalise_dates
+from streams.learn.normalise import date_in, expand_chat, is_instruction, normalise_dates
 from streams.learn.taxonomy import MEMORY_TYPES
 from streams.learn.text import fold
 
@@ -588,14 +588,29 @@ _GREETING = re.compile(r"^(?:(?:oi+e*|ola|opa|eai|e ai|bom dia|boa tarde|boa noi
                        re.IGNORECASE)
 
 
-def content_of(span: Span, memory_type: str, sent_at: datetime | None, before: str = "") -> str:
+def date_with_lead(text: str, lead: str, sent_at: datetime | None) -> str:
+    """``text`` (a span) with its date written ``dd/mm``, read with the words of its message before it
+    (``lead``): "mês que vem faz 3 anos de namoro, dia 14" → the span "faz 3 anos de namoro, dia 14" gets
+    next month's 14th, not this month's. The lead's own date expressions are never written into the span."""
+    if lead:
+        found = date_in(f"{lead}{text}", sent_at)
+        if found and found[1][0] >= len(lead):   # the date expression itself is in the span
+            value, (a, b) = found
+            return f"{text[:a - len(lead)]}{value}{text[b - len(lead):]}"
+    return normalise_dates(text, sent_at)
+
+
+def content_of(span: Span, memory_type: str, sent_at: datetime | None, before: str = "", lead: str = "") -> str:
+    """The fact's content: the span in standard spelling, without a greeting, a leading "ele"/"ela" resolved to the
+    person named ``before`` it, dates of a celebration written ``dd/mm`` (read with ``lead``, its message's words
+    before the span: ``date_with_lead``)."""
     text = expand_chat(span.text)
     greeting = _GREETING.match(fold(text))
     if greeting and greeting.end() < len(text) and len(fold(text)) == len(text):
         text = text[greeting.end():]
     text = resolve_pronoun(text, before)
     if memory_type == "data_comemorativa":
-        text = normalise_dates(text, sent_at)
+        text = date_with_lead(text, f"{expand_chat(lead).rstrip()} " if lead.strip() else "", sent_at)
     text = text.strip(" ,;:.-")
     return (text[:1].upper() + text[1:]) if text else span.text
 
@@ -650,6 +665,8 @@ class LearnedExtractor:
         else:
             before = " ".join([m.text for m in transcript.messages[:s.message_index] if m.role == "contact"]
                               + [transcript.messages[s.message_index].text[:s.start]])
-            key, value, content = slot_key(c.memory_type, s.text), None, content_of(s, c.memory_type, sent_at, before)
+            lead = transcript.messages[s.message_index].text[:s.start]
+            key, value, content = slot_key(c.memory_type, s.text), None, content_of(s, c.memory_type, sent_at, before,
+                                                                                  lead)
         return CandidateFact(memory_type=c.memory_type, memory_key=key, content=content, normalized_value=value,
                              evidence=s.text, confidence=c.confidence)

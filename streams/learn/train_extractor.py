@@ -124,11 +124,12 @@ TRAIN_MORE = Path(__file__).resolve().parents[2] / "examples" / "train" / "conve
 #: (a wash: shipped as the policy says, every tuning writer trains; docs/quality-log.md, stop 40); probe_aw and ax
 #: (fresh at stop 40, scored untouched first, their first check repeated at stop 41) at stop 41; probe_ay and az
 #: (fresh at stop 41; their first check repeated at stop 42; stop 42's retraining with them did not finish) at stop
-#: 43. probe_ba and bb (fresh at stop 42; their first check repeated at stop 43) are tuning sets since stop 43 but not
-#: yet trained on (docs/quality-log.md, stop 43).
+#: 43. probe_ba and bb (fresh at stop 42; their first check repeated at stop 43) at stop 44. probe_bc and bd (fresh at stop
+#: 43; their first check repeated at stop 44) are tuning sets since stop 44 but not yet trained on (docs/quality-log.md,
+#: stop 44).
 PROBES = tuple(Path(__file__).resolve().parents[2] / "examples" / f"probe_{x}" / "conversations.jsonl"
                for x in ("i", "j", "k", "l", "m", "r", "s", "t", "u", "v", "w", "x", "y", "z", "aa", "ab", "ac", "ad", "ae", "af", "ag", "ah", "ai", "aj",
-                         "ak", "al", "am", "an", "as", "at", "au", "av", "aw", "ax", "ay", "az"))
+                         "ak", "al", "am", "an", "as", "at", "au", "av", "aw", "ax", "ay", "az", "ba", "bb"))
 WRITTEN_FILES = (WRITTEN, TRAIN_MORE) + PROBES
 #: Where the shipped per-type thresholds are tuned: "cross_source" (every writer's out-of-source predictions
 #: pooled; since stop 27) or "cv" (the corpus's grouped out-of-fold predictions; until stop 26). The two

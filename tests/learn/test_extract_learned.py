@@ -494,17 +494,18 @@ def test_the_extractor_trains_on_the_blind_tuning_writers_and_never_on_a_validat
     cross-source figures; stop 27: probe_r, probe_s and probe_t too; stop 28: probe_u and probe_v; stop 29: probe_w and probe_x;
     stop 33: probe_ac and probe_ad; stop 34: probe_ae, probe_af, probe_ag and probe_ah; stop 35: probe_ai and
     probe_aj; stop 38: probe_ak, al, am and an; stop 40: probe_as, at, au and av; stop 41: probe_aw and ax; stop 43:
-    probe_ay and az (probe_ba and bb, tuning sets since stop 43, are not yet). A validation, reserved or fresh set
-    (probe_bc, probe_bd: the next stop's check) is never one."""
+    probe_ay and az; stop 44: probe_ba and bb (probe_bc and bd, tuning sets since stop 44, are not yet). A validation,
+    reserved or fresh set (probe_be, probe_bf: the next stop's check) is never one."""
     from streams.learn import train_extractor as T
 
     names = {p.parent.name for p in T._written_paths(T.WRITTEN_FILES)}
     assert {"probe_i", "probe_j", "probe_k", "probe_l", "probe_m", "probe_r", "probe_s", "probe_t", "probe_u",
             "probe_v", "probe_w", "probe_x", "probe_ac", "probe_ad", "probe_ae", "probe_af",
             "probe_ag", "probe_ah", "probe_ai", "probe_aj", "probe_ak", "probe_al", "probe_am", "probe_an",
-            "probe_as", "probe_at", "probe_au", "probe_av", "probe_aw", "probe_ax", "probe_ay", "probe_az"} <= names
+            "probe_as", "probe_at", "probe_au", "probe_av", "probe_aw", "probe_ax", "probe_ay", "probe_az",
+            "probe_ba", "probe_bb"} <= names
     never = {"heldout", "probe_b", "probe_d", "probe_e", "probe_f", "probe_g", "probe_o", "probe_p", "probe_q",
-             "probe_bc", "probe_bd"}
+             "probe_be", "probe_bf"}
     assert not names & never
     assert len({T._relative(p) for p in T._written_paths(T.WRITTEN_FILES)}) == len(T.WRITTEN_FILES)
 
@@ -644,3 +645,13 @@ def test_type_cues_read_a_shouted_span_as_a_plain_one():
     assert np.array_equal(cue_features("MEU CACHORRO É ALÉRGICO A FRANGO", "x")[-4:],
                           cue_features("meu cachorro é alérgico a frango", "x")[-4:])
     assert list(cue_features("meu cachorro é alérgico a frango", "x")[-4:]) == [1.0, 1.0, 0.0, 0.0]
+
+
+def test_a_celebration_date_is_read_with_the_words_before_its_span():
+    """Stop 44: a span that starts after "mês que" ("vem faz 3 anos de namoro, dia 14") still dates next month's 14th;
+    a date said before the span is never written into it."""
+    from streams.learn.extract_learned import date_with_lead
+
+    assert date_with_lead("vem faz 3 anos de namoro, dia 14", "mês que ", SENT) == "vem faz 3 anos de namoro, 14/03"
+    assert date_with_lead("faz 3 anos de namoro, dia 14", "", SENT) == "faz 3 anos de namoro, 14/02"
+    assert date_with_lead("e o niver dela é dia 20", "dia 3 de maio eu caso ", SENT) == "e o niver dela é 20/02"
