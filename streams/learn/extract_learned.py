@@ -592,6 +592,7 @@ def date_with_lead(text: str, lead: str, sent_at: datetime | None) -> str:
     """``text`` (a span) with its date written ``dd/mm``, read with the words of its message before it
     (``lead``): "mês que vem faz 3 anos de namoro, dia 14" → the span "faz 3 anos de namoro, dia 14" gets
     next month's 14th, not this month's. The lead's own date expressions are never written into the span."""
+    lead = f"{lead.rstrip()} " if lead.strip() else ""
     if lead:
         found = date_in(f"{lead}{text}", sent_at)
         if found and found[1][0] >= len(lead):   # the date expression itself is in the span
@@ -610,7 +611,7 @@ def content_of(span: Span, memory_type: str, sent_at: datetime | None, before: s
         text = text[greeting.end():]
     text = resolve_pronoun(text, before)
     if memory_type == "data_comemorativa":
-        text = date_with_lead(text, f"{expand_chat(lead).rstrip()} " if lead.strip() else "", sent_at)
+        text = date_with_lead(text, expand_chat(lead), sent_at)
     text = text.strip(" ,;:.-")
     return (text[:1].upper() + text[1:]) if text else span.text
 
@@ -663,9 +664,8 @@ class LearnedExtractor:
         if rule is not None:
             key, value, content = rule.memory_key, rule.normalized_value, rule.content
         else:
-            before = " ".join([m.text for m in transcript.messages[:s.message_index] if m.role == "contact"]
-                              + [transcript.messages[s.message_index].text[:s.start]])
-            lead = transcript.messages[s.message_index].text[:s.start]
+            lead = transcript.messages[s.message_index].text[:s.start]   # the span's message before it
+            before = " ".join([m.text for m in transcript.messages[:s.message_index] if m.role == "contact"] + [lead])
             key, value, content = slot_key(c.memory_type, s.text), None, content_of(s, c.memory_type, sent_at, before,
                                                                                   lead)
         return CandidateFact(memory_type=c.memory_type, memory_key=key, content=content, normalized_value=value,

@@ -509,7 +509,7 @@ CHANGE_CUES: list[tuple[str, str]] = [
                 r"\b(?:mancha|manchas|sujeira|encardido)\b[^.;!?]{0,40}\b(?:saiu|sairam|sumiu|sumiram)\b|\bestorn(?:ou|aram|ado|ada|o)\b|"
                 r"\b(?:troc|substitu|ajust|regul|reform)(?:aram)\b (?:o|a|os|as) |"
                 r"\b(?:depois|apos) (?:do|da) (?:ajuste|conserto|manutencao|reparo|troca|reforma)\b"),
-    ("started", r"\bcome(?:cou|cei) a\b|\bcome(?:cou|cei) (?:no|na|num|numa|em) (?:\w+ )?(?:emprego|trampo|trabalho|servico|firma|empresa)\b|\bfoi contratad\w*|\bfui contratad\w*|\b(?:arrum|consegu)(?:ou|ei|iu|i) (?:um |o |a |uma )?(?:emprego|trampo|trabalho|vaga)|"
+    ("started", r"\bcome(?:cou|cei) a\b|\bcome(?:cou|cei) (?:no|na|numa|em) (?:\w+ )?(?:emprego|trampo|trabalho|servico|firma|empresa)\b|\bfoi contratad\w*|\bfui contratad\w*|\b(?:arrum|consegu)(?:ou|ei|iu|i) (?:um |o |a |uma )?(?:emprego|trampo|trabalho|vaga)|"
                 r"\bficou noiv\w*|\bengravid\w+|\bnasce(?:u|ram)\b|\bpromovid\w+|\badot(?:ou|ei|amos)\b|"
                 r"\bentr(?:ou|ei) (?:na|no|em)\b|\bagora (?:e|trabalha|mora|esta|prefere|vai|vem|chega)\b|\bstarted\b"),
 ]
@@ -870,10 +870,8 @@ RETRACTION = re.compile(
 def strip_retracted(text: str) -> str:
     """The text after the last joke taken back (``RETRACTION``): what the message states once the joke
     is withdrawn; "" when nothing follows (the whole message was the joke); the text unchanged without one."""
-    last = None
-    for m in RETRACTION.finditer(text or ""):
-        last = m
-    return text if last is None else text[last.end():].strip()
+    ends = [m.end() for m in RETRACTION.finditer(text or "")]
+    return text[ends[-1]:].strip() if ends else text
 
 
 def factual(text: str) -> str:
