@@ -2400,12 +2400,35 @@ def _named_heads(units: Sequence[Unit]) -> set[str]:
 _TO_THE_AGENT = re.compile(r"\b(voce|vc) (e|eh|ta|esta|tem|sabe|entende|gosta)\b")
 
 
+#: What may open a clause before its question word when a question is asked without a "?": a conjunction or
+#: filler ("e quando", "oi, quem"), a preposition of the question itself ("pra quem eu mando", "com quem falo").
+_OPENS_A_QUESTION = re.compile(r"^(?:(?:e|mas|ai|entao|tipo|gente|oi|ola|ei|so) ?)*(?:pra|para|com|de|a|em|por)?$")
+#: The asker's frame right before it ("queria saber quando", "vc sabe quem", "me fala quando", "sabe quando").
+_ASKING_FRAME = re.compile(r"(?:^|\s)(?:saber|(?:me )?(?:diz|fala|informa|avisa|explica|confirma)\w*|"
+                           r"(?:voce|voces|vc|vcs|tu) \w+|(?:quero|queria|gostaria|preciso|pode|podem|poderia|consegue) "
+                           r"\w+|^sabe\w*)(?: (?:pra|para|com|de|a|em|por))?$")
+#: The words before a question word, from its clause's start (after a comma, stop, "!", ";" or ":").
+_CLAUSE_HEAD = re.compile(r"(?:^|[,.;!:])\s*([^,.;!:]*?)\s*$")
+
+
+def _connective(norm: str, m: re.Match) -> bool:
+    """Whether a "quando" or "quem" in a message without a "?" joins a statement ("o zeus fica doido qdo ve a van",
+    "parabens pra quem decorou", "pago no pix quando confirmar") rather than asking: something other than an
+    opening filler or preposition (``_OPENS_A_QUESTION``) stands before it in its clause, and no asking frame
+    (``_ASKING_FRAME``) does."""
+    if m.group(0) not in ("quando", "quem"):
+        return False
+    head = _CLAUSE_HEAD.search(norm[:m.start()]).group(1).strip()
+    return not _OPENS_A_QUESTION.match(head) and not _ASKING_FRAME.search(head)
+
+
 def asks_the_business(message: str) -> bool:
     """A question about what the business offers or how something of it is ("vcs colocam
     microchip?", "o x-aurora vem com o quê?"): never small talk, whatever the intent says; not a
-    question to the agent ("vc é robô?")."""
+    question to the agent ("vc é robô?"). Without a "?", a question word that only joins a statement
+    (``_connective``) asks nothing."""
     norm = normalize_chat(message)
-    if "?" not in message and not _WH.search(norm):
+    if "?" not in message and not any(not _connective(norm, m) for m in _WH.finditer(norm)):
         return False
     if _TO_THE_AGENT.search(norm):
         return False

@@ -304,6 +304,19 @@ def test_a_question_about_what_the_business_offers_is_not_small_talk():
     assert ask("vc é robô ou gente?", "general", CLINIC, retrieval="optional") != FALLBACK_NO_KNOWLEDGE
 
 
+def test_a_question_word_that_joins_a_statement_asks_nothing():
+    from streams.respond.compose import asks_the_business
+
+    # "qdo" and "quem" inside a clause, with no "?" and no asker's frame: a statement, answered as small talk
+    assert not asks_the_business("o zeus ama vcs kkk fica doido qdo ve a van chegando")
+    assert not asks_the_business("a vitrine é a coisa mais linda, parabens pra quem decorou 😍")
+    assert ask("o zeus ama vcs kkk fica doido qdo ve a van chegando", "general", CLINIC,
+               retrieval="optional") != FALLBACK_NO_KNOWLEDGE
+    # the same words framed as a question still ask, with or without a "?"
+    assert asks_the_business("me fala quando vcs abrem") and asks_the_business("pra quem eu mando o comprovante")
+    assert asks_the_business("o zeus fica doido, vcs buscam ele quando?")
+
+
 def test_a_verb_is_covered_by_its_noun():
     from streams.respond.compose import answer_units, uncovered_focus
 
