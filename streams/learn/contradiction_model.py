@@ -184,7 +184,7 @@ def features(pair: Pair) -> list[float]:
     return [
         1.0 if reason.startswith(("update", "resolved")) else 0.0,
         1.0 if reason.startswith("negation") else 0.0,
-        1.0 if (fresh & STRONG_CUES or state_ended(old, full) or exclusive_broken(old, full)
+        1.0 if (fresh & STRONG_CUES or state_ended(old, full) or exclusive_broken(old, full) or L.removed(old, new)
                 or praise_soured(pair.memory_type, old, full) or date_corrected(pair.memory_type, old, full)) else 0.0,
         1.0 if fresh & WEAK_CUES else 0.0,
         1.0 if addition else 0.0,

@@ -517,7 +517,9 @@ _CHANGE = [(name, re.compile(p)) for name, p in CHANGE_CUES]
 
 #: Words that add to what is known without replacing it ("também", "continua", "continuo alérgica, nada mudou").
 ADDITION_CUES = re.compile(   # "junto com" adds, unless it ends together ("o VR acabou junto com o estágio")
-    r"\btambem\b|\balem d\w*|\bcontinu(?:a|o|am|amos)\w*|\bnada mudou\b|\bainda\b|\bsegue\b|\bmais (?:um|uma)\b|(?<!\bacabou )(?<!\bacabaram )(?<!\bterminou )(?<!\bsumiu )(?<!\bse foi )\bjunto (?:com|a|ao|d[ao])\b|\btoo\b|\balso\b|\bstill\b|\bas well\b"
+    r"\btambem\b|\balem d\w*|\bcontinu(?:a|o|am|amos)\w*|\bnada mudou\b|\bainda\b|\bsegue\b|\bmais (?:um|uma)\b|"
+    # a count that went up ("nasceu a Laura, agora sou pai de dois", "adotamos a Mel, agora são dois lá em casa")
+    r"\bagora (?:sao|somos|tenho|temos|sou (?:pai|mae) de) (?:dois|duas|tres|quatro|cinco|[2-9])\b|(?<!\bacabou )(?<!\bacabaram )(?<!\bterminou )(?<!\bsumiu )(?<!\bse foi )\bjunto (?:com|a|ao|d[ao])\b|\btoo\b|\balso\b|\bstill\b|\bas well\b"
 )
 
 
@@ -559,7 +561,7 @@ TRANSIENT = re.compile(
 #: A recovery said without a change verb ("ombro 100% já", "tô novinho", "recuperado").
 RECOVERY = re.compile(r"\b(?:me deu|me deram|recebi|tive|ganhei|peguei|recebeu|teve|ganhou) alta\b|\b100 ?%|\brecuperad\w+|\bnovinh[oa] em folha\b|\bzerad[oa]\b|\bjá to bem\b|\bja (?:to|estou) bem\b")
 #: An exclusive old fact ("só come mussarela", "somente pelo e-mail"): anything added breaks it.
-EXCLUSIVE = re.compile(r"\bso\b(?! (?:um|uma|uns|umas|isso|pra|para|por|de|que)\b)|\bsomente\b|\bapenas\b|\bexclusivamente\b|\bonly\b")
+EXCLUSIVE = re.compile(r"\bso\b(?! (?:um|uma|uns|umas|isso|pra|para|por|de|que)\b)|\bsomente\b|\bapenas\b|\bexclusivamente\b|\bonly\b|\bsozinh[oa]s?\b")
 #: A counterfactual sentence ("se eu não tivesse alergia, pedia toda semana"; "se fosse mais perto eu vinha"):
 #: "se" and a verb in the imperfect subjunctive. It states nothing that is true now.
 HYPOTHETICAL = re.compile(
@@ -738,6 +740,20 @@ def counts(text: str) -> dict[str, int]:
         number = int(m.group(1)) if m.group(1).isdigit() else _COUNT_WORDS[m.group(1)]
         out.setdefault(noun[:5], number)
     return out
+
+
+#: Something taken away ("tirei a bota", "a neuro tirou o fenobarbital", "tira a azeitona da minha calabresa"):
+#: the object named after the verb.
+_REMOVED = re.compile(r"\b(?:tir|retir)(?:ei|ou|amos|aram|a|e)\s+(?:o|a|os|as)\s+([a-z]{4,})")
+
+
+def removed(old: str, new: str) -> bool:
+    """The new fact takes away what the old one states: a removal verb whose object's stem (its first four
+    letters) is in the old fact ("Está com a perna engessada" → "tirei o gesso ontem"; "Toma o açaí com granola e
+    leite em pó" → "tirei o leite em po"). Taking away something the old fact does not name ("tirei a carteira de
+    motorista", "tirei foto") says nothing of it."""
+    was = normalize(old)
+    return any(m.group(1)[:4] in was for m in _REMOVED.finditer(normalize(new)))
 
 
 def transient_state(text: str) -> bool:

@@ -479,3 +479,32 @@ def test_a_state_that_ended_retires_the_fact():
                          ("Machucou o tornozelo; nada de corrida", "o ortopedista me deu alta, ja posso voltar a correr",
                           "restricao")]:
         assert checker.check(MemoryView(memory_type=mt, content=old), MemoryView(memory_type=mt, content=new)).contradicts
+
+
+# Stop 45: something taken away that the old fact states ("tirei o gesso"), a count that went up ("agora são dois"),
+# and living alone as an exclusive state; the sentences here are our own.
+def test_a_removal_a_count_gone_up_and_living_alone_are_read():
+    assert L.removed("Usa bota ortopédica no pé direito", "tirei a bota ontem, to livre")
+    assert L.removed("Está com o braço engessado", "o medico tirou o gesso hj")
+    assert L.removed("Pede a calabresa com azeitona", "tira a azeitona da minha, por favor")
+    assert not L.removed("Mora no Centro", "tirei a carteira de motorista semana passada")   # not what the fact states
+    assert L.addition_cues("nasceu o Theo, agora sou pai de dois")
+    assert L.addition_cues("adotamos outro gato, agora sao tres aqui")
+    assert not L.addition_cues("agora sou pai, nasceu o Theo")
+    assert L.exclusive("Mora sozinha no apartamento")
+
+
+@pytest.mark.parametrize("mt, old, new, contradicts", [
+    ("restricao", "Está com o braço engessado; não pode carregar peso", "o medico tirou o gesso hj, ja to carregando tudo",
+     True),
+    ("restricao", "O gato Tom toma prednisolona todo dia", "a veterinária tirou a prednisolona do Tom, ele ta otimo", True),
+    ("preferencia", "Pede a calabresa com cebola e pimentão", "tira o pimentão da minha calabresa agora, o resto igual",
+     True),
+    ("vinculo_social", "Tem uma filha, a Sofia", "nasceu o Theo semana passada!! agora sou pai de dois", False),
+    ("contexto_pessoal", "Tem um cachorro, o Rex", "adotamos uma gata, a Luna, agora são dois bichos em casa", False),
+    ("contexto_pessoal", "Mora sozinha no Centro", "agora somos dois, meu noivo veio morar comigo", True),
+])
+def test_stop_45_removals_counts_and_living_alone(mt, old, new, contradicts):
+    checker = RulesContradictionChecker()
+    assert checker.check(MemoryView(memory_type=mt, content=old),
+                         MemoryView(memory_type=mt, content=new)).contradicts is contradicts
