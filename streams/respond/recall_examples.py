@@ -48,7 +48,10 @@ Stop 44: the sixteen tuning sets written since (probe_ak … probe_bd) joined th
 left out of it), recall@3 0.900 → 0.913 (11 sets up, 3 down); the 29 older sets, leave-one-set-out, 0.873 → 0.876;
 the validation sets probe_o/p/q 0.797/0.742/0.828 → 0.797/0.731/0.800 and the fresh probe_be/bf 0.900/0.900 →
 0.900/0.887 (counts; 170 cases, −0.012). Over the 810 cases scored out of sample both ways, +0.008; the grid of stop
-35 re-run over 45 sets still chose C 0.3, scales 10 / 0.5 (quality log, stop 44).
+35 re-run over 45 sets still chose C 0.3, scales 10 / 0.5 (quality log, stop 44). Stop 45: probe_be and probe_bf
+(first checked on f75f76c) joined (1791 → 1871 cases, 47 sets); leave-one-set-out mean recall@3 0.890 (be 0.875 →
+0.912, bf 0.887); validation o/p/q @3 0.797/0.731/0.800 → 0.797/0.714/0.800, fresh probe_bg/bh 0.842/0.816 →
+0.842/0.824 (counts; quality log, stop 45).
 
 Measured leave-one-set-out (each readable set scored with its own cases left out of the memory):
 ``python -m streams.respond.evaluate_recall --loso``. The evaluation (``streams.evaluation``,
@@ -99,7 +102,7 @@ READABLE = {"dev": "examples/dev/recall.jsonl", "train": "examples/train/recall.
             **{f"probe_{x}": f"examples/probe_{x}/recall.jsonl"
                for x in ("aa", "ab", "ac", "ad", "ae", "af", "ag", "ah", "ai", "aj",
                          "ak", "al", "am", "an", "as", "at", "au", "av", "aw", "ax", "ay", "az", "ba", "bb", "bc",
-                         "bd")}}
+                         "bd", "be", "bf")}}
 
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
