@@ -39,7 +39,9 @@ machine with another number of cores trained another artefact). Steps:
 4. the second-stage gate (``train_gate``, stop 28): learnt from the cross-source step's out-of-source
    proposals (at ``GATE_SCALE`` × each writer's thresholds), scored the same way (each writer judged by a
    gate fit on the others) and on the corpus's grouped CV (its out-of-fold proposals judged by a gate fit
-   on the other writers); the shipped gate is fit on every writer's proposals. ``USE_GATE = False`` ships none;
+   on the other writers); the shipped gate is fit on every writer's proposals, its threshold the one whose pooled
+   out-of-source figures come nearest issue 13's targets (``pick_gate_threshold``, stop 45). ``USE_GATE = False``
+   ships none;
 5. the final classifiers are fit on all of dev (plus ``WRITTEN``) with the chosen ``C``; the artefact
    records the thresholds, the SHA-256 of the training file, and the cross-validated and
    cross-source metrics, which are printed. ``--check`` trains in memory and compares the metrics
