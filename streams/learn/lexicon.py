@@ -560,7 +560,7 @@ TRANSIENT = re.compile(
 )
 #: A recovery said without a change verb ("ombro 100% já", "tô novinho", "recuperado").
 RECOVERY = re.compile(r"\b(?:me deu|me deram|recebi|tive|ganhei|peguei|recebeu|teve|ganhou) alta\b|\b100 ?%|\brecuperad\w+|\bnovinh[oa] em folha\b|\bzerad[oa]\b|\bjá to bem\b|\bja (?:to|estou) bem\b")
-#: An exclusive old fact ("só come mussarela", "somente pelo e-mail"): anything added breaks it.
+#: An exclusive old fact ("só come mussarela", "somente pelo e-mail", "mora sozinho"): anything added breaks it.
 EXCLUSIVE = re.compile(r"\bso\b(?! (?:um|uma|uns|umas|isso|pra|para|por|de|que)\b)|\bsomente\b|\bapenas\b|\bexclusivamente\b|\bonly\b|\bsozinh[oa]s?\b")
 #: A counterfactual sentence ("se eu não tivesse alergia, pedia toda semana"; "se fosse mais perto eu vinha"):
 #: "se" and a verb in the imperfect subjunctive. It states nothing that is true now.
