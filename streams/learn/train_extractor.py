@@ -459,7 +459,7 @@ def target_merit(counts, targets=GATE_TARGETS) -> float:
 def pick_gate_threshold(counts_at: dict) -> float:
     """The gate threshold (a key of ``counts_at``, which maps each to pooled (tp, fp, fn)) with the best
     ``target_merit``; ties to the lowest threshold."""
-    return max(sorted(counts_at), key=lambda g: (round(target_merit(counts_at[g]), 4), -g))
+    return max(counts_at, key=lambda g: (round(target_merit(counts_at[g]), 4), -g))
 
 
 def gate_rows(examples: list[Example], probs: list[np.ndarray], thresholds, penalty: float) -> list[tuple]:

@@ -2402,7 +2402,7 @@ _TO_THE_AGENT = re.compile(r"\b(voce|vc) (e|eh|ta|esta|tem|sabe|entende|gosta)\b
 
 #: What may open a clause before its question word when a question is asked without a "?": a conjunction or
 #: filler ("e quando", "oi, quem"), a preposition of the question itself ("pra quem eu mando", "com quem falo").
-_OPENS_A_QUESTION = re.compile(r"^(?:(?:e|mas|ai|entao|tipo|gente|oi|ola|ei|so) ?)*(?:pra|para|com|de|a|em|por)?$")
+_OPENS_A_QUESTION = re.compile(r"^(?:(?:e|mas|ai|entao|tipo|gente|oi|ola|ei|so)\b ?)*(?:pra|para|com|de|a|em|por)?$")
 #: The asker's frame right before it ("queria saber quando", "vc sabe quem", "me fala quando", "sabe quando").
 _ASKING_FRAME = re.compile(r"(?:^|\s)(?:saber|(?:me )?(?:diz|fala|informa|avisa|explica|confirma)\w*|"
                            r"(?:voce|voces|vc|vcs|tu) \w+|(?:quero|queria|gostaria|preciso|pode|podem|poderia|consegue) "
@@ -2428,7 +2428,7 @@ def asks_the_business(message: str) -> bool:
     question to the agent ("vc é robô?"). Without a "?", a question word that only joins a statement
     (``_connective``) asks nothing."""
     norm = normalize_chat(message)
-    if "?" not in message and not any(not _connective(norm, m) for m in _WH.finditer(norm)):
+    if "?" not in message and all(_connective(norm, m) for m in _WH.finditer(norm)):
         return False
     if _TO_THE_AGENT.search(norm):
         return False
