@@ -51,7 +51,9 @@ the validation sets probe_o/p/q 0.797/0.742/0.828 → 0.797/0.731/0.800 and the 
 35 re-run over 45 sets still chose C 0.3, scales 10 / 0.5 (quality log, stop 44). Stop 45: probe_be and probe_bf
 (first checked on f75f76c) joined (1791 → 1871 cases, 47 sets); leave-one-set-out mean recall@3 0.890 (be 0.875 →
 0.912, bf 0.887); validation o/p/q @3 0.797/0.731/0.800 → 0.797/0.714/0.800, fresh probe_bg/bh 0.842/0.816 →
-0.842/0.824 (counts; quality log, stop 45).
+0.842/0.824 (counts; quality log, stop 45). Stop 46: probe_bg and probe_bh (first checked on 983ffbd) joined (1871 →
+1951 cases, 49 sets); leave-one-set-out mean recall@3 0.887 (bg 0.842, bh 0.824 both ways); validation o/p/q @3
+0.797/0.714/0.800 → 0.786/0.714/0.833, fresh probe_bi/bj 0.950/0.875 unchanged (counts; quality log, stop 46).
 
 Measured leave-one-set-out (each readable set scored with its own cases left out of the memory):
 ``python -m streams.respond.evaluate_recall --loso``. The evaluation (``streams.evaluation``,
@@ -102,7 +104,7 @@ READABLE = {"dev": "examples/dev/recall.jsonl", "train": "examples/train/recall.
             **{f"probe_{x}": f"examples/probe_{x}/recall.jsonl"
                for x in ("aa", "ab", "ac", "ad", "ae", "af", "ag", "ah", "ai", "aj",
                          "ak", "al", "am", "an", "as", "at", "au", "av", "aw", "ax", "ay", "az", "ba", "bb", "bc",
-                         "bd", "be", "bf")}}
+                         "bd", "be", "bf", "bg", "bh")}}
 
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
