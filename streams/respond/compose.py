@@ -2538,6 +2538,32 @@ def unknown_predicate(message: str, units: Sequence[Unit]) -> set[str]:
     return {stem(m.group(2))} & uncovered_focus(message, units)
 
 
+# "posso ficar junto durante o banho?", "da pra eu assistir a consulta?": a customer asking leave to be present at
+# a service (in the first person: "pode marcar sábado?" asks the business to act). What is asked is the presence:
+# a verb of staying ("ficar", "estar") is named by the word after it ("junto", "olhando", "do lado"; ``respelled``
+# may have put it as the knowledge inflects it, "ficam"), a verb of presence by itself. Any other act asked leave
+# for ("posso acertar metade agora?") is often the knowledge's act in other words ("pagamento posterior"), and is
+# left to the score
+_PERMISSION = re.compile(r"^(?:e |mas |ai |entao )?(?:(?:eu )?posso|podemos|(?:a gente|nos) pode(?:mos)?|"
+                         r"(?:da|dar|tem como) (?:pra )?(?:eu|a gente)|e permitido|(?:voces )?deixam (?:eu|a gente)) "
+                         r"(?:(?:fica|esta|permanece)[rm]? (?:(?:do|ao|no|na|de) )?([a-z]{4,})|"
+                         r"(acompanhar|assistir|presenciar|olhar|entrar junto))\b")
+
+
+def unknown_permitted_act(message: str, units: Sequence[Unit]) -> set[str]:
+    """In a question asking leave to be present at a service ("posso ficar junto durante o banho?"), the presence
+    asked when no retrieved unit names it: a rule on the bath ("não sedamos animais para banho") says nothing of
+    staying beside the pet, so quoting it answers another question. Empty for other questions."""
+    part = question_part(message)
+    if not is_yes_no(part):
+        return set()
+    m = _PERMISSION.match(normalize_chat(part).rstrip("?!. "))
+    act = m and (m.group(1) or m.group(2).split()[0])
+    if not act or act in STOPWORDS or act in GENERIC:
+        return set()
+    return {stem(act)} & uncovered_focus(message, units)
+
+
 # ---------------------------------------------------------------- what concedes on a price objected to
 # "459 na lírio?? tá puxado": after the price confirmed, an attendant offers what applies to that price: paying
 # it in instalments, when the business allows it for that amount and that period, and the same kind of item

@@ -11,6 +11,7 @@ from streams.respond.compose import (
     stem,
     uncovered_focus,
     units_of_chunks,
+    unknown_permitted_act,
     unknown_predicate,
 )
 from streams.respond.generate import FALLBACK_NO_KNOWLEDGE, OfflineComposer
@@ -30,6 +31,14 @@ LAB = """# Exames
 
 Exame de fezes: R$ 45,00.
 Traga os exames anteriores, se houver."""
+
+
+BANHO = """# Banho & Tosa Capivara
+
+Não sedamos animais para banho ou tosa: pets agressivos passam antes por avaliação.
+Banho de cão pequeno: R$ 55,00.
+Depois do banho, os pets ficam na área de espera até o tutor chegar.
+O tutor pode assistir à tosa pela janela de vidro da sala."""
 
 
 def ask(message, intent="info_request", *texts):
@@ -88,3 +97,24 @@ def test_a_word_of_three_letters_is_no_piece_of_a_longer_one():
 
 def test_a_room_is_a_suite():
     assert stem("suite") in concept_forms("vcs arrumam o quarto?")[stem("quarto")]
+
+
+def test_leave_asked_for_an_act_never_written_is_handed_over():
+    # staying beside the pet is written nowhere: the rule on sedation is about the bath, not about the tutor; the
+    # verb of staying is named by the word after it, even where the knowledge inflects it ("ficam")
+    units = units_of_chunks([BANHO])
+    assert unknown_permitted_act("posso ficar junto com ele durante o banho? ele fica nervoso", units) == {stem("junto")}
+    assert unknown_permitted_act("posso ficam junto com ele durante o banho?", units) == {stem("junto")}
+    assert unknown_permitted_act("posso ficar do lado dele no banho?", units) == {stem("lado")}
+    assert FALLBACK_NO_KNOWLEDGE in ask("posso ficar junto com meu cachorro durante o banho? ele fica nervoso sem mim",
+                                        "policy", BANHO)
+    # a verb of presence names itself ("assistir" is another word: the embedder may still find it said otherwise)
+    assert unknown_permitted_act("da pra eu acompanhar a tosa?", units) == {stem("acompanhar")}
+    assert unknown_permitted_act("da pra eu acompanhar a tosa?", units_of_chunks([BANHO.replace("assistir", "acompanhar")])) == set()
+    # presence the knowledge writes is answered; leave for another act, or no leave asked, is not read here
+    assert unknown_permitted_act("posso assistir a tosa?", units) == set()
+    assert "janela" in ask("posso assistir a tosa dele?", "policy", BANHO)
+    assert unknown_permitted_act("da pra deixar minha gata ai uns dias?", units) == set()
+    assert unknown_permitted_act("posso acertar metade agora?", units) == set()
+    assert unknown_permitted_act("pode marcar sabado?", units) == set()
+    assert unknown_permitted_act("o banho demora?", units) == set()
