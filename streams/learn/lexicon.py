@@ -742,9 +742,11 @@ def counts(text: str) -> dict[str, int]:
     return out
 
 
-#: Something taken away ("tirei a bota", "a neuro tirou o fenobarbital", "tira a azeitona da minha calabresa"):
+#: Something taken away ("tirei a bota", "a neuro tirou o fenobarbital", "tira a azeitona da minha calabresa") or cut
+#: out by the customer ("cortei frango e peixe também", "cortei o açúcar"; not a haircut: "a Ana cortou o cabelo"):
 #: the object named after the verb.
-_REMOVED = re.compile(r"\b(?:tir|retir)(?:ei|ou|amos|aram|a|e)\s+(?:o|a|os|as)\s+([a-z]{4,})")
+_REMOVED = re.compile(r"\b(?:(?:tir|retir)(?:ei|ou|amos|aram|a|e)\s+(?:o|a|os|as)|cort(?:ei|amos)(?:\s+(?:o|a|os|as))?)\s+"
+                      r"(?!(?:cabelo|franja|unha|barba|pelo|grama)s?\b)([a-z]{4,})")
 
 
 def removed(old: str, new: str) -> bool:

@@ -488,6 +488,10 @@ def test_a_removal_a_count_gone_up_and_living_alone_are_read():
     assert L.removed("Está com o braço engessado", "o medico tirou o gesso hj")
     assert L.removed("Pede a calabresa com azeitona", "tira a azeitona da minha, por favor")
     assert not L.removed("Mora no Centro", "tirei a carteira de motorista semana passada")   # not what the fact states
+    # stop 46: cut out of a diet, with or without an article
+    assert L.removed("Não come porco, mas come frango e ovo", "agora cortei frango e ovo tb, virei vegetariana")
+    assert L.removed("Toma café com açúcar", "cortei o açucar faz um mês")
+    assert not L.removed("Gosta de pizza doce", "cortei o cabelo curtinho")   # not what the fact states
     assert L.addition_cues("nasceu o Theo, agora sou pai de dois")
     assert L.addition_cues("adotamos outro gato, agora sao tres aqui")
     assert not L.addition_cues("agora sou pai, nasceu o Theo")
