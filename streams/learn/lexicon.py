@@ -906,9 +906,8 @@ def factual(text: str) -> str:
     is nothing but an instruction), then a joke it takes back (``strip_retracted``), then its
     counterfactual sentences. A text that is nothing but a block dressed as the system's (``SYSTEM_BLOCK``)
     states nothing: ""."""
-    if not SYSTEM_BLOCK.sub(" ", text or "").strip():
-        return ""
-    return strip_hypotheticals(strip_retracted(strip_instructions(text) or text))
+    rest = SYSTEM_BLOCK.sub(" ", text or "").strip()
+    return strip_hypotheticals(strip_retracted(strip_instructions(rest) or rest)) if rest else ""
 
 
 # ---------------------------------------------------------------------------
