@@ -1030,8 +1030,20 @@ def question_clauses(message: str) -> list[str]:
     asked = []
     for clause in (c for c in _CLAUSE_END.split(message.strip()) if c.strip()):
         parts = and_questions(clause)   # each part of a cut clause asks (that is why it was cut)
-        asked += parts if len(parts) > 1 else [c for c in parts if "?" in c or _WH.search(normalize_chat(c))]
+        asked += parts if len(parts) > 1 else [c for c in parts if "?" in c or _WH.search(normalize_chat(c))
+                                               or (asked and _follow_on(c))]
     return asked if len(asked) >= 2 else []
+
+
+#: "e a antirrabica", "e pra gato", "e a batata": a short clause opening with "e" asks the question before it
+#: again, of another thing
+_FOLLOW_ON = re.compile(r"^e\s+(?!(?:eu|vc|voce|vcs|voces|tu|ele|ela|eles|elas|nos|a gente)\b)(?:\S+\s+){0,3}\S+[\s.!?]*$")
+
+
+def _follow_on(clause: str) -> bool:
+    """A clause after a question that asks it again of another thing, without a mark ("qnto ta a v10? e a
+    antirrabica"): "e" and at most four words, none of them a person telling something ("e vc", "e eu amei")."""
+    return bool(_FOLLOW_ON.match(normalize_chat(clause).strip()))
 
 
 _OPTIONS = re.compile(r"^(.*?),?\s+ou\s+([^?,;.!]+?)\s*\?\s*$", re.S)

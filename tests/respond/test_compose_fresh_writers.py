@@ -231,6 +231,19 @@ def test_two_questions_joined_by_e_are_each_answered():
     assert "R$ 150,00" in text and "72 horas" in text
 
 
+def test_a_short_clause_opening_with_e_after_a_question_asks_it_again_of_another_thing():
+    """"a v10 qnto ta? e a antirrabica": no mark and no question word on the second clause, yet it asks the
+    same thing of another item (stop 47: two tuning questions); a person telling something ("e eu amei a
+    suite") or small talk ("e vc") asks nothing."""
+    from streams.respond.compose import question_clauses
+
+    assert question_clauses("o kit bolo é qnto? e o de baloes") == ["o kit bolo é qnto?", "e o de baloes"]
+    assert question_clauses("qnto ta o kit bolo? e eu amei a festa") == []
+    assert question_clauses("oi tudo bem? e vc") == []
+    text = ask("o kit bolo é qnto? e o de baloes", "price_question", PARTY, PARTY_RULES)
+    assert "R$ 150,00" in text and "R$ 80,00" in text
+
+
 def test_each_question_of_a_message_brings_its_own_chunk():
     """The whole message's vector finds the first question's chunks; the best chunk for the other
     question, searched on its own, takes the last place no other question needs."""
