@@ -2639,9 +2639,16 @@ def named_item_price(message: str, unit: Unit) -> set[float]:
 
 
 def is_delivery_fee(unit: Unit) -> bool:
-    """Whether ``unit`` prices delivering the order ("Taxa de entrega: de 3 km a 6 km: R$ 10,00", under "Delivery")."""
-    words = fold(f"{unit.text} {unit.context} {unit.label or ''}").split()
-    return any(w.startswith("taxa") for w in words) and any(w.startswith(("entreg", "deliv", "frete")) for w in words)
+    """Whether ``unit`` prices delivering the order ("Taxa de entrega: de 3 km a 6 km: R$ 10,00", under "Delivery";
+    "até 4 km: R$ 7,00" under "Frete")."""
+    return names_delivery_fee(f"{unit.text} {unit.context} {unit.label or ''}")
+
+
+def names_delivery_fee(text: str) -> bool:
+    """Whether ``text`` names the delivery fee: a fee and the delivery ("taxa de entrega"), or the freight ("frete")."""
+    words = _measures(normalize_chat(text)).split()
+    return (any(w.startswith("taxa") for w in words) and any(w.startswith(("entreg", "deliv")) for w in words)) \
+        or any(w.startswith("frete") for w in words)
 
 
 def offers_instalments(text: str) -> bool:

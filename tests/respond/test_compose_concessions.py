@@ -160,3 +160,27 @@ def test_the_line_of_an_item_named_in_an_objection_is_found_by_its_words_standin
     asked = len(lexical.asked)
     assert run_steps(_concession_steps(inbound("ta caro hein"), [intro], lexical)) == []
     assert len(lexical.asked) == asked            # nothing but the objection's words: nothing searched
+
+
+BAKERY_DELIVERY = """# Entregas
+
+Entregamos em até 8 km da loja.
+
+Frete:
+- até 4 km: R$ 7,00
+- de 4 km a 8 km: R$ 12,00
+
+Pedido mínimo para entrega: R$ 50,00, sem contar o frete e a taxa.
+
+Retirada na loja: o cliente ganha 10% de desconto no pedido."""
+
+
+def test_an_objection_to_the_delivery_fee_without_an_amount_gets_the_fees_then_fetching_the_order():
+    """"a taxa de entrega ta salgada": no amount named, the fee is what is objected to (stop 47: two tuning
+    writers); the reply quotes the fee's own lines with their heading (not the minimum-order line that only
+    mentions the fee) and then the discount for fetching the order, introduced as the cheaper way."""
+    reply = ask("hmm vou pensar, o frete de vcs ta salgado", BAKERY_DELIVERY)
+    assert "Frete: até 4 km: R$ 7,00" in reply and "Frete: de 4 km a 8 km: R$ 12,00" in reply
+    assert f"{CHEAPER_LEAD} Retirada na loja" in reply and "Pedido mínimo" not in reply
+    # no pick-up deal: nothing to concede, the objection is answered as before
+    assert CHEAPER_LEAD not in ask("hmm vou pensar, o frete de vcs ta salgado", BAKERY_DELIVERY.rsplit("\n\n", 1)[0])
