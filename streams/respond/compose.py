@@ -1600,6 +1600,16 @@ def attribute_bonus(question_norm: str, text: str, wants_price: bool = False) ->
     return bonus
 
 
+def _heading_asked(norm: str, heading: str) -> bool:
+    """Whether the question (chat-normalised) names ``heading`` word for word, a heading of two words or more
+    that is no name ("taxa de entrega" in "qnto fica a taxa de entrega pro centro?"; not "Vila Nova")."""
+    words = [w for w in heading.split() if w not in STOPWORDS]
+    if len(heading.split()) < 2 or all(w[:1].isupper() for w in words):
+        return False   # a name ("Vila Nova", "Suíte Lírio") places the lines under it; it is not what they say
+    h = normalize_chat(heading).strip(" :")
+    return re.search(r"\b" + re.escape(h) + r"\b", norm) is not None
+
+
 @dataclass(frozen=True)
 class Scored:
     unit: Unit
@@ -1638,6 +1648,10 @@ def score_units(message: str, units: Sequence[Unit], *, wants_price: bool = Fals
     out = []
     for k, u in enumerate(units):
         lex = sum(idf(s) for s in q_all & texts[k]) + 0.5 * sum(idf(s) for s in q_all & ctxs[k])
+        if ctxs[k] and _heading_asked(norm, u.context):
+            # "qual a taxa de entrega?" asks by the very name of the heading over the lines ("Taxa de entrega:"
+            # over "- até 3 km: R$ 6,00"): those lines are what it is about, more than one naming it in passing
+            lex += sum(idf(s) for s in q_all & ctxs[k])
         # the rare words of the question (names, periods: "coral", "2h") count double,
         # and a name in the item's own label ("Suíte Brisa: ...") once more
         lex += sum(idf(s) for s in focus & texts[k] if df[s] <= max(1, n // 4))

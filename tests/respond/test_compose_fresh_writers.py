@@ -1613,3 +1613,28 @@ def test_one_bill_paid_two_ways_is_handed_over_unless_a_line_says_so():
     split = pay + " Aceitamos até duas formas de pagamento por pedido."
     assert not unstated_split_payment("posso pagar metade no pix e metade no cartão?", units_of_chunks([split]))
     assert ask("posso pagar metade no pix e metade no cartão?", "policy", split) != FALLBACK_NO_KNOWLEDGE
+
+
+DELIVERY_FEES = """# Entregas
+
+Entregamos em até 8 km da loja.
+
+Taxa de entrega:
+- até 4 km: R$ 7,00
+- de 4 km a 8 km: R$ 12,00
+
+Pedido mínimo para entrega: R$ 50,00, sem contar a taxa."""
+
+
+def test_a_question_naming_a_heading_word_for_word_is_about_the_lines_under_it():
+    """"qual a taxa de entrega?" names the heading over the fee lines word for word: those lines answer it, not
+    the minimum-order line that mentions the fee in passing (stop 47: it was all a tuning writer got). A heading
+    that is a name ("Vila Nova") only places its lines."""
+    from streams.respond.compose import _heading_asked
+
+    for message in ("qual a taxa de entrega?", "qnto fica a taxa de entrega pro centro?"):
+        text = ask(message, "price_question", DELIVERY_FEES)
+        assert "R$ 7,00" in text and "R$ 12,00" in text and "Pedido mínimo" not in text, message
+    assert _heading_asked("qual a taxa de entrega", "Taxa de entrega")
+    assert not _heading_asked("tem estacionamento na vila nova", "Vila Nova")
+    assert not _heading_asked("qual a taxa", "Taxa")   # one word: the ordinary word weights decide
