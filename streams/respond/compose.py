@@ -1472,6 +1472,17 @@ def range_fit(question_norm: str, unit_folded: str) -> bool | None:
     return any(lo <= v <= hi for v, lo, hi in same)
 
 
+def range_measures(unit_folded: str) -> set[str]:
+    """The measures the unit states a range of ("até 3 km: R$ 6,00" → {"km"}; "de 10 a 20 kg" → {"kg"})."""
+    out = {_unit_of(m.group(2)) for rx, _ in _RANGES for m in rx.finditer(unit_folded)}
+    return out | {_unit_of(m2) for _, _, _, m2 in _BETWEEN.findall(unit_folded)}
+
+
+def tells_amount(message: str) -> bool:
+    """Whether the message states a quantity with its measure ("uns 4km", "12kg", "1h30")."""
+    return bool(_asked_amounts(_measures(normalize_chat(message))))
+
+
 # a time of day asked: "às 3 da tarde", "as tres da tarde", "umas 15h", "às 15:30", "meio-dia"
 _CLOCK_NUMBERS = {"uma": 1, "duas": 2, "tres": 3, "quatro": 4, "cinco": 5, "seis": 6, "sete": 7, "oito": 8,
                   "nove": 9, "dez": 10, "onze": 11, "doze": 12}
@@ -1600,7 +1611,7 @@ def attribute_bonus(question_norm: str, text: str, wants_price: bool = False) ->
     return bonus
 
 
-def _heading_asked(norm: str, heading: str) -> bool:
+def heading_asked(norm: str, heading: str) -> bool:
     """Whether the question (chat-normalised) names ``heading`` word for word, a heading of two words or more
     that is no name ("taxa de entrega" in "qnto fica a taxa de entrega pro centro?"; not "Vila Nova")."""
     words = [w for w in heading.split() if w not in STOPWORDS]
@@ -1648,7 +1659,7 @@ def score_units(message: str, units: Sequence[Unit], *, wants_price: bool = Fals
     out = []
     for k, u in enumerate(units):
         lex = sum(idf(s) for s in q_all & texts[k]) + 0.5 * sum(idf(s) for s in q_all & ctxs[k])
-        if ctxs[k] and _heading_asked(norm, u.context):
+        if ctxs[k] and heading_asked(norm, u.context):
             # "qual a taxa de entrega?" asks by the very name of the heading over the lines ("Taxa de entrega:"
             # over "- até 3 km: R$ 6,00"): those lines are what it is about, more than one naming it in passing
             lex += sum(idf(s) for s in q_all & ctxs[k])

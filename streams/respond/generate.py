@@ -441,6 +441,7 @@ class OfflineComposer:
                       or self._limit_of_variant(message, scored, best, intent))
         out = [denial] + best[: self.max_sentences - 1] if denial is not None else best
         out = self._quantity_first(message, scored, out, intent)
+        out = self._every_range_when_untold(message, scored, out, intent)
         out = self._told_place_first(message, scored, out)
         out = self._place_limit_first(message, scored, out)
         out = self._emergency_after_no(message, scored, out)
@@ -614,6 +615,35 @@ class OfflineComposer:
         """``out`` with the line whose limit holds the quantity told first (``_limit_holding_quantity``)."""
         held = self._limit_holding_quantity(message, scored, out, intent)
         return out if held is None else [held] + [u for u in out if u != held][: self.max_sentences - 1]
+
+    def _every_range_when_untold(self, message: str, scored: Sequence[compose.Scored], out: list[compose.Unit],
+                                 intent: str) -> list[compose.Unit]:
+        """"qnto fica a taxa de entrega pro centro?": a line picked is one range of a price list ("até 3 km: R$
+        6,00", under "Taxa de entrega") and the customer told no amount of that measure: the price is each range's,
+        so the lines of that list are the answer, when they all fit (at most ``MAX_UNITS``)."""
+        if not out or not compose.wants_price(message, intent == i.PRICE) or compose.tells_amount(message):
+            return out
+        def row(u: compose.Unit) -> bool:
+            return bool(u.context and compose.carries_price(u.text) and compose.range_measures(compose.fold(u.text)))
+
+        # the first line picked that is such a range, or else one under the heading the question names word for
+        # word ("qual a taxa de entrega?": a line naming the fee in passing may rank above the list)
+        norm = normalize_chat(message)
+        top = next((u for u in out if row(u)), None) or next(
+            (s.unit for s in sorted(scored, key=lambda s: -s.score)
+             if row(s.unit) and compose.heading_asked(norm, s.unit.context)), None)
+        if top is None:
+            return out
+        measures = compose.range_measures(compose.fold(top.text))
+        rows = sorted({s.unit for s in scored if s.unit.context == top.context and compose.carries_price(s.unit.text)
+                       and compose.range_measures(compose.fold(s.unit.text)) & measures}, key=lambda u: u.order)
+        if not 2 <= len(rows) <= self.MAX_UNITS:
+            return out
+        # a word that tells the rows apart, said by the customer ("banho de cachorro médio": "Médio (de 10,1 a 25
+        # kg)"), chose the row: the list is not the answer
+        words = [compose.unit_words(u) for u in rows]
+        apart = set().union(*words) - set.intersection(*map(set, words))
+        return out if apart & compose.question_words(message)[0] else rows
 
     @staticmethod
     def _limit_holding_quantity(message: str, scored: Sequence[compose.Scored], out: list[compose.Unit],

@@ -1630,11 +1630,48 @@ def test_a_question_naming_a_heading_word_for_word_is_about_the_lines_under_it()
     """"qual a taxa de entrega?" names the heading over the fee lines word for word: those lines answer it, not
     the minimum-order line that mentions the fee in passing (stop 47: it was all a tuning writer got). A heading
     that is a name ("Vila Nova") only places its lines."""
-    from streams.respond.compose import _heading_asked
+    from streams.respond.compose import heading_asked
 
     for message in ("qual a taxa de entrega?", "qnto fica a taxa de entrega pro centro?"):
         text = ask(message, "price_question", DELIVERY_FEES)
         assert "R$ 7,00" in text and "R$ 12,00" in text and "Pedido mínimo" not in text, message
-    assert _heading_asked("qual a taxa de entrega", "Taxa de entrega")
-    assert not _heading_asked("tem estacionamento na vila nova", "Vila Nova")
-    assert not _heading_asked("qual a taxa", "Taxa")   # one word: the ordinary word weights decide
+    assert heading_asked("qual a taxa de entrega", "Taxa de entrega")
+    assert not heading_asked("tem estacionamento na vila nova", "Vila Nova")
+    assert not heading_asked("qual a taxa", "Taxa")   # one word: the ordinary word weights decide
+
+
+PIZZA_DELIVERY = """# Delivery
+
+Cada unidade entrega num raio de até 6 km.
+
+- Unidade Bairro Alto atende: Bairro Alto, Centro, Jardim das Flores e Alto da Colina.
+- Unidade Vila Nova atende: Vila Nova, Morada do Sol, Parque Industrial e Jardim Europa.
+
+Taxa de entrega:
+- até 3 km: R$ 6,00
+- de 3 km a 6 km: R$ 10,00
+
+Acima de 6 km não entregamos, nem cobrando taxa extra.
+
+Pedido mínimo para entrega: R$ 40,00, sem contar a taxa."""
+
+SIZES = """# Hospedagem
+
+Diária por porte:
+- Pequeno (até 10 kg): R$ 80,00
+- Médio (de 10 a 25 kg): R$ 95,00"""
+
+
+def test_a_price_by_range_asked_with_no_amount_told_gets_every_range(use_embedder):
+    """"qnto fica a taxa de entrega pro centro?": the fee depends on a distance the customer did not tell, so
+    each range of the list is the answer (stop 47: a tuning writer got one range and the minimum order). A
+    distance told picks its range; a word that tells the rows apart ("médio") picks its row."""
+    for message in ("qnto fica a taxa de entrega pro jardim europa?", "qual a taxa de entrega?"):
+        text = ask_with(use_embedder, message, "price_question", PIZZA_DELIVERY)
+        assert "R$ 6,00" in text and "R$ 10,00" in text, (message, text)
+    text = ask_with(use_embedder, "qnto fica a taxa de entrega pra 5 km?", "price_question", PIZZA_DELIVERY)
+    assert "R$ 10,00" in text and "R$ 6,00" not in text
+    text = ask("qnto é a diaria da hospedagem?", "price_question", SIZES)
+    assert "R$ 80,00" in text and "R$ 95,00" in text
+    text = ask("qnto é a diaria da hospedagem pra cachorro medio?", "price_question", SIZES)
+    assert "R$ 95,00" in text and "R$ 80,00" not in text
