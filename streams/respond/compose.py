@@ -1611,6 +1611,7 @@ def attribute_bonus(question_norm: str, text: str, wants_price: bool = False) ->
     return bonus
 
 
+@functools.lru_cache(maxsize=8192)   # read for every unit of every scoring of a message
 def heading_asked(norm: str, heading: str) -> bool:
     """Whether the question (chat-normalised) names ``heading`` word for word, a heading of two words or more
     that is no name ("taxa de entrega" in "qnto fica a taxa de entrega pro centro?"; not "Vila Nova")."""

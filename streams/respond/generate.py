@@ -623,6 +623,7 @@ class OfflineComposer:
         so the lines of that list are the answer, when they all fit (at most ``MAX_UNITS``)."""
         if not out or not compose.wants_price(message, intent == i.PRICE) or compose.tells_amount(message):
             return out
+
         def row(u: compose.Unit) -> bool:
             return bool(u.context and compose.carries_price(u.text) and compose.range_measures(compose.fold(u.text)))
 
