@@ -790,6 +790,11 @@ def names_pickup(words: Iterable[str]) -> bool:
     return any(w.startswith("retir") for w in words)
 
 
+def pickup_deal(units: Sequence["Unit"]) -> "Unit | None":
+    """The line on fetching the order that gives a deal for it ("Retirada no balcão: ... 5% de desconto"), if any."""
+    return next((u for u in pickup_lines(units) if offers_deal(u.text)), None)
+
+
 def pickup_lines(units: Sequence["Unit"]) -> list["Unit"]:
     """The units on fetching an order (``names_pickup`` in the line or its label), those stating how long it
     takes first ("A pizza fica pronta em cerca de 25 minutos", under "Retirada no balcão"), then reading order."""
@@ -2533,6 +2538,15 @@ def asks_an_absence(message: str) -> bool:
     return _ABSENCE.search(normalize_chat(question_part(message))) is not None
 
 
+_RANGE_OPENING = re.compile(r"^(?:ate|de|acima de|a partir de|mais de|menos de) \d")
+
+
+def _opens_with_range(unit: Unit) -> bool:
+    """A list row that is nothing but its range and price ("até 3 km: R$ 6,00" under "Taxa de entrega"): quoted
+    alone it names nothing, so its heading goes with it."""
+    return unit.item and bool(_RANGE_OPENING.match(fold(unit.text))) and bool(range_measures(fold(unit.text)))
+
+
 def answer_text(message: str, picked: Sequence[Unit]) -> str:
     """The picked units in reading order, with a clear "Não" when a yes/no
     question's best unit says no, and a heading label when the unit needs it
@@ -2544,7 +2558,7 @@ def answer_text(message: str, picked: Sequence[Unit]) -> str:
     for u in sorted(picked, key=lambda x: x.order):
         text = u.text
         ctx_only = (focus & _stems(u.context)) - _stems(u.text)
-        if u.context and ctx_only and len(u.context.split()) <= 4:
+        if u.context and len(u.context.split()) <= 4 and (ctx_only or _opens_with_range(u)):
             text = f"{u.context}: {text}"
         parts.append(text)
     if is_yes_no(message) and not asks_an_absence(message) \

@@ -15,7 +15,6 @@ import logging
 import re
 import threading
 from collections import OrderedDict
-from dataclasses import replace
 from typing import Sequence
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
@@ -240,16 +239,13 @@ class OfflineComposer:
         if price is None and compose.names_delivery_fee(message):
             # "a taxa de entrega ta salgada": no amount named, the fee is what is objected to; fetching the order
             # spares it, and is the concession when the business gives a discount for it
-            pickup = next((u for u in compose.pickup_lines(units) if compose.offers_deal(u.text)), None)
+            pickup = compose.pickup_deal(units)
             # the fee's own prices: the lines under a heading naming it ("Taxa de entrega:", "Frete:") when there
             # are any, not a line only mentioning it ("Pedido mínimo para entrega: R$ 40,00, sem contar a taxa")
             fees = [u for u in units if compose.is_delivery_fee(u) and compose.carries_price(u.text)]
             fees = [u for u in fees if compose.names_delivery_fee(f"{u.label} {u.context}")] or fees
             if pickup is not None and fees:
-                # each with the heading that says what it prices ("até 3 km: R$ 6,00" alone names no fee)
-                return [replace(u, text=f"{u.context}: {u.text}")
-                        if u.context and not compose.names_delivery_fee(u.text) else u
-                        for u in fees[:self.MAX_CONCESSIONS]], pickup
+                return fees[:self.MAX_CONCESSIONS], pickup
         if price is None:
             # "no motel da esquina 2h sai 60 conto, vcs tao caros": no price of ours is named, another business's is;
             # our cheapest item for the period named answers it, then what the picked deals concede on that period
@@ -266,7 +262,7 @@ class OfflineComposer:
         # "essa taxa de 10 reais de entrega pesa": fetching the order spares the fee, and is the concession the
         # business makes when it gives a discount for it ("Retirada no balcão: ... 5% de desconto")
         if cheaper is None and compose.is_delivery_fee(quoted):
-            cheaper = next((u for u in compose.pickup_lines(units) if compose.offers_deal(u.text)), None)
+            cheaper = compose.pickup_deal(units)
             picked = [u for u in picked if u != cheaper]   # introduced as the cheaper way, once
         instalments = next((u for u in units if u not in picked
                             and compose.instalments_apply(u.text, amount, label, labels)), None)

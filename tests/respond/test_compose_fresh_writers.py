@@ -1675,3 +1675,10 @@ def test_a_price_by_range_asked_with_no_amount_told_gets_every_range(use_embedde
     assert "R$ 80,00" in text and "R$ 95,00" in text
     text = ask("qnto é a diaria da hospedagem pra cachorro medio?", "price_question", SIZES)
     assert "R$ 95,00" in text and "R$ 80,00" not in text
+
+
+def test_a_row_that_is_only_its_range_and_price_is_quoted_with_its_heading():
+    """"de 4 km a 8 km: R$ 12,00" alone names nothing: a row opening with its range goes out with the heading
+    above it, even when the question names none of the heading's words."""
+    for message in ("moro a 6 km daí, qnto fica?", "e pra 6 km qnto sai?"):
+        assert ask(message, "price_question", DELIVERY_FEES) == "Taxa de entrega: de 4 km a 8 km: R$ 12,00.", message
