@@ -128,11 +128,13 @@ TRAIN_MORE = Path(__file__).resolve().parents[2] / "examples" / "train" / "conve
 #: (fresh at stop 41; their first check repeated at stop 42; stop 42's retraining with them did not finish) at stop
 #: 43. probe_ba and bb (fresh at stop 42; their first check repeated at stop 43) at stop 44. probe_bc and bd (fresh at stop
 #: 43; their first check repeated at stop 44) and probe_be and bf (fresh at stop 44; first check repeated at stop 45) at
-#: stop 45 (docs/quality-log.md, stop 45).
+#: stop 45 (docs/quality-log.md, stop 45). probe_bg and bh (fresh at stop 45; first check at stop 46) and probe_bi and bj
+#: (fresh at stop 46; first check at stop 47) at stop 48, the first retraining with the cross-source step over writer
+#: groups (``XS_GROUPS``): stops 46 and 47's retrainings with them did not finish.
 PROBES = tuple(Path(__file__).resolve().parents[2] / "examples" / f"probe_{x}" / "conversations.jsonl"
                for x in ("i", "j", "k", "l", "m", "r", "s", "t", "u", "v", "w", "x", "y", "z", "aa", "ab", "ac", "ad", "ae", "af", "ag", "ah", "ai", "aj",
                          "ak", "al", "am", "an", "as", "at", "au", "av", "aw", "ax", "ay", "az", "ba", "bb",
-                         "bc", "bd", "be", "bf"))
+                         "bc", "bd", "be", "bf", "bg", "bh", "bi", "bj"))
 WRITTEN_FILES = (WRITTEN, TRAIN_MORE) + PROBES
 #: Where the shipped per-type thresholds are tuned: "cross_source" (every writer's out-of-source predictions
 #: pooled; since stop 27) or "cv" (the corpus's grouped out-of-fold predictions; until stop 26). The two
@@ -262,9 +264,10 @@ def matched(chosen, gold: list[dict]) -> tuple[set[int], set[int]]:
 def score(examples: list[Example], probs: list[np.ndarray], thresholds: np.ndarray, penalty: float = 0.0,
           memo: dict | None = None) -> dict:
     """Extraction P/R/F1 with the product's selection and one-to-one evidence matching. ``memo``
-    (one dict per ``examples``/``probs`` pair, as ``tune_thresholds`` keeps) holds each type's
-    selection per threshold, so trying one type's threshold recomputes only that type: the same
-    result as ``select``, in a fraction of the time."""
+    holds each type's selection per threshold, keyed by the example's probability array (``id``: the
+    memo must not outlive the arrays, as in ``tune_thresholds`` and ``cross_source``), so trying one
+    type's threshold recomputes only that type and ascents over overlapping examples share their work:
+    the same result as ``select``, in a fraction of the time."""
     tp = fp = fn = 0
     per = Counter()
     for n, (e, P) in enumerate(zip(examples, probs)):
@@ -273,7 +276,7 @@ def score(examples: list[Example], probs: list[np.ndarray], thresholds: np.ndarr
         else:
             per_type = []
             for t, name in enumerate(MEMORY_TYPES):
-                key = (n, t, float(thresholds[t]), penalty)
+                key = (id(P), t, float(thresholds[t]), penalty)
                 if key not in memo:
                     memo[key] = select_type(e.spans, P, t, name, thresholds[t], penalty)
                 per_type.append(memo[key])
@@ -371,9 +374,11 @@ def error_buckets(examples: list[Example], probs: list[np.ndarray], thresholds: 
     return dict(sorted(out.items()))
 
 
-def tune_thresholds(examples: list[Example], probs: list[np.ndarray], penalty: float = 0.0) -> np.ndarray:
-    """Coordinate ascent on F1: one global threshold, then each type's, twice over."""
-    memo: dict = {}
+def tune_thresholds(examples: list[Example], probs: list[np.ndarray], penalty: float = 0.0,
+                    memo: dict | None = None) -> np.ndarray:
+    """Coordinate ascent on F1: one global threshold, then each type's, twice over. ``memo``: the
+    selections already made for these probability arrays (``score``), shared by the caller's ascents."""
+    memo = {} if memo is None else memo
     best = max(THRESHOLD_GRID,
                key=lambda th: (score(examples, probs, np.full(len(MEMORY_TYPES), th), penalty, memo)["f1"], th))
     thr = np.full(len(MEMORY_TYPES), best, dtype=np.float32)
@@ -399,36 +404,57 @@ def out_of_fold(examples: list[Example], folds: list[list[int]], C: float,
     return probs  # type: ignore[return-value]
 
 
+#: The cross-source step's writer groups: the writers are dealt round-robin (in source order) into at most this
+#: many groups, and each group is predicted by a model fit on the other groups, with thresholds tuned on the other
+#: groups' predictions. Until stop 48 every writer was its own group: with 48 writers the 48 fits took 83 minutes on
+#: one core and each length penalty's 48 threshold ascents more than 15 more, so the retraining no longer finished
+#: in a session (docs/quality-log.md, stops 46-48). Eight groups fit eight models, each on 7/8 of the writers
+#: instead of 47/48; every figure is still out of source (no model or threshold read the writer it scores).
+XS_GROUPS = 8
+
+
+def writer_groups(names: list[str], k: int = XS_GROUPS) -> list[list[str]]:
+    """``names`` dealt round-robin into ``min(k, len(names))`` groups: deterministic, and every writer its own
+    group when there are at most ``k``."""
+    k = max(1, min(k, len(names)))
+    return [names[i::k] for i in range(k)]
+
+
 def cross_source(sources: dict[str, list[Example]], C: float, penalties=PENALTY_GRID,
-                 log=print) -> tuple[dict, dict]:
-    """Leave-one-source-out: for every writing source (the corpus, each written file), fit on the
-    other sources and predict it; then, per length penalty, score each source with thresholds tuned
-    on the *other* sources' out-of-source predictions (so neither the model nor its thresholds saw
-    that writer). Grouped CV inside one source overstates transfer to conversations written by
+                 log=print, groups: list[list[str]] | None = None) -> tuple[dict, dict]:
+    """Leave-one-group-of-writers-out (``writer_groups``): for every group of writing sources (the corpus,
+    each written file), fit on the other groups and predict it; then, per length penalty, score each source
+    with thresholds tuned on the *other* groups' out-of-source predictions (so neither the model nor its
+    thresholds saw that writer). Grouped CV inside one source overstates transfer to conversations written by
     someone else; this is the honest figure to tune on. Returns ``({penalty: result}, probs)``,
     a result holding each source's score, their macro F1 and the pooled score."""
     names = [n for n in sources if sources[n]]
+    groups = groups if groups is not None else writer_groups(names)
     probs = {}
-    for n in names:
-        m = fit([e for o in names if o != n for e in sources[o]], C)
-        probs[n] = [probs_of(e, m) for e in sources[n]]
+    for group in groups:
+        m = fit([e for o in names if o not in group for e in sources[o]], C)
+        for n in group:
+            probs[n] = [probs_of(e, m) for e in sources[n]]
     reach = {n: f"{sum(any(evidence_overlap(s.text, g['evidence']) >= MATCH for s in e.spans) for e in sources[n] for g in e.row.get('gold_facts', []))}"
                 f"/{sum(len(e.row.get('gold_facts', [])) for e in sources[n])}" for n in names}
     results = {}
+    memo: dict = {}   # every ascent below reads the same probability arrays: one memo for all (``score``)
     for pen in penalties:
         per, buckets, thr_of = {}, {}, {}
-        for n in names:
-            others = [o for o in names if o != n]
-            thr = thr_of[n] = tune_thresholds([e for o in others for e in sources[o]],
-                                              [p for o in others for p in probs[o]], pen)
-            per[n] = score(sources[n], probs[n], thr, pen)
-            buckets[n] = error_buckets(sources[n], probs[n], thr, pen)
+        for group in groups:
+            others = [o for o in names if o not in group]
+            thr = tune_thresholds([e for o in others for e in sources[o]], [p for o in others for p in probs[o]], pen, memo)
+            for n in group:
+                thr_of[n] = thr
+                per[n] = score(sources[n], probs[n], thr, pen)
+                buckets[n] = error_buckets(sources[n], probs[n], thr, pen)
         pooled_ex = [e for n in names for e in sources[n]]
         pooled_p = [p for n in names for p in probs[n]]
-        pooled_thr = tune_thresholds(pooled_ex, pooled_p, pen)
+        pooled_thr = tune_thresholds(pooled_ex, pooled_p, pen, memo)
         pooled = score(pooled_ex, pooled_p, pooled_thr, pen)
         macro = round(float(np.mean([per[n]["f1"] for n in names])), 4)
         results[pen] = {"C": C, "length_penalty": pen, "macro_f1": macro, "per_source": per, "reachable": reach,
+                        "groups": groups,
                         "source_thresholds": {n: [float(round(x, 2)) for x in thr_of[n]] for n in names},
                         "pooled": {k: v for k, v in pooled.items() if k != "per_type"}, "buckets": buckets,
                         "pooled_thresholds": [float(round(x, 2)) for x in pooled_thr]}
@@ -506,23 +532,27 @@ def _prf(counts) -> dict:
 
 
 def train_gate(sources: dict[str, list[Example]], probs: dict[str, list[np.ndarray]],
-               source_thresholds: dict[str, list[float]], penalty: float, log=print) -> tuple[np.ndarray, float, float, dict]:
+               source_thresholds: dict[str, list[float]], penalty: float, log=print,
+               groups: list[list[str]] | None = None) -> tuple[np.ndarray, float, float, dict]:
     """The second-stage gate, learnt from out-of-source predictions (each writer's proposals made by a
     model that never read that writer, at ``GATE_SCALE`` × thresholds tuned on the other writers): is
     this proposal a right fact? Scored the cross-source way: each writer's proposals judged by a gate
-    fit on the other writers' proposals, its threshold picked on theirs (``pick_gate_threshold``). The
+    fit on the other groups' proposals (``writer_groups``, as ``cross_source``), its threshold picked on theirs
+    (``pick_gate_threshold``). The
     shipped gate is fit on every writer's proposals, its threshold picked the same way on those
     out-of-source gated predictions pooled. Returns (weights, bias, threshold, figures)."""
     names = [n for n in sources if sources[n]]
+    groups = groups if groups is not None else writer_groups(names)
     rows = {n: gate_rows(sources[n], probs[n], source_thresholds[n], penalty) for n in names}
     per, counts_at = {}, {g: np.zeros(3, dtype=int) for g in GATE_GRID}
-    for n in names:
-        others = [o for o in names if o != n]
+    for group in groups:
+        others = [o for o in names if o not in group]
         gate = fit_gate([r for o in others for r in rows[o]])
         g = pick_gate_threshold({h: sum(gated_counts(sources[o], rows[o], gate, h) for o in others) for h in GATE_GRID})
-        per[n] = dict(_prf(gated_counts(sources[n], rows[n], gate, g)), gate_threshold=g)
-        for h in GATE_GRID:
-            counts_at[h] = counts_at[h] + gated_counts(sources[n], rows[n], gate, h)
+        for n in group:
+            per[n] = dict(_prf(gated_counts(sources[n], rows[n], gate, g)), gate_threshold=g)
+            for h in GATE_GRID:
+                counts_at[h] = counts_at[h] + gated_counts(sources[n], rows[n], gate, h)
     threshold = pick_gate_threshold(counts_at)
     weights, bias = fit_gate([r for n in names for r in rows[n]])
     macro = round(float(np.mean([per[n]["f1"] for n in names])), 4)
