@@ -56,7 +56,9 @@ the validation sets probe_o/p/q 0.797/0.742/0.828 → 0.797/0.731/0.800 and the 
 0.797/0.714/0.800 → 0.786/0.714/0.833, fresh probe_bi/bj 0.950/0.875 unchanged (counts; quality log, stop 46). Stop 47:
 probe_bi and probe_bj (first checked on 7f533f2) joined (1951 → 2031 cases, 51 sets); leave-one-set-out mean recall@3
 0.886 (bi 0.950 → 0.912, bj 0.875 both ways); validation o/p/q @3 0.786/0.714/0.833 unchanged, @5 0.942/0.924/0.956 →
-0.953/0.935/0.956 (counts; quality log, stop 47).
+0.953/0.935/0.956 (counts; quality log, stop 47). Stop 48: probe_bk and probe_bl (first checked on d8f9421) joined
+(2031 → 2111 cases, 53 sets); leave-one-set-out mean recall@3 0.887 (bk 0.938, bl 0.854); validation o/p/q @3
+0.786/0.714/0.833 → 0.786/0.714/0.822, @5 unchanged; fresh probe_bm/bn @3 0.929/0.900 → 0.929/0.912 (counts).
 
 Measured leave-one-set-out (each readable set scored with its own cases left out of the memory):
 ``python -m streams.respond.evaluate_recall --loso``. The evaluation (``streams.evaluation``,
@@ -107,7 +109,7 @@ READABLE = {"dev": "examples/dev/recall.jsonl", "train": "examples/train/recall.
             **{f"probe_{x}": f"examples/probe_{x}/recall.jsonl"
                for x in ("aa", "ab", "ac", "ad", "ae", "af", "ag", "ah", "ai", "aj",
                          "ak", "al", "am", "an", "as", "at", "au", "av", "aw", "ax", "ay", "az", "ba", "bb", "bc",
-                         "bd", "be", "bf", "bg", "bh", "bi", "bj")}}
+                         "bd", "be", "bf", "bg", "bh", "bi", "bj", "bk", "bl")}}
 
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
