@@ -1662,8 +1662,12 @@ def score_units(message: str, units: Sequence[Unit], *, wants_price: bool = Fals
     # a phrase of the customer's the unit says by its other name ("em casa" → "atendimento domiciliar") is
     # named as a whole, where the bare word ("voltam para casa") may mean something else: once more
     phrase_names = set().union(*phrase_forms(message).values()) - question_words(message)[0] if groups else set()
+    longs = long_words(norm)
     out = []
     for k, u in enumerate(units):
+        clash = stem_clashes(longs, u)
+        if clash:   # "vila operaria" is not "pré-operatória": those stems name nothing of the question here
+            texts[k], ctxs[k] = texts[k] - clash, ctxs[k] - clash
         lex = sum(idf(s) for s in q_all & texts[k]) + 0.5 * sum(idf(s) for s in q_all & ctxs[k])
         if ctxs[k] and heading_asked(norm, u.context):
             # "qual a taxa de entrega?" asks by the very name of the heading over the lines ("Taxa de entrega:"
@@ -1688,6 +1692,32 @@ def score_units(message: str, units: Sequence[Unit], *, wants_price: bool = Fals
         score = (sim if sim is not None else 0.0) + lexical_weight * (lex + bonus) if sims is not None \
             else lex + bonus
         out.append(Scored(u, score, lex, sim, hits))
+    return out
+
+
+def long_words(norm: str) -> dict[str, frozenset[str]]:
+    """The question's long words (8 letters or more) by their five-letter stem."""
+    out: dict[str, set[str]] = {}
+    for t in _measures(fold(norm)).split():
+        if len(t) >= 8 and t not in STOPWORDS:
+            out.setdefault(stem(t), set()).add(t)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def stem_clashes(longs: dict[str, frozenset[str]], unit: Unit) -> set[str]:
+    """The stems a long word of the question shares with the unit only by its first five letters: every word of
+    the unit with that stem is as long and parts from it at the sixth ("operaria" and "pré-operatória", where
+    "parcelar" and "parcelamento" agree), and is no slip of it either ("antirabica" is "antirrábica"). Two long
+    words that part so late are two words, not one inflected."""
+    if not longs:
+        return set()
+    words = _unit_words(unit.text, unit.context)
+    out = set()
+    for s, asked in longs.items():
+        same = [w for w in words if stem(w) == s]
+        if same and all(len(w) >= 8 and all(long_stem(w) != long_stem(t) and not _one_edit(w, t) for t in asked)
+                        for w in same):
+            out.add(s)
     return out
 
 
@@ -2130,8 +2160,9 @@ def excluded_variant(message: str, units: Sequence[Unit]) -> Unit | None:
 
 # a noun and a relative pronoun just before a verb: "a suíte q tem", "o quarto que tem"
 _RELATIVE_BEFORE = re.compile(r"\b(?:o|a|os|as|um|uma) [a-z]{3,} (?:q|que)\s*$")
-# the customer's own person just before a verb: its subject ("meu filho tem", "minha mãe faz")
-_PERSON_BEFORE = re.compile(r"\b(?:meu|minha|meus|minhas) (?:" + "|".join(sorted(_PEOPLE)) + r")\s*$")
+# the customer's own person just before a verb: its subject ("meu filho tem", "minha mãe faz"), or the customer
+# ("a gente tem uma shih tzu, ela pode ficar ...?": told, not asked)
+_PERSON_BEFORE = re.compile(r"\b(?:(?:meu|minha|meus|minhas) (?:" + "|".join(sorted(_PEOPLE)) + r")|a gente|nos)\s*$")
 
 
 def unnamed_variant(item: str, units: Sequence[Unit]) -> set[str]:

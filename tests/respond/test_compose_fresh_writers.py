@@ -1682,3 +1682,43 @@ def test_a_row_that_is_only_its_range_and_price_is_quoted_with_its_heading():
     above it, even when the question names none of the heading's words."""
     for message in ("moro a 6 km daí, qnto fica?", "e pra 6 km qnto sai?"):
         assert ask(message, "price_question", DELIVERY_FEES) == "Taxa de entrega: de 4 km a 8 km: R$ 12,00.", message
+
+
+def test_what_the_customer_has_is_told_not_asked():
+    """"a gente tem uma shih tzu, ela pode ficar com a gente na vila nova?": "tem" after "a gente" (or "nós")
+    tells what the customer has, like "meu filho tem"; the dog is no item the pizzeria is asked to have, and
+    the question (may she stay?) is answered by the rule on pets (stop 48: a tuning writer's question was
+    handed over)."""
+    from streams.respond.compose import unknown_object
+
+    pets = ("# Vila Nova\n\nNo salão interno não entram pets. "
+            "Na varanda aceitamos pets de pequeno e médio porte, com coleira.")
+    units = units_of_chunks([pets])
+    for message in ("a gente tem uma shih tzu, ela pode ficar com a gente na varanda?",
+                    "nos temos um gato, pode levar na varanda?"):
+        assert unknown_object(message, units) == set(), message
+        assert "Na varanda aceitamos pets" in ask(message, "policy", pets), message
+    assert unknown_object("vcs tem uma shih tzu?", units) == {"shih"}   # asked of the business: still unknown
+
+
+def test_two_long_words_that_part_at_the_sixth_letter_are_two_words():
+    """"vcs pegam o cachorro la na vila operaria?": "operaria" and "pré-operatória" share their five-letter stem
+    but are different words, so the line on surgery no longer outscores the one naming the district (stop 48: a
+    tuning writer's question about the pick-up service got the surgery rules). "parcelar" still names
+    "parcelamento", whose sixth letter it shares."""
+    from streams.respond.compose import long_words, score_units, stem_clashes
+
+    vet = ("# Leva e traz\n\nUnidade Centro: Centro, São José, Vila Operária e Alto da Colina.\n\n"
+           "# Cirurgias\n\nAntes da cirurgia: consulta pré-operatória e hemograma são obrigatórios.")
+    units = units_of_chunks([vet])
+    district = next(u for u in units if "Operária" in u.text)
+    surgery = next(u for u in units if "operatória" in u.text)
+    longs = long_words("vcs pegam o cachorro la na vila operaria?")
+    assert stem_clashes(longs, surgery) == {"opera"} and stem_clashes(longs, district) == set()
+    scored = {s.unit.text: s for s in score_units("vcs pegam o cachorro la na vila operaria?", units)}
+    assert scored[district.text].score > scored[surgery.text].score
+    assert scored[surgery.text].lexical == 0
+    plan = units_of_chunks(["Parcelamento: a pernoite pode ser parcelada em até 3x sem juros."])
+    assert stem_clashes(long_words("da pra parcelar a pernoite?"), plan[0]) == set()
+    shots = units_of_chunks(["V10 (polivalente): R$ 110,00 por dose. Antirrábica: R$ 70,00."])
+    assert all(stem_clashes(long_words("qnto ta a v10? e a antirabica?"), u) == set() for u in shots)   # a slip
