@@ -22,8 +22,9 @@ machine with another number of cores trained another artefact). Steps:
    matching): grouped cross-validation on the corpus (``--folds``, grouped by customer so a
    customer's conversations never sit on both sides; the written files always on the
    training side) and a **cross-source** evaluation (``cross_source``): each writing source
-   (the corpus, each written file) is predicted by a model fit on the other sources, with
-   thresholds tuned on the other sources' predictions. Grouped CV inside one writer's
+   (the corpus, each written file) is predicted by a model fit on the sources outside its group
+   (``writer_groups``: the writers dealt into ``XS_GROUPS`` groups; every writer its own group until
+   stop 48), with thresholds tuned on those sources' predictions. Grouped CV inside one writer's
    conversations overstates transfer (dev CV F1 0.74 against 0.65 on the held-out half);
    predicting the corpus from the other writers gives about the held-out figure, so the
    regularisation ``C`` and the selection's length penalty (the tightest span that states a
