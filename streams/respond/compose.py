@@ -2633,6 +2633,16 @@ _PERMISSION = re.compile(r"^(?:e |mas |ai |entao )?(?:(?:eu )?posso|podemos|(?:a
                          r"(acompanhar|assistir|presenciar|olhar|entrar junto))\b")
 
 
+_STAYING = frozenset(stem(w) for w in ("fica", "ficar", "ficam", "esta", "estar", "estao", "permanecer", "permanecem"))
+
+
+def names_the_occasion(message: str, acts: set[str], unit: Unit) -> bool:
+    """Whether ``unit`` names something of the question besides the presence asked (``acts``) and the verb of staying:
+    the service it is asked at ("banho", "tosa", "consulta")."""
+    _, focus = question_words(message)
+    return bool((focus - acts - _STAYING - told_people(message)) & _stems(f"{unit.text} {unit.context}"))
+
+
 def unknown_permitted_act(message: str, units: Sequence[Unit]) -> set[str]:
     """In a question asking leave to be present at a service ("posso ficar junto durante o banho?"), the presence
     asked when no retrieved unit names it: a rule on the bath ("não sedamos animais para banho") says nothing of

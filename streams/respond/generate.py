@@ -975,6 +975,12 @@ class OfflineComposer:
             written = unknown & compose.unit_words(top.unit)
             if unknown and not (said_otherwise and not written and said_otherwise(message, unknown, top.unit.text)):
                 return True
+            # the customer's presence asked leave for ("posso ficar junto olhando o banho?") is said otherwise only by
+            # a line on the service it is asked at ("assistir à tosa pela janela"), never by one on someone else
+            # staying ("pets em observação ficam conosco": "junto" is near "conosco", and "ficar" was respelled "ficam")
+            acts = compose.unknown_permitted_act(message, units) if intent in (i.INFO, i.POLICY) else set()
+            if acts and not compose.names_the_occasion(message, acts, top.unit):
+                return True
         uncovered = compose.uncovered_focus(message, units)
         focus = focus & compose.question_words(message)[1]
         # "qnto custa um ecocardiograma?": the one thing asked is a word no retrieved unit writes

@@ -1722,3 +1722,28 @@ def test_two_long_words_that_part_at_the_sixth_letter_are_two_words():
     assert stem_clashes(long_words("da pra parcelar a pernoite?"), plan[0]) == set()
     shots = units_of_chunks(["V10 (polivalente): R$ 110,00 por dose. Antirrábica: R$ 70,00."])
     assert all(stem_clashes(long_words("qnto ta a v10? e a antirabica?"), u) == set() for u in shots)   # a slip
+
+
+CLINIC_STAYS = """# Atendimento
+
+Não temos internação noturna: pets em observação ficam conosco até o fim do expediente.
+Não sedamos animais para banho ou tosa: pets muito agressivos precisam antes de avaliação veterinária.
+O banho leva em média de 1h30 a 2h; avisamos pelo WhatsApp quando o pet estiver pronto."""
+
+
+def test_presence_asked_is_never_said_by_a_line_on_someone_else_staying(use_embedder):
+    """"posso ficar junto olhando o banho?" (four tuning writers): no line says whether the tutor may stay, and
+    "pets em observação ficam conosco" is not one, although "junto" is near "conosco" by the embedder and
+    "ficar" is respelled as the knowledge's "ficam" (stop 48: it was quoted as the answer). A line on the service
+    the presence is asked at may still say it otherwise (``names_the_occasion``)."""
+    from streams.respond.compose import names_the_occasion, stem
+
+    for message in ("posso ficar junto olhando o banho?",
+                    "posso ficar junto olhando durante o banho? ela fica nervosa sem mim"):
+        assert ask_with(use_embedder, message, "policy", CLINIC_STAYS) == FALLBACK_NO_KNOWLEDGE, message
+    units = units_of_chunks([CLINIC_STAYS])
+    stays = next(u for u in units if "ficam conosco" in u.text)
+    bath = next(u for u in units if "leva em média" in u.text)
+    acts = {stem("junto")}
+    assert not names_the_occasion("posso ficar junto olhando o banho?", acts, stays)
+    assert names_the_occasion("posso ficar junto olhando o banho?", acts, bath)
