@@ -232,10 +232,11 @@ def test_overlapping_spans_of_one_type_collapse():
     assert [c.span.text for c in chosen] == ["b", "c"]
 
 
-def test_memoised_threshold_tuning_scores_exactly_as_the_plain_selection():
+def _random_examples(seed: int) -> tuple[list, list[np.ndarray]]:
+    """Twelve conversations of nine spans, three gold facts each, and random probabilities."""
     from streams.learn import train_extractor as T
 
-    rng = np.random.default_rng(7)
+    rng = np.random.default_rng(seed)
     examples, probs = [], []
     for n in range(12):
         spans = [Span(k % 3, 7 * k, 7 * k + 12, f"frase {n} {k}", 1 + k % 2) for k in range(9)]
@@ -244,6 +245,13 @@ def test_memoised_threshold_tuning_scores_exactly_as_the_plain_selection():
         examples.append(T.Example({"conversation_id": str(n), "gold_facts": gold}, spans,
                                   np.zeros((9, 1)), np.zeros((9, len(MEMORY_TYPES))), str(n)))
         probs.append(rng.random((9, len(MEMORY_TYPES))))
+    return examples, probs
+
+
+def test_memoised_threshold_tuning_scores_exactly_as_the_plain_selection():
+    from streams.learn import train_extractor as T
+
+    examples, probs = _random_examples(7)
     memo: dict = {}
     for th in (0.3, 0.5, 0.75):
         trial = np.full(len(MEMORY_TYPES), th)
@@ -283,15 +291,7 @@ def test_one_memo_shared_by_ascents_over_different_examples_tunes_as_fresh_memos
     probability array: ascents over overlapping example lists must tune exactly as each with its own memo."""
     from streams.learn import train_extractor as T
 
-    rng = np.random.default_rng(3)
-    examples, probs = [], []
-    for n in range(12):
-        spans = [Span(k % 3, 7 * k, 7 * k + 12, f"frase {n} {k}", 1 + k % 2) for k in range(9)]
-        gold = [{"memory_type": MEMORY_TYPES[(n + k) % len(MEMORY_TYPES)], "evidence": f"frase {n} {2 * k}"}
-                for k in range(3)]
-        examples.append(T.Example({"conversation_id": str(n), "gold_facts": gold}, spans,
-                                  np.zeros((9, 1)), np.zeros((9, len(MEMORY_TYPES))), str(n)))
-        probs.append(rng.random((9, len(MEMORY_TYPES))))
+    examples, probs = _random_examples(3)
     shared: dict = {}
     for lo, hi in ((0, 8), (4, 12), (2, 10)):
         got = T.tune_thresholds(examples[lo:hi], probs[lo:hi], 0.05, shared)
