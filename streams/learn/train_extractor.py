@@ -442,14 +442,13 @@ def cross_source(sources: dict[str, list[Example]], C: float, penalties=PENALTY_
     results = {}
     memo: dict = {}   # every ascent below reads the same probability arrays: one memo for all (``score``)
     for pen in penalties:
-        per, buckets, thr_of = {}, {}, {}
+        thr_of = {}
         for group in groups:
             others = [o for o in names if o not in group]
-            thr = tune_thresholds([e for o in others for e in sources[o]], [p for o in others for p in probs[o]], pen, memo)
-            for n in group:
-                thr_of[n] = thr
-                per[n] = score(sources[n], probs[n], thr, pen)
-                buckets[n] = error_buckets(sources[n], probs[n], thr, pen)
+            thr_of.update(dict.fromkeys(group, tune_thresholds(
+                [e for o in others for e in sources[o]], [p for o in others for p in probs[o]], pen, memo)))
+        per = {n: score(sources[n], probs[n], thr_of[n], pen) for n in names}
+        buckets = {n: error_buckets(sources[n], probs[n], thr_of[n], pen) for n in names}
         pooled_ex = [e for n in names for e in sources[n]]
         pooled_p = [p for n in names for p in probs[n]]
         pooled_thr = tune_thresholds(pooled_ex, pooled_p, pen, memo)
@@ -546,15 +545,14 @@ def train_gate(sources: dict[str, list[Example]], probs: dict[str, list[np.ndarr
     names = [n for n in sources if sources[n]]
     groups = groups if groups is not None else writer_groups(names)
     rows = {n: gate_rows(sources[n], probs[n], source_thresholds[n], penalty) for n in names}
-    per, counts_at = {}, {g: np.zeros(3, dtype=int) for g in GATE_GRID}
+    gate_of: dict[str, tuple] = {}   # each writer's leave-group-out gate and its threshold
     for group in groups:
         others = [o for o in names if o not in group]
         gate = fit_gate([r for o in others for r in rows[o]])
         g = pick_gate_threshold({h: sum(gated_counts(sources[o], rows[o], gate, h) for o in others) for h in GATE_GRID})
-        for n in group:
-            per[n] = dict(_prf(gated_counts(sources[n], rows[n], gate, g)), gate_threshold=g)
-            for h in GATE_GRID:
-                counts_at[h] = counts_at[h] + gated_counts(sources[n], rows[n], gate, h)
+        gate_of.update(dict.fromkeys(group, (gate, g)))
+    per = {n: dict(_prf(gated_counts(sources[n], rows[n], *gate_of[n])), gate_threshold=gate_of[n][1]) for n in names}
+    counts_at = {h: sum(gated_counts(sources[n], rows[n], gate_of[n][0], h) for n in names) for h in GATE_GRID}
     threshold = pick_gate_threshold(counts_at)
     weights, bias = fit_gate([r for n in names for r in rows[n]])
     macro = round(float(np.mean([per[n]["f1"] for n in names])), 4)
