@@ -1318,12 +1318,18 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     # giving up a booking is cancelling it ("se eu desistir na véspera perco o sinal?"): the knowledge's "cancelamento"
     **{w: ("cancelamento", "cancelar") for w in (
         "desistir", "desisto", "desisti", "desistimos", "desistencia", "nao vou conseguir ir", "nao vou poder ir")},
+    # ... and so is taking it off the calendar ("se eu desmarcar no mesmo dia perco o sinal?")
+    **{w: ("cancelamento", "cancelar") for w in ("desmarcar", "desmarco", "desmarquei", "desmarca", "desmarcando")},
+    # what is paid ahead of a booking is its "sinal" ("perco o q paguei adiantado?")
+    **{w: ("sinal", "antecipado") for w in ("adiantado", "adiantada", "adiantamento", "paguei adiantado",
+                                           "pago adiantado", "pagar adiantado")},
     # an order that took (or may take) too long is a late one ("a entrega demorou", "se demorar muito"): "atraso"
     **{w: ("atraso", "atrasar") for w in (
         "demorou", "demoraram", "demorar muito", "demorar demais", "demorar mt", "atrasou", "atrasar", "atrasada",
         "atrasado", "chegou atrasada", "chegou atrasado")},
     # staying the whole night is the "pernoite" ("qnto sai a noite inteira na suíte X?", "pra dormir aí")
-    **{w: ("pernoite",) for w in ("noite inteira", "noite toda", "a noite toda", "dormir ai", "dormir la")},
+    **{w: ("pernoite",) for w in ("noite inteira", "noite toda", "a noite toda", "dormir ai", "dormir la", "pra dormir",
+                                  "para dormir")},
     # the customer fetching the order is the knowledge's "retirada" ("se eu for buscar aí fica mais barato?",
     # "vou buscar, fica pronta em qnto tempo?")
     **{f"{v} {w}": ("retirada", "retirar", "balcao") for v in ("for buscar", "vou buscar", "eu busco", "mesmo busco",

@@ -128,3 +128,28 @@ def test_a_variant_outside_the_only_ones_allowed_is_answered_by_the_limit():
     # a size allowed, or a thing the limit is not about, is no excluded variant
     assert excluded_variant("da pra pedir o de pistache no tamanho medio?", units) is None
     assert excluded_variant("qnto ta o milkshake de morango gigante?", units) is None
+
+
+ROOMS = """# Quartos
+
+- **Quarto Ipê**: cama de casal e ventilador de teto. 3h: R$ 90,00 · Pernoite: R$ 210,00.
+- **Quarto Cedro**: tudo o que o Ipê tem, mais ar-condicionado e frigobar. 3h: R$ 120,00 · Pernoite: R$ 260,00.
+
+# Reservas
+
+Pedimos sinal de 30% no Pix para reservar o quarto.
+
+**Cancelamento**:
+- com até 48 horas de antecedência, o sinal é devolvido;
+- com menos de 48 horas, o sinal vira crédito para usar em até 30 dias."""
+
+
+def test_a_stay_and_a_cancellation_said_in_the_customers_words_are_the_knowledges():
+    """"pra dormir" is the overnight stay ("Pernoite"); taking a booking off the calendar ("desmarcar") is cancelling it,
+    and what was paid ahead ("o q paguei adiantado") is its "sinal": none of those words is the knowledge's, each is
+    answered, not handed over."""
+    text = ask("qnto fica o cedro pra dormir?", "price_question", ROOMS)
+    assert "260,00" in text and FALLBACK_NO_KNOWLEDGE not in text
+    text = ask("se eu desmarcar perco o q paguei adiantado?", "policy", ROOMS)
+    assert "o sinal" in text and FALLBACK_NO_KNOWLEDGE not in text
+    assert "crédito" in ask("se eu desmarcar umas 10 horas antes perco o q paguei adiantado?", "policy", ROOMS)
