@@ -58,7 +58,10 @@ probe_bi and probe_bj (first checked on 7f533f2) joined (1951 → 2031 cases, 51
 0.886 (bi 0.950 → 0.912, bj 0.875 both ways); validation o/p/q @3 0.786/0.714/0.833 unchanged, @5 0.942/0.924/0.956 →
 0.953/0.935/0.956 (counts; quality log, stop 47). Stop 48: probe_bk and probe_bl (first checked on d8f9421) joined
 (2031 → 2111 cases, 53 sets); leave-one-set-out mean recall@3 0.887 (bk 0.938, bl 0.854); validation o/p/q @3
-0.786/0.714/0.833 → 0.786/0.714/0.822, @5 unchanged; fresh probe_bm/bn @3 0.929/0.900 → 0.929/0.912 (counts).
+0.786/0.714/0.833 → 0.786/0.714/0.822, @5 unchanged; fresh probe_bm/bn @3 0.929/0.900 → 0.929/0.912 (counts). Stop 49:
+probe_bm and probe_bn (first checked on be74ee5) joined (2111 → 2191 cases, 55 sets); leave-one-set-out mean recall@3
+0.887 (bm 0.929, bn 0.912; dev 0.868 unchanged); validation o/p/q @3 0.786/0.714/0.822 → 0.797/0.714/0.839, @5
+0.953/0.935/0.956 → 0.953/0.925/0.956; fresh probe_bo/bp @3 0.883/0.912 → 0.871/0.912, @5 unchanged (counts).
 
 Measured leave-one-set-out (each readable set scored with its own cases left out of the memory):
 ``python -m streams.respond.evaluate_recall --loso``. The evaluation (``streams.evaluation``,
