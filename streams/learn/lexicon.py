@@ -1306,6 +1306,8 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     # paying in parts said by their number ("consigo pagar em 3 vezes?", "da pra fazer em duas vezes?")
     **{f"em {n} vezes": ("parcelar", "parcelamento", "parcelada", "3x") for n in (
         "2", "3", "4", "5", "6", "10", "12", "duas", "tres", "quatro", "cinco", "seis", "dez", "doze")},
+    # ... or with no number at all ("da pra dividir a pernoite em vezes?", "em quantas vezes posso pagar?")
+    **{w: ("parcelar", "parcelamento", "parcelada", "3x") for w in ("em vezes", "em quantas vezes")},
     # ... or as the card machine writes it ("posso pagar em 3x?", "faz em 2 x?")
     **{f"em {n}{sep}x": ("parcelar", "parcelamento", "parcelada") for n in ("2", "3", "4", "5", "6", "10", "12")
        for sep in ("", " ")},

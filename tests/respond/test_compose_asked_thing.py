@@ -135,6 +135,8 @@ ROOMS = """# Quartos
 - **Quarto Ipê**: cama de casal e ventilador de teto. 3h: R$ 90,00 · Pernoite: R$ 210,00.
 - **Quarto Cedro**: tudo o que o Ipê tem, mais ar-condicionado e frigobar. 3h: R$ 120,00 · Pernoite: R$ 260,00.
 
+**Parcelamento**: a pernoite pode ser dividida em até 4x sem juros no cartão.
+
 # Reservas
 
 Pedimos sinal de 30% no Pix para reservar o quarto.
@@ -153,3 +155,5 @@ def test_a_stay_and_a_cancellation_said_in_the_customers_words_are_the_knowledge
     text = ask("se eu desmarcar perco o q paguei adiantado?", "policy", ROOMS)
     assert "o sinal" in text and FALLBACK_NO_KNOWLEDGE not in text
     assert "crédito" in ask("se eu desmarcar umas 10 horas antes perco o q paguei adiantado?", "policy", ROOMS)
+    # paying in parts with no number said ("em vezes") is the knowledge's "Parcelamento"
+    assert "4x" in ask("da pra pagar a pernoite do cedro em vezes?", "policy", ROOMS)
