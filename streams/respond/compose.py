@@ -2018,6 +2018,39 @@ def unknown_object(message: str, units: Sequence[Unit]) -> set[str]:
 _JOINED = re.compile(r"\s*(?:(?:o|a|os|as|um|uma)\s+)?([a-z]{3,})\s+(?:com|sem)\s+([a-z]{4,})")
 
 
+#: The thing a price is asked of, right after the asking words: "qnto custa a limpeza de tartaro", "qnto vcs cobram de
+#: rolha", "qnto ta o refri de 600ml", "qual o valor do kit festa" (normalised text; the item runs to ``_ITEM_STOP``
+#: and to ``_WHOSE``).
+_PRICE_ASKED_OF = re.compile(r"\b(?:quanto (?:que )?(?:voces? )?(?:custa|custam|sai|saem|fica|ficam|ta|esta|cobra|"
+                             r"cobram)(?: (?:de|do|da|pelo|pela|por))?|(?:voces? )?cobra[m]? (?:de|do|da|pelo|pela|por)|"
+                             r"qual (?:e |eh )?(?:o )?(?:valor|preco) (?:de|do|da|dos|das))"
+                             r"\s+(?:(?:o|a|os|as|um|uma|aquele|aquela|esse|essa|seu|sua)\s+)?([a-z0-9][a-z0-9 ]*)")
+# where whose (or on whom) the priced thing is begins: "o banho de um shih tzu", "banho e tosa nele", "num cachorro
+# pequeno" (the knowledge may price by size, never by breed)
+_WHOSE = re.compile(r"\b(?:(?:de|do|da|dos|das|pro|pra) (?:um|uma|uns|umas|meu|minha|meus|minhas|seu|sua|nosso|nossa)|"
+                    r"num|numa|nuns|numas|nele|nela|neles|nelas|dele|dela)\b")
+
+
+def unknown_priced(message: str, units: Sequence[Unit]) -> set[str]:
+    """In a question asking the price of a thing, the thing's name or the kind a "de" gives it ("qnto vcs cobram de
+    rolha se eu levar meu vinho?", "qnto ta a limpeza de tartaro num cachorro pequeno?", "qnto ta o refri de 600ml?")
+    when no retrieved unit mentions it, not even by prefix: the lines on the wine list or on the bath prices answer
+    another question, so the composer hands over. A word describing the thing ("o pacote completo", "a consulta
+    normal") is no other thing (``unknown_kind`` weighs those), nor is a count ("as duas"). Empty when the price
+    asked names no thing ("qnto fica pra 2h?")."""
+    m = _PRICE_ASKED_OF.search(normalize_chat(question_part(message).split("?")[0]))
+    if m is None:
+        return set()
+    words = _WHOSE.split(_ITEM_STOP.split(m.group(1), maxsplit=1)[0], maxsplit=1)[0].split()
+    _, focus = question_words(" ".join(words))
+    head = next((w for w in words if stem(w) in focus), None)
+    if head is None or head in _NUMBER_WORDS or head.isdigit():
+        return set()
+    named = {stem(head)} | {stem(w) for before, w in zip(words, words[1:]) if before in ("de", "do", "da", "dos", "das")}
+    return named & focus & uncovered_focus(message, units)
+
+
+
 _ONLY_BEFORE = frozenset({"unico", "unica", "unicos", "unicas", "so", "somente", "apenas", "exclusivamente"})
 
 

@@ -969,6 +969,7 @@ class OfflineComposer:
                        or (compose.unknown_attribute(message, units) if intent in (i.INFO, i.POLICY) else set())
                        or (compose.unknown_predicate(message, units) if intent in (i.INFO, i.POLICY) else set())
                        or (compose.unknown_permitted_act(message, units) if intent in (i.INFO, i.POLICY) else set())
+                       or (compose.unknown_priced(message, units) if intent == i.PRICE else set())
                        or ({"dividir"} if compose.unstated_split_payment(message, units) else set()))
             # a word the best unit writes itself, apart from the item ("cerveja sem álcool" and "Bebidas
             # alcoólicas: ..."), names a variant the knowledge never offers: no other word says it

@@ -8,6 +8,7 @@ from streams.respond.compose import (
     range_fit,
     sibling_item,
     units_of_chunks,
+    unknown_priced,
 )
 from streams.respond.generate import FALLBACK_NO_KNOWLEDGE
 from streams.respond.text import fold, normalize_chat
@@ -157,3 +158,34 @@ def test_a_stay_and_a_cancellation_said_in_the_customers_words_are_the_knowledge
     assert "crédito" in ask("se eu desmarcar umas 10 horas antes perco o q paguei adiantado?", "policy", ROOMS)
     # paying in parts with no number said ("em vezes") is the knowledge's "Parcelamento"
     assert "4x" in ask("da pra pagar a pernoite do cedro em vezes?", "policy", ROOMS)
+
+
+GROOMING = """# Banho e tosa
+
+- **Pequeno (até 10 kg)**: banho R$ 55,00; banho + tosa R$ 90,00.
+- **Grande (acima de 25 kg)**: banho R$ 95,00; banho + tosa R$ 150,00.
+- **Consulta clínica**: R$ 150,00.
+
+# Bebidas
+
+- Taça de vinho da casa: R$ 22,00. Garrafa de vinho da casa: R$ 89,00.
+- Refrigerante lata 350 ml: R$ 6,00."""
+
+
+def test_a_price_asked_of_a_thing_the_knowledge_never_names_is_handed_over():
+    """"qnto vcs cobram de rolha?" asks the price of corkage, which no line names: the wine list's prices answer
+    another question. The same for the kind a "de" gives the thing ("limpeza de tartaro", "refri de 600ml"). Whose
+    the thing is ("num shih tzu de 7kg", "nele"), a word describing it ("normal") and a count ("as duas") are no
+    other thing: those are still answered."""
+    units = units_of_chunks([GROOMING])
+    assert unknown_priced("qnto vcs cobram de rolha se eu levar meu vinho?", units) == {"rolha"}
+    assert ask("qnto vcs cobram de rolha se eu levar meu vinho?", "price_question", GROOMING) == FALLBACK_NO_KNOWLEDGE
+    assert ask("qnto ta a limpeza de tartaro num cachorro pequeno?", "price_question", GROOMING) \
+        == FALLBACK_NO_KNOWLEDGE
+    assert ask("qnto ta o refri de 600ml?", "price_question", GROOMING) == FALLBACK_NO_KNOWLEDGE
+    assert unknown_priced("qnto fica banho e tosa num shih tzu de 7kg?", units) == set()
+    assert "90,00" in ask("qnto fica banho e tosa num shih tzu de 7kg?", "price_question", GROOMING)
+    assert "150,00" in ask("tenho um golden de 32kg, qnto fica banho e tosa nele", "price_question", GROOMING)
+    assert "150,00" in ask("qnto ta a consulta normal?", "price_question", GROOMING)
+    assert unknown_priced("a taça e a garrafa qnto fica as duas?", units) == set()
+    assert unknown_priced("qnto fica pra 2h?", units) == set()
