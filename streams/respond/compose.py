@@ -1954,12 +1954,14 @@ def says_asked_phrase(message: str, unit: Unit) -> bool:
     return bool(names & unit_words(unit))
 
 
-_OFFER_VERB = re.compile(r"\b(tem|tem ai|vende|vendem|aceita|aceitam|faz|fazem|serve|servem|trabalha com|trabalham com|"
+_OFFER_VERB = re.compile(r"\b(tem|tem ai|vende|vendem|aceita|aceitam|faz|fazem|serve|servem|trabalha com|trabalham com|cobra|cobram|"
                          r"aplica|aplicam|atende|atendem|oferece|oferecem|possui|possuem|usa|usam|utiliza|utilizam)\b(.*)$")
 
 
-# the item ends where its purpose, company, time or place begins ("sauna na unidade da praia")
-_ITEM_STOP = re.compile(r"[?,.;!]|\b(pra|para|pro|com|que|porque|pq|se|quando|mesmo|hoje|amanha|ai|na|no|nas|nos|em)\b")
+# the item ends where its purpose, company, time or place begins ("sauna na unidade da praia"), or how it is charged
+# ("cobram a borda a parte?")
+_ITEM_STOP = re.compile(r"[?,.;!]|\b(pra|para|pro|com|que|porque|pq|se|quando|mesmo|hoje|amanha|ai|na|no|nas|nos|em|"
+                        r"a parte|separad[oa]s?|por fora)\b")
 
 
 def _asked_offer(message: str, norm: str) -> tuple[str, str] | None:

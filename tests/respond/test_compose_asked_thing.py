@@ -189,3 +189,12 @@ def test_a_price_asked_of_a_thing_the_knowledge_never_names_is_handed_over():
     assert "150,00" in ask("qnto ta a consulta normal?", "price_question", GROOMING)
     assert unknown_priced("a taça e a garrafa qnto fica as duas?", units) == set()
     assert unknown_priced("qnto fica pra 2h?", units) == set()
+
+
+def test_whether_they_charge_a_thing_is_asked_of_that_thing():
+    """"vcs cobram os 10% do garçom?" asks whether a thing is charged, like "vcs têm ...?" asks whether it is offered:
+    no line names the waiter's share, so a line on the wine list does not answer it. A thing the knowledge prices is
+    answered however the charge is put ("a parte" says how, not what)."""
+    assert ask("vcs cobram os 10% do garçom no salão?", "policy", GROOMING) == FALLBACK_NO_KNOWLEDGE
+    assert ask("se eu levar meu proprio vinho vcs cobram rolha?", "policy", GROOMING) == FALLBACK_NO_KNOWLEDGE
+    assert "6,00" in ask("vcs cobram o refrigerante a parte?", "policy", GROOMING)
