@@ -2886,6 +2886,11 @@ def brought_thing(message: str) -> tuple[frozenset[str], frozenset[str]] | None:
         return None
     part = question_part(message)
     thing = frozenset(question_words(part)[1] - _BRING_WORDS)
+    # the thing ends where what it is for or where it goes begins ("meu proprio vinho pra tomar ai na mesa"): a line
+    # on the table is no rule on the wine
+    verb = _MAY_BRING.search(normalize_chat(part))
+    said = _ITEM_STOP.split(normalize_chat(part)[verb.end():], maxsplit=1)[0] if verb else ""
+    thing = (frozenset(question_words(said)[1] - _BRING_WORDS) & thing) or thing
     forms = set(thing)
     for word, other in concept_forms(part).items():
         if stem(word) in thing or word in thing:

@@ -301,6 +301,11 @@ def test_bringing_ones_own_thing_is_answered_by_the_rule_on_things_from_outside_
     assert "taxa de rolha de R$ 40,00" in reply and "R$ 12,00" not in reply
     assert ask("posso levar meu vinho? cobra rolha?", "policy", BISTRO) == FALLBACK_NO_KNOWLEDGE
     assert ask("posso levar meu travesseiro de casa?", "policy", BAR) == FALLBACK_NO_KNOWLEDGE
+    # the thing ends where what it is for and where it goes begin: a line on the table is no rule on the wine
+    assert brought_thing("posso levar meu proprio vinho pra tomar ai na mesa?")[0] == {"vinho"}
+    table = "**Decoração**: é permitida decoração simples de mesa trazida pelo cliente."
+    assert ask("posso levar meu proprio vinho pra tomar ai na mesa?", "policy", f"{BISTRO}\n\n{table}") \
+        == FALLBACK_NO_KNOWLEDGE
 
 
 def test_the_rule_on_things_from_outside_is_found_by_its_word():
