@@ -2335,6 +2335,8 @@ _EXTREME_PRICE = re.compile(r"\b(?:o|a|os|as|qual|quais)((?: [a-z]+){0,3}) (?:ma
                             r"acessive[a-z]*|car[oa]s?|salgad[oa]s?)\b(?: (?:d[oa]s?|de) ([a-z]{3,}))?(?! (?:que|do que)\b)")
 _AMONG = re.compile(r"\bqua(?:l|is) d[oa]s ([a-z]{3,})")
 _CHEAP = ("barat", "em conta", "economic", "acessive")
+# words that name no kind ("qual é a opção mais em conta pra 2h?" asks the cheapest of whatever is priced for 2h)
+_ANY_KIND = frozenset({"opcao", "opcoes", "alternativa", "alternativas", "coisa", "coisas", "algo", "item", "itens"})
 _AMOUNT = re.compile(r"R\$\s*(\d+(?:\.\d{3})*(?:,\d{1,2})?)")
 
 
@@ -2353,8 +2355,18 @@ def extreme_price(message: str) -> tuple[str, frozenset[str]] | None:
     direction = "min" if cheap != (" menos " in m.group(0)) else "max"
     among = _AMONG.search(norm)   # "qual dos pacotes é o mais caro"
     words = (m.group(1) or "").split() + [g for g in (m.group(3), among and among.group(1)) if g]
-    kind = frozenset(stem(w) for w in words if w not in STOPWORDS and w not in GENERIC and len(w) > 2)
+    kind = frozenset(stem(w) for w in words if w not in STOPWORDS and w not in GENERIC and w not in _ANY_KIND
+                     and len(w) > 2)
     return direction, kind
+
+
+_PERIOD_LABEL = re.compile(r"^(?:\d{1,2}h|pernoite|diaria)$")
+
+
+def price_labels_asked(message: str) -> list[str]:
+    """The price labels a question names as a list's prices write them ("2h" of "qual sai mais em conta pra ficar
+    4h?", "pernoite"), in order."""
+    return [t for t in _measures(normalize_chat(question_part(message))).split() if _PERIOD_LABEL.match(t)]
 
 
 def _amounts(text: str) -> list[float]:

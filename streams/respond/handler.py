@@ -89,6 +89,7 @@ from streams.respond.compose import (
     party_size,
     payment_told,
     phrase_forms,
+    price_labels_asked,
     question_clauses,
     question_part,
     question_words,
@@ -833,21 +834,32 @@ def _extreme_of_kind_steps(msg: InboundMessage, asked: str, chunks: list[Knowled
     compared by price (``extreme_item``), and the chunk holding the answer takes the first place
     when it was not retrieved. A question with no kind named compares what was retrieved."""
     extreme = extreme_price(asked)
-    if extreme is None or not extreme[1]:
+    # with no kind named, the price labels asked ("a mais em conta pra 2h") find the priced lists
+    words = sorted(extreme[1]) or price_labels_asked(asked) if extreme is not None else []
+    if not words:
         return chunks
     found: dict = {c.chunk_id: c for c in chunks}
-    for hits in (yield [(lexical, (msg.account_id, [k], limit * RERANK_POOL)) for k in sorted(extreme[1])]):
+    for hits in (yield [(lexical, (msg.account_id, [k], limit * RERANK_POOL)) for k in words]):
         for c in map(_as_chunk, hits):
             found.setdefault(c.chunk_id, c)
     holder = {}
     for c in found.values():
         for u in answer_units(c.text):
             holder.setdefault(u.text, c)
-    best = extreme_item(asked, units_of_chunks([c.text for c in found.values()]))
+    units = units_of_chunks([c.text for c in found.values()])
+    best = extreme_item(asked, units)
     chunk = holder.get(best.text) if best is not None else None
     if chunk is None or any(c.chunk_id == chunk.chunk_id for c in chunks):
         return chunks
-    return [chunk] + chunks[: max(0, limit - 1)]
+    out = [chunk] + chunks[: max(0, limit - 1)]
+    if extreme_item(asked, units_of_chunks([c.text for c in out])) != best:
+        # the chunk holding the answer alone holds no other item to compare it with (the list's first lines): the
+        # chunk holding the next item of the comparison comes second, so the answer can still be told as such
+        rival = next((holder[u.text] for u in units if u.text != best.text and item_head(u) == item_head(best)
+                      and holder.get(u.text) is not None and holder[u.text].chunk_id != chunk.chunk_id), None)
+        if rival is not None:
+            out = [chunk, rival] + [c for c in chunks if c.chunk_id != rival.chunk_id][: max(0, limit - 2)]
+    return out
 
 
 async def _most_words(msg: InboundMessage, asked: str, stems: list[str], chunks: list[KnowledgeChunk], lexical,

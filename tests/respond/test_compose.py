@@ -726,3 +726,26 @@ def test_an_item_asked_by_name_is_priced_by_its_own_line_not_a_siblings_that_men
     # an item not named keeps every line that may answer
     picked = composer.pick_sentences("qnto fica o pacote aurora romantica?", [chunk(PACKAGES)], "price_question")
     assert picked[0].text.startswith("Pacote Aurora Romântica")
+
+
+def test_the_cheapest_for_a_period_with_no_kind_named_is_found_by_the_period_and_told_against_the_next_item():
+    """"qual é a opção mais em conta pra 2h?": "opção" names no kind, and the vector finds the deals; the priced
+    lists are found by the period ("2h"), the cheapest item for it leads, and the chunk holding the next item of the
+    comparison comes with it when the answer's chunk holds no other (the composer tells a cheapest only among two
+    or more)."""
+    from streams.respond.compose import extreme_price, price_labels_asked
+    from streams.respond.handler import _extreme_of_kind_steps
+    from tests.respond.fakes import WordIndex, chunk, inbound, run_steps
+
+    assert extreme_price("qual é a opçao mais em conta pra 2h?") == ("min", frozenset())
+    assert price_labels_asked("qual sai mais em conta pra ficar 4h na praia?") == ["4h"]
+    first = chunk("# Suítes\n\n- **Suíte Lua**: cama redonda. 2h: R$ 80,00 · Pernoite: R$ 180,00.")
+    second = chunk("- **Suíte Sol**: hidromassagem. 2h: R$ 120,00 · Pernoite: R$ 240,00.")
+    deal = chunk("**Tarde Feliz**: 20% de desconto nos períodos de 2h e 4h, de segunda a quinta.")
+    other = chunk("**Reservas**: não são obrigatórias.")
+    lexical = WordIndex({"2h": [deal, second, first]})
+    got = run_steps(_extreme_of_kind_steps(inbound("qual é a opçao mais em conta pra 2h?"),
+                                           "qual é a opçao mais em conta pra 2h?", [deal, other], lexical, 3))
+    assert got == [first, second, deal]
+    text = ask("qual é a opçao mais em conta pra 2h?", "price_question", first.text, second.text, deal.text)
+    assert text.startswith("Suíte Lua")
