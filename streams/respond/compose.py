@@ -2004,7 +2004,8 @@ def unknown_object(message: str, units: Sequence[Unit]) -> set[str]:
         # "tem sauna a vapor?" and "Não temos sauna em nenhuma unidade": no such thing at all denies
         # every variant of it too (the honest no), whatever the unknown qualifier
         return set()
-    if missing and head is not None and missing <= qualifiers - focus and any(keeps_to_some(u.text, stem(head)) for u in units):
+    if missing and head is not None and missing <= qualifiers - focus and any(
+            keeps_to_some(u.text, stem(head)) or closes_the_list(u.text, stem(head)) for u in units):
         # "tem desconto pra idoso?" and "os únicos descontos são os descritos": the thing is kept to the kinds
         # the knowledge lists, which answers any other kind of it (the honest no)
         return set()
@@ -2065,6 +2066,22 @@ def keeps_to_some(text: str, head: str) -> bool:
         if any(w in _ONLY_BEFORE and any(abs(k - a) <= 3 for a in at) for k, w in enumerate(words)):
             return True
     return False
+
+
+def closes_the_list(text: str, head: str) -> bool:
+    """A clause of ``text`` says the things of stem ``head`` it lists are all there are: "os únicos descontos são os
+    descritos", "não oferecemos outros descontos" (not a mere "só", which keeps one item to its sizes: "pizza doce
+    só é feita nos tamanhos broto e média")."""
+    for clause in re.split(r"[,:;.!?()]", text):
+        words = fold(clause).split()
+        for a in (k for k, w in enumerate(words) if stem(w) == head and k > 0):
+            if words[a - 1] in _SOLE or (words[a - 1] in _OTHER and any(w in ("nao", "nem") for w in words[:a - 1])):
+                return True
+    return False
+
+
+_SOLE = frozenset({"unico", "unica", "unicos", "unicas"})
+_OTHER = frozenset({"outro", "outra", "outros", "outras"})
 
 
 # "suíte com cama redonda", "cerveja sem álcool", "vaga pra van": a preposition and the thing that narrows the

@@ -984,6 +984,11 @@ class OfflineComposer:
                 return True
         uncovered = compose.uncovered_focus(message, units)
         focus = focus & compose.question_words(message)[1]
+        if uncovered and intent in (i.INFO, i.POLICY) and any(
+                compose.closes_the_list(top.unit.text, f) for f in focus - uncovered):
+            # "tem desconto pra policial militar?" and "os únicos descontos são os descritos" (or "não oferecemos
+            # outros descontos"): the line keeps the thing asked to what it lists, which answers any other kind of it
+            return False
         # "qnto custa um ecocardiograma?": the one thing asked is a word no retrieved unit writes
         alone = bool(focus) and uncovered == focus and top.focus_hits == 0
         if said_otherwise and (len(uncovered) >= 2 or alone):   # "desmarcar" is said by "remarcação" (0.68 by USE)

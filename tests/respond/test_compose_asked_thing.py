@@ -198,3 +198,20 @@ def test_whether_they_charge_a_thing_is_asked_of_that_thing():
     assert ask("vcs cobram os 10% do garçom no salão?", "policy", GROOMING) == FALLBACK_NO_KNOWLEDGE
     assert ask("se eu levar meu proprio vinho vcs cobram rolha?", "policy", GROOMING) == FALLBACK_NO_KNOWLEDGE
     assert "6,00" in ask("vcs cobram o refrigerante a parte?", "policy", GROOMING)
+
+
+def test_a_line_closing_the_list_of_a_thing_answers_any_kind_of_it_the_knowledge_never_names():
+    """"tem desconto pra policial militar?": no line names the police, but "não oferecemos outros descontos" (or "os
+    únicos descontos são os descritos") says there is no such discount; a mere "só" keeps one item to its sizes and
+    closes nothing ("pizza doce só é feita nos tamanhos broto e média" says nothing of a pizza with less salt)."""
+    from streams.respond.compose import closes_the_list
+
+    deals = ("# Pagamento e descontos\n\nAceitamos Pix e cartão. Não existe cartão VIP nem desconto por indicação: os "
+             "únicos descontos são os descritos nesta página.\n\n**Pacote mensal**: 4 banhos com 10% de desconto.")
+    text = ask("tem desconto pra policial militar?", "policy", deals)
+    assert text.startswith("Não") and "os únicos descontos" in text and FALLBACK_NO_KNOWLEDGE not in text
+    assert closes_the_list("Fora o pacote e o convênio, não oferecemos outros descontos.", "desco")
+    assert closes_the_list("os únicos descontos são os descritos nesta página", "desco")
+    assert not closes_the_list("Pizza doce só é feita nos tamanhos broto e média.", "pizza")
+    sizes = "# Pizzas\n\nPizza doce só é feita nos tamanhos broto e média."
+    assert ask("vcs fazem pizza com pouco sal? meu pai é hipertenso", "info_request", sizes) == FALLBACK_NO_KNOWLEDGE
