@@ -1280,6 +1280,8 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "endereco": ("rua", "avenida", "rodovia", "av"), "localizacao": ("rua", "avenida", "rodovia", "endereco"),
     # home, paying later, getting there
     "em casa": ("domiciliar", "domicilio"), "na minha casa": ("domiciliar", "domicilio"),
+    # an order asked for at home is a delivery ("qual o valor minimo pra pedir em casa?")
+    **{w: ("entrega", "delivery") for w in ("pedir em casa", "pedido em casa", "receber em casa", "pedir pra casa")},
     "a domicilio": ("domiciliar",), "vr": ("vale refeicao", "refeicao"), "ticket refeicao": ("vale refeicao",), "pagar depois": ("fiado", "posterior"), "pago depois": ("fiado", "posterior"),
     # a room is what a motel or an inn calls a suite ("vcs arrumam o quarto?" → "montamos a suíte")
     "quarto": ("suite",), "quartos": ("suites",), "quartinho": ("suite",),

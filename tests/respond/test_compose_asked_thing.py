@@ -215,3 +215,11 @@ def test_a_line_closing_the_list_of_a_thing_answers_any_kind_of_it_the_knowledge
     assert not closes_the_list("Pizza doce só é feita nos tamanhos broto e média.", "pizza")
     sizes = "# Pizzas\n\nPizza doce só é feita nos tamanhos broto e média."
     assert ask("vcs fazem pizza com pouco sal? meu pai é hipertenso", "info_request", sizes) == FALLBACK_NO_KNOWLEDGE
+
+
+def test_an_order_asked_for_at_home_is_a_delivery():
+    """"qual o valor minimo pra pedir em casa?": the minimum for delivery, not the house wine ("da casa")."""
+    menu = ("# Delivery\n\nPedido mínimo para entrega: R$ 35,00, sem contar a taxa. Tempo médio de entrega: de 40 a "
+            "60 minutos.\n\nRetirada no balcão: não tem pedido mínimo e o cliente ganha 5% de desconto no valor.\n\n"
+            "# Bebidas\n\n- Taça de vinho tinto da casa: R$ 22,00\n- Garrafa de vinho tinto da casa: R$ 90,00")
+    assert "35,00" in ask("qual o valor minimo pra pedir em casa?", "price_question", menu)
