@@ -2053,7 +2053,6 @@ def unknown_priced(message: str, units: Sequence[Unit]) -> set[str]:
     return named & focus & uncovered_focus(message, units)
 
 
-
 _ONLY_BEFORE = frozenset({"unico", "unica", "unicos", "unicas", "so", "somente", "apenas", "exclusivamente"})
 
 

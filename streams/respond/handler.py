@@ -832,10 +832,10 @@ def _extreme_of_kind_steps(msg: InboundMessage, asked: str, chunks: list[Knowled
     every priced item of that kind, and a vector search finds the list, not its cheapest line.
     The account's chunks naming the kind (``extreme_price``) are read, the items of that kind
     compared by price (``extreme_item``), and the chunk holding the answer takes the first place
-    when it was not retrieved. A question with no kind named compares what was retrieved."""
+    when it was not retrieved. With no kind named, the price labels it asks ("a opção mais em conta pra 2h":
+    ``price_labels_asked``) find the priced lists; with neither, what was retrieved is compared."""
     extreme = extreme_price(asked)
-    # with no kind named, the price labels asked ("a mais em conta pra 2h") find the priced lists
-    words = sorted(extreme[1]) or price_labels_asked(asked) if extreme is not None else []
+    words = (sorted(extreme[1]) or price_labels_asked(asked)) if extreme is not None else []
     if not words:
         return chunks
     found: dict = {c.chunk_id: c for c in chunks}
