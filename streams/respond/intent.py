@@ -402,9 +402,6 @@ def detect_intent(text: str, inbox_keywords: Mapping[str, Any] | None = None,
             and _charged_yes_no(matched[best], folded):
         # "criança paga?", "se eu faltar sem avisar cobra?": whether a charge applies is a rule of the house
         return IntentResult(POLICY, scores[best], tuple(matched[best]))
-    if best == CONFIRMATION and set(matched[best]) <= {"beleza", "blz"} and _ASKED_HOW.search(text):
-        # "eae, blz?", "tudo beleza?": "beleza" asked is how one is, a greeting (like "tudo bem?"), not agreement
-        return IntentResult(GREETING, scores[best], tuple(matched[best]))
     if best in SMALL_TALK:
         rest = _remove_spans(folded, [s for i in SMALL_TALK for s in spans.get(i, [])]
                              + [m.span() for m in _SELF_INTRODUCTION.finditer(folded)])
@@ -414,8 +411,6 @@ def detect_intent(text: str, inbox_keywords: Mapping[str, Any] | None = None,
     return IntentResult(best, scores[best], tuple(matched[best]))
 
 
-# "beleza" asked, with its question mark ("eae, blz?", "tudo beleza?"): how one is
-_ASKED_HOW = re.compile(r"\b(?:blz|beleza|belezinha)\s*\?", re.IGNORECASE)
 # the customer saying who they are ("aqui é a carla", "sou o pai do enzo", "tutora da luna"): part of a greeting
 _SELF_INTRODUCTION = re.compile(r"\b(?:aqui e|aqui quem fala e|eu sou|sou|meu nome e|me chamo)\s+(?:o |a )?\w+|"
                                 r"\b(?:tutor|tutora|dono|dona|pai|mae)\s+d[oa]\s+\w+")

@@ -232,12 +232,3 @@ def test_a_message_asking_the_agent_only_about_itself_is_general(text, expected)
     assert about_the_agent(text) is expected
     formed = intent_by_form(detect_intent(text), text)
     assert (formed is not None and formed.intent == "general") is expected
-
-
-def test_beleza_asked_is_how_one_is_a_greeting_not_agreement():
-    """"eae, blz?" asks how one is, like "tudo bem?" (two tuning writers label it a greeting; the dictionary read
-    "blz" as agreeing); "blz" told, or with another word of agreement ("fechou, blz?"), stays a confirmation."""
-    for text in ("eae, blz?", "eae macho, blz?", "tudo beleza?"):
-        assert detect_intent(text).intent == "greeting", text
-    for text in ("blz", "blz, obrigado", "fechou, blz?", "beleza, pode reservar"):
-        assert detect_intent(text).intent == "confirmation", text
