@@ -2916,8 +2916,9 @@ def brought_thing(message: str) -> tuple[frozenset[str], frozenset[str]] | None:
     thing = frozenset(question_words(part)[1] - _BRING_WORDS)
     # the thing ends where what it is for or where it goes begins ("meu proprio vinho pra tomar ai na mesa"): a line
     # on the table is no rule on the wine
-    verb = _MAY_BRING.search(normalize_chat(part))
-    said = _ITEM_STOP.split(normalize_chat(part)[verb.end():], maxsplit=1)[0] if verb else ""
+    norm_part = normalize_chat(part)
+    verb = _MAY_BRING.search(norm_part)
+    said = _ITEM_STOP.split(norm_part[verb.end():], maxsplit=1)[0] if verb else ""
     thing = (frozenset(question_words(said)[1] - _BRING_WORDS) & thing) or thing
     forms = set(thing)
     for word, other in concept_forms(part).items():
