@@ -2536,6 +2536,26 @@ def _named_heads(units: Sequence[Unit]) -> set[str]:
 
 _TO_THE_AGENT = re.compile(r"\b(voce|vc) (e|eh|ta|esta|tem|sabe|entende|gosta)\b")
 
+#: Small talk with the people at the business about themselves or the day, not about what it offers: their football
+#: team ("vc torce pra qual time?", "vcs torcem pra Bahia ou Vitória?"), how long one has worked there ("vc trabalha ai
+#: faz tempo?"), which of two things they like ("vcs gostam mais de gato ou de cachorro?"), the weather ("vcs viram q
+#: o tempo vai virar amanha?"). Eight tuning questions of seven writers ask it, all labelled general and answerable
+#: with no knowledge: the knowledge has nothing to quote and nothing is handed over to the team.
+_SMALL_TALK = re.compile(r"\b(?:voce|voces|tu|vc|vcs) (?:torce|torcem|torces)\b|\bqual (?:e |eh )?(?:o )?(?:seu|teu) time\b|"
+                         r"\b(?:voce|tu|vc) (?:trabalha|trabalhas) (?:ai|aqui|la) (?:faz|ha) (?:muito |quanto )?tempo\b|"
+                         r"\bha quanto tempo (?:voce|tu|vc) (?:trabalha|trabalhas)\b|"
+                         r"\b(?:voce|voces|vc|vcs|tu) (?:gosta|gostam|gostas) mais de \w+ ou\b|"
+                         r"\b(?:tempo|clima) vai (?:virar|mudar|fechar)\b|\bvai chover\b")
+_QUESTION_SENTENCE = re.compile(r"[^.!?\n]*\?+")
+
+
+def small_talk(message: str) -> bool:
+    """Every question the message asks (each sentence ending in "?"; the whole message when it has none) is small
+    talk (``_SMALL_TALK``): "vc torce pra qual time? aqui é Fortaleza kkk" is; "vc torce pra qual time? e qnto ta a
+    brisa?" asks the business too."""
+    asked = _QUESTION_SENTENCE.findall(message) or [message]
+    return all(_SMALL_TALK.search(normalize_chat(q)) for q in asked)
+
 
 #: What may open a clause before its question word when a question is asked without a "?": a conjunction or
 #: filler ("e quando", "oi, quem"), a preposition of the question itself ("pra quem eu mando", "com quem falo").

@@ -173,9 +173,9 @@ class OfflineComposer:
                 return self._with_memory(GREETING_REPLY if carried is None else f"Olá! {carried}", r.memories,
                                          r.chunks)
             return CONFIRMATION_REPLY if carried is None else f"Perfeito! {carried}"
-        if r.intent == i.GENERAL and i.about_the_agent(r.message):
-            # "qual teu nome? tu eh atendente msm?": small talk about the agent quotes no knowledge ("letras de balão
-            # com nome") and hands nothing over
+        if r.intent == i.GENERAL and (i.about_the_agent(r.message) or compose.small_talk(r.message)):
+            # "qual teu nome? tu eh atendente msm?", "vc torce pra qual time?": small talk about the agent or the day
+            # quotes no knowledge ("letras de balão com nome") and hands nothing over
             return GENERAL_REPLY
         # a question about what the business offers is answered as one, or handed over
         asked = r.intent == i.GENERAL and compose.asks_the_business(r.message)

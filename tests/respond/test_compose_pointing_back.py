@@ -197,3 +197,17 @@ def test_small_talk_about_the_agent_quotes_no_knowledge():
     party = "# Decoração\n\nPersonalização: letras de balão com nome ou data por R$ 45,00."
     assert ask("qual teu nome? tu eh atendente msm?", "general", party) == GENERAL_REPLY
     assert ask("com quem eu falo?", "general", party) == GENERAL_REPLY
+
+
+def test_small_talk_about_the_people_or_the_day_is_not_handed_over():
+    """Stop 50: seven writers ask the people at the business about themselves or the day ("vc torce pra qual
+    time?", "vc trabalha ai faz tempo?", "vcs gostam mais de gato ou de cachorro?", "vcs viram q o tempo vai virar
+    amanha?"): a friendly line, not "I'll check with the team". Asked beside a question about the business, the
+    business question is still answered or handed over."""
+    from streams.respond.generate import GENERAL_REPLY
+
+    pets = "# Banho\n\nBanho de cachorro pequeno: R$ 60,00. Banho de gato: R$ 80,00."
+    for q in ("vc torce pra qual time?", "vcs torcem pra Bahia ou Vitória? kkk", "vc trabalha ai faz tempo? kkk",
+              "vcs gostam mais de gato ou de cachorro? kkk", "vcs viram q o tempo vai virar amanha? chuva o dia td aff"):
+        assert ask(q, "general", pets) == GENERAL_REPLY, q
+    assert ask("vc torce pra qual time? e tem hotelzinho?", "general", pets) == FALLBACK_NO_KNOWLEDGE
