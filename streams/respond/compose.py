@@ -637,6 +637,10 @@ _STATE = frozenset("""e sao pode podem entra entram vale valem funciona funciona
 foi sera serao""".split())
 
 
+#: "não é possível / permitido cancelar": the act after it is what is denied
+_POSSIBLE = frozenset({"possivel", "permitido", "permitida", "autorizado", "autorizada"})
+
+
 def says_no(text: str, focus: set[str], asked: set[str] | None = None) -> bool:
     """Does ``text`` deny something the question asks about ("Não temos sauna",
     "não aceitamos cheque", "é proibido fumar", "não são permitidos")? With ``asked`` (all the
@@ -654,6 +658,11 @@ def says_no(text: str, focus: set[str], asked: set[str] | None = None) -> bool:
             # "as pizzas veganas não contêm lactose": what is denied is the object, not the subject
             if asked is not None and hits and all(j < k for j in hits) and verb and verb not in _STATE \
                     and stem(verb) not in asked and k + 2 < len(words) and words[k + 2] not in STOPWORDS:
+                continue
+            # "depois que a pizza entra no forno, não é possível cancelar" for "a pizza é no forno a lenha?": what is
+            # impossible is another act than the one asked, the words asked only set the scene before it
+            if asked is not None and hits and all(j < k for j in hits) and verb in ("e", "eh") \
+                    and k + 3 < len(words) and words[k + 2] in _POSSIBLE and stem(words[k + 3]) not in asked:
                 continue
             # "não temos piscina coletiva; a única piscina é a privativa": the kind asked is there,
             # only a narrower one is denied (the word comes back outside the denial)
@@ -2691,6 +2700,13 @@ _PREDICATE = re.compile(r"^(?:(?:o|a|os|as) )?([a-z]{3,}(?: [a-z]{2,}){0,3}?)(?:
                         r"(?:e|eh|sao|vem|vem com|fica|ficam) (?:(?:a|de|com) )?([a-z]{4,})$")
 
 
+# "a pizza de vcs é no forno a lenha?", "o pão é feito com fermento natural?": the kind is the word qualifying the
+# place or means ("lenha", "natural")
+_PREDICATE_MEANS = re.compile(r"^(?:(?:o|a|os|as) )?[a-z]{3,}(?: [a-z]{2,}){0,3}?(?: (?:de voces|dai|daqui))? "
+                              r"(?:e|eh|sao)(?: (?:feit[oa]s?|assad[oa]s?|servid[oa]s?))? (?:no|na|num|numa|com|em) "
+                              r"[a-z]{4,} (?:(?:a|de) )?([a-z]{4,})$")
+
+
 def unknown_predicate(message: str, units: Sequence[Unit]) -> set[str]:
     """In a yes/no question whether a thing is of some kind ("a calabresa é apimentada?"), the kind when no
     retrieved unit writes it: the line naming the thing says nothing of that kind, so quoting it answers
@@ -2698,10 +2714,12 @@ def unknown_predicate(message: str, units: Sequence[Unit]) -> set[str]:
     part = question_part(message)
     if not is_yes_no(part):
         return set()
-    m = _PREDICATE.match(normalize_chat(part).rstrip("?!. "))
-    if m is None or m.group(2) in GENERIC or m.group(2) in STOPWORDS or _INFINITIVE.search(m.group(2)):
+    said = normalize_chat(part).rstrip("?!. ")
+    m = _PREDICATE.match(said) or _PREDICATE_MEANS.match(said)
+    kind = m.group(m.lastindex) if m is not None else ""
+    if not kind or kind in GENERIC or kind in STOPWORDS or _INFINITIVE.search(kind):
         return set()
-    return {stem(m.group(2))} & uncovered_focus(message, units)
+    return {stem(kind)} & uncovered_focus(message, units)
 
 
 # "posso ficar junto durante o banho?", "da pra eu assistir a consulta?": a customer asking leave to be present at

@@ -8,6 +8,7 @@ from streams.respond.compose import (
     denies_outright,
     keeps_to_some,
     narrowing_words,
+    says_no,
     stem,
     uncovered_focus,
     units_of_chunks,
@@ -118,3 +119,25 @@ def test_leave_asked_for_an_act_never_written_is_handed_over():
     assert unknown_permitted_act("posso acertar metade agora?", units) == set()
     assert unknown_permitted_act("pode marcar sabado?", units) == set()
     assert unknown_permitted_act("o banho demora?", units) == set()
+
+
+PIZZARIA = """# Pedidos
+
+Nossa massa é de fermentação natural de 48 horas, fina e crocante.
+Cancelamento de delivery: sem custo em até 5 minutos após a confirmação do pedido. Depois que a pizza entra no forno, \
+não é possível cancelar."""
+
+
+def test_whether_a_thing_is_made_in_a_way_never_written_is_handed_over():
+    """Stop 50 (probe_bp, probe_an): "a pizza é no forno a lenha?", "a massa é feita com farinha de arroz?" ask the
+    means, the word qualifying it ("lenha", "arroz") never written: the line that only names the oven is no answer,
+    and "não é possível cancelar" after "a pizza entra no forno" denies another act, not the oven asked."""
+    units = units_of_chunks([PIZZARIA])
+    assert unknown_predicate("a pizza de vcs é no forno a lenha?", units) == {stem("lenha")}
+    assert unknown_predicate("a massa é feita com fermentação natural?", units) == set()
+    assert FALLBACK_NO_KNOWLEDGE in ask("a pizza de vcs é no forno a lenha?", "info_request", PIZZARIA)
+    assert "fermentação natural" in ask("a massa é feita com fermentação natural?", "info_request", PIZZARIA)
+    cancel = [u for u in units if "cancelar" in u.text][0].text
+    assert not says_no(cancel, {stem("pizza"), stem("forno"), stem("lenha")},
+                       {stem("pizza"), stem("forno"), stem("lenha")})
+    assert says_no(cancel, {stem("cancelar")}, {stem("cancelar")})
