@@ -171,7 +171,8 @@ def _told_of_the_contact(old: MemoryView, new: MemoryView) -> MemoryView:
 def _negated_text(old: MemoryView, new: MemoryView) -> Verdict | None:
     """With no slot in common, a negated new fact that shares a content word with the old one."""
     if (S.is_negated(new.content, old.memory_type) and not S.is_negated(old.content, old.memory_type)
-            and not S.addition_cues(new.content)):
+            and not S.addition_cues(new.content)
+            and not S.restriction_restated(old.content, new.content, old.memory_type)):
         generic = {"suite", "quarto", "cliente", "sempre", "prefere", "gosta", "costuma"}
         shared = {w for w in tokens(old.content) if len(w) >= 4} & {w for w in tokens(new.content) if len(w) >= 4} - generic
         if shared:

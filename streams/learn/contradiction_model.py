@@ -170,6 +170,9 @@ def features(pair: Pair) -> list[float]:
     # "pediu de novo" repeats an action; "voltou a fumar (de novo)" returns to a state
     repeat = REPEAT_CUE in fresh and "again" not in cues_new
     fresh -= {REPEAT_CUE}
+    restated_restriction = L.restriction_restated(old, new, pair.memory_type)
+    if restated_restriction:   # "n como mais carne vermelha" after "não come carne vermelha": no longer eating it is it
+        fresh -= {"no_longer"}
     addition = L.addition_cues(new) and not addition_elsewhere(new)
     if addition and not L.exclusive(old):
         fresh -= WEAK_CUES | {"from_now"}  # "passou a pedir também": an addition, not a change (unless the old fact was "só …")
@@ -188,7 +191,8 @@ def features(pair: Pair) -> list[float]:
                 or praise_soured(pair.memory_type, old, full) or date_corrected(pair.memory_type, old, full)) else 0.0,
         1.0 if fresh & WEAK_CUES else 0.0,
         1.0 if addition else 0.0,
-        1.0 if L.is_negated(new, pair.memory_type) != L.is_negated(old, pair.memory_type) else 0.0,
+        1.0 if L.is_negated(new, pair.memory_type) != L.is_negated(old, pair.memory_type)
+        and not restated_restriction else 0.0,
         overlap,
         1.0 if pair.memory_type == "reclamacao" and "cleared" in fresh else 0.0,
         # a change of state towards something the old fact does not name ("agora sou vegana"

@@ -531,6 +531,20 @@ DISLIKE = re.compile(r"\bodei\w*|\bdetest\w*|\bnao suport\w*|\bnao gost\w*|\bnao
 RESTRICTIVE = re.compile(r"\bnao (?:pode|posso|podem|come|como|comem|bebe|bebo|toma|tomo|consome|consumo|deve|usa|uso)\b(?! mais)")
 
 
+_NO_LONGER_EATS = re.compile(r"\bnao (?:come|como|comem|bebe|bebo|toma|tomo|consome|consumo|uso|usa) mais\b")
+
+
+def restriction_restated(old: str, new: str, memory_type: str | None) -> bool:
+    """A restriction kept: the old fact is one ("não come carne vermelha") and the new one says the customer no
+    longer has what it forbids ("n como mais carne vermelha desde 2022, sigo firme"). "não ... mais" is a change
+    against a taste ("adora picanha"); against the restriction itself it is the same state said again."""
+    if memory_type != "restricao":
+        return False
+    was = normalize(old)
+    return bool(RESTRICTIVE.search(was)) and not NEGATION.search(RESTRICTIVE.sub("restrito", was)) \
+        and bool(_NO_LONGER_EATS.search(normalize(new)))
+
+
 _NOT_A_NEGATION = re.compile(
     r"\b(?:pra|para|pro) (?:nao|n) (?:esquec\w*|confundi\w*|errar\w*|dar (?:problema|erro|confusao))\b|"
     r"\b(?:saiu|sai|sair) de (?:ferias|folga|licenca|atestado|viagem)\b")
@@ -556,10 +570,17 @@ TRANSIENT = re.compile(
     r"\bdesempregad\w*|\bsem (?:emprego|trabalho|trampo)\b|\bprocurando (?:emprego|trabalho|trampo)\b|\bunemployed\b|"
     r"\bmuleta\w*|\bgesso\b|\bfratur\w+|\blesao\b|\blesionad\w+|\btendinite\b|\bmachuc(?:ad\w+|ou|ei)\b|\bde repouso\b|"
     r"\bem tratamento\b|\boper(?:ou|ei|ado|ada)\b|\bcirurgia\b|\bfazendo (?:fisio\w*|quimio\w*|tratamento)\b|\binternad\w+|\brecuperando\b|\bde licenca\b|"
-    r"\bnoiv[oa]s?\b|\bcursinho\b|\bpre-?vestibular\b|\bestudando para\b|\bem obra\b|\breformando\b"
+    r"\bnoiv[oa]s?\b|\bcursinho\b|\bpre-?vestibular\b|\bestudando para\b|\bem obra\b|\breformando\b|"
+    # an inflammation or a sprain that heals ("tem bursite no ombro" → "o ombro ta 100% ja, recebi alta do fisio"), a pet
+    # gone missing that comes back ("fugiu e está desaparecida" → "a Nina voltou sozinha depois de 5 dias")
+    r"\bbursite\b|\bcanelite\b|\bfascite\b|\bentorse\b|\bdistensao\b|\bluxacao\b|\btorci\b|\btorceu\b|"
+    r"\bdesaparecid[oa]s?\b|\bfugiu\b|\bsumiu\b|\bsumid[oa]\b"
 )
 #: A recovery said without a change verb ("ombro 100% já", "tô novinho", "recuperado").
-RECOVERY = re.compile(r"\b(?:me deu|me deram|recebi|tive|ganhei|peguei|recebeu|teve|ganhou) alta\b|\b100 ?%|\brecuperad\w+|\bnovinh[oa] em folha\b|\bzerad[oa]\b|\bjá to bem\b|\bja (?:to|estou) bem\b")
+RECOVERY = re.compile(r"\b(?:me deu|me deram|recebi|tive|ganhei|peguei|recebeu|teve|ganhou) alta\b|\b100 ?%|\brecuperad\w+|\bnovinh[oa] em folha\b|\bzerad[oa]\b|\bjá to bem\b|\bja (?:to|estou) bem\b"
+                      # a pet missing found again ("a Nina voltou sozinha", "apareceu", "achamos ele")
+                      r"|\bapareceu\b|\b(?:achamos|achei|encontramos|encontrei|acharam|encontraram)\b|"
+                      r"\bvolt(?:ou|aram) (?:sozinh\w+|pra casa|para casa|pro sitio|pra gente)\b")
 #: An exclusive old fact ("só come mussarela", "somente pelo e-mail", "mora sozinho"): anything added breaks it.
 EXCLUSIVE = re.compile(r"\bso\b(?! (?:um|uma|uns|umas|isso|pra|para|por|de|que)\b)|\bsomente\b|\bapenas\b|\bexclusivamente\b|\bonly\b|\bsozinh[oa]s?\b")
 #: A counterfactual sentence ("se eu não tivesse alergia, pedia toda semana"; "se fosse mais perto eu vinha"):
