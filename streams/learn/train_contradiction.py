@@ -22,6 +22,10 @@ each training file in turn is predicted by a judge fitted on the others, whose
 L2 strength was itself chosen by leave-one-out on those others only — the figure
 that says how the judge carries to a writer it has not read.
 
+The cut on the judge's score is then calibrated (``calibrate``) on the pairs of the later tuning writers
+(``CALIBRATION_PAIRS``: probe_aa … probe_bp), which the weights never read: the threshold with the most right
+verdicts there (the middle of those tying), recorded in the artefact with its count against 0.5.
+
 ``--check`` retrains in memory and compares with the artefact instead of writing
 it (exit 1 when they differ: the data or the features changed without a retrain).
 The held-out half is never read here (refused if given).
@@ -72,6 +76,16 @@ TRAINING_PAIRS = [DEV_DIR / "contradictions.jsonl",
                   EXAMPLES_DIR / "probe_x" / "contradictions.jsonl",
                   EXAMPLES_DIR / "probe_y" / "contradictions.jsonl",
                   EXAMPLES_DIR / "probe_z" / "contradictions.jsonl"]
+#: The pairs the threshold is calibrated on (``calibrate``): every later tuning writer's pairs (probe_aa … probe_bp),
+#: which the weights never read. Training the weights on them too was flat twice (docs/quality-log.md, stops 40 and
+#: 45: the features, not the data, bound the weights); where the judge's score is cut is what they can still tell.
+#: Never a validation, reserved or fresh set.
+CALIBRATION_PAIRS = [EXAMPLES_DIR / f"probe_{x}" / "contradictions.jsonl"
+                     for x in ("aa", "ab", "ac", "ad", "ae", "af", "ag", "ah", "ai", "aj", "ak", "al", "am", "an", "as",
+                               "at", "au", "av", "aw", "ax", "ay", "az", "ba", "bb", "bc", "bd", "be", "bf", "bg", "bh",
+                               "bi", "bj", "bk", "bl", "bm", "bn", "bo", "bp")]
+#: The thresholds tried (0.30 … 0.70); the score is a probability, so the search stays around its middle.
+THRESHOLD_GRID = tuple(round(0.30 + 0.01 * k, 2) for k in range(41))
 
 
 def pair_of(row: dict) -> Pair:
@@ -117,7 +131,33 @@ def nested_loso(rows: list[list[float]], labels: list[int], floors: list[bool],
     return out
 
 
-def train(paths: list[Path]) -> tuple[dict, dict[float, float], list[list[float]], list[int], list[bool], list[str]]:
+def calibrate(weights: list[float], bias: float, paths: list[Path]) -> tuple[float, dict]:
+    """The threshold on the judge's score with the best accuracy of the checker's verdict over ``paths`` (pairs the
+    weights never read; a floored pair counts as the floor decides it, whatever the threshold), the middle of the
+    thresholds tying for it; and what it gives there against 0.5."""
+    judge = LearnedJudge(weights, bias)
+    scored = []
+    for p in paths:
+        for r in read_jsonl(p):
+            pair = pair_of(r)
+            row = features(pair)
+            scored.append((judge.score(row), slot_floor(pair, row), bool(r["contradicts"])))
+    if not scored:
+        return 0.5, {}
+
+    def right(th: float) -> int:
+        return sum((floored or p >= th) == label for p, floored, label in scored)
+
+    counts = {th: right(th) for th in THRESHOLD_GRID}
+    best = max(counts.values())
+    tied = [th for th in THRESHOLD_GRID if counts[th] == best]
+    threshold = tied[len(tied) // 2]
+    return threshold, {"pairs": len(scored), "right_at_0.5": right(0.5), "right": counts[threshold],
+                       "files": len(paths)}
+
+
+def train(paths: list[Path], calibration: list[Path] | None = None
+          ) -> tuple[dict, dict[float, float], list[list[float]], list[int], list[bool], list[str]]:
     """The artefact (as a dict) trained on ``paths``, the leave-one-out scores, and the data
     (rows, labels, whether the slot floor decides each pair, sources). The weights are fitted on
     every pair, floored or not: a slot update is evidence of what the slot feature means in the
@@ -133,28 +173,33 @@ def train(paths: list[Path]) -> tuple[dict, dict[float, float], list[list[float]
     best, scores = choose_l2(rows, labels, floors)
     weights, bias = fit_logistic(rows, labels, l2=best)
     train_acc = sum(_right(weights, bias, x, y, f) for x, y, f in zip(rows, labels, floors)) / len(rows)
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in paths)).hexdigest()[:12]
+    calibration = [p for p in (calibration or []) if p.exists() and p not in paths]
+    threshold, calibrated = calibrate(weights, bias, calibration)
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in paths + calibration)).hexdigest()[:12]
     names = [f"{p.parent.name}/{p.name}" for p in paths]
     model = {"version": f"contradiction-lr-{digest}", "trained_on": names, "pairs": len(rows),
              "l2": best, "loo_accuracy": round(scores[best], 4), "train_accuracy": round(train_acc, 4),
-             "threshold": 0.5, "features": FEATURES, "weights": weights, "bias": bias}
+             "threshold": threshold, "calibrated_on": [p.parent.name for p in calibration],
+             "calibration": calibrated, "features": FEATURES, "weights": weights, "bias": bias}
     return model, scores, rows, labels, floors, sources
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m streams.learn.train_contradiction")
     parser.add_argument("--pairs", type=Path, nargs="+", default=TRAINING_PAIRS)
+    parser.add_argument("--calibrate", type=Path, nargs="*", default=CALIBRATION_PAIRS,
+                        help="pair files the threshold is chosen on (never trained on; none: 0.5)")
     parser.add_argument("--out", type=Path, default=MODEL_FILE)
     parser.add_argument("--check", action="store_true",
                         help="retrain in memory and compare with --out instead of writing it (exit 1 if they differ)")
     parser.add_argument("--no-report", action="store_true",
                         help="skip the nested leave-one-source-out report (the artefact is the same; ~10x faster)")
     args = parser.parse_args(argv)
-    if any("heldout" in p.resolve().parts for p in args.pairs):
+    if any("heldout" in p.resolve().parts for p in args.pairs + args.calibrate):
         print("refusing to train on the held-out half", file=sys.stderr)
         return 2
     paths = [p for p in args.pairs if p.exists()]
-    model, scores, rows, labels, floors, sources = train(paths)
+    model, scores, rows, labels, floors, sources = train(paths, args.calibrate)
     text = json.dumps(model, indent=1) + "\n"
     if args.check:
         current = args.out.read_text() if args.out.exists() else ""
@@ -174,6 +219,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"contradiction judge: {len(rows)} pairs ({', '.join(model['trained_on'])}), leave-one-out accuracy "
           + ", ".join(f"l2={k}: {v:.3f}" for k, v in scores.items()))
     print(f"chosen l2={model['l2']}; training accuracy {model['train_accuracy']:.3f}; written {args.out}")
+    if model["calibration"]:
+        c = model["calibration"]
+        print(f"threshold {model['threshold']:.2f}, calibrated on {c['pairs']} pairs of {c['files']} files the weights "
+              f"never read: {c['right']} right (at 0.5: {c['right_at_0.5']})")
     for name, w in sorted(zip(FEATURES, model["weights"]), key=lambda x: -abs(x[1])):
         print(f"  {name:20} {w:+.3f}")
     print(f"  {'bias':20} {model['bias']:+.3f}")

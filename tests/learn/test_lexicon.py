@@ -93,11 +93,17 @@ def test_the_artefact_was_trained_on_the_current_training_pairs():
     import hashlib
 
     from streams.learn.contradiction_model import FEATURES
-    from streams.learn.train_contradiction import TRAINING_PAIRS
+    from streams.learn.train_contradiction import CALIBRATION_PAIRS, THRESHOLD_GRID, TRAINING_PAIRS
 
     model = json.loads(MODEL_FILE.read_text())
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in TRAINING_PAIRS)).hexdigest()[:12]
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in TRAINING_PAIRS + CALIBRATION_PAIRS)).hexdigest()[:12]
     assert model["version"] == f"contradiction-lr-{digest}", "training pairs changed: retrain the judge"
+    # stop 50: the threshold is calibrated on the later tuning writers' pairs, which the weights never read
+    assert model["calibrated_on"] == [p.parent.name for p in CALIBRATION_PAIRS]
+    assert not set(model["calibrated_on"]) & {p.parent.name for p in TRAINING_PAIRS}
+    assert model["threshold"] in THRESHOLD_GRID and model["calibration"]["right"] >= model["calibration"]["right_at_0.5"]
+    assert not set(model["calibrated_on"]) & {"heldout", "probe_b", "probe_d", "probe_e", "probe_f", "probe_g",
+                                               "probe_o", "probe_p", "probe_q", "probe_bq", "probe_br"}
     assert model["trained_on"] == [f"{p.parent.name}/{p.name}" for p in TRAINING_PAIRS]
     assert "probe_n/contradictions.jsonl" in model["trained_on"] and model["features"] == FEATURES
     # probe_l, probe_m and probe_r are tuning sets (probe_r trained on since stop 27);
@@ -130,6 +136,29 @@ def test_check_says_whether_the_artefact_is_what_the_pairs_give(tmp_path, capsys
     assert out.read_text() == written                                            # --check never writes
     out.write_text(written.replace('"bias": ', '"bias": 1.0 + '))
     assert main(["--pairs", str(pairs), "--out", str(out), "--check"]) == 1
+
+
+def test_the_threshold_is_where_pairs_the_weights_never_read_are_best_cut(tmp_path):
+    """Stop 50: the judge's weights are fitted at 0.5; the cut is chosen on other pairs, the middle of the thresholds
+    tying for the best verdicts there (a floored pair counts as the floor decides it)."""
+    from streams.learn.contradiction_model import FEATURES
+    from streams.learn.train_contradiction import THRESHOLD_GRID, calibrate
+
+    def pairs(name, contradicts):
+        path = tmp_path / name
+        rows = [("Gosta de pizza de calabresa", "a de ontem tava boa"), ("Mora no Centro", "manda no capricho hj"),
+                ("Pede sempre a Brisa", "boa noite, tudo certo?")]
+        path.write_text("".join(json.dumps({"pair_id": f"c{i}", "memory_type": "preferencia", "old": o, "new": n,
+                                             "contradicts": contradicts}) + "\n" for i, (o, n) in enumerate(rows)))
+        return path
+
+    flat = [0.0] * len(FEATURES)   # every pair scores 0.5
+    said_true, report = calibrate(flat, 0.0, [pairs("true.jsonl", True)])
+    assert said_true == 0.40 and report == {"pairs": 3, "right_at_0.5": 3, "right": 3, "files": 1}   # 0.30 … 0.50
+    said_false, report = calibrate(flat, 0.0, [pairs("false.jsonl", False)])
+    assert said_false == 0.61 and report["right"] == 3 and report["right_at_0.5"] == 0   # 0.51 … 0.70, the upper middle
+    assert calibrate(flat, 0.0, []) == (0.5, {})
+    assert THRESHOLD_GRID[0] == 0.30 and THRESHOLD_GRID[-1] == 0.70
 
 
 @pytest.mark.slow  # retrains the judge twice (~20 s): in `make test`, not the unit tier
