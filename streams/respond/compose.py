@@ -2614,6 +2614,22 @@ def opens_with_anaphor(text: str) -> bool:
     return bool(_ANAPHOR_OPENING.match(fold(text)))
 
 
+#: A sentence whose subject is a pronoun standing for the thing of the sentence before it ("Sem glúten: temos massa
+#: sem glúten ... Ela é preparada na mesma cozinha ...; por isso não é recomendada para celíacos").
+_PRONOUN_OPENING = re.compile(r"^(?:ela|ele|elas|eles)\b")
+
+
+def opens_with_pronoun(text: str) -> bool:
+    return bool(_PRONOUN_OPENING.match(fold(text)))
+
+
+def pronoun_antecedent(unit: Unit, units: Sequence[Unit]) -> Unit | None:
+    """The unit before ``unit`` in its chunk when ``unit`` opens with a pronoun standing for its thing."""
+    if not opens_with_pronoun(unit.text):
+        return None
+    return _in_chunk({u.order: u for u in units}, unit, -1)
+
+
 def with_antecedents(picked: Sequence[Unit], units: Sequence[Unit]) -> list[Unit]:
     """The picked units, each one opening by pointing back (``opens_with_anaphor``) preceded by the unit
     before it in its chunk when that one is not picked: "Passando disso, cada hora adicional custa R$ 40,00"
@@ -2624,7 +2640,8 @@ def with_antecedents(picked: Sequence[Unit], units: Sequence[Unit]) -> list[Unit
         if u not in out:
             out.append(u)
         before = _in_chunk(by_order, u, -1)
-        if opens_with_anaphor(u.text) and before is not None and before not in picked and before not in out:
+        if (opens_with_anaphor(u.text) or opens_with_pronoun(u.text)) and before is not None and before not in picked \
+                and before not in out:
             out.append(before)
     return out
 

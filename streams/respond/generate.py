@@ -475,7 +475,12 @@ class OfflineComposer:
         if asked_items:
             ranked = [s for s in ranked if not compose.sibling_item(s.unit, asked_items)]
         thing = compose.offered_object(message)
-        return [s for s in ranked if thing & compose.unit_words(s.unit)] or ranked
+
+        def names_it(u: compose.Unit) -> bool:   # "Ela é preparada ...": the thing its pronoun stands for counts
+            before = compose.pronoun_antecedent(u, units)
+            return bool(thing & (compose.unit_words(u) | (compose.unit_words(before) if before is not None else set())))
+
+        return [s for s in ranked if names_it(s.unit)] or ranked
 
     def _before_a_no(self, message: str, scored: Sequence[compose.Scored],
                      best: list[compose.Unit]) -> list[compose.Unit]:

@@ -8,6 +8,7 @@ from streams.respond.compose import (
     denies_outright,
     keeps_to_some,
     narrowing_words,
+    pronoun_antecedent,
     says_no,
     stem,
     uncovered_focus,
@@ -141,3 +142,20 @@ def test_whether_a_thing_is_made_in_a_way_never_written_is_handed_over():
     assert not says_no(cancel, {stem("pizza"), stem("forno"), stem("lenha")},
                        {stem("pizza"), stem("forno"), stem("lenha")})
     assert says_no(cancel, {stem("cancelar")}, {stem("cancelar")})
+
+
+GLUTEN = """# Restrições alimentares
+
+**Sem glúten**: temos massa sem glúten nos tamanhos broto e média, com acréscimo de R$ 8,50. Ela é preparada na mesma \
+cozinha das outras massas, com risco de contaminação cruzada; por isso não é recomendada para celíacos."""
+
+
+def test_a_line_whose_subject_is_a_pronoun_is_about_the_thing_before_it():
+    """Stop 50 (probe_ak): "tem sem gluten? minha sogra é celiaca": "Ela é preparada na mesma cozinha ...; não é
+    recomendada para celíacos" is about the gluten-free dough its "Ela" stands for, and is quoted after the line
+    naming it, so the reply says what "Ela" is."""
+    units = units_of_chunks([GLUTEN])
+    ela = [u for u in units if u.text.startswith("Ela")][0]
+    assert "temos massa sem glúten" in pronoun_antecedent(ela, units).text
+    reply = ask("tem sem gluten? minha sogra é celiaca", "info_request", GLUTEN)
+    assert "não é recomendada para celíacos" in reply and reply.index("temos massa sem glúten") < reply.index("Ela")
