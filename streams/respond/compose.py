@@ -1248,7 +1248,10 @@ _PARTY = [
     (re.compile(r"\beu e (?:mais )?" + _PARTY_NUMBER + r"\b"), 1),                      # "eu e mais 4": 5
     (re.compile(r"\b(?:eu|eu e minh[ao]s?|nos) (?:\w+ )?(?:com|e) (?:mais )?" + _PARTY_NUMBER + r" " + _PARTY_PEOPLE), 1),
     (re.compile(r"\b(?:somos|seremos|sao|vamos ser|vamos em|vamos|iremos|vai ser|vao ser) (?:em )?" + _PARTY_NUMBER
-                + r"\b(?! (?:horas?|h|dias?|noites?|reais|minutos?)\b)"), 0),
+                + r"\b(?! (?:horas?|h|dias?|noites?|reais|minutos?|carros?|motos?)\b)"), 0),
+    # "a gente é em 3", "a gente vai em 4": the party said with its subject
+    (re.compile(r"\b(?:a gente|agente|nos) (?:e|eh|sera|vai ser|vai|vamos) (?:em )?" + _PARTY_NUMBER
+                + r"\b(?! (?:horas?|h|dias?|noites?|reais|minutos?|carros?|motos?)\b)"), 0),
     (re.compile(r"\b(?:os|as|nos|a gente|agente) " + _PARTY_NUMBER + r"\b(?= (?:juntos|juntas|na|no|numa|num|em|pode|podemos|"
                 r"dorme|dormir|entra|entrar|ficar|fica)\b)"), 0),
     (re.compile(r"\b(?:pra|para|de|com|em) " + _PARTY_NUMBER + r" " + _PARTY_PEOPLE), 0),

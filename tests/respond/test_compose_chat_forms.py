@@ -162,3 +162,14 @@ def test_a_yes_no_on_a_charge_is_answered_by_the_share_charged():
     assert not lexically_sure("quanto cobra se eu faltar?", line)  # an amount asked wants R$
     assert carries_price("multa de 20% da diária", free_answers=True)
     assert not carries_price("20% dos clientes voltam", free_answers=True)
+
+
+def test_a_party_said_with_its_subject():
+    """Stop 50 (probe_bo): "a gente é em 3, pode entrar td mundo na msm suite?" counts a party of three, answered by
+    the line on how many people may come; "a gente vai 2 horas" counts nobody."""
+    from streams.respond.compose import party_size
+
+    assert party_size("a gente é em 3, pode entrar td mundo na msm suite?") == 3
+    assert party_size("a gente vai em 4, pode?") == 4
+    assert party_size("a gente vai 2 horas") is None and party_size("nos vamos em 2 carros") is None
+    assert "Máximo de 2 pessoas" in ask("a gente é em 3, pode entrar td mundo na msm mesa do balcão?", "policy", RULES)
