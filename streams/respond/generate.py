@@ -187,8 +187,10 @@ class OfflineComposer:
         options = compose.alternatives(r.message) if r.intent in (i.INFO, i.POLICY) else None
         unchosen = bool(picked and options and not compose.names_an_alternative(options, [u.text for u in picked]))
         if unchosen:
-            # "as tomadas são 110 ou 220?": an answer naming neither option does not answer the choice
-            picked = []
+            # "as tomadas são 110 ou 220?": an answer naming neither option does not answer the choice; the lines
+            # naming an option do, by its own word or else by another name of it ("vcs fazem caipirinha ou so
+            # cerveja?": "Cerveja long neck: R$ 14,00." and "Não servimos drinks nem destilados.")
+            picked = self._on_the_options(r.message, options, r.chunks)
         partial = False
         if not picked and not unchosen and r.intent not in (i.OBJECTION, i.GENERAL):
             # two questions, one the knowledge does not cover: answer the other, hand the rest over
@@ -214,6 +216,36 @@ class OfflineComposer:
             answer = f"{answer} {CHEAPER_LEAD} {cheaper.text}"
         opener = "Entendo! " if r.intent == i.OBJECTION else ""
         return self._with_memory(opener + answer, r.memories, r.chunks)
+
+    def _on_the_options(self, message: str, options: tuple[str, str],
+                        chunks: Sequence[KnowledgeChunk]) -> list[compose.Unit]:
+        """For each option of a choice, the best-scored unit naming it by its own word, else by another name of it
+        (``compose.concept_forms``); best first, at most ``max_sentences``. A unit on another item of the kind asked
+        ("Suíte Brisa: cama queen" for "a cama da orquídea é king ou queen?") or naming nothing of the question but
+        the option ("Pizza por fatia" for "a borda é com cheddar cremoso ou fatiado?") answers no choice."""
+        units = _units_of(chunks)
+        if not units:
+            return []
+        asked_items = compose.named_items(message, units)
+        own_stems = {o if o.isdigit() else compose.stem(o) for o in options}
+        _, focus = compose.question_words(message)
+        rest = focus - own_stems
+        scored = sorted((s for s in compose.score_units(message, units)
+                         if not (asked_items and compose.sibling_item(s.unit, asked_items))
+                         and (not rest or rest & compose.unit_words(s.unit))),
+                        key=lambda s: (-s.score, s.unit.order))
+        forms = compose.concept_forms(message)
+        out: list[compose.Scored] = []
+        for option in options:
+            own = option if option.isdigit() else compose.stem(option)
+            for names in ({own}, forms.get(own, set()) - {own}):
+                hit = next((s for s in scored if names and compose.names_an_alternative(tuple(names), [s.unit.text])),
+                           None)
+                if hit is not None:
+                    if hit not in out:
+                        out.append(hit)
+                    break
+        return [s.unit for s in sorted(out, key=lambda s: -s.score)][: self.max_sentences]
 
     MAX_CONCESSIONS = 2
 

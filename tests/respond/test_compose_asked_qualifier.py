@@ -159,3 +159,27 @@ def test_a_line_whose_subject_is_a_pronoun_is_about_the_thing_before_it():
     assert "temos massa sem glúten" in pronoun_antecedent(ela, units).text
     reply = ask("tem sem gluten? minha sogra é celiaca", "info_request", GLUTEN)
     assert "não é recomendada para celíacos" in reply and reply.index("temos massa sem glúten") < reply.index("Ela")
+
+
+BAR = """# Bebidas
+
+- Cerveja long neck: R$ 14,00.
+- Refrigerante lata: R$ 7,00.
+- **Bebidas alcoólicas**: vendidas somente para maiores de 18 anos.
+- Não servimos drinks nem destilados.
+
+# Suítes
+
+- **Suíte Brisa**: cama queen e frigobar.
+- **Suíte Orquídea**: teto espelhado e som ambiente."""
+
+
+def test_a_choice_is_answered_by_the_lines_naming_its_options():
+    """Stop 50 (probe_s): "vcs fazem caipirinha ou so cerveja msm?": the best line (the age rule on alcohol) names
+    neither option; the line naming each does, by its own word ("Cerveja long neck") or by another name of it
+    ("drinks" for a caipirinha). A line on another item of the kind asked answers no choice: "a cama da orquídea é
+    king ou queen?" is still handed over."""
+    reply = ask("vcs fazem caipirinha ou so cerveja msm?", "info_request", BAR)
+    assert "Cerveja long neck" in reply and "Não servimos drinks nem destilados" in reply, reply
+    assert "maiores de 18" not in reply
+    assert FALLBACK_NO_KNOWLEDGE in ask("a cama da orquidea é king ou queen?", "info_request", BAR)
