@@ -133,11 +133,11 @@ TRAIN_MORE = Path(__file__).resolve().parents[2] / "examples" / "train" / "conve
 #: (fresh at stop 46; first check at stop 47) at stop 48, the first retraining with the cross-source step over writer
 #: groups (``XS_GROUPS``): stops 46 and 47's retrainings with them did not finish. probe_bk and bl (fresh at stop 47; first
 #: check at stop 48) at stop 48, in the stop's second retraining. probe_bm and bn (fresh at stop 48; first check at stop
-#: 49) at stop 49.
+#: 49) at stop 49. probe_bo and bp (fresh at stop 49; first check at stop 50) at stop 50.
 PROBES = tuple(Path(__file__).resolve().parents[2] / "examples" / f"probe_{x}" / "conversations.jsonl"
                for x in ("i", "j", "k", "l", "m", "r", "s", "t", "u", "v", "w", "x", "y", "z", "aa", "ab", "ac", "ad", "ae", "af", "ag", "ah", "ai", "aj",
                          "ak", "al", "am", "an", "as", "at", "au", "av", "aw", "ax", "ay", "az", "ba", "bb",
-                         "bc", "bd", "be", "bf", "bg", "bh", "bi", "bj", "bk", "bl", "bm", "bn"))
+                         "bc", "bd", "be", "bf", "bg", "bh", "bi", "bj", "bk", "bl", "bm", "bn", "bo", "bp"))
 WRITTEN_FILES = (WRITTEN, TRAIN_MORE) + PROBES
 #: Where the shipped per-type thresholds are tuned: "cross_source" (every writer's out-of-source predictions
 #: pooled; since stop 27) or "cv" (the corpus's grouped out-of-fold predictions; until stop 26). The two

@@ -112,7 +112,7 @@ READABLE = {"dev": "examples/dev/recall.jsonl", "train": "examples/train/recall.
             **{f"probe_{x}": f"examples/probe_{x}/recall.jsonl"
                for x in ("aa", "ab", "ac", "ad", "ae", "af", "ag", "ah", "ai", "aj",
                          "ak", "al", "am", "an", "as", "at", "au", "av", "aw", "ax", "ay", "az", "ba", "bb", "bc",
-                         "bd", "be", "bf", "bg", "bh", "bi", "bj", "bk", "bl", "bm", "bn")}}
+                         "bd", "be", "bf", "bg", "bh", "bi", "bj", "bk", "bl", "bm", "bn", "bo", "bp")}}
 
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -100,8 +100,9 @@ TRAIN_QUESTIONS = ROOT / "examples" / "train" / "questions.jsonl"
 #: first twice) from stop 48.
 #: Never a validation
 #: set (probe_o, probe_p, probe_q) nor a reserved one (heldout, probe_b, probe_d, probe_e, probe_f, probe_g): those stay
-#: out so their intent figure is out of sample; nor this stop's fresh sets (probe_bo, probe_bp). probe_bm and probe_bn
-#: (fresh at stop 48, first checked at stop 49) from stop 49.
+#: out so their intent figure is out of sample; nor this stop's fresh sets (probe_bq, probe_br). probe_bm and probe_bn
+#: (fresh at stop 48, first checked at stop 49) from stop 49; probe_bo and probe_bp (fresh at stop 49, first checked at
+#: stop 50) from stop 50.
 READABLE_PROBES = ("probe_a", "probe_c", "probe_h", "probe_i", "probe_j", "probe_k", "probe_l", "probe_m", "probe_r",
                    "probe_s", "probe_t", "probe_u", "probe_v", "probe_w", "probe_x", "probe_y", "probe_z",
                    "probe_aa", "probe_ab", "probe_ac", "probe_ad", "probe_ae", "probe_af", "probe_ag", "probe_ah",
@@ -109,10 +110,10 @@ READABLE_PROBES = ("probe_a", "probe_c", "probe_h", "probe_i", "probe_j", "probe
                    "probe_aq", "probe_ar", "probe_as", "probe_at", "probe_au", "probe_av", "probe_aw", "probe_ax",
                    "probe_ay", "probe_az", "probe_ba", "probe_bb", "probe_bc", "probe_bd", "probe_be", "probe_bf",
                    "probe_bg", "probe_bh", "probe_bi", "probe_bj", "probe_bk", "probe_bl", "probe_bm",
-                   "probe_bn")
+                   "probe_bn", "probe_bo", "probe_bp")
 #: Sets that must never train the classifier (``train`` refuses them even when asked).
 NEVER_TRAIN = ("heldout", "probe_b", "probe_d", "probe_e", "probe_f", "probe_g", "probe_o", "probe_p", "probe_q",
-               "probe_bo", "probe_bp")   # fresh at stop 49, the next stop's first check
+               "probe_bq", "probe_br")   # fresh at stop 50, the next stop's first check
 PROBE_QUESTIONS = tuple(ROOT / "examples" / p / "questions.jsonl" for p in READABLE_PROBES)
 WRITTEN_FILES = (WRITTEN, TRAIN_QUESTIONS) + PROBE_QUESTIONS
 

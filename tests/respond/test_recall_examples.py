@@ -95,15 +95,15 @@ def test_shipped_examples_come_from_readable_sets_and_evaluation_leaves_its_own_
                                                     "probe_ay", "probe_az", "probe_ba", "probe_bb", "probe_bc",
                                                     "probe_bd", "probe_be", "probe_bf", "probe_bg", "probe_bh",
                                                     "probe_bi", "probe_bj", "probe_bk", "probe_bl", "probe_bm",
-                                                    "probe_bn"}
+                                                    "probe_bn", "probe_bo", "probe_bp"}
     assert any(r["source"] == "probe_k" for r in rows)   # probe_k, a tuning set now, is in the examples
     for s in ("probe_l", "probe_m", "probe_r", "probe_s", "probe_t", "probe_u", "probe_v", "probe_w",
               "probe_x", "probe_y", "probe_z", "probe_aa", "probe_ai", "probe_aj", "probe_ak", "probe_an", "probe_as",
               "probe_az", "probe_bc", "probe_bd", "probe_be", "probe_bf", "probe_bg", "probe_bh", "probe_bi",
-              "probe_bj", "probe_bk", "probe_bl", "probe_bm", "probe_bn"):
+              "probe_bj", "probe_bk", "probe_bl", "probe_bm", "probe_bn", "probe_bo", "probe_bp"):
         # tuning sets from stop 26 on (probe_aa … probe_aj from stop 35, probe_ak … probe_bd from stop 44, probe_be and
         # probe_bf from stop 45, probe_bg and probe_bh from stop 46, probe_bi and probe_bj from stop 47, probe_bk and
-        # probe_bl from stop 48, probe_bm and probe_bn from stop 49): in the examples, left out when scored
+        # probe_bl from stop 48, probe_bm and probe_bn from stop 49, probe_bo and probe_bp from stop 50): in the examples, left out when scored
         assert any(r["source"] == s for r in rows)
         assert source_of(REPO_ROOT / "examples" / s) == {s}
     assert all(r["query"] and (r["relevant"] or r["other"]) for r in rows)
@@ -115,7 +115,7 @@ def test_shipped_examples_come_from_readable_sets_and_evaluation_leaves_its_own_
     for s in ("probe_k", "probe_l", "probe_m", "probe_r", "probe_t", "probe_v"):   # scoring a readable probe: out-of-set
         left_s = RecallExamples.leaving_out(TableEmbedder({}), REPO_ROOT / "examples" / s)
         assert left_s.cases and not any(c["source"] == s for c in left_s.cases)
-    for s in ("probe_o", "probe_p", "probe_q", "probe_bo", "probe_bp"):   # validation / fresh: never
+    for s in ("probe_o", "probe_p", "probe_q", "probe_bq", "probe_br"):   # validation / fresh: never
         assert source_of(REPO_ROOT / "examples" / s) == set() and not any(r["source"] == s for r in rows)
     assert source_of(REPO_ROOT / "examples" / "heldout") == set() and source_of(None) == set()
     got = cases_from_recall("x", [{"case_id": "c", "query": "q", "relevant": [1],
