@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from typing import Iterable, NamedTuple, Sequence
 
 from streams.learn.lexicon import AT_HOME, CONCEPTS, PAYMENTS, ROLES, SPECIES, carried_home, concepts_in
-from streams.respond.text import STOPWORDS, fold, normalize_chat
+from streams.respond.text import QUESTION_SENTENCE, STOPWORDS, fold, normalize_chat
 
 _PLURALS = (("oes", "ao"), ("aes", "ao"), ("ais", "al"), ("eis", "el"), ("ns", "m"), ("res", "r"), ("zes", "z"))
 
@@ -2558,14 +2558,13 @@ _SMALL_TALK = re.compile(r"\b(?:voce|voces|tu|vc|vcs) (?:torce|torcem|torces)\b|
                          r"\bha quanto tempo (?:voce|tu|vc) (?:trabalha|trabalhas)\b|"
                          r"\b(?:voce|voces|vc|vcs|tu) (?:gosta|gostam|gostas) mais de \w+ ou\b|"
                          r"\b(?:tempo|clima) vai (?:virar|mudar|fechar)\b|\bvai chover\b")
-_QUESTION_SENTENCE = re.compile(r"[^.!?\n]*\?+")
 
 
 def small_talk(message: str) -> bool:
     """Every question the message asks (each sentence ending in "?"; the whole message when it has none) is small
     talk (``_SMALL_TALK``): "vc torce pra qual time? aqui é Fortaleza kkk" is; "vc torce pra qual time? e qnto ta a
     brisa?" asks the business too."""
-    asked = _QUESTION_SENTENCE.findall(message) or [message]
+    asked = QUESTION_SENTENCE.findall(message) or [message]
     return all(_SMALL_TALK.search(normalize_chat(q)) for q in asked)
 
 

@@ -68,7 +68,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from streams.respond.text import normalize_chat
+from streams.respond.text import QUESTION_SENTENCE, normalize_chat
 
 PRICE = "price_question"
 INFO = "info_request"
@@ -715,8 +715,6 @@ _TO_THE_AGENT = re.compile(r"\b(voce|voces) (e|eh|ta|esta|sabe|entende|gosta) (r
                            # the agent's own name ("qual teu nome?", "como vc se chama?", "com quem eu falo?")
                            r"\bqual (e |eh )?(o )?(seu|teu) nome\b|\bcomo (voce|tu) se chama\b|"
                            r"\bcom quem (eu )?(falo|to falando|estou falando)\b")
-# one sentence that ends in a question mark ("oi tudo bom?", "qnto sai a coral?")
-_QUESTION_SENTENCE = re.compile(r"[^.!?\n]*\?+")
 
 
 def asks_a_question(text: str) -> bool:
@@ -728,7 +726,7 @@ def asks_a_question(text: str) -> bool:
     if _TO_THE_AGENT.search(norm):
         return False
     courtesy = []
-    for m in _QUESTION_SENTENCE.finditer(text):
+    for m in QUESTION_SENTENCE.finditer(text):
         if detect_intent(m.group(0)).intent not in SMALL_TALK:
             return True
         courtesy.append(m.span())   # "oi tudo bom?", "td certo?": a greeting asked, not a question
@@ -776,7 +774,7 @@ def about_the_agent(text: str) -> bool:
     norm = normalize_chat(text)
     if not _TO_THE_AGENT.search(norm):
         return False
-    spans = [m.span() for m in _QUESTION_SENTENCE.finditer(text) if _TO_THE_AGENT.search(normalize_chat(m.group(0)))]
+    spans = [m.span() for m in QUESTION_SENTENCE.finditer(text) if _TO_THE_AGENT.search(normalize_chat(m.group(0)))]
     return not asks_a_question(_remove_spans(text, spans) if spans else text)
 
 

@@ -104,6 +104,10 @@ EMOJI_WORDS = {
 _EMOJI = re.compile("|".join(map(re.escape, EMOJI_WORDS)))
 
 
+#: One sentence that ends in a question mark ("oi tudo bom?", "qnto sai a coral?").
+QUESTION_SENTENCE = re.compile(r"[^.!?\n]*\?+")
+
+
 def normalize_chat(text: str) -> str:
     """``fold`` plus WhatsApp spelling made standard: "qnto vcs cobram?" →
     "quanto voces cobram", "oiii" → "oi", "blz" → "beleza", "🐶" → "cachorro". For matching only."""
