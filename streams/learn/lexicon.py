@@ -1306,6 +1306,8 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "a domicilio": ("domiciliar",), "vr": ("vale refeicao", "refeicao"), "ticket refeicao": ("vale refeicao",), "pagar depois": ("fiado", "posterior"), "pago depois": ("fiado", "posterior"),
     # a room is what a motel or an inn calls a suite ("vcs arrumam o quarto?" → "montamos a suíte")
     "quarto": ("suite",), "quartos": ("suites",), "quartinho": ("suite",),
+    # food brought to the room is the knowledge's delivery to the suite ("qnto tempo demora o room service?")
+    **{w: ("entrega",) for w in ("room service", "servico de quarto")},
     "pendura": ("fiado",), "pendurar": ("fiado",), "estacionar": ("estacionamento",),
     # paying later said by when ("posso pagar na semana que vem?", "metade hoje e metade no dia 5", "acerto no fim do
     # mes"): the knowledge's "fiado" / "pagamento posterior"

@@ -1934,7 +1934,24 @@ def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
 
     def same_root(f: str) -> bool:  # a verb and its noun: "cortam" / "corte", "hospedam" / "hospedagem"
         return f in roots and any(w.startswith(roots[f]) for w in words)
-    return {f for f in focus if not covered(f) and not named_otherwise(f) and not same_root(f)}
+
+    out = {f for f in focus if not covered(f) and not named_otherwise(f) and not same_root(f)}
+    # a customer's phrase named otherwise is named whole: "room" of "room service" when "entrega" is written
+    for key, parts in _phrase_words(message).items():
+        if key in focus and key not in out:
+            out -= parts
+    return out
+
+
+def _phrase_words(message: str) -> dict[str, set[str]]:
+    """Per customer's phrase the lexicon names otherwise ("room service"): its key stem (``concept_forms``) → the
+    stems of all its words."""
+    out: dict[str, set[str]] = {}
+    for word, _ in concepts_in(_measures(normalize_chat(message))):
+        own = [t for t in word.split() if t not in STOPWORDS]
+        if len(own) >= 2:
+            out.setdefault(stem(own[-1]), set()).update(stem(t) for t in own)
+    return out
 
 
 def unnamed_phrases(message: str, units: Sequence[Unit]) -> set[str]:

@@ -173,3 +173,21 @@ def test_a_party_said_with_its_subject():
     assert party_size("a gente vai em 4, pode?") == 4
     assert party_size("a gente vai 2 horas") is None and party_size("nos vamos em 2 carros") is None
     assert "Máximo de 2 pessoas" in ask("a gente é em 3, pode entrar td mundo na msm mesa do balcão?", "policy", RULES)
+
+
+ROOM = """# Cardápio — comidas
+
+A cozinha funciona das 18h às 4h em todas as unidades.
+O tempo médio de entrega na suíte é de 30 minutos.
+É proibido fumar dentro das suítes."""
+
+
+def test_room_service_is_the_delivery_to_the_suite():
+    """Stop 50 (probe_ae): "qnto tempo demora o room service?" asks about the delivery to the suite the knowledge
+    writes; the phrase named otherwise is named whole ("room" is not an unknown word once "entrega" is there)."""
+    from streams.respond.compose import uncovered_focus, units_of_chunks
+
+    assert uncovered_focus("qnto tempo demora o room service?", units_of_chunks([ROOM])) <= {"demor"}
+    assert "30 minutos" in ask("qnto tempo demora o room service?", "info_request", ROOM)
+    both = ask("qnto tempo demora o room service? e a cozinha abre q horas?", "info_request", ROOM)
+    assert "30 minutos" in both and "18h às 4h" in both and "fumar" not in both
