@@ -2568,7 +2568,7 @@ _TO_THE_AGENT = re.compile(r"\b(voce|vc) (e|eh|ta|esta|tem|sabe|entende|gosta)\b
 #: Small talk with the people at the business about themselves or the day, not about what it offers: their football
 #: team ("vc torce pra qual time?", "vcs torcem pra Bahia ou Vitória?"), how long one has worked there ("vc trabalha ai
 #: faz tempo?"), which of two things they like ("vcs gostam mais de gato ou de cachorro?"), the weather ("vcs viram q
-#: o tempo vai virar amanha?"). Eight tuning questions of seven writers ask it, all labelled general and answerable
+#: o tempo vai virar amanha?"). Eight tuning questions of eight writers ask it, all labelled general and answerable
 #: with no knowledge: the knowledge has nothing to quote and nothing is handed over to the team.
 _SMALL_TALK = re.compile(r"\b(?:voce|voces|tu|vc|vcs) (?:torce|torcem|torces)\b|\bqual (?:e |eh )?(?:o )?(?:seu|teu) time\b|"
                          r"\b(?:voce|tu|vc) (?:trabalha|trabalhas) (?:ai|aqui|la) (?:faz|ha) (?:muito |quanto )?tempo\b|"
