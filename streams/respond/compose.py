@@ -1936,11 +1936,17 @@ def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
         return f in roots and any(w.startswith(roots[f]) for w in words)
 
     out = {f for f in focus if not covered(f) and not named_otherwise(f) and not same_root(f)}
-    # a customer's phrase named otherwise is named whole: "room" of "room service" when "entrega" is written
+    # a customer's phrase named otherwise is named whole: "room" of "room service" when "entrega" is written; not by
+    # the wider kind it is one of ("shih tzu" is no "pet" the business has)
     for key, parts in _phrase_words(message).items():
-        if key in focus and key not in out:
+        specific = forms.get(key, set()) - {key} - _KIND_STEMS
+        if key in focus and any(x in stems or (len(x) >= 4 and any(w.startswith(x) for w in words)) for x in specific):
             out -= parts
     return out
+
+
+#: The wider kinds the lexicon gives a breed or a species as other names ("shih tzu" → "cão", "pet", "animal").
+_KIND_STEMS = frozenset(stem(w) for w in ("pet", "pets", "animal", "cao", "cachorro", "gato", "felino", "bicho"))
 
 
 def _phrase_words(message: str) -> dict[str, set[str]]:
