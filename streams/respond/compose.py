@@ -1928,9 +1928,12 @@ def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
             return True
         return long_stems[f] in stems6 if f in long_stems else f in stems
 
-    def named_otherwise(f: str) -> bool:  # another name, as a word of its own ("mar" is not in "margherita")
+    def names_any(names) -> bool:  # another name, as a word of its own ("mar" is not in "margherita")
         return any(x in stems or (len(x) >= 4 and any(w.startswith(x) for w in words))
-                   or (" " in x and set(x.split()) <= words) for x in forms.get(f, ()))
+                   or (" " in x and set(x.split()) <= words) for x in names)
+
+    def named_otherwise(f: str) -> bool:
+        return names_any(forms.get(f, ()))
 
     def same_root(f: str) -> bool:  # a verb and its noun: "cortam" / "corte", "hospedam" / "hospedagem"
         return f in roots and any(w.startswith(roots[f]) for w in words)
@@ -1938,9 +1941,8 @@ def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
     out = {f for f in focus if not covered(f) and not named_otherwise(f) and not same_root(f)}
     # a customer's phrase named otherwise is named whole: "room" of "room service" when "entrega" is written; not by
     # the wider kind it is one of ("shih tzu" is no "pet" the business has)
-    for key, parts in _phrase_words(message).items():
-        specific = forms.get(key, set()) - {key} - _KIND_STEMS
-        if key in focus and any(x in stems or (len(x) >= 4 and any(w.startswith(x) for w in words)) for x in specific):
+    for key, parts in _phrase_words(message):
+        if key in focus and names_any(forms.get(key, set()) - {key} - _KIND_STEMS):
             out -= parts
     return out
 
@@ -1949,15 +1951,16 @@ def uncovered_focus(message: str, units: Sequence[Unit]) -> set[str]:
 _KIND_STEMS = frozenset(stem(w) for w in ("pet", "pets", "animal", "cao", "cachorro", "gato", "felino", "bicho"))
 
 
-def _phrase_words(message: str) -> dict[str, set[str]]:
-    """Per customer's phrase the lexicon names otherwise ("room service"): its key stem (``concept_forms``) → the
-    stems of all its words."""
+@functools.lru_cache(maxsize=4096)
+def _phrase_words(message: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """Per customer's phrase the lexicon names otherwise ("room service"): its key stem (``concept_forms``) and the
+    stems of all its words. Cached like ``concept_forms``: the composer asks it per candidate set of units."""
     out: dict[str, set[str]] = {}
     for word, _ in concepts_in(_measures(normalize_chat(message))):
         own = [t for t in word.split() if t not in STOPWORDS]
         if len(own) >= 2:
             out.setdefault(stem(own[-1]), set()).update(stem(t) for t in own)
-    return out
+    return tuple((k, frozenset(v)) for k, v in out.items())
 
 
 def unnamed_phrases(message: str, units: Sequence[Unit]) -> set[str]:
